@@ -1,0 +1,97 @@
+// Block devices: the one way the engine and the FTL touch stable storage.
+//
+// A BlockDevice reads and writes byte ranges at absolute offsets and makes
+// completed writes durable with flush(). Implementations:
+//   - UringBlockDevice: io_uring (liburing), one ring per device, a reaper thread
+//     completing requests, so many threads can have I/O in flight at once;
+//   - PosixBlockDevice: plain pread/pwrite, the fallback where io_uring is not
+//     available (old kernels, seccomp);
+// both on regular files or block devices, with O_DIRECT where the filesystem
+// allows it. Other devices (the NAND FTL, fault injection) implement the same
+// interface, so the engine never knows which it has.
+//
+// Callers must respect alignment(): offsets, lengths and buffer addresses are
+// multiples of it (4096 under O_DIRECT, 1 otherwise). AlignedBuffer helps.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hybridstore {
+
+// Heap buffer aligned for O_DIRECT (4096), zero-filled on allocation.
+class AlignedBuffer {
+ public:
+  AlignedBuffer() = default;
+  explicit AlignedBuffer(size_t size, size_t align = 4096);
+  AlignedBuffer(AlignedBuffer&& o) noexcept;
+  AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  ~AlignedBuffer();
+
+  char* data() { return data_; }
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+struct WriteIo {
+  uint64_t offset;
+  const char* buf;
+  uint64_t len;
+};
+struct ReadIo {
+  uint64_t offset;
+  char* buf;
+  uint64_t len;
+};
+
+class BlockDevice {
+ public:
+  virtual ~BlockDevice() = default;
+
+  virtual uint64_t size() const = 0;
+  virtual uint32_t alignment() const = 0;
+  // "uring", "posix", "nand", ...: shown by tools.
+  virtual std::string backend() const = 0;
+  virtual std::string path() const = 0;
+
+  // Each returns 0 when the whole range was transferred, or -errno.
+  virtual int read(uint64_t offset, char* buf, uint64_t len) = 0;
+  virtual int write(uint64_t offset, const char* buf, uint64_t len) = 0;
+  // Several I/Os submitted together; returns when all are done (first error wins).
+  virtual int read_many(const std::vector<ReadIo>& ios);
+  virtual int write_many(const std::vector<WriteIo>& ios);
+  // Makes every write that completed before the call durable.
+  virtual int flush() = 0;
+  // Tells the device a range holds no data any more (TRIM); advisory.
+  virtual int discard(uint64_t offset, uint64_t len) { return 0; }
+};
+
+enum class IoBackend { kAuto, kUring, kPosix };
+bool parse_io_backend(const std::string& s, IoBackend* out);
+
+struct DeviceOpenOptions {
+  IoBackend backend = IoBackend::kAuto;
+  bool direct_io = true;        // try O_DIRECT, fall back to buffered when refused
+  bool create = false;          // create a sparse file of create_size if missing
+  uint64_t create_size = 0;
+  unsigned uring_depth = 128;
+};
+
+// Opens `path` (regular file or block device). On failure returns null and
+// fills *error with a message naming the path and the reason.
+std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
+                                               const DeviceOpenOptions& opts,
+                                               std::string* error);
+
+// True when this process can set up an io_uring (checked once).
+bool uring_available();
+
+}  // namespace hybridstore

@@ -1,0 +1,78 @@
+// Byte encoders and a bounds-checked decoder shared by every on-disk record.
+//
+// Integers in record bodies are little-endian fixed or LEB128 varints; integers
+// in RocksDB keys are big-endian so that byte order equals numeric order.
+// A Decoder never reads past its end: every get_* returns false on short or
+// malformed input and leaves the decoder failed, so a caller can decode a whole
+// record and check ok() once.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hybridstore {
+
+void put_u8(std::string* dst, uint8_t v);
+void put_fixed16(std::string* dst, uint16_t v);
+void put_fixed32(std::string* dst, uint32_t v);
+void put_fixed64(std::string* dst, uint64_t v);
+void put_varint(std::string* dst, uint64_t v);
+void put_svarint(std::string* dst, int64_t v);  // zig-zag
+// Length-prefixed bytes (varint length).
+void put_bytes(std::string* dst, std::string_view s);
+
+void put_be32(std::string* dst, uint32_t v);
+void put_be64(std::string* dst, uint64_t v);
+uint32_t get_be32(const char* p);
+uint64_t get_be64(const char* p);
+uint32_t load_fixed32(const char* p);
+uint64_t load_fixed64(const char* p);
+void store_fixed32(char* p, uint32_t v);
+void store_fixed64(char* p, uint64_t v);
+
+class Decoder {
+ public:
+  explicit Decoder(std::string_view in) : p_(in.data()), end_(in.data() + in.size()) {}
+
+  bool get_u8(uint8_t* v);
+  bool get_fixed16(uint16_t* v);
+  bool get_fixed32(uint32_t* v);
+  bool get_fixed64(uint64_t* v);
+  bool get_varint(uint64_t* v);
+  bool get_varint32(uint32_t* v);  // fails if the value does not fit 32 bits
+  bool get_svarint(int64_t* v);
+  // Bytes written by put_bytes; fails when the length passes the end or `max_len`.
+  bool get_bytes(std::string* out, uint64_t max_len = UINT64_MAX);
+  bool get_bytes_view(std::string_view* out, uint64_t max_len = UINT64_MAX);
+  bool get_raw(size_t n, std::string_view* out);
+  bool skip(size_t n);
+
+  bool ok() const { return ok_; }
+  size_t remaining() const { return ok_ ? static_cast<size_t>(end_ - p_) : 0; }
+  bool done() const { return ok_ && p_ == end_; }
+  // Marks the decoder failed (for semantic checks done by the caller).
+  bool fail() {
+    ok_ = false;
+    return false;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+  bool ok_ = true;
+};
+
+// A versioned, checksummed record: [u8 version][varint body length][body]
+// [fixed32 crc32c of everything before it, seeded with `tag`]. The tag is a
+// small per-kind constant so that a record of one kind never decodes as another.
+std::string seal_record(uint32_t tag, uint8_t version, std::string_view body);
+
+enum class RecordError { kNone, kTruncated, kBadChecksum, kBadVersion };
+const char* record_error_name(RecordError e);
+
+// Checks framing and checksum; on success sets *version and *body (a view into
+// `in`). Versions above `max_version` are rejected.
+RecordError open_record(uint32_t tag, uint8_t max_version, std::string_view in,
+                        uint8_t* version, std::string_view* body);
+
+}  // namespace hybridstore

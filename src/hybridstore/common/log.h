@@ -1,0 +1,28 @@
+// Leveled logging to stderr (or a file), formatted with {fmt}.
+#pragma once
+#include <fmt/format.h>
+
+#include <string>
+
+namespace hybridstore {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+void set_log_level(LogLevel level);
+LogLevel log_level();
+// Redirects log lines to `path` (appended); empty path means stderr.
+bool set_log_file(const std::string& path);
+void log_line(LogLevel level, const std::string& msg);
+bool parse_log_level(const std::string& s, LogLevel* out);
+
+}  // namespace hybridstore
+
+#define HS_LOG(level, ...)                                                      \
+  do {                                                                          \
+    if (static_cast<int>(level) <= static_cast<int>(::hybridstore::log_level())) \
+      ::hybridstore::log_line(level, fmt::format(__VA_ARGS__));                 \
+  } while (0)
+#define HS_ERROR(...) HS_LOG(::hybridstore::LogLevel::kError, __VA_ARGS__)
+#define HS_WARN(...) HS_LOG(::hybridstore::LogLevel::kWarn, __VA_ARGS__)
+#define HS_INFO(...) HS_LOG(::hybridstore::LogLevel::kInfo, __VA_ARGS__)
+#define HS_DEBUG(...) HS_LOG(::hybridstore::LogLevel::kDebug, __VA_ARGS__)

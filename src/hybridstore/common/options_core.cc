@@ -1,0 +1,49 @@
+// Options of the engine core: devices, allocation, placement, RocksDB, caches.
+#include "hybridstore/common/config.h"
+
+namespace hybridstore {
+
+void add_core_options(std::vector<OptionSpec>* v) {
+  using T = OptionType;
+  v->push_back({"hybridstore_ssd_path", T::kString, "",
+                "SSD device (file or block device); empty means <store>/block.ssd"});
+  v->push_back({"hybridstore_hdd_path", T::kString, "",
+                "HDD device (file or block device); empty means <store>/block.hdd"});
+  v->push_back({"hybridstore_block_create", T::kBool, "true",
+                "mkfs creates missing device files as sparse files of the configured size"});
+  v->push_back({"hybridstore_ssd_size", T::kSize, "8G",
+                "size of a device file mkfs creates for the SSD tier", "64M", "", {}, true});
+  v->push_back({"hybridstore_hdd_size", T::kSize, "64G",
+                "size of a device file mkfs creates for the HDD tier", "64M", "", {}, true});
+  v->push_back({"hybridstore_ssd_alloc_unit", T::kSize, "4K",
+                "allocation unit of the SSD tier", "4K", "1M", {}, true, true});
+  v->push_back({"hybridstore_hdd_alloc_unit", T::kSize, "4K",
+                "allocation unit of the HDD tier", "4K", "4M", {}, true, true});
+  v->push_back({"hybridstore_io_backend", T::kString, "auto",
+                "device I/O: io_uring, plain pread/pwrite, or io_uring when available",
+                "", "", {"auto", "uring", "posix"}});
+  v->push_back({"hybridstore_direct_io", T::kBool, "true",
+                "open devices with O_DIRECT where the filesystem allows it"});
+  v->push_back({"hybridstore_uring_depth", T::kInt, "128", "io_uring queue depth per device",
+                "8", "4096", {}, false, true});
+  v->push_back({"hybridstore_placement_hdd_threshold", T::kSize, "1M",
+                "objects whose size or expected size reaches this are placed on the HDD",
+                "4K", ""});
+  v->push_back({"hybridstore_max_object_size", T::kSize, "4G",
+                "largest object offset+length accepted (writes past it fail with E2BIG)", "1M",
+                "4G"});
+  v->push_back({"hybridstore_csum_block", T::kSize, "4K",
+                "bytes covered by one crc32c of object data", "512", "1M", {}, true, true});
+  v->push_back({"hybridstore_onode_cache_size", T::kInt, "200000",
+                "onodes kept in memory across all collections", "64", ""});
+  v->push_back({"hybridstore_rocksdb_options", T::kString,
+                "write_buffer_size=64M;max_write_buffer_number=4;compression=kNoCompression",
+                "RocksDB options string (RocksDB's GetOptionsFromString format)"});
+  v->push_back({"hybridstore_fsck_on_mount", T::kBool, "false", "run a shallow fsck at mount"});
+  v->push_back({"hybridstore_fsck_on_umount", T::kBool, "false", "run a shallow fsck at umount"});
+  v->push_back({"hybridstore_log_level", T::kString, "warn", "log verbosity", "", "",
+                {"error", "warn", "info", "debug"}});
+  v->push_back({"hybridstore_log_file", T::kString, "", "log file; empty means stderr"});
+}
+
+}  // namespace hybridstore

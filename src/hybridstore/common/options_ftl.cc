@@ -1,0 +1,12 @@
+// Options of the ftl component; each entry documents itself in the registry.
+#include "hybridstore/common/config.h"
+
+namespace hybridstore {
+
+void add_ftl_options(std::vector<OptionSpec>* v) {
+  using T = OptionType;
+  (void)T::kBool;
+  (void)v;
+}
+
+}  // namespace hybridstore

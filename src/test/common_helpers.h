@@ -1,0 +1,26 @@
+// Small helpers shared by unit tests: scratch directories and random bytes.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace hybridstore::test {
+
+// A fresh directory under $HS_TEST_TMPDIR (or /tmp), removed on destruction
+// unless HS_TEST_KEEP is set.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "hs");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string random_bytes(std::mt19937_64& rng, size_t n);
+
+}  // namespace hybridstore::test
