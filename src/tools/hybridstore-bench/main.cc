@@ -1,0 +1,35 @@
+// hybridstore-bench: benchmarks and reproductions of the papers' figures.
+// Every subcommand prints a table; most can also write JSON (--json FILE).
+#include <cstdio>
+#include <map>
+
+#include "bench_command.h"
+#include "hybridstore/common/log.h"
+
+namespace hybridstore::bench {
+
+std::vector<RegisteredBench>& bench_registry() {
+  static std::vector<RegisteredBench> r;
+  return r;
+}
+
+BenchCommand::BenchCommand(std::string name, std::string description, Setup setup) {
+  bench_registry().push_back({std::move(name), std::move(description), std::move(setup)});
+}
+
+}  // namespace hybridstore::bench
+
+int main(int argc, char** argv) {
+  using namespace hybridstore::bench;
+  CLI::App app{"hybridstore-bench: HybridStore benchmarks (each subcommand prints a table)"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, std::function<int()>> runners;
+  for (auto& b : bench_registry()) {
+    CLI::App* sub = app.add_subcommand(b.name, b.description);
+    runners[sub] = b.setup(sub);
+  }
+  CLI11_PARSE(app, argc, argv);
+  for (auto& [sub, run] : runners)
+    if (sub->parsed()) return run();
+  return 2;
+}
