@@ -1,0 +1,161 @@
+// HybridStore: the engine, an object store with the model of Ceph's ObjectStore.
+//
+// A store is a directory holding a RocksDB database (metadata: collections,
+// onodes, omap, allocation state) and two devices, an SSD tier and an HDD
+// tier (files or block devices, named by symlinks block.ssd and block.hdd or
+// created there as sparse files by mkfs).
+//
+// Guarantees:
+//  - A transaction (or a vector of them passed together) is atomic: on error
+//    nothing of it is applied and the failing op is reported.
+//  - It is visible to reads as soon as queue_transaction returns, and durable
+//    (survives a crash) once its on_commit callbacks run.
+//  - Transactions on one collection apply and commit in submission order;
+//    transactions on different collections may run in parallel, and all
+//    concurrent submitters share one device flush and one RocksDB sync.
+// Callers must not read an object while a transaction changing it is being
+// queued (Ceph's isolation rule); reads are otherwise thread-safe.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hybridstore/collection_id.h"
+#include "hybridstore/common/config.h"
+#include "hybridstore/object_id.h"
+#include "hybridstore/onode.h"
+#include "hybridstore/transaction.h"
+
+namespace hybridstore {
+
+struct ObjectStat {
+  uint64_t size = 0;
+  uint64_t allocated = 0;  // bytes of device space held
+  uint64_t bytes_on[kNumTiers] = {0, 0};
+  uint32_t blksize = 4096;
+  uint64_t omap_id = 0;
+};
+
+struct TierStats {
+  uint64_t total = 0;      // allocatable bytes
+  uint64_t free = 0;
+  uint64_t allocated = 0;
+  uint64_t unit = 0;
+  double fragmentation = 0;
+  std::string device;
+  std::string backend;
+};
+
+struct StoreStats {
+  TierStats tier[kNumTiers];
+  uint64_t objects = 0;
+  uint64_t data_bytes = 0;  // sum of object sizes
+  uint64_t transactions_committed = 0;
+  uint64_t commit_groups = 0;
+};
+
+struct FsckReport {
+  uint64_t errors = 0;
+  uint64_t warnings = 0;
+  uint64_t collections = 0;
+  uint64_t objects = 0;
+  uint64_t extents = 0;
+  uint64_t omap_entries = 0;
+  uint64_t bytes_verified = 0;  // deep only
+  uint64_t leaked_bytes[kNumTiers] = {0, 0};
+  std::vector<std::string> problems;  // one line each
+};
+
+// Iterates one object's omap keys in byte order (never the header).
+class OmapIterator {
+ public:
+  virtual ~OmapIterator() = default;
+  virtual void seek_to_first() = 0;
+  virtual void lower_bound(const std::string& key) = 0;  // first key >= key
+  virtual void upper_bound(const std::string& key) = 0;  // first key > key
+  virtual bool valid() const = 0;
+  virtual void next() = 0;
+  virtual std::string key() const = 0;
+  virtual std::string value() const = 0;
+  virtual int status() const = 0;  // 0 or -EIO
+};
+
+class StoreImpl;
+
+class HybridStore {
+ public:
+  HybridStore(std::string path, Config cfg = Config());
+  ~HybridStore();
+  HybridStore(const HybridStore&) = delete;
+  HybridStore& operator=(const HybridStore&) = delete;
+
+  const std::string& path() const;
+  const Config& config() const;
+
+  // Creates a store at path(). Harmless on an existing store of the same
+  // configuration (returns 0 and leaves it as it is).
+  int mkfs(std::string* error = nullptr);
+  int mount(std::string* error = nullptr);
+  // Waits for every queued transaction to be durable, then closes.
+  int umount();
+  bool is_mounted() const;
+  std::string fsid() const;
+
+  // Applies the transaction(s) atomically; 0 or negative errno with *error
+  // saying which op failed. Callbacks registered on the transactions run on
+  // commit. A vector is applied as one atomic unit.
+  int queue_transaction(Transaction t, TxnError* error = nullptr);
+  int queue_transactions(std::vector<Transaction> ts, TxnError* error = nullptr);
+  // queue_transaction, then wait until it is durable.
+  int apply_transaction(Transaction t, TxnError* error = nullptr);
+  // Blocks until everything queued so far is durable and its callbacks ran.
+  int flush();
+
+  std::vector<CollectionId> list_collections();
+  bool collection_exists(const CollectionId& c);
+  int collection_bits(const CollectionId& c);  // bits, or -ENOENT
+  int collection_empty(const CollectionId& c, bool* empty);
+  // Objects o with start <= o < end in ghobject order, at most max; *next is
+  // the first object not returned, or ObjectId::make_max() when done.
+  int collection_list(const CollectionId& c, const ObjectId& start, const ObjectId& end, int max,
+                      std::vector<ObjectId>* out, ObjectId* next);
+
+  bool exists(const CollectionId& c, const ObjectId& o);
+  int stat(const CollectionId& c, const ObjectId& o, ObjectStat* st);
+  // Returns bytes read. Reading at or past EOF returns 0; off=0,len=0 reads
+  // the whole object; holes read as zeros; a checksum mismatch is -EIO.
+  int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out);
+  // Allocated ranges {offset: length} within [off, off+len).
+  int fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
+             std::map<uint64_t, uint64_t>* out);
+  int getattr(const CollectionId& c, const ObjectId& o, const std::string& name, std::string* value);
+  int getattrs(const CollectionId& c, const ObjectId& o, std::map<std::string, std::string>* out);
+
+  int omap_get(const CollectionId& c, const ObjectId& o, std::string* header,
+               std::map<std::string, std::string>* out);
+  int omap_get_header(const CollectionId& c, const ObjectId& o, std::string* header);
+  int omap_get_keys(const CollectionId& c, const ObjectId& o, std::set<std::string>* keys);
+  int omap_get_values(const CollectionId& c, const ObjectId& o, const std::set<std::string>& keys,
+                      std::map<std::string, std::string>* out);
+  int omap_check_keys(const CollectionId& c, const ObjectId& o, const std::set<std::string>& keys,
+                      std::set<std::string>* present);
+  // Null when the object does not exist.
+  std::unique_ptr<OmapIterator> get_omap_iterator(const CollectionId& c, const ObjectId& o);
+
+  int statfs(StoreStats* st);
+  // Checks metadata (every extent referenced once, allocation state agrees
+  // with the onodes, omap owned); deep also reads and verifies all data.
+  // Returns the number of errors (0 = clean) or a negative errno.
+  int fsck(bool deep, FsckReport* report);
+
+  StoreImpl* impl() { return impl_.get(); }
+
+ private:
+  std::unique_ptr<StoreImpl> impl_;
+};
+
+
+}  // namespace hybridstore

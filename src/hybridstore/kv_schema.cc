@@ -1,0 +1,182 @@
+#include "hybridstore/kv_schema.h"
+
+#include <cstring>
+
+#include "hybridstore/common/encoding.h"
+
+namespace hybridstore::kv {
+
+std::string super_key(std::string_view name) {
+  std::string k(1, kSuper);
+  k.append(name.data(), name.size());
+  return k;
+}
+
+std::string collection_key(const CollectionId& c) {
+  std::string k(1, kCollection);
+  k += c.name;
+  return k;
+}
+
+bool decode_collection_key(std::string_view k, CollectionId* c) {
+  if (k.empty() || k[0] != kCollection) return false;
+  c->name = std::string(k.substr(1));
+  return c->valid();
+}
+
+std::string onode_prefix(const CollectionId& c) {
+  std::string k(1, kOnode);
+  append_escaped(&k, c.name);
+  return k;
+}
+
+std::string onode_key(const CollectionId& c, const ObjectId& o) {
+  std::string k = onode_prefix(c);
+  k += encode_object_key(o);
+  return k;
+}
+
+bool decode_onode_key(std::string_view k, CollectionId* c, ObjectId* o) {
+  if (k.empty() || k[0] != kOnode) return false;
+  k.remove_prefix(1);
+  std::string name;
+  if (!take_escaped(&k, &name)) return false;
+  c->name = std::move(name);
+  return decode_object_key(k, o);
+}
+
+namespace {
+std::string omap_base(uint64_t nid) {
+  std::string k(1, kOmap);
+  put_be64(&k, nid);
+  return k;
+}
+}  // namespace
+
+std::string omap_header_key(uint64_t nid) { return omap_base(nid) + 'H'; }
+std::string omap_key(uint64_t nid, std::string_view user_key) {
+  std::string k = omap_base(nid) + 'K';
+  k.append(user_key.data(), user_key.size());
+  return k;
+}
+std::string omap_keys_begin(uint64_t nid) { return omap_base(nid) + 'K'; }
+std::string omap_keys_end(uint64_t nid) { return omap_base(nid) + 'L'; }
+std::string omap_nid_begin(uint64_t nid) { return omap_base(nid); }
+std::string omap_nid_end(uint64_t nid) { return omap_base(nid + 1); }
+
+bool decode_omap_key(std::string_view k, uint64_t* nid, bool* is_header, std::string_view* user_key) {
+  if (k.size() < 10 || k[0] != kOmap) return false;
+  *nid = get_be64(k.data() + 1);
+  if (k[9] == 'H' && k.size() == 10) {
+    *is_header = true;
+    *user_key = {};
+    return true;
+  }
+  if (k[9] != 'K') return false;
+  *is_header = false;
+  *user_key = k.substr(10);
+  return true;
+}
+
+std::string bitmap_prefix(Tier t) {
+  std::string k(1, kBitmap);
+  k.push_back(static_cast<char>(t));
+  return k;
+}
+
+std::string bitmap_key(Tier t, uint64_t chunk) {
+  std::string k = bitmap_prefix(t);
+  put_be64(&k, chunk);
+  return k;
+}
+
+bool decode_bitmap_key(std::string_view k, Tier* t, uint64_t* chunk) {
+  if (k.size() != 10 || k[0] != kBitmap || static_cast<uint8_t>(k[1]) >= kNumTiers) return false;
+  *t = static_cast<Tier>(k[1]);
+  *chunk = get_be64(k.data() + 2);
+  return true;
+}
+
+std::string prefix_end(std::string_view prefix) {
+  std::string e(prefix);
+  while (!e.empty()) {
+    auto& c = reinterpret_cast<unsigned char&>(e.back());
+    if (c != 0xff) {
+      ++c;
+      return e;
+    }
+    e.pop_back();
+  }
+  return std::string(64, '\xff');  // everything
+}
+
+std::string encode_stat_delta(const int64_t (&delta)[kStatCount]) {
+  std::string v;
+  for (int i = 0; i < kStatCount; ++i) put_fixed64(&v, static_cast<uint64_t>(delta[i]));
+  return v;
+}
+
+bool decode_stats(std::string_view v, int64_t (&out)[kStatCount]) {
+  for (auto& x : out) x = 0;
+  if (v.size() % 8 || v.size() > 8 * kStatCount) return false;
+  for (size_t i = 0; i < v.size() / 8; ++i)
+    out[i] = static_cast<int64_t>(load_fixed64(v.data() + 8 * i));
+  return true;
+}
+
+namespace {
+
+class StoreMergeOperator final : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice& key, const rocksdb::Slice* existing, const rocksdb::Slice& value,
+             std::string* new_value, rocksdb::Logger*) const override {
+    if (key.size() > 0 && key[0] == kBitmap) {
+      // XOR: allocating and freeing both toggle bits, so concurrent batches
+      // never need to read the chunk first.
+      size_t n = std::max(value.size(), existing ? existing->size() : 0);
+      new_value->assign(n, '\0');
+      for (size_t i = 0; i < value.size(); ++i) (*new_value)[i] = value[i];
+      if (existing)
+        for (size_t i = 0; i < existing->size(); ++i) (*new_value)[i] ^= (*existing)[i];
+      return true;
+    }
+    if (key.ToStringView() == stats_key()) {
+      int64_t a[kStatCount], b[kStatCount];
+      if (!decode_stats(value.ToStringView(), b)) return false;
+      if (existing) {
+        if (!decode_stats(existing->ToStringView(), a)) return false;
+      } else {
+        for (auto& x : a) x = 0;
+      }
+      for (int i = 0; i < kStatCount; ++i) a[i] += b[i];
+      *new_value = encode_stat_delta(a);
+      return true;
+    }
+    return false;
+  }
+  const char* Name() const override { return "hybridstore.merge.v1"; }
+};
+
+constexpr uint32_t kCollectionTag = 0x434f4c4c;  // "COLL"
+
+}  // namespace
+
+std::shared_ptr<rocksdb::MergeOperator> make_merge_operator() {
+  return std::make_shared<StoreMergeOperator>();
+}
+
+std::string encode_collection(uint32_t bits) {
+  std::string b;
+  put_varint(&b, bits);
+  return seal_record(kCollectionTag, 1, b);
+}
+
+bool decode_collection(std::string_view v, uint32_t* bits) {
+  uint8_t ver;
+  std::string_view body;
+  if (open_record(kCollectionTag, 1, v, &ver, &body) != RecordError::kNone) return false;
+  Decoder d(body);
+  return d.get_varint32(bits) && d.done() && *bits <= 32;
+}
+
+}  // namespace hybridstore::kv

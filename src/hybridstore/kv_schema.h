@@ -1,0 +1,73 @@
+// RocksDB key space of the store; KEY_SCHEMA.md beside this file is the
+// reference. One leading byte per kind of record, so each kind is a
+// contiguous range that can be listed or checked on its own.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <rocksdb/merge_operator.h>
+
+#include "hybridstore/collection_id.h"
+#include "hybridstore/object_id.h"
+#include "hybridstore/onode.h"
+
+namespace hybridstore::kv {
+
+constexpr char kSuper = 'S';       // singletons: superblock, nid_max, statistics
+constexpr char kCollection = 'C';  // C<collection name> -> collection record
+constexpr char kOnode = 'O';       // O<esc collection><object key> -> onode
+constexpr char kOmap = 'M';        // M<be64 nid>H -> header, M<be64 nid>K<key> -> value
+constexpr char kBitmap = 'B';      // B<tier><be64 chunk> -> allocation bitmap chunk (XOR merge)
+constexpr char kDeferred = 'D';    // D<be64 seq> -> deferred write record
+constexpr char kSection = 'A';     // HFM section allocator state
+constexpr char kHeat = 'H';        // heat tracker records
+
+std::string super_key(std::string_view name);
+inline std::string superblock_key() { return super_key("superblock"); }
+inline std::string nid_max_key() { return super_key("nid_max"); }
+inline std::string stats_key() { return super_key("stats"); }
+inline std::string mkfs_done_key() { return super_key("mkfs_done"); }
+
+std::string collection_key(const CollectionId& c);
+bool decode_collection_key(std::string_view k, CollectionId* c);
+
+// All onodes of a collection share this prefix, so a collection lists as one
+// range in object order.
+std::string onode_prefix(const CollectionId& c);
+std::string onode_key(const CollectionId& c, const ObjectId& o);
+bool decode_onode_key(std::string_view k, CollectionId* c, ObjectId* o);
+
+std::string omap_header_key(uint64_t nid);
+std::string omap_key(uint64_t nid, std::string_view user_key);
+std::string omap_keys_begin(uint64_t nid);  // first possible user key of nid
+std::string omap_keys_end(uint64_t nid);    // past the last user key of nid
+std::string omap_nid_begin(uint64_t nid);   // header and keys: [begin, end)
+std::string omap_nid_end(uint64_t nid);
+bool decode_omap_key(std::string_view k, uint64_t* nid, bool* is_header, std::string_view* user_key);
+
+// One allocation bitmap chunk covers kBitmapChunkBits allocation units.
+constexpr uint64_t kBitmapChunkBits = 1024;
+constexpr size_t kBitmapChunkBytes = kBitmapChunkBits / 8;
+std::string bitmap_key(Tier t, uint64_t chunk);
+std::string bitmap_prefix(Tier t);
+bool decode_bitmap_key(std::string_view k, Tier* t, uint64_t* chunk);
+
+// Upper bound of a prefix range: the smallest key greater than every key
+// that starts with `prefix`.
+std::string prefix_end(std::string_view prefix);
+
+// Counters kept with ADD merges: index into the stats vector.
+enum Stat : int { kStatObjects = 0, kStatBytes = 1, kStatOmapBytes = 2, kStatCount = 3 };
+std::string encode_stat_delta(const int64_t (&delta)[kStatCount]);
+bool decode_stats(std::string_view v, int64_t (&out)[kStatCount]);
+
+// XOR for bitmap chunks, element-wise add for statistics; any other key is
+// a corruption (the merge fails and RocksDB reports it).
+std::shared_ptr<rocksdb::MergeOperator> make_merge_operator();
+
+// Collection record: hash bits. Versioned and checksummed.
+std::string encode_collection(uint32_t bits);
+bool decode_collection(std::string_view v, uint32_t* bits);
+
+}  // namespace hybridstore::kv

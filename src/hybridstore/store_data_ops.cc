@@ -1,0 +1,334 @@
+// The data path: copy-on-write writes, zeroing, truncation and clones, all
+// allocating fresh space so that committed data is never overwritten before
+// the metadata that stops referencing it is durable; plus checksummed reads.
+//
+// Granularity: new data is written in units of the target tier's allocation
+// unit. A range cutting into an extent whose tier has a coarser unit is first
+// widened to that unit, so every extent always starts and ends on its own
+// unit and every cut lands on a checksum-block boundary.
+#include <algorithm>
+#include <cstring>
+
+#include "hybridstore/common/crc32c.h"
+#include "hybridstore/common/log.h"
+#include "hybridstore/store_impl.h"
+
+namespace hybridstore {
+
+namespace {
+uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+Tier other(Tier t) { return t == Tier::kSsd ? Tier::kHdd : Tier::kSsd; }
+// Large copies (clone, clone_range) go in pieces of this size, bounding memory.
+constexpr uint64_t kCopyChunk = 8ull << 20;
+}  // namespace
+
+// ---------------------------------------------------------------- reads
+
+int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
+                         uint64_t len, char* out) {
+  std::memset(out, 0, len);
+  uint64_t end = off + len;
+  struct Pending {
+    const DataExtent* e;
+    uint64_t first_block, last_block;  // csum blocks [first, last) of the extent
+    uint64_t phys_begin;               // aligned physical start of the buffer
+    AlignedBuffer buf;
+  };
+  std::vector<Pending> reads;
+  for (const DataExtent* e : o.extents.overlapping(off, end)) {
+    uint64_t cb = e->csum_block;
+    uint64_t b = std::max(off, e->logical) - e->logical;
+    uint64_t f = std::min(end, e->logical_end()) - e->logical;
+    Pending p{e, b / cb, (f + cb - 1) / cb, 0, {}};
+    BlockDevice* dev = dev_[tier_index(e->tier)].get();
+    uint64_t a = dev->alignment();
+    uint64_t pb = align_down(e->physical + p.first_block * cb, a);
+    uint64_t pe = align_up(e->physical + p.last_block * cb, a);
+    p.phys_begin = pb;
+    p.buf = AlignedBuffer(pe - pb);
+    reads.push_back(std::move(p));
+  }
+  for (int t = 0; t < kNumTiers; ++t) {
+    std::vector<ReadIo> ios;
+    for (auto& p : reads)
+      if (tier_index(p.e->tier) == t) ios.push_back({p.phys_begin, p.buf.data(), p.buf.size()});
+    if (ios.empty()) continue;
+    if (int r = dev_[t]->read_many(ios); r < 0) {
+      HS_ERROR("read error on {} device for object {} in {}: {}", tier_name(static_cast<Tier>(t)),
+               oid.to_string(), c.name, strerror(-r));
+      return -EIO;
+    }
+  }
+  for (auto& p : reads) {
+    const DataExtent& e = *p.e;
+    uint64_t cb = e.csum_block;
+    for (uint64_t blk = p.first_block; blk < p.last_block; ++blk) {
+      const char* data = p.buf.data() + (e.physical + blk * cb - p.phys_begin);
+      if (crc32c(0, data, cb) != e.csums[blk]) {
+        HS_ERROR("checksum mismatch in object {} of {} at offset {} ({} device offset {})",
+                 oid.to_string(), c.name, e.logical + blk * cb, tier_name(e.tier), e.physical + blk * cb);
+        return -EIO;
+      }
+    }
+    uint64_t lb = std::max(off, e.logical);
+    uint64_t le = std::min(end, e.logical_end());
+    std::memcpy(out + (lb - off), p.buf.data() + (e.physical + (lb - e.logical) - p.phys_begin), le - lb);
+  }
+  return 0;
+}
+
+int StoreImpl::read_extent_raw(const DataExtent& e, std::string* out) {
+  Onode tmp;
+  DataExtent copy = e;
+  copy.logical = 0;
+  tmp.extents.insert(copy);
+  out->resize(e.length);
+  return read_data(CollectionId("-"), ObjectId::from_name("-"), tmp, 0, e.length, out->data());
+}
+
+// ---------------------------------------------------------------- space
+
+int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out) {
+  int t = tier_index(tier);
+  std::vector<Interval> iv;
+  if (int r = s.alloc_[t]->allocate(len, hint, &iv); r < 0) return r;
+  for (const auto& i : iv) {
+    PExtent p{tier, i.offset, i.length};
+    out->push_back(p);
+    tx.allocated.push_back(p);
+    s.freelist_[t]->toggle(tx.batch.get(), i.offset, i.length);
+  }
+  return 0;
+}
+
+void OpApplier::release(const PExtent& e) {
+  tx.released.push_back(e);
+  s.freelist_[tier_index(e.tier)]->toggle(tx.batch.get(), e.offset, e.length);
+}
+
+void OpApplier::release_all_data(Onode& o) {
+  std::vector<PExtent> freed;
+  o.extents.punch(0, UINT64_MAX, &freed);
+  for (const auto& e : freed) release(e);
+}
+
+int OpApplier::store_new_extents(Tier tier, uint64_t logical, const char* buf, uint64_t len,
+                                 const std::vector<PExtent>& where, ExtentMap* into) {
+  int t = tier_index(tier);
+  uint32_t cb = s.csum_block_[t];
+  std::vector<WriteIo> ios;
+  uint64_t pos = 0;
+  std::vector<DataExtent> made;
+  for (const auto& p : where) {
+    DataExtent e;
+    e.logical = logical + pos;
+    e.length = p.length;
+    e.tier = tier;
+    e.physical = p.offset;
+    e.csum_block = cb;
+    e.csums.resize(p.length / cb);
+    for (uint64_t i = 0; i < e.csums.size(); ++i) e.csums[i] = crc32c(0, buf + pos + i * cb, cb);
+    ios.push_back({p.offset, buf + pos, p.length});
+    made.push_back(std::move(e));
+    pos += p.length;
+  }
+  if (pos != len) return -EINVAL;
+  if (int r = s.dev_[t]->write_many(ios); r < 0) {
+    HS_ERROR("write to {} device failed: {}", tier_name(tier), strerror(-r));
+    return -EIO;
+  }
+  s.write_tracker_.note_write(t);
+  for (auto& e : made) into->insert(std::move(e));
+  return 0;
+}
+
+// ---------------------------------------------------------------- writes
+
+int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
+                          std::string_view data) {
+  const uint64_t end = off + data.size();
+  const Tier preferred = s.placement_->choose(o, end);
+  for (Tier tier : {preferred, other(preferred)}) {
+    const uint64_t g = s.unit_[tier_index(tier)];
+    uint64_t a = align_down(off, g), b = align_up(end, g);
+    // Widen to the unit of any coarser-grained extent the range cuts into.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const DataExtent* e : o.extents.overlapping(a, a + 1)) {
+        uint64_t na = std::max(e->logical, align_down(a, s.unit_[tier_index(e->tier)]));
+        if (na < a) a = na, changed = true;
+      }
+      for (const DataExtent* e : o.extents.overlapping(b - 1, b)) {
+        uint64_t nb = std::min(e->logical_end(), align_up(b, s.unit_[tier_index(e->tier)]));
+        if (nb > b) b = nb, changed = true;
+      }
+    }
+    const uint64_t len = b - a;
+    std::vector<PExtent> where;
+    uint64_t hint = 0;
+    if (a > 0) {
+      for (const DataExtent* e : o.extents.overlapping(a - 1, a))
+        if (e->tier == tier) hint = e->physical + (a - e->logical);
+    }
+    int r = allocate_on(tier, len, hint, &where);
+    if (r == -ENOSPC) continue;  // spill to the other tier
+    if (r < 0) return r;
+
+    AlignedBuffer buf(len);
+    // Read-modify-write of the partial units at either end; bytes past the
+    // object's end read as zeros, which keeps the zero-tail invariant.
+    if (a < off && o.extents.any_in(a, off))
+      if (int rr = s.read_data(c, oid, o, a, off - a, buf.data()); rr < 0) return rr;
+    if (end < b && o.extents.any_in(end, b))
+      if (int rr = s.read_data(c, oid, o, end, b - end, buf.data() + (end - a)); rr < 0) return rr;
+    std::memcpy(buf.data() + (off - a), data.data(), data.size());
+
+    std::vector<PExtent> freed;
+    o.extents.punch(a, b, &freed);
+    if (int rr = store_new_extents(tier, a, buf.data(), len, where, &o.extents); rr < 0) return rr;
+    for (const auto& e : freed) release(e);
+    set_size(o, std::max(o.size, end));
+    return 0;
+  }
+  return -ENOSPC;
+}
+
+int OpApplier::zero_range(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off, uint64_t len) {
+  const uint64_t end = off + len;
+  if (off < o.size) {
+    const uint64_t zend = std::min(end, o.size);
+    const uint64_t U = s.max_unit_;
+    // Whole units are punched out (holes read as zeros); nothing lies past
+    // the end of the object, so a zero reaching it punches to infinity.
+    uint64_t ia = align_up(off, U);
+    uint64_t ib = end >= o.size ? UINT64_MAX : align_down(end, U);
+    auto zero_write = [&](uint64_t zb, uint64_t ze) -> int {
+      if (zb >= ze || !o.extents.any_in(zb, ze)) return 0;
+      std::string zeros(ze - zb, '\0');
+      return write_data(c, oid, o, zb, zeros);
+    };
+    if (ia < ib) {
+      std::vector<PExtent> freed;
+      o.extents.punch(ia, ib, &freed);
+      for (const auto& e : freed) release(e);
+      if (int r = zero_write(off, std::min(ia, zend)); r < 0) return r;
+      if (ib != UINT64_MAX)
+        if (int r = zero_write(std::max(ib, off), zend); r < 0) return r;
+    } else {
+      if (int r = zero_write(off, zend); r < 0) return r;
+    }
+  }
+  set_size(o, std::max(o.size, end));
+  return 0;
+}
+
+int OpApplier::truncate(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t size) {
+  if (size < o.size) {
+    const uint64_t cut = align_up(size, s.max_unit_);
+    // Bytes past the new end inside the last kept unit must read as zeros
+    // after a later extension: rewrite them.
+    uint64_t zend = std::min(cut, o.size);
+    if (size < zend && o.extents.any_in(size, zend)) {
+      std::string zeros(zend - size, '\0');
+      if (int r = write_data(c, oid, o, size, zeros); r < 0) return r;
+    }
+    std::vector<PExtent> freed;
+    o.extents.punch(cut, UINT64_MAX, &freed);
+    for (const auto& e : freed) release(e);
+  }
+  set_size(o, size);
+  return 0;
+}
+
+// ---------------------------------------------------------------- clones
+
+int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId& dst, std::string* why) {
+  auto so = get(c, src);
+  if (!so) {
+    *why = load_error ? "source has a corrupt onode" : "clone source " + src.to_string() + " does not exist";
+    return load_error ? load_error : -ENOENT;
+  }
+  if (src == dst) return 0;
+  auto existing = get(c, dst);
+  if (load_error) return load_error;
+  if (existing)
+    if (int r = remove_object(c, dst); r < 0) return r;
+  // `so` stays valid: the overlay owns it and removing dst did not touch it.
+  auto d = get_or_create(c, dst);
+  d->attrs = so->attrs;
+  d->alloc_hint_flags = so->alloc_hint_flags;
+  d->expected_object_size = so->expected_object_size;
+  d->expected_write_size = so->expected_write_size;
+  for (const auto& [off, e] : so->extents.extents()) {
+    for (uint64_t done = 0; done < e.length; done += kCopyChunk) {
+      uint64_t n = std::min(kCopyChunk, e.length - done);
+      AlignedBuffer buf(n);
+      if (int r = s.read_data(c, src, *so, e.logical + done, n, buf.data()); r < 0) {
+        *why = "reading clone source";
+        return r;
+      }
+      std::vector<PExtent> where;
+      Tier tier = e.tier;
+      int r = allocate_on(tier, n, 0, &where);
+      if (r == -ENOSPC && n % s.unit_[tier_index(other(tier))] == 0) {
+        tier = other(tier);
+        r = allocate_on(tier, n, 0, &where);
+      }
+      if (r < 0) {
+        *why = "no space for the clone";
+        return r;
+      }
+      if (int rr = store_new_extents(tier, e.logical + done, buf.data(), n, where, &d->extents); rr < 0)
+        return rr;
+    }
+  }
+  set_size(*d, so->size);
+  if (so->nid) {
+    if (int r = ensure_nid(c, dst, *d); r < 0) return r;
+    if (int r = omap_copy(c, so->nid, d->nid); r < 0) return r;
+  }
+  mark_dirty(c, dst);
+  return 0;
+}
+
+int OpApplier::clone_range(const CollectionId& c, const Op& op, std::string* why) {
+  auto so = get(c, op.oid);
+  if (!so) {
+    *why = load_error ? "source has a corrupt onode" : "clone_range source " + op.oid.to_string() + " does not exist";
+    return load_error ? load_error : -ENOENT;
+  }
+  if (op.off + op.len < op.off || op.off + op.len > so->size) {
+    *why = fmt::format("source range {}~{} lies outside the source object (size {})", op.off, op.len, so->size);
+    return -EINVAL;
+  }
+  if (op.dst_off + op.len > s.max_object_size_) {
+    *why = "destination range past the largest object size";
+    return -E2BIG;
+  }
+  // Read everything first when source and destination are one object, so an
+  // overlapping copy reads the old bytes.
+  const bool same = op.oid == op.dst_oid;
+  Onode snapshot = *so;
+  auto d = get_or_create(c, op.dst_oid);
+  if (load_error) return load_error;
+  mark_dirty(c, op.dst_oid);
+  uint64_t chunk = same ? std::max<uint64_t>(op.len, 1) : kCopyChunk;
+  for (uint64_t done = 0; done < op.len; done += chunk) {
+    uint64_t n = std::min(chunk, op.len - done);
+    uint64_t sb = op.off + done, db = op.dst_off + done;
+    if (!snapshot.extents.any_in(sb, sb + n)) {
+      if (int r = zero_range(c, op.dst_oid, *d, db, n); r < 0) return r;
+      continue;
+    }
+    std::string buf(n, '\0');
+    if (int r = s.read_data(c, op.oid, snapshot, sb, n, buf.data()); r < 0) {
+      *why = "reading clone_range source";
+      return r;
+    }
+    if (int r = write_data(c, op.dst_oid, *d, db, buf); r < 0) return r;
+  }
+  return 0;
+}
+
+}  // namespace hybridstore

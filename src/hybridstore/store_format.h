@@ -1,0 +1,57 @@
+// On-disk identity of a store: the label at the start of each device and the
+// superblock in RocksDB. Both are versioned and crc32c-checksummed; mount
+// compares them so that devices of different stores, a device smaller than
+// its label says, or a label from a newer format are refused with a clear
+// message instead of being used.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "hybridstore/common/block_device.h"
+#include "hybridstore/onode.h"
+
+namespace hybridstore {
+
+constexpr uint32_t kFormatVersion = 1;
+constexpr uint64_t kLabelSize = 4096;  // bytes reserved for the label at offset 0
+
+using Uuid = std::array<uint8_t, 16>;
+Uuid generate_uuid();
+std::string uuid_to_string(const Uuid& u);
+bool parse_uuid(std::string_view s, Uuid* out);
+
+struct DeviceLabel {
+  Uuid fsid{};
+  Tier role = Tier::kSsd;
+  uint64_t size = 0;  // device bytes the store uses
+  uint32_t format_version = kFormatVersion;
+  uint64_t created_us = 0;
+  std::string description;
+};
+
+std::string encode_label(const DeviceLabel& l);  // exactly kLabelSize bytes
+// Returns 0, or -EINVAL with *why for anything that is not a valid label
+// (no magic, bad checksum, unknown version, truncated).
+int decode_label(std::string_view block, DeviceLabel* out, std::string* why);
+int write_label(BlockDevice* dev, const DeviceLabel& l);
+int read_label(BlockDevice* dev, DeviceLabel* out, std::string* why);
+
+struct Superblock {
+  uint32_t format_version = kFormatVersion;
+  Uuid fsid{};
+  uint64_t created_us = 0;
+  uint64_t tier_size[kNumTiers] = {0, 0};
+  uint64_t alloc_unit[kNumTiers] = {4096, 4096};
+  uint64_t reserved[kNumTiers] = {0, 0};  // bytes at the start of each device not allocated
+  uint32_t csum_block = 4096;
+  // Values of the mkfs-only options the store was created with.
+  std::map<std::string, std::string> mkfs_options;
+};
+
+std::string encode_superblock(const Superblock& s);
+int decode_superblock(std::string_view v, Superblock* out, std::string* why);
+
+}  // namespace hybridstore

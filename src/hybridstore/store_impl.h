@@ -1,0 +1,193 @@
+// Internals of HybridStore, shared by the store_*.cc files. Not a public API.
+//
+// Lock order: collection locks (in collection-name order, exclusive for a
+// transaction, shared for reads), then the short internal mutexes (collection
+// map, onode cache, allocators, committer). A thread holding a short mutex
+// never takes a collection lock, and the committer takes no collection lock,
+// so a transaction may wait for earlier commits while holding its locks.
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/utilities/write_batch_with_index.h>
+
+#include "hybridstore/allocator.h"
+#include "hybridstore/common/block_device.h"
+#include "hybridstore/common/config.h"
+#include "hybridstore/freelist.h"
+#include "hybridstore/hybrid_store.h"
+#include "hybridstore/kv_committer.h"
+#include "hybridstore/kv_schema.h"
+#include "hybridstore/onode_cache.h"
+#include "hybridstore/placement.h"
+#include "hybridstore/store_format.h"
+
+namespace hybridstore {
+
+// One per collection name ever used since mount, existing or not: the lock
+// must exist before the collection does (mkcoll) and outlive it (rmcoll).
+struct CollectionState {
+  explicit CollectionState(CollectionId c) : cid(std::move(c)) {}
+  const CollectionId cid;
+  std::shared_mutex lock;
+  std::atomic<bool> exists{false};
+  std::atomic<uint32_t> bits{0};
+  std::atomic<uint64_t> last_seq{0};  // last transaction that touched it
+};
+
+using ObjectKey = std::pair<std::string, ObjectId>;  // (collection name, object)
+struct ObjectKeyHash {
+  size_t operator()(const ObjectKey& k) const {
+    return std::hash<std::string>()(k.first) * 31 + ObjectIdHash()(k.second);
+  }
+};
+
+// The working state of one transaction. Nothing here is visible to others
+// until install; on failure it is dropped and its allocations released.
+struct TxnContext {
+  std::unique_ptr<rocksdb::WriteBatchWithIndex> batch;
+  // Objects touched: a private copy, or null when removed in this txn.
+  std::unordered_map<ObjectKey, std::shared_ptr<Onode>, ObjectKeyHash> onodes;
+  std::set<ObjectKey> dirty;  // onodes to write to the batch
+  struct CollChange {
+    bool exists;
+    uint32_t bits;
+  };
+  std::map<CollectionId, CollChange> colls;
+  std::vector<PExtent> allocated;  // released at once if the txn fails
+  std::vector<PExtent> released;   // released after commit
+  int64_t stat_delta[kv::kStatCount] = {0, 0, 0};
+  std::map<CollectionId, std::shared_ptr<CollectionState>> locked;
+};
+
+class StoreImpl {
+ public:
+  StoreImpl(std::string path, Config cfg);
+  ~StoreImpl();
+
+  // ---- lifecycle (store_lifecycle.cc)
+  int mkfs(std::string* error);
+  int mount(std::string* error);
+  int umount();
+  int statfs(StoreStats* st);
+  int flush();
+
+  // ---- transactions (store_txn.cc)
+  int queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out);
+  int wait_committed(uint64_t seq) { return committer_->wait_committed(seq); }
+
+  // ---- reads (store_read.cc)
+  std::vector<CollectionId> list_collections();
+  bool collection_exists(const CollectionId& c);
+  int collection_bits(const CollectionId& c);
+  int collection_list(const CollectionId& c, const ObjectId& start, const ObjectId& end, int max,
+                      std::vector<ObjectId>* out, ObjectId* next);
+  int get_onode_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
+                         std::shared_lock<std::shared_mutex>* lock);
+  int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out);
+  int omap_read(const CollectionId& c, const ObjectId& o,
+                const std::function<int(rocksdb::DB*, uint64_t nid)>& fn);
+  std::unique_ptr<OmapIterator> omap_iterator(const CollectionId& c, const ObjectId& o);
+
+  // ---- fsck (store_fsck.cc)
+  int fsck(bool deep, FsckReport* report);
+
+  // ---- data path (data_path.cc)
+  // Reads logical [off, off+len) of `o` into out (holes as zeros), verifying
+  // checksums. The range must lie within the object's allocated units or holes.
+  int read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
+                uint64_t len, char* out);
+  int read_extent_raw(const DataExtent& e, std::string* out);  // verifies csums
+
+  const std::string path_;
+  Config cfg_;
+  bool mounted_ = false;
+  Superblock super_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<BlockDevice> dev_[kNumTiers];
+  std::unique_ptr<Allocator> alloc_[kNumTiers];
+  std::unique_ptr<BitmapFreelist> freelist_[kNumTiers];
+  uint64_t unit_[kNumTiers] = {4096, 4096};
+  uint32_t csum_block_[kNumTiers] = {4096, 4096};
+  uint64_t max_unit_ = 4096;  // the coarser unit: punches land on it
+  std::unique_ptr<Placement> placement_;
+  std::unique_ptr<OnodeCache> cache_;
+  WriteTracker write_tracker_;
+  std::unique_ptr<KvCommitter> committer_;
+  int fsid_lock_fd_ = -1;
+
+  std::mutex colls_mutex_;
+  std::map<CollectionId, std::shared_ptr<CollectionState>> colls_;
+  std::shared_ptr<CollectionState> coll_state(const CollectionId& c);  // creates on demand
+
+  std::mutex nid_mutex_;
+  uint64_t next_nid_ = 1;
+  uint64_t nid_reserved_ = 0;  // persisted: nids below it may be in use
+  uint64_t allocate_nid();     // 0 on failure
+
+  uint64_t max_object_size_ = 0;
+
+ private:
+  // ---- transaction internals (store_txn.cc, store_object_ops.cc)
+  friend struct OpApplier;
+  int open_db(bool create, std::string* error);
+  int open_devices(bool create, std::string* error);
+  void close_all();
+};
+
+// Applies ops to a TxnContext (store_object_ops.cc, store_data_ops.cc).
+struct OpApplier {
+  StoreImpl& s;
+  TxnContext& tx;
+  int load_error = 0;  // set when an onode could not be read (-EIO)
+
+  int apply(const Op& op, std::string* why);
+
+  // Lookup through the overlay; null when the object does not exist (or
+  // could not be read: then load_error is set).
+  std::shared_ptr<Onode> get(const CollectionId& c, const ObjectId& o);
+  std::shared_ptr<Onode> get_or_create(const CollectionId& c, const ObjectId& o);
+  void mark_dirty(const CollectionId& c, const ObjectId& o) { tx.dirty.insert({c.name, o}); }
+  void set_removed(const CollectionId& c, const ObjectId& o);
+  bool coll_exists(const CollectionId& c, uint32_t* bits = nullptr);
+  // Writes dirty onodes to the batch (before listing through it, and at the end).
+  void sync_dirty();
+  void wait_prior(const CollectionId& c);
+  int list_objects(const CollectionId& c, std::vector<ObjectId>* out);
+
+  // Data-changing primitives (store_data_ops.cc).
+  int write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
+                 std::string_view data);
+  int zero_range(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off, uint64_t len);
+  int truncate(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t size);
+  void release_all_data(Onode& o);
+  int clone(const CollectionId& c, const ObjectId& src, const ObjectId& dst, std::string* why);
+  int clone_range(const CollectionId& c, const Op& op, std::string* why);
+  int remove_object(const CollectionId& c, const ObjectId& o);
+  int move_object(const CollectionId& sc, const ObjectId& so, const CollectionId& dc,
+                  const ObjectId& dobj);
+  // Allocates `len` bytes on `tier` (no spill), recording them in the txn.
+  int allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out);
+  void release(const PExtent& e);
+  // Writes a buffer to freshly allocated space as extents starting at logical
+  // offset `logical`; the buffer length is a multiple of the tier unit.
+  int store_new_extents(Tier tier, uint64_t logical, const char* buf, uint64_t len,
+                        const std::vector<PExtent>& where, ExtentMap* into);
+  void set_size(Onode& o, uint64_t new_size);
+
+  // Omap.
+  int ensure_nid(const CollectionId& c, const ObjectId& oid, Onode& o);
+  int omap_delete_range(const CollectionId& c, const std::string& begin, const std::string& end);
+  int omap_clear_keys(const CollectionId& c, uint64_t nid, bool include_header);
+  int omap_copy(const CollectionId& c, uint64_t from, uint64_t to);
+};
+
+}  // namespace hybridstore

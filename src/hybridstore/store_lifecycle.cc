@@ -1,0 +1,427 @@
+// mkfs, mount, umount and space statistics.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <rocksdb/convenience.h>
+#include <rocksdb/options.h>
+
+#include "hybridstore/common/encoding.h"
+#include "hybridstore/common/log.h"
+#include "hybridstore/store_impl.h"
+
+namespace fs = std::filesystem;
+
+namespace hybridstore {
+
+namespace {
+
+uint64_t now_us() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+const char* kTierOpt[kNumTiers][2] = {{"hybridstore_ssd_path", "hybridstore_ssd_size"},
+                                      {"hybridstore_hdd_path", "hybridstore_hdd_size"}};
+const char* kTierLink[kNumTiers] = {"block.ssd", "block.hdd"};
+
+bool write_text_file(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    if (!f) return false;
+    f << text;
+    if (!f.flush()) return false;
+  }
+  int fd = ::open(tmp.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  return ::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+StoreImpl::StoreImpl(std::string path, Config cfg) : path_(std::move(path)), cfg_(std::move(cfg)) {}
+
+StoreImpl::~StoreImpl() {
+  if (mounted_) umount();
+  close_all();
+}
+
+void StoreImpl::close_all() {
+  committer_.reset();
+  db_.reset();
+  for (auto& d : dev_) d.reset();
+  for (auto& a : alloc_) a.reset();
+  if (fsid_lock_fd_ >= 0) {
+    ::close(fsid_lock_fd_);
+    fsid_lock_fd_ = -1;
+  }
+  cache_.reset();
+  colls_.clear();
+}
+
+std::shared_ptr<CollectionState> StoreImpl::coll_state(const CollectionId& c) {
+  std::lock_guard<std::mutex> l(colls_mutex_);
+  auto& p = colls_[c];
+  if (!p) p = std::make_shared<CollectionState>(c);
+  return p;
+}
+
+uint64_t StoreImpl::allocate_nid() {
+  std::lock_guard<std::mutex> l(nid_mutex_);
+  if (next_nid_ >= nid_reserved_) {
+    // Reserve a block of ids with a synced write of its own, so no
+    // transaction's fate can make the store forget an id it handed out.
+    uint64_t want = next_nid_ + 4096;
+    std::string v;
+    put_fixed64(&v, want);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (!db_->Put(wo, kv::nid_max_key(), v).ok()) return 0;
+    nid_reserved_ = want;
+  }
+  return next_nid_++;
+}
+
+int StoreImpl::open_db(bool create, std::string* error) {
+  rocksdb::Options base;
+  base.create_if_missing = create;
+  base.error_if_exists = create;
+  base.paranoid_checks = true;
+  base.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  base.merge_operator = kv::make_merge_operator();
+  base.max_background_jobs = 2;
+  rocksdb::Options opts;
+  rocksdb::ConfigOptions co;
+  co.ignore_unknown_options = false;
+  rocksdb::Status s = rocksdb::GetOptionsFromString(co, base, cfg_.get_str("hybridstore_rocksdb_options"), &opts);
+  if (!s.ok()) {
+    *error = "hybridstore_rocksdb_options: " + s.ToString();
+    return -EINVAL;
+  }
+  rocksdb::DB* db = nullptr;
+  s = rocksdb::DB::Open(opts, path_ + "/db", &db);
+  if (!s.ok()) {
+    *error = "cannot open RocksDB at " + path_ + "/db: " + s.ToString();
+    return s.IsInvalidArgument() ? -ENOENT : -EIO;
+  }
+  db_.reset(db);
+  return 0;
+}
+
+int StoreImpl::mkfs(std::string* error) {
+  std::error_code ec;
+  fs::create_directories(path_, ec);
+  if (ec) {
+    *error = "cannot create store directory " + path_ + ": " + ec.message();
+    return -EIO;
+  }
+  if (fs::exists(path_ + "/db/CURRENT")) {
+    std::string err;
+    if (open_db(false, &err) == 0) {
+      std::string v;
+      bool done = db_->Get(rocksdb::ReadOptions(), kv::mkfs_done_key(), &v).ok();
+      db_.reset();
+      if (done) {
+        HS_INFO("store at {} already exists; mkfs leaves it as it is", path_);
+        return 0;
+      }
+    }
+    // An earlier mkfs died half way: start over.
+    fs::remove_all(path_ + "/db", ec);
+  }
+
+  Superblock sb;
+  sb.fsid = generate_uuid();
+  sb.created_us = now_us();
+  sb.csum_block = static_cast<uint32_t>(cfg_.get_size("hybridstore_csum_block"));
+  for (const auto& o : option_registry())
+    if (o.mkfs_only) sb.mkfs_options[o.name] = cfg_.get_text(o.name);
+
+  const uint64_t units[kNumTiers] = {cfg_.get_size("hybridstore_ssd_alloc_unit"),
+                                     cfg_.get_size("hybridstore_hdd_alloc_unit")};
+  for (int t = 0; t < kNumTiers; ++t) {
+    std::string link = path_ + "/" + kTierLink[t];
+    std::string want = cfg_.get_str(kTierOpt[t][0]);
+    std::string dev_path = want.empty() ? link : fs::absolute(want).string();
+    DeviceOpenOptions o;
+    o.create = cfg_.get_bool("hybridstore_block_create");
+    o.create_size = cfg_.get_size(kTierOpt[t][1]);
+    o.direct_io = false;
+    if (dev_path != link) {
+      fs::remove(link, ec);
+      fs::create_symlink(dev_path, link, ec);
+      if (ec) {
+        *error = "cannot link " + link + " to " + dev_path + ": " + ec.message();
+        return -EIO;
+      }
+    }
+    auto dev = open_block_device(dev_path, o, error);
+    if (!dev) return -ENOENT;
+    uint64_t size = dev->size() / units[t] * units[t];
+    uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), units[t]);
+    if (size < reserved + 64 * units[t]) {
+      *error = fmt::format("{} device {} is too small ({} bytes)", tier_name(static_cast<Tier>(t)),
+                           dev_path, dev->size());
+      return -EINVAL;
+    }
+    DeviceLabel label;
+    label.fsid = sb.fsid;
+    label.role = static_cast<Tier>(t);
+    label.size = size;
+    label.created_us = sb.created_us;
+    label.description = std::string("hybridstore ") + tier_name(static_cast<Tier>(t));
+    if (int r = write_label(dev.get(), label); r < 0) {
+      *error = fmt::format("cannot write label to {}: {}", dev_path, strerror(-r));
+      return r;
+    }
+    sb.tier_size[t] = size;
+    sb.alloc_unit[t] = units[t];
+    sb.reserved[t] = reserved;
+  }
+
+  if (int r = open_db(true, error); r < 0) return r;
+  rocksdb::WriteBatch b;
+  b.Put(kv::superblock_key(), encode_superblock(sb));
+  std::string nid;
+  put_fixed64(&nid, 1);
+  b.Put(kv::nid_max_key(), nid);
+  int64_t zero[kv::kStatCount] = {0, 0, 0};
+  b.Put(kv::stats_key(), kv::encode_stat_delta(zero));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  if (!db_->Write(wo, &b).ok()) {
+    *error = "cannot write superblock";
+    db_.reset();
+    return -EIO;
+  }
+  std::string fsid = uuid_to_string(sb.fsid);
+  if (!write_text_file(path_ + "/fsid", fsid + "\n") || !write_text_file(path_ + "/type", "hybridstore\n")) {
+    *error = "cannot write " + path_ + "/fsid or type";
+    db_.reset();
+    return -EIO;
+  }
+  // Last: the marker that makes a repeated mkfs harmless.
+  if (!db_->Put(wo, kv::mkfs_done_key(), "yes").ok()) {
+    *error = "cannot write mkfs marker";
+    db_.reset();
+    return -EIO;
+  }
+  db_.reset();
+  HS_INFO("created store {} at {}", fsid, path_);
+  return 0;
+}
+
+int StoreImpl::open_devices(bool create, std::string* error) {
+  DeviceOpenOptions o;
+  if (!parse_io_backend(cfg_.get_str("hybridstore_io_backend"), &o.backend)) o.backend = IoBackend::kAuto;
+  o.direct_io = cfg_.get_bool("hybridstore_direct_io");
+  o.uring_depth = static_cast<unsigned>(cfg_.get_int("hybridstore_uring_depth"));
+  for (int t = 0; t < kNumTiers; ++t) {
+    Tier tier = static_cast<Tier>(t);
+    std::string p = path_ + "/" + kTierLink[t];
+    dev_[t] = open_block_device(p, o, error);
+    if (!dev_[t]) return -ENOENT;
+    DeviceLabel label;
+    std::string why;
+    if (read_label(dev_[t].get(), &label, &why) < 0) {
+      *error = fmt::format("{} device {}: {}", tier_name(tier), p, why);
+      return -EINVAL;
+    }
+    if (label.fsid != super_.fsid) {
+      *error = fmt::format("{} device {} belongs to store {}, not to this store ({})", tier_name(tier),
+                           p, uuid_to_string(label.fsid), uuid_to_string(super_.fsid));
+      return -EINVAL;
+    }
+    if (label.role != tier) {
+      *error = fmt::format("device {} is labelled as the {} device of this store, not the {} device",
+                           p, tier_name(label.role), tier_name(tier));
+      return -EINVAL;
+    }
+    if (dev_[t]->size() < label.size || label.size < super_.tier_size[t]) {
+      *error = fmt::format("{} device {} is {} bytes but its label says {} (store expects {}): "
+                           "truncated or wrong device",
+                           tier_name(tier), p, dev_[t]->size(), label.size, super_.tier_size[t]);
+      return -EINVAL;
+    }
+    if (dev_[t]->alignment() > super_.alloc_unit[t]) {
+      *error = fmt::format("{} device {} needs {}-byte aligned I/O, coarser than the allocation unit {}",
+                           tier_name(tier), p, dev_[t]->alignment(), super_.alloc_unit[t]);
+      return -EINVAL;
+    }
+  }
+  (void)create;
+  return 0;
+}
+
+int StoreImpl::mount(std::string* error) {
+  if (mounted_) {
+    *error = "already mounted";
+    return -EBUSY;
+  }
+  if (!fs::exists(path_ + "/db/CURRENT")) {
+    *error = "no store at " + path_ + " (run mkfs first)";
+    return -ENOENT;
+  }
+  fsid_lock_fd_ = ::open((path_ + "/fsid").c_str(), O_RDWR | O_CLOEXEC);
+  if (fsid_lock_fd_ < 0) {
+    *error = "cannot open " + path_ + "/fsid: " + strerror(errno);
+    return -errno;
+  }
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  // An open-file-description lock, so a second mount is refused even from
+  // the same process (classic POSIX locks are per process).
+  if (::fcntl(fsid_lock_fd_, F_OFD_SETLK, &fl) < 0) {
+    *error = "store at " + path_ + " is in use by another process";
+    close_all();
+    return -EBUSY;
+  }
+  auto fail = [&](int r) {
+    close_all();
+    return r;
+  };
+  if (int r = open_db(false, error); r < 0) return fail(r);
+  std::string v;
+  if (!db_->Get(rocksdb::ReadOptions(), kv::mkfs_done_key(), &v).ok()) {
+    *error = "store at " + path_ + " was never completely created (mkfs did not finish)";
+    return fail(-EINVAL);
+  }
+  if (!db_->Get(rocksdb::ReadOptions(), kv::superblock_key(), &v).ok()) {
+    *error = "store at " + path_ + " has no superblock";
+    return fail(-EINVAL);
+  }
+  if (int r = decode_superblock(v, &super_, error); r < 0) return fail(r);
+  if (int r = open_devices(false, error); r < 0) return fail(r);
+
+  for (int t = 0; t < kNumTiers; ++t) {
+    unit_[t] = super_.alloc_unit[t];
+    csum_block_[t] = static_cast<uint32_t>(std::min<uint64_t>(super_.csum_block, unit_[t]));
+    max_unit_ = std::max(max_unit_, unit_[t]);
+    auto a = std::make_unique<ExtentAllocator>(super_.tier_size[t], unit_[t]);
+    freelist_[t] = std::make_unique<BitmapFreelist>(static_cast<Tier>(t), unit_[t]);
+    // Free space is the complement of what the bitmap marks used.
+    uint64_t pos = super_.reserved[t];
+    int r = freelist_[t]->load(db_.get(), super_.tier_size[t],
+                               [&](uint64_t off, uint64_t len) {
+                                 if (off > pos) a->init_add_free(pos, off - pos);
+                                 pos = std::max(pos, off + len);
+                               },
+                               error);
+    if (r < 0) return fail(r);
+    if (super_.tier_size[t] > pos) a->init_add_free(pos, super_.tier_size[t] - pos);
+    alloc_[t] = std::move(a);
+  }
+
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  std::string cprefix(1, kv::kCollection);
+  for (it->Seek(cprefix); it->Valid() && it->key().starts_with(cprefix); it->Next()) {
+    CollectionId c;
+    uint32_t bits;
+    if (!kv::decode_collection_key(it->key().ToStringView(), &c) ||
+        !kv::decode_collection(it->value().ToStringView(), &bits)) {
+      *error = "corrupt collection record " + it->key().ToString(true);
+      return fail(-EIO);
+    }
+    auto st = coll_state(c);
+    st->exists = true;
+    st->bits = bits;
+  }
+  it.reset();
+  if (db_->Get(rocksdb::ReadOptions(), kv::nid_max_key(), &v).ok() && v.size() == 8) {
+    next_nid_ = load_fixed64(v.data());
+    nid_reserved_ = next_nid_;
+  } else {
+    *error = "store has no nid_max record";
+    return fail(-EIO);
+  }
+
+  placement_ = std::make_unique<Placement>(cfg_);
+  cache_ = std::make_unique<OnodeCache>(static_cast<size_t>(cfg_.get_int("hybridstore_onode_cache_size")));
+  max_object_size_ = cfg_.get_size("hybridstore_max_object_size");
+  committer_ = std::make_unique<KvCommitter>(db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()},
+                                             &write_tracker_, 4096);
+  committer_->start();
+  mounted_ = true;
+  HS_INFO("mounted store {} at {}", uuid_to_string(super_.fsid), path_);
+  if (cfg_.get_bool("hybridstore_fsck_on_mount")) {
+    FsckReport rep;
+    int r = fsck(false, &rep);
+    if (r != 0) {
+      *error = fmt::format("fsck on mount found {} errors (first: {})", rep.errors,
+                           rep.problems.empty() ? "?" : rep.problems[0]);
+      umount();
+      return -EIO;
+    }
+  }
+  return 0;
+}
+
+int StoreImpl::flush() {
+  if (!mounted_) return -ENOTCONN;
+  int r = committer_->wait_committed(committer_->last_seq());
+  committer_->drain_callbacks();
+  return r;
+}
+
+int StoreImpl::umount() {
+  if (!mounted_) return 0;
+  int r = flush();
+  if (r == 0 && cfg_.get_bool("hybridstore_fsck_on_umount")) {
+    FsckReport rep;
+    if (fsck(false, &rep) != 0) HS_ERROR("fsck on umount found {} errors", rep.errors);
+  }
+  committer_->stop();
+  committer_.reset();
+  for (auto& d : dev_)
+    if (d) d->flush();
+  if (db_) {
+    db_->FlushWAL(true);
+    db_->Close();
+  }
+  mounted_ = false;
+  close_all();
+  return r;
+}
+
+int StoreImpl::statfs(StoreStats* st) {
+  if (!mounted_) return -ENOTCONN;
+  // Statistics are kept with merges in the same batches as the changes they
+  // count, and freed space returns to the allocators at commit: waiting for
+  // what is queued makes every figure exact.
+  flush();
+  for (int t = 0; t < kNumTiers; ++t) {
+    TierStats& ts = st->tier[t];
+    ts.total = super_.tier_size[t] - super_.reserved[t];
+    ts.free = alloc_[t]->free_bytes();
+    ts.allocated = ts.total - ts.free;
+    ts.unit = unit_[t];
+    ts.fragmentation = alloc_[t]->fragmentation();
+    ts.device = dev_[t]->path();
+    ts.backend = dev_[t]->backend();
+  }
+  std::string v;
+  int64_t stats[kv::kStatCount];
+  if (db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() && kv::decode_stats(v, stats)) {
+    st->objects = static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatObjects]));
+    st->data_bytes = static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatBytes]));
+  }
+  auto cs = committer_->stats();
+  st->transactions_committed = cs.transactions;
+  st->commit_groups = cs.groups;
+  return 0;
+}
+
+}  // namespace hybridstore

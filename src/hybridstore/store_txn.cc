@@ -1,0 +1,136 @@
+// Transaction pipeline: lock the collections a transaction names, apply its
+// ops to a private overlay, then hand the batch to the group committer and
+// publish the overlay. On error the overlay is dropped and any space it
+// allocated is released, so a failed transaction leaves nothing behind.
+#include <algorithm>
+#include <cstring>
+
+#include "hybridstore/common/log.h"
+#include "hybridstore/store_impl.h"
+
+namespace hybridstore {
+
+namespace {
+
+// Errors Ceph's ObjectStore absorbs: ops on missing objects that are defined
+// as no-ops (see the contract's "tolerated ENOENT").
+bool tolerated_enoent(OpCode c) {
+  switch (c) {
+    case OpCode::kTruncate:
+    case OpCode::kRemove:
+    case OpCode::kRmAttrs:
+    case OpCode::kOmapClear:
+    case OpCode::kOmapRmKeys:
+    case OpCode::kOmapRmKeyRange:
+    case OpCode::kCollMoveRename:
+    case OpCode::kTryRename:
+    case OpCode::kSetAllocHint:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out) {
+  if (!mounted_) return -ENOTCONN;
+  if (int e = committer_->error(); e) {
+    if (error) *error = TxnError{-EROFS, -1, -1, "", "store is read-only after an I/O error: " + committer_->error_message()};
+    return -EROFS;
+  }
+  // Every collection the transactions name, locked in name order.
+  std::set<CollectionId> names;
+  for (const auto& t : ts)
+    for (const auto& op : t.ops()) {
+      if (op.code == OpCode::kNop) continue;
+      names.insert(op.cid);
+      if (!op.dst_cid.name.empty()) names.insert(op.dst_cid);
+    }
+  for (const auto& n : names)
+    if (!n.valid()) {
+      if (error) *error = TxnError{-EINVAL, -1, -1, "", "invalid collection name"};
+      return -EINVAL;
+    }
+
+  TxnContext tx;
+  tx.batch = std::make_unique<rocksdb::WriteBatchWithIndex>(rocksdb::BytewiseComparator(), 0, true);
+  std::vector<std::unique_lock<std::shared_mutex>> locks;
+  for (const auto& n : names) {
+    auto st = coll_state(n);
+    locks.emplace_back(st->lock);
+    tx.locked[n] = st;
+  }
+
+  OpApplier ap{*this, tx};
+  auto rollback = [&] {
+    for (const auto& e : tx.allocated) alloc_[tier_index(e.tier)]->release({{e.offset, e.length}});
+  };
+  for (size_t ti = 0; ti < ts.size(); ++ti) {
+    const auto& ops = ts[ti].ops();
+    for (size_t oi = 0; oi < ops.size(); ++oi) {
+      std::string why;
+      int r = ap.apply(ops[oi], &why);
+      if (r == -ENOENT && tolerated_enoent(ops[oi].code)) r = 0;
+      if (r < 0) {
+        rollback();
+        if (error) {
+          error->code = r;
+          error->txn_index = static_cast<int>(ti);
+          error->op_index = static_cast<int>(oi);
+          error->op = op_name(ops[oi].code);
+          error->message = why.empty() ? strerror(-r) : why;
+        }
+        HS_DEBUG("transaction failed at op {} ({}): {}", oi, op_name(ops[oi].code), why);
+        return r;
+      }
+    }
+  }
+  ap.sync_dirty();
+  for (const auto& [c, ch] : tx.colls) {
+    if (ch.exists)
+      tx.batch->Put(kv::collection_key(c), kv::encode_collection(ch.bits));
+    else
+      tx.batch->Delete(kv::collection_key(c));
+  }
+  bool any_stat = false;
+  for (auto v : tx.stat_delta) any_stat |= v != 0;
+  if (any_stat) tx.batch->Merge(kv::stats_key(), kv::encode_stat_delta(tx.stat_delta));
+
+  CommitWork work;
+  work.batch.reset(new rocksdb::WriteBatch(*tx.batch->GetWriteBatch()));
+  for (auto& t : ts)
+    for (auto& cb : t.take_on_commit()) work.on_commit.push_back(std::move(cb));
+  if (!tx.released.empty()) {
+    work.after_commit = [this, released = std::move(tx.released)] {
+      for (const auto& e : released) alloc_[tier_index(e.tier)]->release({{e.offset, e.length}});
+    };
+  }
+  uint64_t seq = committer_->submit(std::move(work));
+  if (seq == 0) {
+    rollback();
+    if (error) *error = TxnError{-EROFS, -1, -1, "", "store is read-only after an I/O error: " + committer_->error_message()};
+    return -EROFS;
+  }
+
+  // Publish: from here on reads see the transaction.
+  for (auto& [key, onode] : tx.onodes)
+    cache_->put_pending(CollectionId(key.first), key.second, onode, seq);
+  for (const auto& [c, ch] : tx.colls) {
+    auto st = tx.locked.at(c);
+    st->exists = ch.exists;
+    st->bits = ch.bits;
+  }
+  for (auto& [c, st] : tx.locked) st->last_seq = seq;
+  locks.clear();
+
+  std::vector<Transaction::Callback> applied;
+  for (auto& t : ts)
+    for (auto& cb : t.take_on_applied()) applied.push_back(std::move(cb));
+  for (auto& cb : applied) cb();
+  cache_->trim(committer_->committed_seq());
+  if (seq_out) *seq_out = seq;
+  return 0;
+}
+
+}  // namespace hybridstore
