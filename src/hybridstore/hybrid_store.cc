@@ -53,7 +53,7 @@ int HybridStore::collection_bits(const CollectionId& c) { return impl_->collecti
 int HybridStore::collection_empty(const CollectionId& c, bool* empty) {
   std::vector<ObjectId> v;
   ObjectId next;
-  int r = impl_->collection_list(c, ObjectId(), ObjectId::make_max(), 1, &v, &next);
+  int r = impl_->collection_list(c, ObjectId::make_min(), ObjectId::make_max(), 1, &v, &next);
   if (r < 0) return r;
   *empty = v.empty();
   return 0;

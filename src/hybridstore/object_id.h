@@ -21,7 +21,7 @@ constexpr int8_t kNoShard = -1;                // shard_id_t::NO_SHARD
 constexpr int64_t kPoolMeta = -1;              // POOL_META
 
 struct ObjectId {
-  int64_t pool = kPoolMeta;
+  int64_t pool = INT64_MIN;  // Ceph's default pool
   std::string nspace;
   std::string key;   // locator; empty when it equals the name
   std::string name;
@@ -34,6 +34,14 @@ struct ObjectId {
   static ObjectId make_max() {
     ObjectId o;
     o.max = true;
+    return o;
+  }
+  // Sorts before every object: the start of a full listing.
+  static ObjectId make_min() {
+    ObjectId o;
+    o.shard = INT8_MIN;
+    o.snap = 0;
+    o.generation = 0;
     return o;
   }
   // An object named `name` whose hash is derived from the name (crc32c),

@@ -313,20 +313,55 @@ int OpApplier::clone_range(const CollectionId& c, const Op& op, std::string* why
   auto d = get_or_create(c, op.dst_oid);
   if (load_error) return load_error;
   mark_dirty(c, op.dst_oid);
-  uint64_t chunk = same ? std::max<uint64_t>(op.len, 1) : kCopyChunk;
-  for (uint64_t done = 0; done < op.len; done += chunk) {
-    uint64_t n = std::min(chunk, op.len - done);
-    uint64_t sb = op.off + done, db = op.dst_off + done;
-    if (!snapshot.extents.any_in(sb, sb + n)) {
-      if (int r = zero_range(c, op.dst_oid, *d, db, n); r < 0) return r;
-      continue;
+  // Walk the source range as alternating holes and data, so holes stay holes
+  // in the destination; data goes in bounded pieces (one piece when source
+  // and destination are one object, so an overlapping copy reads old bytes).
+  const uint64_t src_end = op.off + op.len;
+  std::vector<std::pair<uint64_t, uint64_t>> pieces;  // [begin, end) of data
+  for (const DataExtent* e : snapshot.extents.overlapping(op.off, src_end)) {
+    uint64_t b = std::max(op.off, e->logical), f = std::min(src_end, e->logical_end());
+    if (!pieces.empty() && pieces.back().second == b)
+      pieces.back().second = f;
+    else
+      pieces.emplace_back(b, f);
+  }
+  struct Action {
+    uint64_t begin, end;  // source range
+    bool hole;
+    std::string data;     // read ahead when source and destination are one object
+  };
+  std::vector<Action> actions;
+  uint64_t pos = op.off;
+  for (const auto& [b, f] : pieces) {
+    if (pos < b) actions.push_back({pos, b, true, {}});
+    actions.push_back({b, f, false, {}});
+    pos = f;
+  }
+  if (pos < src_end) actions.push_back({pos, src_end, true, {}});
+  auto read_piece = [&](uint64_t b, uint64_t n, std::string* out) {
+    out->assign(n, '\0');
+    int r = s.read_data(c, op.oid, snapshot, b, n, out->data());
+    if (r < 0) *why = "reading clone_range source";
+    return r;
+  };
+  if (same)
+    for (auto& a : actions)
+      if (!a.hole)
+        if (int r = read_piece(a.begin, a.end - a.begin, &a.data); r < 0) return r;
+  for (auto& a : actions) {
+    uint64_t dst = op.dst_off + (a.begin - op.off);
+    if (a.hole) {
+      if (int r = zero_range(c, op.dst_oid, *d, dst, a.end - a.begin); r < 0) return r;
+    } else if (same) {
+      if (int r = write_data(c, op.dst_oid, *d, dst, a.data); r < 0) return r;
+    } else {
+      for (uint64_t x = a.begin; x < a.end; x += kCopyChunk) {
+        uint64_t n = std::min(kCopyChunk, a.end - x);
+        std::string buf;
+        if (int r = read_piece(x, n, &buf); r < 0) return r;
+        if (int r = write_data(c, op.dst_oid, *d, dst + (x - a.begin), buf); r < 0) return r;
+      }
     }
-    std::string buf(n, '\0');
-    if (int r = s.read_data(c, op.oid, snapshot, sb, n, buf.data()); r < 0) {
-      *why = "reading clone_range source";
-      return r;
-    }
-    if (int r = write_data(c, op.dst_oid, *d, db, buf); r < 0) return r;
   }
   return 0;
 }
