@@ -1,0 +1,115 @@
+#include "hybridstore/kv_schema.h"
+
+#include <gtest/gtest.h>
+
+#include "hybridstore/store_format.h"
+
+using namespace hybridstore;
+
+TEST(KvSchema, OnodeKeysOfACollectionShareItsPrefixAndOrder) {
+  ObjectId a = ObjectId::from_name("a", 1), b = ObjectId::from_name("b", 1);
+  std::string p = kv::onode_prefix("1.0_head");
+  std::string ka = kv::onode_key("1.0_head", a), kb = kv::onode_key("1.0_head", b);
+  EXPECT_EQ(ka.compare(0, p.size(), p), 0);
+  EXPECT_EQ(a < b, ka < kb);
+  // A collection whose name extends another's never interleaves with it.
+  EXPECT_GE(kv::onode_key("1.0_head2", a), kv::prefix_end(p));
+  CollectionId c;
+  ObjectId back;
+  ASSERT_TRUE(kv::decode_onode_key(ka, &c, &back));
+  EXPECT_EQ(c.name, "1.0_head");
+  EXPECT_EQ(back, a);
+}
+
+TEST(KvSchema, OmapKeysOfOneObjectAreContiguousAndHeaderFirst) {
+  EXPECT_LT(kv::omap_header_key(5), kv::omap_key(5, ""));
+  EXPECT_LT(kv::omap_key(5, "\xff\xff"), kv::omap_nid_end(5));
+  EXPECT_LT(kv::omap_nid_end(5), kv::omap_key(6, ""));
+  uint64_t nid;
+  bool hdr;
+  std::string_view user;
+  ASSERT_TRUE(kv::decode_omap_key(kv::omap_key(7, "user"), &nid, &hdr, &user));
+  EXPECT_EQ(nid, 7u);
+  EXPECT_FALSE(hdr);
+  EXPECT_EQ(user, "user");
+}
+
+TEST(KvSchema, CollectionRecordRejectsGarbage) {
+  uint32_t bits;
+  std::string rec = kv::encode_collection(12);
+  ASSERT_TRUE(kv::decode_collection(rec, &bits));
+  EXPECT_EQ(bits, 12u);
+  for (size_t i = 0; i < rec.size(); ++i) {
+    std::string bad = rec;
+    bad[i] ^= 1;
+    EXPECT_FALSE(kv::decode_collection(bad, &bits));
+  }
+}
+
+TEST(KvSchema, MergeOperatorXorsBitmapsAndAddsStats) {
+  auto op = kv::make_merge_operator();
+  auto* assoc = static_cast<rocksdb::AssociativeMergeOperator*>(op.get());
+  std::string out;
+  rocksdb::Slice a("\x0f\x00", 2), b("\x03\x01", 2);
+  ASSERT_TRUE(assoc->Merge(kv::bitmap_key(Tier::kSsd, 0), &a, b, &out, nullptr));
+  EXPECT_EQ(out, std::string("\x0c\x01", 2));
+  int64_t d1[kv::kStatCount] = {1, 100, 0}, d2[kv::kStatCount] = {-1, 50, 0};
+  std::string v1 = kv::encode_stat_delta(d1), v2 = kv::encode_stat_delta(d2);
+  rocksdb::Slice s1(v1);
+  ASSERT_TRUE(assoc->Merge(kv::stats_key(), &s1, rocksdb::Slice(v2), &out, nullptr));
+  int64_t sum[kv::kStatCount];
+  ASSERT_TRUE(kv::decode_stats(out, sum));
+  EXPECT_EQ(sum[0], 0);
+  EXPECT_EQ(sum[1], 150);
+  EXPECT_FALSE(assoc->Merge(kv::stats_key(), &s1, rocksdb::Slice("abc"), &out, nullptr));
+  EXPECT_FALSE(assoc->Merge(kv::collection_key("x"), nullptr, b, &out, nullptr));
+}
+
+TEST(StoreFormat, LabelRoundTripAndRejection) {
+  DeviceLabel l;
+  l.fsid = generate_uuid();
+  l.role = Tier::kHdd;
+  l.size = 123 << 20;
+  l.description = "test";
+  std::string enc = encode_label(l);
+  ASSERT_EQ(enc.size(), kLabelSize);
+  DeviceLabel back;
+  std::string why;
+  ASSERT_EQ(decode_label(enc, &back, &why), 0) << why;
+  EXPECT_EQ(back.fsid, l.fsid);
+  EXPECT_EQ(back.role, Tier::kHdd);
+  EXPECT_EQ(back.size, l.size);
+  // Every byte up to the end of the record matters; the rest is padding.
+  size_t used = 18 + 4 + (static_cast<uint8_t>(enc[18]) | static_cast<uint8_t>(enc[19]) << 8);
+  for (size_t i = 0; i < used; ++i) {
+    std::string bad = enc;
+    bad[i] ^= 0x40;
+    EXPECT_EQ(decode_label(bad, &back, &why), -EINVAL) << i;
+  }
+  EXPECT_EQ(decode_label(std::string(kLabelSize, '\0'), &back, &why), -EINVAL);
+}
+
+TEST(StoreFormat, SuperblockRoundTripAndRejection) {
+  Superblock s;
+  s.fsid = generate_uuid();
+  s.tier_size[0] = 1 << 30;
+  s.tier_size[1] = 8ull << 30;
+  s.reserved[0] = s.reserved[1] = 65536;
+  s.mkfs_options["hybridstore_csum_block"] = "4096";
+  std::string enc = encode_superblock(s);
+  Superblock back;
+  std::string why;
+  ASSERT_EQ(decode_superblock(enc, &back, &why), 0) << why;
+  EXPECT_EQ(back.fsid, s.fsid);
+  EXPECT_EQ(back.tier_size[1], 8ull << 30);
+  EXPECT_EQ(back.mkfs_options, s.mkfs_options);
+  for (size_t i = 0; i < enc.size(); ++i) {
+    std::string bad = enc;
+    bad[i] ^= 0x08;
+    EXPECT_EQ(decode_superblock(bad, &back, &why), -EINVAL);
+  }
+  Uuid u;
+  EXPECT_TRUE(parse_uuid(uuid_to_string(s.fsid), &u));
+  EXPECT_EQ(u, s.fsid);
+  EXPECT_FALSE(parse_uuid("not-a-uuid", &u));
+}
