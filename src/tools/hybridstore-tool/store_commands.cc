@@ -1,0 +1,156 @@
+// mkfs, fsck, show-label, df.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "hybridstore/common/block_device.h"
+#include "hybridstore/common/config.h"
+#include "hybridstore/store_format.h"
+#include "store_access.h"
+
+namespace hybridstore::tool {
+namespace {
+
+ToolCommand mkfs_cmd("mkfs", "create a store (device files are created sparse when missing)",
+                     [](CLI::App* sub, GlobalArgs* args) {
+                       return [args] {
+                         if (!args->require_path()) return 2;
+                         Config cfg;
+                         if (!args->load_config(&cfg)) return 2;
+                         HybridStore store(args->path, cfg);
+                         std::string err;
+                         if (int r = store.mkfs(&err); r < 0) return fail("mkfs: " + err);
+                         if (int r = store.mount(&err); r < 0) return fail("mount after mkfs: " + err);
+                         printf("created store %s at %s\n", store.fsid().c_str(), args->path.c_str());
+                         StoreStats st;
+                         store.statfs(&st);
+                         for (int t = 0; t < kNumTiers; ++t)
+                           printf("  %s: %s (%s, %s allocatable)\n", tier_name(static_cast<Tier>(t)),
+                                  st.tier[t].device.c_str(), st.tier[t].backend.c_str(),
+                                  format_size(st.tier[t].total).c_str());
+                         return store.umount() < 0 ? 1 : 0;
+                       };
+                     });
+
+struct FsckArgs {
+  bool deep = false;
+  bool json = false;
+};
+
+ToolCommand fsck_cmd("fsck", "check the store's metadata (and with --deep, all data)",
+                     [](CLI::App* sub, GlobalArgs* args) {
+                       auto a = std::make_shared<FsckArgs>();
+                       sub->add_flag("--deep", a->deep, "also read every extent and verify its checksums");
+                       sub->add_flag("--json", a->json, "print the report as JSON");
+                       return [args, a] {
+                         auto store = mount_store(*args);
+                         if (!store) return 1;
+                         FsckReport rep;
+                         int r = store->fsck(a->deep, &rep);
+                         store->umount();
+                         if (r < 0) return fail("fsck", r);
+                         if (a->json) {
+                           nlohmann::json j{{"errors", rep.errors},
+                                            {"collections", rep.collections},
+                                            {"objects", rep.objects},
+                                            {"extents", rep.extents},
+                                            {"omap_entries", rep.omap_entries},
+                                            {"bytes_verified", rep.bytes_verified},
+                                            {"problems", rep.problems}};
+                           printf("%s\n", j.dump(2).c_str());
+                         } else {
+                           for (const auto& p : rep.problems) printf("error: %s\n", p.c_str());
+                           printf("fsck%s: %llu collections, %llu objects, %llu extents, %llu omap entries",
+                                  a->deep ? " --deep" : "", (unsigned long long)rep.collections,
+                                  (unsigned long long)rep.objects, (unsigned long long)rep.extents,
+                                  (unsigned long long)rep.omap_entries);
+                           if (a->deep) printf(", %s verified", format_size(rep.bytes_verified).c_str());
+                           printf(": %s\n", rep.errors ? (std::to_string(rep.errors) + " errors").c_str() : "clean");
+                         }
+                         return rep.errors ? 1 : 0;
+                       };
+                     });
+
+ToolCommand label_cmd("show-label", "print the labels of the store's devices (works without mounting)",
+                      [](CLI::App* sub, GlobalArgs* args) {
+                        auto dev = std::make_shared<std::string>();
+                        sub->add_option("--dev", *dev, "read one device instead of the store's two");
+                        return [args, dev] {
+                          std::vector<std::string> paths;
+                          if (!dev->empty()) {
+                            paths.push_back(*dev);
+                          } else {
+                            if (!args->require_path()) return 2;
+                            paths = {args->path + "/block.ssd", args->path + "/block.hdd"};
+                          }
+                          nlohmann::json out = nlohmann::json::object();
+                          int bad = 0;
+                          for (const auto& p : paths) {
+                            DeviceOpenOptions o;
+                            o.direct_io = false;
+                            o.backend = IoBackend::kPosix;
+                            std::string err;
+                            auto d = open_block_device(p, o, &err);
+                            if (!d) {
+                              fprintf(stderr, "hybridstore-tool: %s\n", err.c_str());
+                              ++bad;
+                              continue;
+                            }
+                            DeviceLabel l;
+                            if (read_label(d.get(), &l, &err) < 0) {
+                              fprintf(stderr, "hybridstore-tool: %s: %s\n", p.c_str(), err.c_str());
+                              ++bad;
+                              continue;
+                            }
+                            out[p] = {{"fsid", uuid_to_string(l.fsid)},
+                                      {"role", tier_name(l.role)},
+                                      {"size", l.size},
+                                      {"device_size", d->size()},
+                                      {"format_version", l.format_version},
+                                      {"created_us", l.created_us},
+                                      {"description", l.description}};
+                          }
+                          printf("%s\n", out.dump(2).c_str());
+                          return bad ? 1 : 0;
+                        };
+                      });
+
+ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
+  auto json = std::make_shared<bool>(false);
+  sub->add_flag("--json", *json, "print as JSON");
+  return [args, json] {
+    auto store = mount_store(*args);
+    if (!store) return 1;
+    StoreStats st;
+    if (int r = store->statfs(&st); r < 0) return fail("statfs", r);
+    store->umount();
+    if (*json) {
+      nlohmann::json j{{"objects", st.objects}, {"data_bytes", st.data_bytes}};
+      for (int t = 0; t < kNumTiers; ++t)
+        j[tier_name(static_cast<Tier>(t))] = {{"total", st.tier[t].total},
+                                               {"allocated", st.tier[t].allocated},
+                                               {"free", st.tier[t].free},
+                                               {"alloc_unit", st.tier[t].unit},
+                                               {"fragmentation", st.tier[t].fragmentation},
+                                               {"device", st.tier[t].device},
+                                               {"backend", st.tier[t].backend}};
+      printf("%s\n", j.dump(2).c_str());
+      return 0;
+    }
+    printf("%-5s %12s %12s %12s %6s %6s  %s\n", "TIER", "SIZE", "USED", "AVAIL", "USE%", "FRAG", "DEVICE");
+    for (int t = 0; t < kNumTiers; ++t) {
+      const auto& ts = st.tier[t];
+      printf("%-5s %12s %12s %12s %5.1f%% %6.3f  %s (%s)\n", tier_name(static_cast<Tier>(t)),
+             format_size(ts.total).c_str(), format_size(ts.allocated).c_str(), format_size(ts.free).c_str(),
+             ts.total ? 100.0 * static_cast<double>(ts.allocated) / static_cast<double>(ts.total) : 0.0,
+             ts.fragmentation, ts.device.c_str(), ts.backend.c_str());
+    }
+    printf("objects: %llu, data: %s\n", (unsigned long long)st.objects, format_size(st.data_bytes).c_str());
+    return 0;
+  };
+});
+
+}  // namespace
+}  // namespace hybridstore::tool
