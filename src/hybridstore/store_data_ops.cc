@@ -175,13 +175,23 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     if (r == -ENOSPC) continue;  // spill to the other tier
     if (r < 0) return r;
 
-    AlignedBuffer buf(len);
-    // Read-modify-write of the partial units at either end; bytes past the
-    // object's end read as zeros, which keeps the zero-tail invariant.
-    if (a < off && o.extents.any_in(a, off))
-      if (int rr = s.read_data(c, oid, o, a, off - a, buf.data()); rr < 0) return rr;
-    if (end < b && o.extents.any_in(end, b))
-      if (int rr = s.read_data(c, oid, o, end, b - end, buf.data() + (end - a)); rr < 0) return rr;
+    AlignedBuffer buf(len, 4096, AlignedBuffer::kUninitialized);
+    // Read-modify-write of the partial units at either end (holes and bytes
+    // past the object's end are zeros, which keeps the zero-tail invariant).
+    if (a < off) {
+      if (o.extents.any_in(a, off)) {
+        if (int rr = s.read_data(c, oid, o, a, off - a, buf.data()); rr < 0) return rr;
+      } else {
+        std::memset(buf.data(), 0, off - a);
+      }
+    }
+    if (end < b) {
+      if (o.extents.any_in(end, b)) {
+        if (int rr = s.read_data(c, oid, o, end, b - end, buf.data() + (end - a)); rr < 0) return rr;
+      } else {
+        std::memset(buf.data() + (end - a), 0, b - end);
+      }
+    }
     std::memcpy(buf.data() + (off - a), data.data(), data.size());
 
     std::vector<PExtent> freed;
@@ -263,7 +273,7 @@ int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId&
   for (const auto& [off, e] : so->extents.extents()) {
     for (uint64_t done = 0; done < e.length; done += kCopyChunk) {
       uint64_t n = std::min(kCopyChunk, e.length - done);
-      AlignedBuffer buf(n);
+      AlignedBuffer buf(n, 4096, AlignedBuffer::kUninitialized);
       if (int r = s.read_data(c, src, *so, e.logical + done, n, buf.data()); r < 0) {
         *why = "reading clone source";
         return r;

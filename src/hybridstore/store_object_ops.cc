@@ -230,11 +230,12 @@ int OpApplier::apply(const Op& op, std::string* why) {
     case OpCode::kCreate:
       return new_object(&o);
     case OpCode::kWrite: {
-      if (op.off + op.data.size() < op.off || too_big(op.off + op.data.size())) return -E2BIG;
+      std::string_view data = op.payload();
+      if (op.off + data.size() < op.off || too_big(op.off + data.size())) return -E2BIG;
       if (int r = new_object(&o); r < 0) return r;
-      if (op.data.empty()) return 0;  // creates the object; size unchanged
+      if (data.empty()) return 0;  // creates the object; size unchanged
       mark_dirty(c, op.oid);
-      return write_data(c, op.oid, *o, op.off, op.data);
+      return write_data(c, op.oid, *o, op.off, data);
     }
     case OpCode::kZero: {
       if (op.off + op.len < op.off || too_big(op.off + op.len)) return -E2BIG;

@@ -53,6 +53,15 @@ void Transaction::write(const CollectionId& c, const ObjectId& o, uint64_t off, 
   op.data = std::move(data);
   op.flags = fadvise_flags;
 }
+void Transaction::write(const CollectionId& c, const ObjectId& o, uint64_t off,
+                        std::shared_ptr<const std::string> data, uint32_t fadvise_flags) {
+  Op& op = add(OpCode::kWrite, c);
+  op.oid = o;
+  op.off = off;
+  op.len = data->size();
+  op.shared_data = std::move(data);
+  op.flags = fadvise_flags;
+}
 void Transaction::zero(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len) {
   Op& op = add(OpCode::kZero, c);
   op.oid = o;
@@ -171,7 +180,7 @@ void Transaction::append(Transaction&& other) {
 
 uint64_t Transaction::data_bytes() const {
   uint64_t n = 0;
-  for (const auto& op : ops_) n += op.data.size();
+  for (const auto& op : ops_) n += op.payload().size();
   return n;
 }
 

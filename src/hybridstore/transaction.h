@@ -10,7 +10,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hybridstore/collection_id.h"
@@ -71,6 +73,9 @@ struct Op {
   uint64_t len = 0;
   uint64_t dst_off = 0;    // clone_range
   std::string data;        // write payload, omap header
+  // A write payload shared with the caller instead of copied (see write()).
+  std::shared_ptr<const std::string> shared_data;
+  std::string_view payload() const { return shared_data ? std::string_view(*shared_data) : std::string_view(data); }
   std::map<std::string, std::string> kv;  // setattrs, omap_setkeys
   std::vector<std::string> keys;          // omap_rmkeys
   std::string name;        // rmattr; omap range first
@@ -91,6 +96,10 @@ class Transaction {
   void create(const CollectionId& c, const ObjectId& o);
   void write(const CollectionId& c, const ObjectId& o, uint64_t off, std::string data,
              uint32_t fadvise_flags = 0);
+  // The same without a copy: the buffer is shared until the transaction is
+  // destroyed and must not change meanwhile (Ceph's rule for bufferlists).
+  void write(const CollectionId& c, const ObjectId& o, uint64_t off,
+             std::shared_ptr<const std::string> data, uint32_t fadvise_flags = 0);
   void zero(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len);
   void truncate(const CollectionId& c, const ObjectId& o, uint64_t size);
   void remove(const CollectionId& c, const ObjectId& o);

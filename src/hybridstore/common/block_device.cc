@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -18,28 +19,90 @@
 
 namespace hybridstore {
 
-AlignedBuffer::AlignedBuffer(size_t size, size_t align) : size_(size) {
-  size_t alloc = size ? (size + align - 1) / align * align : align;
-  void* p = nullptr;
-  if (posix_memalign(&p, align, alloc) != 0) throw std::bad_alloc();
-  std::memset(p, 0, alloc);
-  data_ = static_cast<char*>(p);
+namespace {
+
+// Large I/O buffers are recycled: a fresh multi-megabyte allocation is an
+// mmap whose every page faults on first touch, which costs more than the
+// copy that fills it. Power-of-two size classes from 64 KiB, a bounded
+// number of idle bytes kept.
+class BufferPool {
+ public:
+  static constexpr size_t kMinPooled = 64 << 10;
+  static constexpr size_t kMaxIdleBytes = 256ull << 20;
+
+  static size_t class_size(size_t n) {
+    size_t c = kMinPooled;
+    while (c < n) c <<= 1;
+    return c;
+  }
+  char* take(size_t cls) {
+    std::lock_guard<std::mutex> l(mutex_);
+    auto& v = free_[cls];
+    if (v.empty()) return nullptr;
+    char* p = v.back();
+    v.pop_back();
+    idle_ -= cls;
+    return p;
+  }
+  bool give(char* p, size_t cls) {
+    std::lock_guard<std::mutex> l(mutex_);
+    if (idle_ + cls > kMaxIdleBytes) return false;
+    free_[cls].push_back(p);
+    idle_ += cls;
+    return true;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<size_t, std::vector<char*>> free_;
+  size_t idle_ = 0;
+};
+
+BufferPool& buffer_pool() {
+  static BufferPool* pool = new BufferPool;  // never destroyed: buffers may outlive statics
+  return *pool;
 }
-AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept : data_(o.data_), size_(o.size_) {
+
+}  // namespace
+
+AlignedBuffer::AlignedBuffer(size_t size, size_t align, Fill fill) : size_(size) {
+  size_t alloc = size ? (size + align - 1) / align * align : align;
+  if (align <= 4096 && alloc >= BufferPool::kMinPooled) {
+    alloc = BufferPool::class_size(alloc);
+    data_ = buffer_pool().take(alloc);
+  }
+  if (!data_) {
+    void* p = nullptr;
+    if (posix_memalign(&p, std::max<size_t>(align, 4096), alloc) != 0) throw std::bad_alloc();
+    data_ = static_cast<char*>(p);
+  }
+  capacity_ = alloc;
+  if (fill == kZeroed) std::memset(data_, 0, alloc);
+}
+
+void AlignedBuffer::release() {
+  if (data_ && !(capacity_ >= BufferPool::kMinPooled && buffer_pool().give(data_, capacity_))) free(data_);
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
+
+AlignedBuffer::AlignedBuffer(AlignedBuffer&& o) noexcept
+    : data_(o.data_), size_(o.size_), capacity_(o.capacity_) {
   o.data_ = nullptr;
-  o.size_ = 0;
+  o.size_ = o.capacity_ = 0;
 }
 AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {
   if (this != &o) {
-    free(data_);
+    release();
     data_ = o.data_;
     size_ = o.size_;
+    capacity_ = o.capacity_;
     o.data_ = nullptr;
-    o.size_ = 0;
+    o.size_ = o.capacity_ = 0;
   }
   return *this;
 }
-AlignedBuffer::~AlignedBuffer() { free(data_); }
+AlignedBuffer::~AlignedBuffer() { release(); }
 
 int BlockDevice::read_many(const std::vector<ReadIo>& ios) {
   for (const auto& io : ios) {

@@ -21,11 +21,13 @@
 
 namespace hybridstore {
 
-// Heap buffer aligned for O_DIRECT (4096), zero-filled on allocation.
+// Heap buffer aligned for O_DIRECT (4096), zero-filled on allocation unless
+// the caller says it will overwrite every byte.
 class AlignedBuffer {
  public:
+  enum Fill { kZeroed, kUninitialized };
   AlignedBuffer() = default;
-  explicit AlignedBuffer(size_t size, size_t align = 4096);
+  explicit AlignedBuffer(size_t size, size_t align = 4096, Fill fill = kZeroed);
   AlignedBuffer(AlignedBuffer&& o) noexcept;
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
   AlignedBuffer(const AlignedBuffer&) = delete;
@@ -37,8 +39,10 @@ class AlignedBuffer {
   size_t size() const { return size_; }
 
  private:
+  void release();
   char* data_ = nullptr;
   size_t size_ = 0;
+  size_t capacity_ = 0;  // bytes actually allocated (pooled buffers round up)
 };
 
 struct WriteIo {

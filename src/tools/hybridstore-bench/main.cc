@@ -21,6 +21,7 @@ BenchCommand::BenchCommand(std::string name, std::string description, Setup setu
 
 int main(int argc, char** argv) {
   using namespace hybridstore::bench;
+  setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"hybridstore-bench: HybridStore benchmarks (each subcommand prints a table)"};
   app.require_subcommand(1);
   std::map<CLI::App*, std::function<int()>> runners;
