@@ -1,0 +1,77 @@
+#!/bin/sh
+# End-to-end checks of hybridstore-tool as an operator uses it: every
+# command's output and exit code, and that a failing transaction file
+# changes nothing.
+set -eu
+BUILD=${1:-build}
+TOOL="$(cd "$BUILD/bin" && pwd)/hybridstore-tool"
+W=$(mktemp -d "${TMPDIR:-/tmp}/hs-tool.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+S="$W/store"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_fail() { if "$@" >/dev/null 2>"$W/err"; then fail "expected failure: $*"; fi; }
+
+"$TOOL" --path "$S" --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=1G mkfs >/dev/null
+"$TOOL" --path "$S" mkfs >/dev/null || fail "second mkfs must be harmless"
+"$TOOL" --help | grep -q "txn" || fail "--help lists commands"
+"$TOOL" txn --help | grep -q "JSON" || fail "txn --help"
+
+printf 'blob-from-file' > "$W/blob"
+cat > "$W/t1.json" <<'JSON'
+[{"ops": [{"op": "mkcoll", "coll": "1.0_head"},
+          {"op": "write", "coll": "1.0_head", "oid": "a", "off": 0, "data": "text"},
+          {"op": "write", "coll": "1.0_head", "oid": "b", "off": 0, "data_b64": "aGVsbG8="},
+          {"op": "write", "coll": "1.0_head", "oid": "f", "data_file": "blob"},
+          {"op": "setattrs", "coll": "1.0_head", "oid": "a", "attrs": {"k": "v"}},
+          {"op": "omap_setkeys", "coll": "1.0_head", "oid": "a", "kv": {"x": "1", "y": "2"}},
+          {"op": "omap_setheader", "coll": "1.0_head", "oid": "a", "data": "h"}]},
+ {"ops": [{"op": "clone", "coll": "1.0_head", "oid": "a", "dst": "c"},
+          {"op": "zero", "coll": "1.0_head", "oid": "c", "off": 0, "len": 2},
+          {"op": "truncate", "coll": "1.0_head", "oid": "b", "size": 3},
+          {"op": "rename", "coll": "1.0_head", "oid": "f", "dst": "g"},
+          {"op": "omap_rmkeys", "coll": "1.0_head", "oid": "c", "keys": ["y"]},
+          {"op": "rmattr", "coll": "1.0_head", "oid": "c", "name": "k"}]}]
+JSON
+"$TOOL" --path "$S" txn "$W/t1.json" | grep -q "applied 2 transactions" || fail "txn"
+[ "$("$TOOL" --path "$S" list)" = "1.0_head" ] || fail "list collections"
+[ "$("$TOOL" --path "$S" list --coll 1.0_head | sort | tr '\n' ' ')" = "a b c g " ] || fail "list objects"
+[ "$("$TOOL" --path "$S" cat --coll 1.0_head --oid a)" = "text" ] || fail "cat a"
+[ "$("$TOOL" --path "$S" cat --coll 1.0_head --oid b)" = "hel" ] || fail "cat b (truncate)"
+[ "$("$TOOL" --path "$S" cat --coll 1.0_head --oid g)" = "blob-from-file" ] || fail "cat g (data_file, rename)"
+"$TOOL" --path "$S" cat --coll 1.0_head --oid c | od -c | head -1 | grep -q '\\0  \\0   x   t' || fail "cat c (zero)"
+[ "$("$TOOL" --path "$S" getattr --coll 1.0_head --oid a --name k)" = "v" ] || fail "getattr"
+expect_fail "$TOOL" --path "$S" getattr --coll 1.0_head --oid c --name k
+"$TOOL" --path "$S" stat --coll 1.0_head --oid a | grep -q '"size": 4' || fail "stat size"
+"$TOOL" --path "$S" omap-list --coll 1.0_head --oid a | tr -d ' \n' | grep -q '{"x":"1","y":"2"}' || fail "omap-list a"
+"$TOOL" --path "$S" omap-list --coll 1.0_head --oid c | tr -d ' \n' | grep -q '^{"x":"1"}$' || fail "omap-list c"
+"$TOOL" --path "$S" stat --coll 1.0_head --oid '{"name":"a","pool":1}' >/dev/null || fail "JSON oid"
+expect_fail "$TOOL" --path "$S" stat --coll 1.0_head --oid nothing
+
+# A failing transaction: nothing of it lands, the message names the op.
+cat > "$W/t2.json" <<'JSON'
+[{"ops": [{"op": "write", "coll": "1.0_head", "oid": "a", "off": 0, "data": "CHANGED"},
+          {"op": "touch", "coll": "1.0_head", "oid": "new"},
+          {"op": "clone", "coll": "1.0_head", "oid": "missing", "dst": "x"}]}]
+JSON
+expect_fail "$TOOL" --path "$S" txn "$W/t2.json"
+grep -q "op 2 (clone)" "$W/err" || fail "failing op named: $(cat "$W/err")"
+[ "$("$TOOL" --path "$S" cat --coll 1.0_head --oid a)" = "text" ] || fail "failed txn changed data"
+"$TOOL" --path "$S" list --coll 1.0_head | grep -q '^new$' && fail "failed txn created an object"
+
+# Malformed input: clear error, non-zero exit, no change.
+printf '[{"ops": [{"op": "write", "coll": "1.0_head", "oid": "a"' > "$W/bad.json"
+expect_fail "$TOOL" --path "$S" txn "$W/bad.json"
+grep -q "not valid JSON" "$W/err" || fail "truncated JSON message"
+echo '[{"ops":[{"op":"write","coll":"1.0_head","oid":"a","off":-5,"data":"x"}]}]' > "$W/bad2.json"
+expect_fail "$TOOL" --path "$S" txn "$W/bad2.json"
+grep -q '"off"' "$W/err" || fail "negative offset message"
+expect_fail "$TOOL" --path "$S" --set hybridstore_ssd_alloc_unit=banana df
+grep -q "hybridstore_ssd_alloc_unit" "$W/err" || fail "bad option named"
+expect_fail "$TOOL" --path "$W/nothing" df
+expect_fail "$TOOL" df
+
+"$TOOL" --path "$S" df | grep -q "^ssd" || fail "df"
+"$TOOL" --path "$S" df --json | grep -q '"objects": 4' || fail "df --json objects"
+"$TOOL" --path "$S" fsck --deep | grep -q "clean" || fail "fsck --deep"
+"$TOOL" --path "$S" show-label | grep -q '"role": "hdd"' || fail "show-label"
+echo "tool checks passed"
