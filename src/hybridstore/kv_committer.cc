@@ -127,6 +127,13 @@ void KvCommitter::commit_loop() {
       if (w.after_commit) w.after_commit();
       for (auto& cb : w.on_commit) callbacks.push_back(std::move(cb));
     }
+    // Callbacks reach the finisher before committed_ moves, so whoever sees
+    // the commit and then drains the finisher (flush) also sees them run.
+    if (!callbacks.empty()) {
+      std::lock_guard<std::mutex> l(fin_mutex_);
+      for (auto& cb : callbacks) fin_queue_.push_back(std::move(cb));
+      fin_cv_.notify_one();
+    }
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
                   .count();
     {
@@ -138,11 +145,6 @@ void KvCommitter::commit_loop() {
       stats_.commit_latency_ns_total += static_cast<uint64_t>(ns);
     }
     committed_cv_.notify_all();
-    if (!callbacks.empty()) {
-      std::lock_guard<std::mutex> l(fin_mutex_);
-      for (auto& cb : callbacks) fin_queue_.push_back(std::move(cb));
-      fin_cv_.notify_one();
-    }
   }
 }
 
