@@ -55,6 +55,10 @@ struct StoreStats {
   uint64_t data_bytes = 0;  // sum of object sizes
   uint64_t transactions_committed = 0;
   uint64_t commit_groups = 0;
+  uint64_t deferred_staged = 0;         // deferred writes acknowledged through RocksDB
+  uint64_t deferred_applied = 0;        // ... and since written to their devices
+  uint64_t deferred_device_writes = 0;  // device writes those took (adjacent ones merged)
+  uint64_t deferred_pending_bytes = 0;
 };
 
 struct FsckReport {

@@ -45,6 +45,8 @@ class ExtentMap {
   using Map = std::map<uint64_t, DataExtent>;
 
   const Map& extents() const { return map_; }
+  // For in-place changes that keep offsets and lengths (checksum updates).
+  Map& mutable_extents() { return map_; }
   bool empty() const { return map_.empty(); }
   size_t size() const { return map_.size(); }
 

@@ -46,9 +46,15 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     uint64_t pb = align_down(e->physical + p.first_block * cb, a);
     uint64_t pe = align_up(e->physical + p.last_block * cb, a);
     p.phys_begin = pb;
-    p.buf = AlignedBuffer(pe - pb);
+    p.buf = AlignedBuffer(pe - pb, 4096, AlignedBuffer::kUninitialized);
     reads.push_back(std::move(p));
   }
+  // Deferred writes not yet on the device: snapshot them before reading the
+  // device and patch after. Taken in this order, a record the applier writes
+  // and drops in between is either in the snapshot or already on the device.
+  std::vector<DeferredWriter::Snapshot> staged(reads.size());
+  for (size_t i = 0; i < reads.size(); ++i)
+    staged[i] = deferred_->snapshot(reads[i].e->tier, reads[i].phys_begin, reads[i].buf.size());
   for (int t = 0; t < kNumTiers; ++t) {
     std::vector<ReadIo> ios;
     for (auto& p : reads)
@@ -60,6 +66,8 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
       return -EIO;
     }
   }
+  for (size_t i = 0; i < reads.size(); ++i)
+    DeferredWriter::patch(staged[i], reads[i].phys_begin, reads[i].buf.data(), reads[i].buf.size());
   for (auto& p : reads) {
     const DataExtent& e = *p.e;
     uint64_t cb = e.csum_block;
@@ -134,16 +142,50 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, const char* buf, u
     pos += p.length;
   }
   if (pos != len) return -EINVAL;
-  if (int r = s.dev_[t]->write_many(ios); r < 0) {
-    HS_ERROR("write to {} device failed: {}", tier_name(tier), strerror(-r));
-    return -EIO;
+  if (tier == Tier::kHdd && len <= s.deferred_max_) {
+    // A small write to the HDD never goes to the disk synchronously: it rides
+    // in the transaction's batch and joins a sorted batch later.
+    for (const auto& io : ios)
+      tx.deferred.push_back(s.deferred_->stage(tx.batch.get(), tier, io.offset, std::string(io.buf, io.len)));
+  } else {
+    if (int r = s.dev_[t]->write_many(ios); r < 0) {
+      HS_ERROR("write to {} device failed: {}", tier_name(tier), strerror(-r));
+      return -EIO;
+    }
+    s.write_tracker_.note_write(t);
   }
-  s.write_tracker_.note_write(t);
   for (auto& e : made) into->insert(std::move(e));
   return 0;
 }
 
 // ---------------------------------------------------------------- writes
+
+void OpApplier::overwrite_deferred(Tier tier, Onode& o, uint64_t a, const char* buf, uint64_t len) {
+  const uint64_t b = a + len;
+  auto& m = o.extents.mutable_extents();
+  auto it = m.upper_bound(a);
+  if (it != m.begin()) --it;
+  for (; it != m.end() && it->second.logical < b; ++it) {
+    DataExtent& e = it->second;
+    if (e.logical_end() <= a) continue;
+    uint64_t x = std::max(a, e.logical), y = std::min(b, e.logical_end());
+    const char* src = buf + (x - a);
+    for (uint64_t blk = (x - e.logical) / e.csum_block; blk < (y - e.logical) / e.csum_block; ++blk)
+      e.csums[blk] = crc32c(0, buf + (e.logical + blk * e.csum_block - a), e.csum_block);
+    tx.deferred.push_back(s.deferred_->stage(tx.batch.get(), tier, e.physical + (x - e.logical), std::string(src, y - x)));
+  }
+}
+
+// True when [a, b) is entirely allocated, on `tier` only, so it can be
+// overwritten where it lies.
+static bool owned_on(const Onode& o, Tier tier, uint64_t a, uint64_t b) {
+  uint64_t pos = a;
+  for (const DataExtent* e : o.extents.overlapping(a, b)) {
+    if (e->tier != tier || e->logical > pos) return false;
+    pos = e->logical_end();
+  }
+  return pos >= b;
+}
 
 int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
                           std::string_view data) {
@@ -165,15 +207,18 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       }
     }
     const uint64_t len = b - a;
+    const bool in_place = len <= s.deferred_max_ && owned_on(o, tier, a, b);
     std::vector<PExtent> where;
     uint64_t hint = 0;
     if (a > 0) {
       for (const DataExtent* e : o.extents.overlapping(a - 1, a))
         if (e->tier == tier) hint = e->physical + (a - e->logical);
     }
-    int r = allocate_on(tier, len, hint, &where);
-    if (r == -ENOSPC) continue;  // spill to the other tier
-    if (r < 0) return r;
+    if (!in_place) {
+      int r = allocate_on(tier, len, hint, &where);
+      if (r == -ENOSPC) continue;  // spill to the other tier
+      if (r < 0) return r;
+    }
 
     AlignedBuffer buf(len, 4096, AlignedBuffer::kUninitialized);
     // Read-modify-write of the partial units at either end (holes and bytes
@@ -194,6 +239,11 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     }
     std::memcpy(buf.data() + (off - a), data.data(), data.size());
 
+    if (in_place) {
+      overwrite_deferred(tier, o, a, buf.data(), len);
+      set_size(o, std::max(o.size, end));
+      return 0;
+    }
     std::vector<PExtent> freed;
     o.extents.punch(a, b, &freed);
     if (int rr = store_new_extents(tier, a, buf.data(), len, where, &o.extents); rr < 0) return rr;

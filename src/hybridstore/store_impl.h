@@ -22,6 +22,7 @@
 #include "hybridstore/allocator.h"
 #include "hybridstore/common/block_device.h"
 #include "hybridstore/common/config.h"
+#include "hybridstore/deferred.h"
 #include "hybridstore/freelist.h"
 #include "hybridstore/hybrid_store.h"
 #include "hybridstore/kv_committer.h"
@@ -64,6 +65,7 @@ struct TxnContext {
   std::map<CollectionId, CollChange> colls;
   std::vector<PExtent> allocated;  // released at once if the txn fails
   std::vector<PExtent> released;   // released after commit
+  std::vector<uint64_t> deferred;  // deferred writes staged by this txn
   int64_t stat_delta[kv::kStatCount] = {0, 0, 0};
   std::map<CollectionId, std::shared_ptr<CollectionState>> locked;
 };
@@ -122,6 +124,8 @@ class StoreImpl {
   std::unique_ptr<OnodeCache> cache_;
   WriteTracker write_tracker_;
   std::unique_ptr<KvCommitter> committer_;
+  std::unique_ptr<DeferredWriter> deferred_;
+  uint64_t deferred_max_ = 0;
   int fsid_lock_fd_ = -1;
 
   std::mutex colls_mutex_;
@@ -181,6 +185,9 @@ struct OpApplier {
   // offset `logical`; the buffer length is a multiple of the tier unit.
   int store_new_extents(Tier tier, uint64_t logical, const char* buf, uint64_t len,
                         const std::vector<PExtent>& where, ExtentMap* into);
+  // Overwrites [a, a+len) of `o` in place through deferred writes; the range
+  // is covered by extents on `tier` whose boundaries it respects.
+  void overwrite_deferred(Tier tier, Onode& o, uint64_t a, const char* buf, uint64_t len);
   void set_size(Onode& o, uint64_t new_size);
 
   // Omap.

@@ -60,6 +60,7 @@ StoreImpl::~StoreImpl() {
 
 void StoreImpl::close_all() {
   committer_.reset();
+  deferred_.reset();
   db_.reset();
   for (auto& d : dev_) d.reset();
   for (auto& a : alloc_) a.reset();
@@ -305,6 +306,9 @@ int StoreImpl::mount(std::string* error) {
   }
   if (int r = decode_superblock(v, &super_, error); r < 0) return fail(r);
   if (int r = open_devices(false, error); r < 0) return fail(r);
+  // Deferred writes acknowledged before a crash reach their devices before
+  // anything reads them.
+  if (int r = DeferredWriter::replay(db_.get(), {dev_[0].get(), dev_[1].get()}, error); r < 0) return fail(r);
 
   for (int t = 0; t < kNumTiers; ++t) {
     unit_[t] = super_.alloc_unit[t];
@@ -354,6 +358,15 @@ int StoreImpl::mount(std::string* error) {
   committer_ = std::make_unique<KvCommitter>(db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()},
                                              &write_tracker_, 4096);
   committer_->start();
+  DeferredOptions dopts;
+  dopts.batch_bytes = cfg_.get_size("hybridstore_deferred_batch_bytes");
+  dopts.max_delay_ms = static_cast<uint64_t>(cfg_.get_int("hybridstore_deferred_max_delay_ms"));
+  dopts.max_pending_bytes = cfg_.get_size("hybridstore_deferred_max_pending");
+  deferred_max_ = cfg_.get_size("hybridstore_deferred_max");
+  deferred_ = std::make_unique<DeferredWriter>(
+      db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()}, &write_tracker_,
+      [this](const PExtent& e) { alloc_[tier_index(e.tier)]->release({{e.offset, e.length}}); }, dopts);
+  deferred_->start();
   mounted_ = true;
   HS_INFO("mounted store {} at {}", uuid_to_string(super_.fsid), path_);
   if (cfg_.get_bool("hybridstore_fsck_on_mount")) {
@@ -373,6 +386,7 @@ int StoreImpl::flush() {
   if (!mounted_) return -ENOTCONN;
   int r = committer_->wait_committed(committer_->last_seq());
   committer_->drain_callbacks();
+  if (int d = deferred_->drain(); d < 0 && r == 0) r = d;
   return r;
 }
 
@@ -385,6 +399,8 @@ int StoreImpl::umount() {
   }
   committer_->stop();
   committer_.reset();
+  deferred_->stop();
+  deferred_.reset();
   for (auto& d : dev_)
     if (d) d->flush();
   if (db_) {
@@ -418,6 +434,11 @@ int StoreImpl::statfs(StoreStats* st) {
     st->objects = static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatObjects]));
     st->data_bytes = static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatBytes]));
   }
+  auto ds = deferred_->stats();
+  st->deferred_staged = ds.records_staged;
+  st->deferred_applied = ds.records_applied;
+  st->deferred_device_writes = ds.device_writes;
+  st->deferred_pending_bytes = deferred_->pending_bytes();
   auto cs = committer_->stats();
   st->transactions_committed = cs.transactions;
   st->commit_groups = cs.groups;

@@ -39,6 +39,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     if (error) *error = TxnError{-EROFS, -1, -1, "", "store is read-only after an I/O error: " + committer_->error_message()};
     return -EROFS;
   }
+  deferred_->throttle();
   // Every collection the transactions name, locked in name order.
   std::set<CollectionId> names;
   for (const auto& t : ts)
@@ -64,6 +65,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
 
   OpApplier ap{*this, tx};
   auto rollback = [&] {
+    if (!tx.deferred.empty()) deferred_->cancel(tx.deferred);
     for (const auto& e : tx.allocated) alloc_[tier_index(e.tier)]->release({{e.offset, e.length}});
   };
   for (size_t ti = 0; ti < ts.size(); ++ti) {
@@ -101,9 +103,11 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   work.batch.reset(new rocksdb::WriteBatch(*tx.batch->GetWriteBatch()));
   for (auto& t : ts)
     for (auto& cb : t.take_on_commit()) work.on_commit.push_back(std::move(cb));
-  if (!tx.released.empty()) {
-    work.after_commit = [this, released = std::move(tx.released)] {
-      for (const auto& e : released) alloc_[tier_index(e.tier)]->release({{e.offset, e.length}});
+  if (!tx.released.empty() || !tx.deferred.empty()) {
+    // Freed space goes back through the deferred writer: it must not be
+    // reused while a deferred write staged before it may still land there.
+    work.after_commit = [this, released = std::move(tx.released), staged = tx.deferred] {
+      deferred_->committed(staged, released);
     };
   }
   uint64_t seq = committer_->submit(std::move(work));

@@ -34,6 +34,16 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "4G"});
   v->push_back({"hybridstore_csum_block", T::kSize, "4K",
                 "bytes covered by one crc32c of object data", "512", "1M", {}, true, true});
+  v->push_back({"hybridstore_deferred_max", T::kSize, "64K",
+                "writes up to this size into space an object owns, and small writes to the HDD, "
+                "are deferred: acknowledged through RocksDB and applied to the device later in batches",
+                "0", "16M"});
+  v->push_back({"hybridstore_deferred_batch_bytes", T::kSize, "4M",
+                "deferred writes are applied once this much is committed", "64K", "1G"});
+  v->push_back({"hybridstore_deferred_max_delay_ms", T::kInt, "20",
+                "...or once the oldest committed deferred write is this old", "1", "60000"});
+  v->push_back({"hybridstore_deferred_max_pending", T::kSize, "256M",
+                "transactions wait while this many deferred bytes are not yet applied", "1M", ""});
   v->push_back({"hybridstore_onode_cache_size", T::kInt, "200000",
                 "onodes kept in memory across all collections", "64", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,

@@ -1,0 +1,144 @@
+// Deferred writes: small writes acknowledged through RocksDB, applied to the
+// devices later in large sorted batches.
+//
+// A transaction stages a deferred write by putting a D record (tier, device
+// offset, bytes) in its own RocksDB batch; the bytes also enter an in-memory
+// overlay so that reads see them at once. Once the transaction commits, the
+// applier thread takes committed records in staging order, merges them into
+// one image per device range, writes them sorted by offset (adjacent ranges
+// merged), flushes the devices, deletes the D records with a synced batch and
+// drops them from the overlay. Mount replays every D record left (replay()).
+//
+// Space freed by a transaction is handed back to the allocator only after
+// every deferred write staged before that transaction has been applied and
+// its record deleted durably; otherwise a record replayed after a crash could
+// land on space that already belongs to someone else.
+#pragma once
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch_base.h>
+
+#include "hybridstore/common/block_device.h"
+#include "hybridstore/kv_committer.h"
+#include "hybridstore/onode.h"
+
+namespace hybridstore {
+
+struct DeferredOptions {
+  uint64_t batch_bytes = 4 << 20;     // apply once this much is committed...
+  uint64_t max_delay_ms = 20;         // ...or the oldest committed record is this old
+  uint64_t max_pending_bytes = 256 << 20;  // stage() callers wait above this
+};
+
+struct DeferredStats {
+  uint64_t records_staged = 0;
+  uint64_t records_applied = 0;
+  uint64_t bytes_applied = 0;
+  uint64_t device_writes = 0;  // after merging adjacent ranges
+  uint64_t batches = 0;
+};
+
+class DeferredWriter {
+ public:
+  using Release = std::function<void(const PExtent&)>;
+  DeferredWriter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, WriteTracker* tracker,
+                 Release release, DeferredOptions opts);
+  ~DeferredWriter();
+
+  void start();
+  // Applies everything committed, then stops the thread.
+  void stop();
+
+  // Blocks while too many bytes are pending (backpressure for submitters).
+  void throttle();
+  // Stages `data` for (tier, offset): adds its D record to `batch` and makes
+  // it visible to reads. Returns the record's sequence number.
+  uint64_t stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data);
+  // The transaction that staged these failed: forget them.
+  void cancel(const std::vector<uint64_t>& seqs);
+  // The transaction that staged `seqs` and freed `released` is durable.
+  void committed(const std::vector<uint64_t>& seqs, std::vector<PExtent> released);
+
+  // Overlay for reads: copies every staged range overlapping
+  // [offset, offset+len) of `tier` into `buf` (which holds the device bytes
+  // of that range), newest last. Callers take the snapshot before reading the
+  // device and patch after (see store_data_ops.cc for why that order).
+  struct Snapshot {
+    std::vector<std::pair<uint64_t, std::shared_ptr<const std::string>>> pieces;  // offset, bytes
+  };
+  Snapshot snapshot(Tier tier, uint64_t offset, uint64_t len) const;
+  static void patch(const Snapshot& s, uint64_t offset, char* buf, uint64_t len);
+
+  // Applies everything committed so far and waits for it.
+  int drain();
+  uint64_t pending_bytes() const;
+  DeferredStats stats() const;
+
+  // Mount: writes every D record to its device, flushes, deletes the records.
+  // Returns the number replayed, or -EIO with *error on a corrupt record.
+  static int replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, std::string* error);
+
+ private:
+  struct Entry {
+    Tier tier;
+    uint64_t offset;
+    std::shared_ptr<const std::string> data;
+    bool committed = false;
+  };
+  struct Held {
+    uint64_t tag;  // applied once every seq <= tag is applied
+    PExtent extent;
+  };
+  void run();
+  int apply_committed_prefix(std::unique_lock<std::mutex>& l);
+  void release_ready_locked(std::vector<PExtent>* out);
+  void erase_locked(std::map<uint64_t, Entry>::iterator it);
+
+  rocksdb::DB* db_;
+  std::array<BlockDevice*, kNumTiers> devices_;
+  WriteTracker* tracker_;
+  Release release_;
+  DeferredOptions opts_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_cv_;   // something to apply / stop / drain request
+  std::condition_variable done_cv_;   // a batch finished
+  std::condition_variable space_cv_;  // pending bytes dropped
+  uint64_t lowest_pending_locked() const {
+    return entries_.empty() ? next_seq_ : entries_.begin()->first;
+  }
+  std::map<uint64_t, Entry> entries_; // seq -> entry, staged order
+  // Per tier: device offset -> seq, to find the entries a read overlaps.
+  std::array<std::multimap<uint64_t, uint64_t>, kNumTiers> by_offset_;
+  uint64_t max_entry_len_ = 0;
+  uint64_t committed_bytes_ = 0;
+  std::deque<Held> held_;
+  uint64_t next_seq_ = 1;
+  std::atomic<uint64_t> pending_bytes_{0};
+  uint64_t drain_requests_ = 0;
+  bool stopping_ = false;
+  int error_ = 0;
+  std::chrono::steady_clock::time_point oldest_committed_{};
+  DeferredStats stats_;
+  std::thread thread_;
+};
+
+// D record: versioned, checksummed (tier, offset, bytes).
+std::string encode_deferred(Tier tier, uint64_t offset, std::string_view data);
+bool decode_deferred(std::string_view v, Tier* tier, uint64_t* offset, std::string* data);
+std::string deferred_key(uint64_t seq);
+
+}  // namespace hybridstore

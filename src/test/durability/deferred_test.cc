@@ -1,0 +1,206 @@
+// Deferred writes: small overwrites and small HDD writes ride in the RocksDB
+// batch, are readable at once, reach the device in batches, and survive a
+// crash before they were applied.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <rocksdb/db.h>
+
+#include "hybridstore/deferred.h"
+#include "hybridstore/kv_schema.h"
+#include "hybridstore/store_impl.h"
+#include "store_helpers.h"
+
+using namespace hybridstore;
+using hybridstore::test::StoreTest;
+
+namespace {
+
+class DeferredTest : public StoreTest {
+ protected:
+  Config config() override {
+    Config c = hybridstore::test::small_store_config();
+    std::string err;
+    // Keep deferred writes pending long enough to observe them.
+    c.set("hybridstore_deferred_max_delay_ms", "60000", &err);
+    c.set("hybridstore_deferred_batch_bytes", "1G", &err);
+    return c;
+  }
+  void SetUp() override {
+    StoreTest::SetUp();
+    make_coll(coll_);
+  }
+  StoreStats stats() {
+    StoreStats s;
+    EXPECT_EQ(store_->statfs(&s), 0);
+    return s;
+  }
+  uint64_t pending() { return store_->impl()->deferred_->pending_bytes(); }
+};
+
+TEST_F(DeferredTest, SmallOverwriteIsDeferredAndReadableAtOnce) {
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(65536, 'a'));
+  apply(std::move(t));
+  ObjectStat before;
+  ASSERT_EQ(store_->stat(coll_, obj("a"), &before), 0);
+  Transaction o;
+  o.write(coll_, obj("a"), 5000, "OVERWRITE");
+  apply(std::move(o));
+  EXPECT_GT(pending(), 0u);
+  std::string want(65536, 'a');
+  want.replace(5000, 9, "OVERWRITE");
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  ObjectStat after;
+  ASSERT_EQ(store_->stat(coll_, obj("a"), &after), 0);
+  EXPECT_EQ(after.allocated, before.allocated);  // written in place: no new space
+  StoreStats s = stats();  // statfs drains: now on the device
+  EXPECT_EQ(s.deferred_staged, 1u);
+  EXPECT_EQ(s.deferred_applied, 1u);
+  EXPECT_EQ(pending(), 0u);
+  remount();
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(DeferredTest, SmallHddWritesNeverGoToTheDiskSynchronously) {
+  Transaction t;
+  t.touch(coll_, obj("h"));
+  t.set_alloc_hint(coll_, obj("h"), 64 << 20, 4096, kHintSequentialWrite);
+  apply(std::move(t));
+  for (int i = 0; i < 20; ++i) {
+    Transaction w;
+    w.write(coll_, obj("h"), static_cast<uint64_t>(i) * 8192, std::string(8192, static_cast<char>('A' + i)));
+    apply(std::move(w));
+  }
+  EXPECT_GT(pending(), 0u);
+  ObjectStat st;
+  ASSERT_EQ(store_->stat(coll_, obj("h"), &st), 0);
+  EXPECT_EQ(st.bytes_on[tier_index(Tier::kHdd)], 20u * 8192);
+  StoreStats s = stats();
+  EXPECT_EQ(s.deferred_staged, 20u);
+  // Consecutive appends land next to each other and merge into few writes.
+  EXPECT_LT(s.deferred_device_writes, 5u);
+  std::string d = read_all(coll_, obj("h"));
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(d[static_cast<size_t>(i) * 8192 + 7], 'A' + i);
+}
+
+TEST_F(DeferredTest, LargeWritesAreNotDeferred) {
+  Transaction t;
+  t.write(coll_, obj("big"), 0, std::string(256 << 10, 'b'));
+  apply(std::move(t));
+  Transaction o;
+  o.write(coll_, obj("big"), 0, std::string(128 << 10, 'c'));
+  apply(std::move(o));
+  EXPECT_EQ(pending(), 0u);
+  EXPECT_EQ(stats().deferred_staged, 0u);
+}
+
+TEST_F(DeferredTest, SpaceFreedBehindAPendingDeferredWriteIsNotReusedEarly) {
+  // Fill the SSD so that the only SSD space a new object could get is the
+  // space of a removed object whose deferred overwrite is still pending. That
+  // space must not reach the allocator before the deferred write landed, or
+  // the new object would be clobbered by it.
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(16384, 'a'));
+  apply(std::move(t));
+  uint64_t free_ssd = stats().tier[tier_index(Tier::kSsd)].free;
+  Transaction f;
+  f.touch(coll_, obj("fill"));
+  f.truncate(coll_, obj("fill"), 0);
+  apply(std::move(f));
+  // A sparse object would not consume space: write it for real, in pieces
+  // small enough to stay on the SSD.
+  for (uint64_t off = 0; off < free_ssd; off += 512 << 10) {
+    Transaction w;
+    w.write(coll_, obj("fill"), off, std::string(std::min<uint64_t>(512 << 10, free_ssd - off), 'f'));
+    apply(std::move(w));
+  }
+  ASSERT_EQ(stats().tier[tier_index(Tier::kSsd)].free, 0u);
+  Transaction r;
+  r.write(coll_, obj("a"), 100, "pending deferred overwrite");
+  r.remove(coll_, obj("a"));
+  ASSERT_EQ(store_->apply_transaction(std::move(r)), 0);  // committed, not yet applied
+  ASSERT_GT(pending(), 0u);
+  for (int i = 0; i < 4; ++i) {
+    Transaction n;
+    n.write(coll_, obj("n" + std::to_string(i)), 0, std::string(4096, static_cast<char>('0' + i)));
+    apply(std::move(n));
+  }
+  ASSERT_EQ(store_->flush(), 0);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(read_all(coll_, obj("n" + std::to_string(i))), std::string(4096, static_cast<char>('0' + i)));
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+int count_deferred_records(const std::string& db_path) {
+  rocksdb::Options o;
+  o.merge_operator = kv::make_merge_operator();
+  rocksdb::DB* db = nullptr;
+  if (!rocksdb::DB::OpenForReadOnly(o, db_path, &db).ok()) return -1;
+  std::unique_ptr<rocksdb::DB> guard(db);
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  int n = 0;
+  std::string p(1, kv::kDeferred);
+  for (it->Seek(p); it->Valid() && it->key().starts_with(p); it->Next()) ++n;
+  return n;
+}
+
+TEST_F(DeferredTest, AcknowledgedDeferredWritesAreReplayedAfterACrash) {
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(32768, 'a'));
+  apply(std::move(t));
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  std::string path = dir_->path() + "/store";
+  // The child commits deferred overwrites and dies without unmounting, as a
+  // crash would: the records are in RocksDB, the device still has old bytes.
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    HybridStore s(path, config());
+    std::string err;
+    if (s.mount(&err) < 0) _exit(2);
+    for (int i = 0; i < 8; ++i) {
+      Transaction w;
+      w.write(coll_, obj("a"), static_cast<uint64_t>(i) * 4096 + 10, "new-" + std::to_string(i));
+      if (s.apply_transaction(std::move(w)) < 0) _exit(3);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(count_deferred_records(path + "/db"), 8);
+  store_ = std::make_unique<HybridStore>(path, config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  std::string want(32768, 'a');
+  for (int i = 0; i < 8; ++i) {
+    std::string s = "new-" + std::to_string(i);
+    want.replace(static_cast<size_t>(i) * 4096 + 10, s.size(), s);
+  }
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  EXPECT_EQ(fsck_errors(true), 0);
+  ASSERT_EQ(store_->umount(), 0);
+  EXPECT_EQ(count_deferred_records(path + "/db"), 0);
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+}
+
+TEST(DeferredRecord, DecoderRejectsGarbage) {
+  std::string rec = encode_deferred(Tier::kHdd, 8192, "payload");
+  Tier t;
+  uint64_t off;
+  std::string data;
+  ASSERT_TRUE(decode_deferred(rec, &t, &off, &data));
+  EXPECT_EQ(t, Tier::kHdd);
+  EXPECT_EQ(off, 8192u);
+  EXPECT_EQ(data, "payload");
+  for (size_t i = 0; i < rec.size(); ++i) {
+    std::string bad = rec;
+    bad[i] ^= 4;
+    EXPECT_FALSE(decode_deferred(bad, &t, &off, &data));
+  }
+}
+
+}  // namespace
