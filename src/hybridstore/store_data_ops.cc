@@ -26,7 +26,7 @@ constexpr uint64_t kCopyChunk = 8ull << 20;
 // ---------------------------------------------------------------- reads
 
 int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
-                         uint64_t len, char* out) {
+                         uint64_t len, char* out, const TxnContext* tx) {
   std::memset(out, 0, len);
   uint64_t end = off + len;
   struct Pending {
@@ -66,8 +66,17 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
       return -EIO;
     }
   }
-  for (size_t i = 0; i < reads.size(); ++i)
-    DeferredWriter::patch(staged[i], reads[i].phys_begin, reads[i].buf.data(), reads[i].buf.size());
+  for (size_t i = 0; i < reads.size(); ++i) {
+    auto& r = reads[i];
+    DeferredWriter::patch(staged[i], r.phys_begin, r.buf.data(), r.buf.size());
+    if (!tx) continue;
+    // This transaction's own data is not on the device yet.
+    for (const auto& w : tx->writes) {
+      if (w.tier != r.e->tier) continue;
+      uint64_t b = std::max(w.offset, r.phys_begin), f = std::min(w.offset + w.len, r.phys_begin + r.buf.size());
+      if (b < f) std::memcpy(r.buf.data() + (b - r.phys_begin), w.data + (b - w.offset), f - b);
+    }
+  }
   for (auto& p : reads) {
     const DataExtent& e = *p.e;
     uint64_t cb = e.csum_block;
@@ -121,10 +130,11 @@ void OpApplier::release_all_data(Onode& o) {
   for (const auto& e : freed) release(e);
 }
 
-int OpApplier::store_new_extents(Tier tier, uint64_t logical, const char* buf, uint64_t len,
+int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owned, uint64_t len,
                                  const std::vector<PExtent>& where, ExtentMap* into) {
   int t = tier_index(tier);
   uint32_t cb = s.csum_block_[t];
+  const char* buf = owned.data();
   std::vector<WriteIo> ios;
   uint64_t pos = 0;
   std::vector<DataExtent> made;
@@ -148,13 +158,25 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, const char* buf, u
     for (const auto& io : ios)
       tx.deferred.push_back(s.deferred_->stage(tx.batch.get(), tier, io.offset, std::string(io.buf, io.len)));
   } else {
+    for (const auto& io : ios) tx.writes.push_back({tier, io.offset, io.buf, io.len});
+    tx.buffers.push_back(std::move(owned));
+  }
+  for (auto& e : made) into->insert(std::move(e));
+  return 0;
+}
+
+int OpApplier::write_pending() {
+  for (int t = 0; t < kNumTiers; ++t) {
+    std::vector<WriteIo> ios;
+    for (const auto& w : tx.writes)
+      if (tier_index(w.tier) == t) ios.push_back({w.offset, w.data, w.len});
+    if (ios.empty()) continue;
     if (int r = s.dev_[t]->write_many(ios); r < 0) {
-      HS_ERROR("write to {} device failed: {}", tier_name(tier), strerror(-r));
+      HS_ERROR("write to {} device failed: {}", tier_name(static_cast<Tier>(t)), strerror(-r));
       return -EIO;
     }
     s.write_tracker_.note_write(t);
   }
-  for (auto& e : made) into->insert(std::move(e));
   return 0;
 }
 
@@ -225,14 +247,14 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     // past the object's end are zeros, which keeps the zero-tail invariant).
     if (a < off) {
       if (o.extents.any_in(a, off)) {
-        if (int rr = s.read_data(c, oid, o, a, off - a, buf.data()); rr < 0) return rr;
+        if (int rr = s.read_data(c, oid, o, a, off - a, buf.data(), &tx); rr < 0) return rr;
       } else {
         std::memset(buf.data(), 0, off - a);
       }
     }
     if (end < b) {
       if (o.extents.any_in(end, b)) {
-        if (int rr = s.read_data(c, oid, o, end, b - end, buf.data() + (end - a)); rr < 0) return rr;
+        if (int rr = s.read_data(c, oid, o, end, b - end, buf.data() + (end - a), &tx); rr < 0) return rr;
       } else {
         std::memset(buf.data() + (end - a), 0, b - end);
       }
@@ -246,7 +268,7 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     }
     std::vector<PExtent> freed;
     o.extents.punch(a, b, &freed);
-    if (int rr = store_new_extents(tier, a, buf.data(), len, where, &o.extents); rr < 0) return rr;
+    if (int rr = store_new_extents(tier, a, std::move(buf), len, where, &o.extents); rr < 0) return rr;
     for (const auto& e : freed) release(e);
     set_size(o, std::max(o.size, end));
     return 0;
@@ -324,7 +346,7 @@ int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId&
     for (uint64_t done = 0; done < e.length; done += kCopyChunk) {
       uint64_t n = std::min(kCopyChunk, e.length - done);
       AlignedBuffer buf(n, 4096, AlignedBuffer::kUninitialized);
-      if (int r = s.read_data(c, src, *so, e.logical + done, n, buf.data()); r < 0) {
+      if (int r = s.read_data(c, src, *so, e.logical + done, n, buf.data(), &tx); r < 0) {
         *why = "reading clone source";
         return r;
       }
@@ -339,7 +361,7 @@ int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId&
         *why = "no space for the clone";
         return r;
       }
-      if (int rr = store_new_extents(tier, e.logical + done, buf.data(), n, where, &d->extents); rr < 0)
+      if (int rr = store_new_extents(tier, e.logical + done, std::move(buf), n, where, &d->extents); rr < 0)
         return rr;
     }
   }
@@ -400,7 +422,7 @@ int OpApplier::clone_range(const CollectionId& c, const Op& op, std::string* why
   if (pos < src_end) actions.push_back({pos, src_end, true, {}});
   auto read_piece = [&](uint64_t b, uint64_t n, std::string* out) {
     out->assign(n, '\0');
-    int r = s.read_data(c, op.oid, snapshot, b, n, out->data());
+    int r = s.read_data(c, op.oid, snapshot, b, n, out->data(), &tx);
     if (r < 0) *why = "reading clone_range source";
     return r;
   };

@@ -66,6 +66,17 @@ struct TxnContext {
   std::vector<PExtent> allocated;  // released at once if the txn fails
   std::vector<PExtent> released;   // released after commit
   std::vector<uint64_t> deferred;  // deferred writes staged by this txn
+  // Data for freshly allocated space, written to the devices only once every
+  // op succeeded (a failing transaction writes nothing). Reads inside the
+  // transaction see it through read_data's overlay.
+  struct PendingWrite {
+    Tier tier;
+    uint64_t offset;
+    const char* data;
+    uint64_t len;
+  };
+  std::vector<AlignedBuffer> buffers;
+  std::vector<PendingWrite> writes;
   int64_t stat_delta[kv::kStatCount] = {0, 0, 0};
   std::map<CollectionId, std::shared_ptr<CollectionState>> locked;
 };
@@ -106,7 +117,7 @@ class StoreImpl {
   // Reads logical [off, off+len) of `o` into out (holes as zeros), verifying
   // checksums. The range must lie within the object's allocated units or holes.
   int read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
-                uint64_t len, char* out);
+                uint64_t len, char* out, const TxnContext* tx = nullptr);
   int read_extent_raw(const DataExtent& e, std::string* out);  // verifies csums
 
   const std::string path_;
@@ -183,8 +194,12 @@ struct OpApplier {
   void release(const PExtent& e);
   // Writes a buffer to freshly allocated space as extents starting at logical
   // offset `logical`; the buffer length is a multiple of the tier unit.
-  int store_new_extents(Tier tier, uint64_t logical, const char* buf, uint64_t len,
+  // Records `buf` (taken over) as the data of fresh space `where`, adding
+  // the extents at logical offset `logical` to `into`.
+  int store_new_extents(Tier tier, uint64_t logical, AlignedBuffer buf, uint64_t len,
                         const std::vector<PExtent>& where, ExtentMap* into);
+  // Writes the pending data of every op; called once all ops succeeded.
+  int write_pending();
   // Overwrites [a, a+len) of `o` in place through deferred writes; the range
   // is covered by extents on `tier` whose boundaries it respects.
   void overwrite_deferred(Tier tier, Onode& o, uint64_t a, const char* buf, uint64_t len);

@@ -88,6 +88,12 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
       }
     }
   }
+  // Every op succeeded: now, and only now, the data goes to the devices.
+  if (int r = ap.write_pending(); r < 0) {
+    rollback();
+    if (error) *error = TxnError{r, -1, -1, "", "device write failed"};
+    return r;
+  }
   ap.sync_dirty();
   for (const auto& [c, ch] : tx.colls) {
     if (ch.exists)

@@ -1,0 +1,115 @@
+// Space: a transaction that cannot fit fails with -ENOSPC before anything is
+// written, the store stays usable, and df stays exact.
+#include <sys/stat.h>
+
+#include "store_helpers.h"
+
+using namespace hybridstore;
+using hybridstore::test::StoreTest;
+
+namespace {
+
+class SpaceTest : public StoreTest {
+ protected:
+  Config config() override { return hybridstore::test::small_store_config(64 << 20, 64 << 20); }
+  void SetUp() override {
+    StoreTest::SetUp();
+    make_coll(coll_);
+  }
+  // Bytes the filesystem holds for the sparse device files: grows with any write.
+  uint64_t device_blocks() {
+    uint64_t n = 0;
+    for (const char* f : {"/store/block.ssd", "/store/block.hdd"}) {
+      struct stat st;
+      EXPECT_EQ(::stat((dir_->path() + f).c_str(), &st), 0);
+      n += static_cast<uint64_t>(st.st_blocks);
+    }
+    return n;
+  }
+  StoreStats df() {
+    StoreStats s;
+    EXPECT_EQ(store_->statfs(&s), 0);
+    return s;
+  }
+};
+
+TEST_F(SpaceTest, OversizedTransactionFailsBeforeWritingAnything) {
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(1 << 20, 'a'));
+  apply(std::move(t));
+  StoreStats before = df();
+  uint64_t blocks = device_blocks();
+  Transaction big;
+  big.write(coll_, obj("fits"), 0, std::string(8 << 20, 'f'));
+  big.write(coll_, obj("too-big"), 0, std::string(200 << 20, 'x'));
+  TxnError e;
+  EXPECT_EQ(try_apply(std::move(big), &e), -ENOSPC);
+  EXPECT_EQ(e.op_index, 1);
+  EXPECT_EQ(device_blocks(), blocks) << "a failed transaction wrote data to a device";
+  EXPECT_FALSE(store_->exists(coll_, obj("fits")));
+  StoreStats after = df();
+  for (int t = 0; t < kNumTiers; ++t) EXPECT_EQ(after.tier[t].free, before.tier[t].free);
+  // Still usable.
+  Transaction ok;
+  ok.write(coll_, obj("b"), 0, "still works");
+  apply(std::move(ok));
+  EXPECT_EQ(read_all(coll_, obj("b")), "still works");
+}
+
+TEST_F(SpaceTest, SpillsToHddWhenSsdIsFullThenENOSPCWhenBothAre) {
+  StoreStats empty = df();
+  uint64_t ssd = empty.tier[0].free, hdd = empty.tier[1].free;
+  // Small objects go to the SSD until it is full, then spill to the HDD.
+  int i = 0;
+  uint64_t written = 0;
+  for (; written < ssd + (4 << 20); ++i, written += 256 << 10) {
+    Transaction t;
+    t.write(coll_, obj("s" + std::to_string(i)), 0, std::string(256 << 10, 's'));
+    apply(std::move(t));
+  }
+  StoreStats mid = df();
+  // A write spills whole: the SSD keeps less than one object's worth free.
+  EXPECT_LT(mid.tier[0].free, 256u << 10);
+  EXPECT_EQ((ssd - mid.tier[0].free) + (hdd - mid.tier[1].free), written);
+  // Fill the rest of both tiers; the next write has nowhere to go.
+  Transaction rest;
+  rest.write(coll_, obj("rest"), 0, std::string(mid.tier[1].free, 'r'));
+  if (mid.tier[0].free) rest.write(coll_, obj("rest-ssd"), 0, std::string(mid.tier[0].free, 'q'));
+  apply(std::move(rest));
+  EXPECT_EQ(df().tier[0].free + df().tier[1].free, 0u);
+  Transaction more;
+  more.write(coll_, obj("more"), 0, "x");
+  EXPECT_EQ(try_apply(std::move(more)), -ENOSPC);
+  // Freeing space makes room again, exactly.
+  Transaction rm;
+  rm.remove(coll_, obj("rest"));
+  apply(std::move(rm));
+  EXPECT_EQ(df().tier[1].free, mid.tier[1].free);
+  EXPECT_EQ(df().tier[0].free, 0u);
+  Transaction again;
+  again.write(coll_, obj("more"), 0, "x");
+  apply(std::move(again));
+  EXPECT_EQ(fsck_errors(), 0);
+}
+
+TEST_F(SpaceTest, OverwritesOfAFullStoreStillWork) {
+  StoreStats empty = df();
+  Transaction t;
+  t.write(coll_, obj("ssd"), 0, std::string(512 << 10, 'a'));
+  t.write(coll_, obj("hdd"), 0, std::string(empty.tier[1].free, 'h'));
+  apply(std::move(t));
+  Transaction f;
+  f.write(coll_, obj("fill"), 0, std::string(df().tier[0].free, 'f'));
+  f.set_alloc_hint(coll_, obj("fill"), 0, 0, kHintRandomWrite);
+  apply(std::move(f));
+  ASSERT_EQ(df().tier[0].free + df().tier[1].free, 0u);
+  // Small in-place overwrites need no new space (deferred, in place).
+  Transaction o;
+  o.write(coll_, obj("ssd"), 4096, std::string(4096, 'Z'));
+  apply(std::move(o));
+  std::string d = read_all(coll_, obj("ssd"));
+  EXPECT_EQ(d.substr(4096, 4096), std::string(4096, 'Z'));
+  EXPECT_EQ(d.substr(0, 4096), std::string(4096, 'a'));
+}
+
+}  // namespace
