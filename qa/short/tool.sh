@@ -74,4 +74,5 @@ expect_fail "$TOOL" df
 "$TOOL" --path "$S" df --json | grep -q '"objects": 4' || fail "df --json objects"
 "$TOOL" --path "$S" fsck --deep | grep -q "clean" || fail "fsck --deep"
 "$TOOL" --path "$S" show-label | grep -q '"role": "hdd"' || fail "show-label"
+"$TOOL" --path "$S" repair | grep -q "0 changes; fsck afterwards: clean" || fail "repair on a clean store"
 echo "tool checks passed"

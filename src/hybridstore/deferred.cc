@@ -291,7 +291,8 @@ void DeferredWriter::run() {
   }
 }
 
-int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, std::string* error) {
+int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, std::string* error,
+                           std::vector<std::string>* dropped) {
   std::string prefix(1, kv::kDeferred);
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   rocksdb::WriteBatch del;
@@ -301,15 +302,25 @@ int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> 
     Tier t;
     uint64_t off;
     std::string data;
+    std::string bad;
+    BlockDevice* dev = nullptr;
     if (it->key().size() != 9 || !decode_deferred(it->value().ToStringView(), &t, &off, &data)) {
-      *error = "corrupt deferred write record " + it->key().ToString(true);
-      return -EIO;
+      bad = "corrupt deferred write record " + it->key().ToString(true);
+    } else {
+      dev = devices[tier_index(t)];
+      if (off < 4096 || off % dev->alignment() || data.size() % dev->alignment() || data.empty() ||
+          off + data.size() > dev->size())
+        bad = fmt::format("deferred write record {} targets an invalid {} range {}~{}", it->key().ToString(true),
+                          tier_name(t), off, data.size());
     }
-    BlockDevice* dev = devices[tier_index(t)];
-    if (off % dev->alignment() || data.size() % dev->alignment() || off + data.size() > dev->size()) {
-      *error = fmt::format("deferred write record {} targets an invalid {} range {}~{}", it->key().ToString(true),
-                           tier_name(t), off, data.size());
-      return -EIO;
+    if (!bad.empty()) {
+      if (!dropped) {
+        *error = bad + " (hybridstore-tool repair can drop it)";
+        return -EIO;
+      }
+      dropped->push_back("deleted " + bad);
+      del.Delete(it->key());
+      continue;
     }
     AlignedBuffer b(data.size(), 4096, AlignedBuffer::kUninitialized);
     std::memcpy(b.data(), data.data(), data.size());
@@ -331,14 +342,14 @@ int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> 
         *error = "flushing after deferred replay failed";
         return r;
       }
-  if (n) {
+  if (del.Count()) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     if (!db->Write(wo, &del).ok()) {
       *error = "deleting replayed deferred records failed";
       return -EIO;
     }
-    HS_INFO("replayed {} deferred writes", n);
+    if (n) HS_INFO("replayed {} deferred writes", n);
   }
   return n;
 }

@@ -89,7 +89,10 @@ class DeferredWriter {
 
   // Mount: writes every D record to its device, flushes, deletes the records.
   // Returns the number replayed, or -EIO with *error on a corrupt record.
-  static int replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, std::string* error);
+  // With `dropped`, records that cannot be decoded or target an invalid
+  // range are deleted (and described there) instead of failing the mount.
+  static int replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, std::string* error,
+                    std::vector<std::string>* dropped = nullptr);
 
  private:
   struct Entry {

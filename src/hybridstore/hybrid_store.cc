@@ -199,5 +199,14 @@ std::unique_ptr<OmapIterator> HybridStore::get_omap_iterator(const CollectionId&
 
 int HybridStore::statfs(StoreStats* st) { return impl_->statfs(st); }
 int HybridStore::fsck(bool deep, FsckReport* report) { return impl_->fsck(deep, report); }
+int HybridStore::mount_for_repair(std::string* error, std::vector<std::string>* dropped) {
+  impl_->repair_mode_ = true;
+  int r = mount(error);
+  *dropped = impl_->repair_log_;
+  return r;
+}
+int HybridStore::repair(FsckReport* found, std::vector<std::string>* changes) {
+  return impl_->repair(found, changes);
+}
 
 }  // namespace hybridstore

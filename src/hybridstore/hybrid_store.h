@@ -154,6 +154,10 @@ class HybridStore {
   // with the onodes, omap owned); deep also reads and verifies all data.
   // Returns the number of errors (0 = clean) or a negative errno.
   int fsck(bool deep, FsckReport* report);
+  // Offline repair: mount_for_repair() instead of mount(), then repair().
+  // *changes lists every change made; returns how many, or a negative errno.
+  int mount_for_repair(std::string* error, std::vector<std::string>* dropped);
+  int repair(FsckReport* found, std::vector<std::string>* changes);
 
   StoreImpl* impl() { return impl_.get(); }
 

@@ -1,5 +1,7 @@
-// fsck: cross-checks everything the store keeps about space and objects.
+// fsck and repair: cross-check everything the store keeps about space and
+// objects, and (repair) put it back in order.
 //
+// Checks:
 //  - every onode decodes, lives in an existing collection, and its extents
 //    lie inside the device, on unit boundaries, each unit referenced once;
 //  - the persisted allocation bitmap marks exactly the referenced units
@@ -8,7 +10,17 @@
 //  - every omap entry belongs to an object, no two objects share an omap id;
 //  - the object and byte counters match the onodes;
 //  - deep: every extent reads back and matches its checksums.
+//
+// Repair fixes what the scan can attribute: unreadable onodes are dropped,
+// objects of a missing collection get the collection back, bad or doubly
+// referenced extents are cut out of the object that holds them (those bytes
+// read as zeros afterwards), a second owner of an omap id loses the link,
+// orphaned omap entries are deleted, the bitmap is made to match the
+// references exactly (leaked space returns), counters are rewritten. Every
+// change is printed. Data that fails its checksum is reported, not changed:
+// the bytes are gone and only a replica can bring them back.
 #include <cstring>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "hybridstore/common/log.h"
@@ -32,6 +44,11 @@ class UnitBitmap {
     }
     return fresh;
   }
+  bool any_set(uint64_t first, uint64_t count) const {
+    for (uint64_t u = first; u < first + count && u < units_; ++u)
+      if (test(u)) return true;
+    return false;
+  }
   bool test(uint64_t u) const { return bits_[u / 64] >> (u % 64) & 1; }
   uint64_t units() const { return units_; }
 
@@ -42,13 +59,45 @@ class UnitBitmap {
 
 }  // namespace
 
-int StoreImpl::fsck(bool deep, FsckReport* rep) {
+struct RepairPlan {
+  rocksdb::WriteBatch batch;
+  std::vector<std::string> changes;
+  std::set<CollectionId> recreate;
+};
+
+int StoreImpl::fsck(bool deep, FsckReport* rep) { return scan(deep, rep, nullptr); }
+
+int StoreImpl::repair(FsckReport* rep, std::vector<std::string>* changes) {
+  RepairPlan plan;
+  int r = scan(false, rep, &plan);
+  if (r < 0) return r;
+  for (const auto& c : plan.recreate) {
+    plan.batch.Put(kv::collection_key(c), kv::encode_collection(0));
+    plan.changes.push_back("recreated collection " + c.name + " (its objects had lost it)");
+  }
+  if (!plan.changes.empty()) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::Status s = db_->Write(wo, &plan.batch);
+    if (!s.ok()) {
+      HS_ERROR("repair: writing the fixes failed: {}", s.ToString());
+      return -EIO;
+    }
+  }
+  *changes = std::move(plan.changes);
+  return static_cast<int>(changes->size());
+}
+
+int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   if (!mounted_) return -ENOTCONN;
   *rep = FsckReport();
   if (int r = flush(); r < 0) return r;
   auto problem = [&](std::string msg) {
     ++rep->errors;
     if (rep->problems.size() < 1000) rep->problems.push_back(std::move(msg));
+  };
+  auto change = [&](std::string msg) {
+    if (plan) plan->changes.push_back(std::move(msg));
   };
 
   std::vector<UnitBitmap> used;
@@ -66,37 +115,55 @@ int StoreImpl::fsck(bool deep, FsckReport* rep) {
     ObjectId oid;
     if (!kv::decode_onode_key(it->key().ToStringView(), &c, &oid)) {
       problem("malformed onode key " + it->key().ToString(true));
+      if (plan) plan->batch.Delete(it->key());
+      change("deleted malformed onode key " + it->key().ToString(true));
       continue;
     }
     std::string where = oid.to_string() + " in " + c.name;
-    if (!colls.count(c)) problem("object " + where + " belongs to a collection that does not exist");
     Onode o;
     std::string why;
     if (!decode_onode(it->value().ToStringView(), &o, &why)) {
       problem("object " + where + ": " + why);
+      if (plan) plan->batch.Delete(it->key());
+      change("dropped object " + where + ": its onode cannot be read (" + why + ")");
       continue;
+    }
+    if (!colls.count(c)) {
+      problem("object " + where + " belongs to a collection that does not exist");
+      if (plan) plan->recreate.insert(c);
     }
     ++rep->objects;
     ++objects;
     bytes += static_cast<int64_t>(o.size);
-    if (o.nid && !nids.insert(o.nid).second) problem(fmt::format("omap id {} is used by more than one object (one is {})", o.nid, where));
+    bool rewrite = false;
+    if (o.nid && !nids.insert(o.nid).second) {
+      problem(fmt::format("omap id {} is used by more than one object (one is {})", o.nid, where));
+      change(fmt::format("object {} no longer shares omap id {} with another object (its omap is lost)", where, o.nid));
+      o.nid = 0;
+      rewrite = true;
+    }
+    std::vector<uint64_t> drop;  // logical offsets of extents to cut out
     for (const auto& [off, e] : o.extents.extents()) {
       ++rep->extents;
       int t = tier_index(e.tier);
       uint64_t u = unit_[t];
-      if (e.physical % u || e.length % u || e.logical % u) {
-        problem(fmt::format("object {}: extent at {} is not aligned to the {} unit", where, e.logical, tier_name(e.tier)));
+      std::string bad;
+      if (e.physical % u || e.length % u || e.logical % u)
+        bad = fmt::format("extent at {} is not aligned to the {} unit", e.logical, tier_name(e.tier));
+      else if (e.physical < super_.reserved[t] || e.physical + e.length > super_.tier_size[t])
+        bad = fmt::format("extent at {} points outside the {} device", e.logical, tier_name(e.tier));
+      else if (e.logical >= (o.size + u - 1) / u * u)
+        bad = fmt::format("extent at {} lies past the end of the object", e.logical);
+      else if (used[t].any_set(e.physical / u, e.length / u))
+        bad = fmt::format("extent at {} ({} {}~{}) is also referenced by another object", e.logical,
+                          tier_name(e.tier), e.physical, e.length);
+      if (!bad.empty()) {
+        problem("object " + where + ": " + bad);
+        change("cut " + bad.substr(0, bad.find(' ', 10)) + " out of object " + where + " (reads as zeros now)");
+        drop.push_back(off);
         continue;
       }
-      if (e.physical < super_.reserved[t] || e.physical + e.length > super_.tier_size[t]) {
-        problem(fmt::format("object {}: extent at {} points outside the {} device", where, e.logical, tier_name(e.tier)));
-        continue;
-      }
-      if (e.logical >= (o.size + u - 1) / u * u && !(o.size == 0 && e.logical == 0))
-        problem(fmt::format("object {}: extent at {} lies past the end of the object", where, e.logical));
-      if (!used[t].set_range(e.physical / u, e.length / u))
-        problem(fmt::format("object {}: extent at {} ({} {}~{}) is also referenced elsewhere", where,
-                            e.logical, tier_name(e.tier), e.physical, e.length));
+      used[t].set_range(e.physical / u, e.length / u);
       if (deep) {
         std::string data;
         if (read_extent_raw(e, &data) < 0)
@@ -104,6 +171,10 @@ int StoreImpl::fsck(bool deep, FsckReport* rep) {
         else
           rep->bytes_verified += e.length;
       }
+    }
+    if (plan && (rewrite || !drop.empty())) {
+      for (uint64_t off : drop) o.extents.mutable_extents().erase(off);
+      plan->batch.Put(it->key(), encode_onode(o));
     }
   }
   if (!it->status().ok()) problem("iterating onodes: " + it->status().ToString());
@@ -116,12 +187,16 @@ int StoreImpl::fsck(bool deep, FsckReport* rep) {
     std::string_view user;
     if (!kv::decode_omap_key(it->key().ToStringView(), &nid, &hdr, &user)) {
       problem("malformed omap key " + it->key().ToString(true));
+      if (plan) plan->batch.Delete(it->key());
+      change("deleted malformed omap key " + it->key().ToString(true));
       continue;
     }
     ++rep->omap_entries;
     if (!nids.count(nid)) {
-      problem(fmt::format("omap entry of id {} belongs to no object", nid));
-      // Skip the rest of this id: one report per orphaned id is enough.
+      problem(fmt::format("omap entries of id {} belong to no object", nid));
+      if (plan) plan->batch.DeleteRange(kv::omap_nid_begin(nid), kv::omap_nid_end(nid));
+      change(fmt::format("deleted the orphaned omap entries of id {}", nid));
+      // One report per orphaned id is enough.
       it->Seek(kv::omap_nid_end(nid));
       if (!it->Valid()) break;
       it->Prev();
@@ -134,44 +209,62 @@ int StoreImpl::fsck(bool deep, FsckReport* rep) {
     uint64_t u = unit_[t];
     UnitBitmap persisted(used[t].units());
     std::string err;
-    bool reserved_marked = false;
     int r = freelist_[t]->load(db_.get(), super_.tier_size[t],
-                               [&](uint64_t off, uint64_t len) {
-                                 if (off < super_.reserved[t]) reserved_marked = true;
-                                 persisted.set_range(off / u, len / u);
-                               },
-                               &err);
+                               [&](uint64_t off, uint64_t len) { persisted.set_range(off / u, len / u); }, &err);
     if (r < 0) {
       problem(fmt::format("{} allocation bitmap: {}", tier_name(tier), err));
       continue;
     }
-    if (reserved_marked) problem(fmt::format("{} allocation bitmap marks the reserved label area", tier_name(tier)));
     UnitBitmap in_memory_free(used[t].units());
     alloc_[t]->for_each_free([&](uint64_t off, uint64_t len) { in_memory_free.set_range(off / u, len / u); });
     uint64_t leaked = 0, unmarked = 0, mem_conflict = 0;
-    for (uint64_t unit = super_.reserved[t] / u; unit < used[t].units(); ++unit) {
-      bool ref = used[t].test(unit), mark = persisted.test(unit), fr = in_memory_free.test(unit);
-      if (mark && !ref) ++leaked;
-      if (ref && !mark) ++unmarked;
-      if (fr == mark) ++mem_conflict;
+    // Runs of units whose bit must flip, for repair.
+    uint64_t run_start = 0, run_len = 0;
+    auto flush_run = [&] {
+      if (run_len && plan) freelist_[t]->toggle(&plan->batch, run_start * u, run_len * u);
+      run_len = 0;
+    };
+    for (uint64_t unit = 0; unit < used[t].units(); ++unit) {
+      bool ref = used[t].test(unit), mark = persisted.test(unit);
+      bool reserved = unit < super_.reserved[t] / u;
+      if (mark != ref) {
+        if (mark) ++leaked;
+        else ++unmarked;
+        if (run_len && run_start + run_len == unit) {
+          ++run_len;
+        } else {
+          flush_run();
+          run_start = unit;
+          run_len = 1;
+        }
+      }
+      if (!reserved && in_memory_free.test(unit) == mark) ++mem_conflict;
     }
+    flush_run();
     rep->leaked_bytes[t] = leaked * u;
-    if (leaked)
+    if (leaked) {
       problem(fmt::format("{}: {} bytes marked allocated but referenced by no object (leaked)", tier_name(tier), leaked * u));
-    if (unmarked)
+      change(fmt::format("{}: returned {} leaked bytes to free space", tier_name(tier), leaked * u));
+    }
+    if (unmarked) {
       problem(fmt::format("{}: {} bytes referenced by objects but marked free", tier_name(tier), unmarked * u));
-    if (mem_conflict)
+      change(fmt::format("{}: marked {} referenced bytes allocated", tier_name(tier), unmarked * u));
+    }
+    // Under repair the allocator is rebuilt from the fixed bitmap at the next mount.
+    if (mem_conflict && !plan)
       problem(fmt::format("{}: in-memory allocator disagrees with the bitmap on {} units", tier_name(tier), mem_conflict));
   }
 
   std::string v;
   int64_t stats[kv::kStatCount];
-  if (db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() && kv::decode_stats(v, stats)) {
-    if (stats[kv::kStatObjects] != objects || stats[kv::kStatBytes] != bytes)
-      problem(fmt::format("statistics say {} objects / {} bytes, onodes hold {} / {}", stats[kv::kStatObjects],
-                          stats[kv::kStatBytes], objects, bytes));
-  } else {
-    problem("statistics record missing or corrupt");
+  bool stats_ok = db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() && kv::decode_stats(v, stats);
+  if (!stats_ok || stats[kv::kStatObjects] != objects || stats[kv::kStatBytes] != bytes) {
+    problem(stats_ok ? fmt::format("statistics say {} objects / {} bytes, onodes hold {} / {}", stats[kv::kStatObjects],
+                                   stats[kv::kStatBytes], objects, bytes)
+                     : std::string("statistics record missing or corrupt"));
+    int64_t fixed[kv::kStatCount] = {objects, bytes, 0};
+    if (plan) plan->batch.Put(kv::stats_key(), kv::encode_stat_delta(fixed));
+    change(fmt::format("rewrote statistics: {} objects, {} bytes", objects, bytes));
   }
   return static_cast<int>(std::min<uint64_t>(rep->errors, INT32_MAX));
 }

@@ -110,8 +110,16 @@ class StoreImpl {
                 const std::function<int(rocksdb::DB*, uint64_t nid)>& fn);
   std::unique_ptr<OmapIterator> omap_iterator(const CollectionId& c, const ObjectId& o);
 
-  // ---- fsck (store_fsck.cc)
+  // ---- fsck and repair (store_fsck.cc)
   int fsck(bool deep, FsckReport* report);
+  // Fixes what a scan finds; *changes says what changed. Returns the number
+  // of changes or a negative errno. Mount with repair_mode_ first.
+  int repair(FsckReport* report, std::vector<std::string>* changes);
+  int scan(bool deep, FsckReport* report, struct RepairPlan* plan);
+  // Set before mount: tolerate and drop what mount would otherwise refuse
+  // (corrupt deferred or collection records), listing it in repair_log_.
+  bool repair_mode_ = false;
+  std::vector<std::string> repair_log_;
 
   // ---- data path (data_path.cc)
   // Reads logical [off, off+len) of `o` into out (holes as zeros), verifying

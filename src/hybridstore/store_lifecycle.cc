@@ -308,7 +308,10 @@ int StoreImpl::mount(std::string* error) {
   if (int r = open_devices(false, error); r < 0) return fail(r);
   // Deferred writes acknowledged before a crash reach their devices before
   // anything reads them.
-  if (int r = DeferredWriter::replay(db_.get(), {dev_[0].get(), dev_[1].get()}, error); r < 0) return fail(r);
+  if (int r = DeferredWriter::replay(db_.get(), {dev_[0].get(), dev_[1].get()}, error,
+                                     repair_mode_ ? &repair_log_ : nullptr);
+      r < 0)
+    return fail(r);
 
   for (int t = 0; t < kNumTiers; ++t) {
     unit_[t] = super_.alloc_unit[t];
@@ -336,8 +339,13 @@ int StoreImpl::mount(std::string* error) {
     uint32_t bits;
     if (!kv::decode_collection_key(it->key().ToStringView(), &c) ||
         !kv::decode_collection(it->value().ToStringView(), &bits)) {
-      *error = "corrupt collection record " + it->key().ToString(true);
-      return fail(-EIO);
+      if (!repair_mode_) {
+        *error = "corrupt collection record " + it->key().ToString(true) + " (hybridstore-tool repair can drop it)";
+        return fail(-EIO);
+      }
+      db_->Delete(rocksdb::WriteOptions(), it->key());
+      repair_log_.push_back("deleted corrupt collection record " + it->key().ToString(true));
+      continue;
     }
     auto st = coll_state(c);
     st->exists = true;

@@ -154,3 +154,45 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
 
 }  // namespace
 }  // namespace hybridstore::tool
+
+namespace hybridstore::tool {
+namespace {
+
+ToolCommand repair_cmd("repair", "fix what fsck finds (leaked space, dangling extents, bad records) and say what changed",
+                       [](CLI::App* sub, GlobalArgs* args) {
+                         return [args] {
+                           if (!args->require_path()) return 2;
+                           Config cfg;
+                           if (!args->load_config(&cfg)) return 2;
+                           std::vector<std::string> changes;
+                           int total = 0;
+                           {
+                             HybridStore store(args->path, cfg);
+                             std::string err;
+                             if (store.mount_for_repair(&err, &changes) < 0)
+                               return fail("cannot mount " + args->path + " for repair: " + err);
+                             FsckReport found;
+                             std::vector<std::string> fixes;
+                             int r = store.repair(&found, &fixes);
+                             if (r < 0) return fail("repair", r);
+                             changes.insert(changes.end(), fixes.begin(), fixes.end());
+                             store.umount();
+                           }
+                           for (const auto& c : changes) printf("repaired: %s\n", c.c_str());
+                           total = static_cast<int>(changes.size());
+                           // Check the result with a fresh mount.
+                           HybridStore store(args->path, cfg);
+                           std::string err;
+                           if (store.mount(&err) < 0) return fail("mount after repair: " + err);
+                           FsckReport rep;
+                           int left = store.fsck(false, &rep);
+                           store.umount();
+                           for (const auto& p : rep.problems) printf("still wrong: %s\n", p.c_str());
+                           printf("repair: %d changes; fsck afterwards: %s\n", total,
+                                  left == 0 ? "clean" : (std::to_string(left) + " errors").c_str());
+                           return left == 0 ? 0 : 1;
+                         };
+                       });
+
+}  // namespace
+}  // namespace hybridstore::tool
