@@ -198,6 +198,56 @@ std::unique_ptr<OmapIterator> HybridStore::get_omap_iterator(const CollectionId&
 }
 
 int HybridStore::statfs(StoreStats* st) { return impl_->statfs(st); }
+
+int HybridStore::migrate(const CollectionId& c, const ObjectId& o, Tier target) {
+  constexpr uint64_t kMaxMigrate = 256ull << 20;
+  std::string fingerprint;
+  auto image = std::make_shared<std::string>();
+  {
+    OnodeRef on;
+    std::shared_lock<std::shared_mutex> l;
+    if (int r = impl_->get_onode_for_read(c, o, &on, &l); r < 0) return r;
+    uint64_t end = 0;
+    bool all_there = true;
+    for (const auto& [off, e] : on->extents.extents()) {
+      end = std::max(end, e.logical_end());
+      all_there &= e.tier == target;
+    }
+    if (all_there) return 0;
+    if (end > kMaxMigrate) return -EFBIG;
+    fingerprint = extent_fingerprint(on->extents);
+    image->resize(end);
+    // Verifies every checksum: a damaged object is not moved.
+    if (int r = impl_->read_data(c, o, *on, 0, end, image->data()); r < 0) return r;
+  }
+  // The copy was made without blocking writers; the transaction checks that
+  // nothing changed meanwhile and aborts (-EAGAIN) if something did.
+  Transaction t;
+  t.migrate(c, o, target, std::move(fingerprint), std::move(image));
+  return apply_transaction(std::move(t));
+}
+
+int HybridStore::for_each_object(
+    const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) {
+  for (const auto& c : list_collections()) {
+    ObjectId start = ObjectId::make_min();
+    for (;;) {
+      std::vector<ObjectId> page;
+      ObjectId next;
+      if (int r = collection_list(c, start, ObjectId::make_max(), 1024, &page, &next); r < 0) {
+        if (r == -ENOENT) break;  // removed meanwhile
+        return r;
+      }
+      for (const auto& o : page) {
+        ObjectStat st;
+        if (stat(c, o, &st) == 0) fn(c, o, st);
+      }
+      if (next.max) break;
+      start = next;
+    }
+  }
+  return 0;
+}
 int HybridStore::fsck(bool deep, FsckReport* report) { return impl_->fsck(deep, report); }
 int HybridStore::mount_for_repair(std::string* error, std::vector<std::string>* dropped) {
   impl_->repair_mode_ = true;

@@ -17,6 +17,7 @@
 // queued (Ceph's isolation rule); reads are otherwise thread-safe.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -148,6 +149,15 @@ class HybridStore {
                       std::set<std::string>* present);
   // Null when the object does not exist.
   std::unique_ptr<OmapIterator> get_omap_iterator(const CollectionId& c, const ObjectId& o);
+
+  // Moves all of an object's data to `target`, crash-safely: the copy goes
+  // to new space, the extent map switches in one commit, the old space is
+  // freed after. Returns 0 (also when already there), -ENOENT (gone),
+  // -EAGAIN (written while being copied: nothing moved, try again),
+  // -ENOSPC, -EIO (the source fails its checksums), -EFBIG (too large to move).
+  int migrate(const CollectionId& c, const ObjectId& o, Tier target);
+  // Calls fn for every object of every collection, in key order.
+  int for_each_object(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn);
 
   int statfs(StoreStats* st);
   // Checks metadata (every extent referenced once, allocation state agrees

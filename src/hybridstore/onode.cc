@@ -62,6 +62,17 @@ uint64_t ExtentMap::bytes_on(Tier t) const {
   return n;
 }
 
+std::string extent_fingerprint(const ExtentMap& m) {
+  std::string f;
+  for (const auto& [off, e] : m.extents()) {
+    put_varint(&f, e.logical);
+    put_varint(&f, e.length);
+    put_u8(&f, static_cast<uint8_t>(e.tier));
+    put_varint(&f, e.physical);
+  }
+  return f;
+}
+
 namespace {
 constexpr uint32_t kOnodeTag = 0x4f4e4f44;  // "ONOD"
 constexpr uint8_t kOnodeVersion = 1;

@@ -76,6 +76,9 @@ struct Onode {
   ExtentMap extents;
 };
 
+// Identifies an extent map exactly (for "unchanged since I looked" checks).
+std::string extent_fingerprint(const ExtentMap& m);
+
 // Versioned, checksummed encoding; decode rejects anything malformed or
 // inconsistent (returns false, never crashes).
 std::string encode_onode(const Onode& o);

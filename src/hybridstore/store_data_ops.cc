@@ -323,6 +323,52 @@ int OpApplier::truncate(const CollectionId& c, const ObjectId& oid, Onode& o, ui
   return 0;
 }
 
+// ---------------------------------------------------------------- tiers
+
+int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
+  auto o = get(c, op.oid);
+  if (!o) {
+    *why = "object is gone";
+    return load_error ? load_error : -ENOENT;
+  }
+  if (extent_fingerprint(o->extents) != op.name) {
+    *why = "object changed while it was being copied";
+    return -EAGAIN;
+  }
+  const Tier target = static_cast<Tier>(op.flags);
+  const uint64_t tu = s.unit_[tier_index(target)];
+  std::string_view image = op.payload();
+  std::vector<DataExtent> moving;
+  for (const auto& [off, e] : o->extents.extents())
+    if (e.tier != target) moving.push_back(e);
+  for (const DataExtent& e : moving) {
+    if (e.logical % tu || e.length % tu || e.logical + e.length > image.size()) {
+      *why = "extent does not fit the target tier's allocation unit";
+      return -EINVAL;
+    }
+    std::vector<PExtent> where;
+    if (int r = allocate_on(target, e.length, 0, &where); r < 0) {
+      *why = fmt::format("no space on the {} tier", tier_name(target));
+      return r;
+    }
+    AlignedBuffer buf(e.length, 4096, AlignedBuffer::kUninitialized);
+    std::memcpy(buf.data(), image.data() + e.logical, e.length);
+    // The copy must carry the very bytes the checksums vouch for.
+    if (e.csum_block == s.csum_block_[tier_index(target)])
+      for (size_t i = 0; i < e.csums.size(); ++i)
+        if (crc32c(0, buf.data() + i * e.csum_block, e.csum_block) != e.csums[i]) {
+          *why = fmt::format("copied data at {} does not match its checksum", e.logical + i * e.csum_block);
+          return -EIO;
+        }
+    std::vector<PExtent> freed;
+    o->extents.punch(e.logical, e.logical_end(), &freed);
+    if (int r = store_new_extents(target, e.logical, std::move(buf), e.length, where, &o->extents); r < 0) return r;
+    for (const auto& f : freed) release(f);
+  }
+  mark_dirty(c, op.oid);
+  return 0;
+}
+
 // ---------------------------------------------------------------- clones
 
 int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId& dst, std::string* why) {

@@ -194,6 +194,7 @@ struct OpApplier {
   void release_all_data(Onode& o);
   int clone(const CollectionId& c, const ObjectId& src, const ObjectId& dst, std::string* why);
   int clone_range(const CollectionId& c, const Op& op, std::string* why);
+  int migrate(const CollectionId& c, const Op& op, std::string* why);
   int remove_object(const CollectionId& c, const ObjectId& o);
   int move_object(const CollectionId& sc, const ObjectId& so, const CollectionId& dc,
                   const ObjectId& dobj);

@@ -374,6 +374,9 @@ int OpApplier::apply(const Op& op, std::string* why) {
       if (int r = need_coll(c); r < 0) return r;
       tx.colls[c] = {true, op.bits};
       return 0;
+    case OpCode::kMigrate:
+      if (int r = need_coll(c); r < 0) return r;
+      return migrate(c, op, why);
     case OpCode::kSetAllocHint:
       if (int r = need_object(&o); r < 0) return r;
       if (op.expected_object_size == 0 && op.expected_write_size == 0 && op.flags == 0) return 0;

@@ -29,6 +29,7 @@ const char* op_name(OpCode c) {
     case OpCode::kMergeCollection: return "merge_collection";
     case OpCode::kCollSetBits: return "collection_set_bits";
     case OpCode::kSetAllocHint: return "set_alloc_hint";
+    case OpCode::kMigrate: return "migrate";
   }
   return "unknown";
 }
@@ -167,6 +168,15 @@ void Transaction::set_alloc_hint(const CollectionId& c, const ObjectId& o, uint6
   op.expected_object_size = expected_object_size;
   op.expected_write_size = expected_write_size;
   op.flags = flags;
+}
+
+void Transaction::migrate(const CollectionId& c, const ObjectId& o, Tier target, std::string fingerprint,
+                          std::shared_ptr<const std::string> image) {
+  Op& op = add(OpCode::kMigrate, c);
+  op.oid = o;
+  op.flags = static_cast<uint32_t>(target);
+  op.name = std::move(fingerprint);
+  op.shared_data = std::move(image);
 }
 
 void Transaction::append(Transaction&& other) {

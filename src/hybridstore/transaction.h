@@ -17,6 +17,7 @@
 
 #include "hybridstore/collection_id.h"
 #include "hybridstore/object_id.h"
+#include "hybridstore/onode.h"
 
 namespace hybridstore {
 
@@ -60,6 +61,7 @@ enum class OpCode {
   kMergeCollection,
   kCollSetBits,
   kSetAllocHint,
+  kMigrate,  // engine-internal: move an object's data to another tier
 };
 const char* op_name(OpCode c);
 
@@ -126,6 +128,11 @@ class Transaction {
   void collection_set_bits(const CollectionId& c, uint32_t bits);
   void set_alloc_hint(const CollectionId& c, const ObjectId& o, uint64_t expected_object_size,
                       uint64_t expected_write_size, uint32_t flags);
+  // Engine-internal (HybridStore::migrate builds it): rewrite the object's
+  // data, read beforehand as `image`, on `target`, provided its extent map
+  // still matches `fingerprint`; otherwise the op fails with -EAGAIN.
+  void migrate(const CollectionId& c, const ObjectId& o, Tier target, std::string fingerprint,
+               std::shared_ptr<const std::string> image);
 
   // Runs once the transaction is durable (and, with on_applied, once it is
   // visible to reads — immediately after queueing, since reads see queued
