@@ -20,7 +20,7 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
   // Heat tracker.
   v->push_back({"hybridstore_tier_heat_max_objects", T::kInt, "1000000",
                 "objects whose heat is tracked; beyond it the coldest (lowest decayed access "
-                "count) are forgotten. About 130 bytes of memory each plus the object key",
+                "count) are forgotten. About 120 bytes of memory each, plus the key if longer than 15 bytes",
                 "1024", "1000000000"});
   v->push_back({"hybridstore_tier_heat_window_sec", T::kInt, "86400",
                 "length of a heat window: access counts are per window, older windows decay",
