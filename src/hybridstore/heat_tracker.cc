@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "hybridstore/common/config.h"
 #include "hybridstore/common/encoding.h"
 
 namespace hybridstore {
@@ -40,6 +41,16 @@ std::string& scratch_key(std::string_view key) {
 }
 
 }  // namespace
+
+HeatTrackerOptions heat_tracker_options_from_config(const Config& conf) {
+  HeatTrackerOptions o;
+  o.max_objects = static_cast<size_t>(conf.get_int("hybridstore_tier_heat_max_objects"));
+  o.window_us = static_cast<uint64_t>(conf.get_int("hybridstore_tier_heat_window_sec")) * 1000000;
+  o.decay = conf.get_double("hybridstore_tier_heat_decay");
+  o.continuation_us =
+      static_cast<uint64_t>(conf.get_int("hybridstore_tier_heat_continuation_ms")) * 1000;
+  return o;
+}
 
 const char* access_type_name(AccessType t) {
   return t == AccessType::kWrite ? "write" : "read";

@@ -56,6 +56,8 @@
 
 namespace hybridstore {
 
+class Config;
+
 enum class AccessType : uint8_t { kRead = 0, kWrite = 1 };
 const char* access_type_name(AccessType t);
 
@@ -66,6 +68,9 @@ struct HeatTrackerOptions {
   uint64_t window_us = 86400000000ull;   // window length for advance_to() (one day)
   unsigned shards = 32;                  // power of two, <= max_objects
 };
+
+// From hybridstore_tier_heat_max_objects, _window_sec, _decay, _continuation_ms.
+HeatTrackerOptions heat_tracker_options_from_config(const Config& conf);
 
 // One object's heat, as of the current window (decay applied).
 struct HeatSample {

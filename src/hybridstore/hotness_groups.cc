@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "hybridstore/common/config.h"
 #include "hybridstore/common/encoding.h"
 
 namespace hybridstore {
@@ -32,6 +33,13 @@ unsigned nearest(const std::vector<double>& c, double v) {
 }
 
 }  // namespace
+
+HotnessGroupOptions hotness_group_options_from_config(const Config& conf) {
+  HotnessGroupOptions o;
+  o.groups = static_cast<unsigned>(conf.get_int("hybridstore_sfs_groups"));
+  o.max_iterations = static_cast<unsigned>(conf.get_int("hybridstore_sfs_refine_iterations"));
+  return o;
+}
 
 double block_hotness(uint64_t writes, uint64_t age_us) {
   double age_s = static_cast<double>(std::max<uint64_t>(age_us, 1000000)) / 1e6;
@@ -67,15 +75,23 @@ unsigned HotnessGroups::refine(const std::vector<double>& sample) {
 
   std::vector<double> c = centres();
   if (c.empty()) {
-    // Equal-count slices of the sorted sample, each seeded with its mean.
-    c.resize(k);
-    for (unsigned j = 0; j < k; ++j) {
-      size_t b = v.size() * j / k, e = v.size() * (j + 1) / k;
-      if (e <= b) e = std::min(b + 1, v.size());
-      if (b >= v.size()) b = v.size() - 1;
-      double sum = 0;
-      for (size_t i = b; i < e; ++i) sum += v[i];
-      c[j] = sum / static_cast<double>(e - b);
+    // Seeds spaced evenly in log scale from the largest value down to the
+    // smallest positive one. Hotness spans orders of magnitude and most
+    // segments are cold: equal-count seeds would put several centres inside the
+    // big cold cluster, and three passes do not pull them out again.
+    c.assign(k, 0.0);
+    double hi = v.front();
+    double lo = 0;
+    for (auto it = v.rbegin(); it != v.rend(); ++it)
+      if (*it > 0) {
+        lo = *it;
+        break;
+      }
+    if (hi > 0) {
+      for (unsigned j = 0; j < k; ++j) {
+        double t = k == 1 ? 0.0 : static_cast<double>(j) / (k - 1);
+        c[j] = std::exp(std::log(hi) + t * (std::log(lo) - std::log(hi)));
+      }
     }
   }
   const double range = v.front() - v.back();

@@ -28,6 +28,8 @@
 
 namespace hybridstore {
 
+class Config;
+
 // writes / age in writes per second; an age below one second counts as one
 // second, so fresh data is hot but never infinitely so.
 double block_hotness(uint64_t writes, uint64_t age_us);
@@ -46,14 +48,18 @@ struct HotnessGroupOptions {
   double tolerance = 1e-3;
 };
 
+// From hybridstore_sfs_groups and hybridstore_sfs_refine_iterations.
+HotnessGroupOptions hotness_group_options_from_config(const Config& conf);
+
 class HotnessGroups {
  public:
   explicit HotnessGroups(const HotnessGroupOptions& opts = {});
 
   // Refines the centres over a sample of segment hotness values. Seeds from
   // the current centres when there are any (e.g. loaded at mount), otherwise
-  // from equal-count slices of the sorted sample. Returns the number of passes
-  // made (0 for an empty sample, else 1..max_iterations).
+  // log-spaced between the sample's largest and smallest positive values (the
+  // passes themselves are linear, as in SFS). Returns the number of passes made
+  // (0 for an empty sample, else 1..max_iterations).
   unsigned refine(const std::vector<double>& hotness);
 
   // Group of the nearest centre (0 = hottest). Before any centres exist every

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <numeric>
 
+#include "hybridstore/common/config.h"
+
 namespace hybridstore {
 
 bool parse_tier_policy(std::string_view name, TierPolicy* out) {
@@ -25,6 +27,18 @@ const char* tier_policy_name(TierPolicy p) {
   return "?";
 }
 
+PlannerOptions planner_options_from_config(const Config& conf, uint64_t ssd_capacity,
+                                           uint64_t alloc_unit) {
+  PlannerOptions o;
+  if (!parse_tier_policy(conf.get_str("hybridstore_tier_policy"), &o.policy))
+    o.policy = TierPolicy::kNone;  // the registry only admits known names
+  o.alloc_unit = alloc_unit ? alloc_unit : 1;
+  double b = conf.get_double("hybridstore_tier_ssd_target_ratio") * static_cast<double>(ssd_capacity);
+  uint64_t budget = b <= 0 ? 0 : static_cast<uint64_t>(b);
+  o.ssd_budget = budget / o.alloc_unit * o.alloc_unit;
+  return o;
+}
+
 uint64_t knapsack_weight(uint64_t size, uint64_t alloc_unit) {
   if (size == 0) return 0;
   if (alloc_unit <= 1) return size;
@@ -35,7 +49,9 @@ uint64_t knapsack_weight(uint64_t size, uint64_t alloc_unit) {
 double hro_benefit(const TierCandidate& c, uint64_t alloc_unit) {
   uint64_t w = knapsack_weight(c.size, alloc_unit);
   if (w == 0 || c.frequency <= 0) return 0;
-  return c.frequency / static_cast<double>(w) * c.randomness;
+  // Evaluated as (f * R) / s, the same expression as the knapsack's density, so
+  // the plan and greedy_knapsack() order ties identically.
+  return c.frequency * c.randomness / static_cast<double>(w);
 }
 
 double policy_score(TierPolicy p, const TierCandidate& c, uint64_t alloc_unit) {

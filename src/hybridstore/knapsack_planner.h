@@ -31,6 +31,8 @@
 
 namespace hybridstore {
 
+class Config;
+
 enum class TierPolicy : uint8_t { kNone = 0, kHro = 1, kHot = 2, kLru = 3 };
 bool parse_tier_policy(std::string_view name, TierPolicy* out);
 const char* tier_policy_name(TierPolicy p);
@@ -48,6 +50,11 @@ struct PlannerOptions {
   uint64_t ssd_budget = 0;     // bytes of SSD the chosen set may occupy
   uint64_t alloc_unit = 4096;  // SSD allocation unit (weights round up to it)
 };
+
+// From hybridstore_tier_policy and hybridstore_tier_ssd_target_ratio: the
+// budget is that share of `ssd_capacity`, in whole allocation units.
+PlannerOptions planner_options_from_config(const Config& conf, uint64_t ssd_capacity,
+                                           uint64_t alloc_unit);
 
 struct TierPlan {
   std::vector<size_t> chosen;   // candidate indices in rank order
