@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <numeric>
 
 #include "hybridstore/common/config.h"
@@ -81,33 +82,83 @@ std::vector<size_t> rank(const std::vector<double>& score, const std::vector<boo
 
 }  // namespace
 
+namespace {
+
+struct Fill {
+  std::vector<size_t> chosen;  // rank order (a forced item first)
+  uint64_t used = 0;
+  double value = 0;  // sum of f * R
+};
+
+// Walks `order`, taking every object that still fits; `forced` (if not SIZE_MAX)
+// goes in first.
+Fill fill_greedily(const std::vector<TierCandidate>& c, const std::vector<size_t>& order,
+                   const std::vector<uint64_t>& weight, uint64_t budget, size_t forced) {
+  Fill f;
+  auto take = [&](size_t i) {
+    f.used += weight[i];
+    f.chosen.push_back(i);
+    f.value += c[i].frequency * c[i].randomness;
+  };
+  if (forced != SIZE_MAX) take(forced);
+  for (size_t i : order) {
+    if (f.used == budget) break;
+    if (i == forced || weight[i] > budget - f.used) continue;  // a smaller one may still fit
+    take(i);
+  }
+  return f;
+}
+
+}  // namespace
+
 TierPlan plan_tiers(const std::vector<TierCandidate>& cands, const PlannerOptions& opts) {
   TierPlan plan;
   if (opts.policy == TierPolicy::kNone) return plan;
   size_t n = cands.size();
   std::vector<double> score(n);
   std::vector<bool> eligible(n);
+  std::vector<uint64_t> weight(n);
   for (size_t i = 0; i < n; ++i) {
     const TierCandidate& c = cands[i];
     score[i] = policy_score(opts.policy, c, opts.alloc_unit);
     eligible[i] = c.size > 0 && c.frequency > 0 && score[i] > 0;
+    weight[i] = knapsack_weight(c.size, opts.alloc_unit);
   }
+  std::vector<size_t> order = rank(score, eligible);
+  Fill best = fill_greedily(cands, order, weight, opts.ssd_budget, SIZE_MAX);
+
+  if (opts.policy == TierPolicy::kHro && opts.repair_candidates > 0) {
+    // The most valuable objects the greedy left out, by f * R (ties by index).
+    std::vector<bool> in(n, false);
+    for (size_t i : best.chosen) in[i] = true;
+    std::vector<size_t> skipped;
+    for (size_t i : order)
+      if (!in[i] && weight[i] <= opts.ssd_budget) skipped.push_back(i);
+    auto value = [&](size_t i) { return cands[i].frequency * cands[i].randomness; };
+    size_t k = std::min<size_t>(opts.repair_candidates, skipped.size());
+    std::partial_sort(skipped.begin(), skipped.begin() + static_cast<ptrdiff_t>(k), skipped.end(),
+                      [&](size_t a, size_t b) {
+                        if (value(a) != value(b)) return value(a) > value(b);
+                        return a < b;
+                      });
+    for (size_t j = 0; j < k; ++j) {
+      if (value(skipped[j]) <= 0) break;
+      Fill f = fill_greedily(cands, order, weight, opts.ssd_budget, skipped[j]);
+      if (f.value > best.value) best = std::move(f);
+    }
+  }
+
   std::vector<bool> chosen(n, false);
-  uint64_t used = 0;
-  for (size_t i : rank(score, eligible)) {
-    uint64_t w = knapsack_weight(cands[i].size, opts.alloc_unit);
-    if (w > opts.ssd_budget - used) continue;  // skip, a smaller one may still fit
-    used += w;
+  for (size_t i : best.chosen) {
     chosen[i] = true;
-    plan.chosen.push_back(i);
-    plan.chosen_value += cands[i].frequency * cands[i].randomness;
     if (!cands[i].on_ssd) {
       plan.promote.push_back(i);
       plan.promote_bytes += cands[i].size;
     }
-    if (used == opts.ssd_budget) break;
   }
-  plan.chosen_bytes = used;
+  plan.chosen = std::move(best.chosen);
+  plan.chosen_bytes = best.used;
+  plan.chosen_value = best.value;
   for (size_t i = 0; i < n; ++i) {
     if (cands[i].on_ssd && !chosen[i] && cands[i].size > 0) {
       plan.demote.push_back(i);

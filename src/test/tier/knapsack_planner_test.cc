@@ -161,16 +161,51 @@ TEST(KnapsackPlanner, PromoteAndDemoteFollowTheCurrentTiers) {
   }
 }
 
-TEST(KnapsackPlanner, HroPlanIsTheDensityGreedyOfItsKnapsack) {
+TEST(KnapsackPlanner, PlainHroPlanIsTheDensityGreedyOfItsKnapsack) {
   std::mt19937_64 rng(13);
   for (int iter = 0; iter < 100; ++iter) {
     auto c = random_candidates(rng, 1 + rng() % 500);
     uint64_t budget = (1 + rng() % 64) << 20;
-    TierPlan p = plan_tiers(c, {TierPolicy::kHro, budget, 4096});
+    TierPlan p = plan_tiers(c, {TierPolicy::kHro, budget, 4096, 0});  // no repair
     auto items = hro_knapsack_items(c, 4096);
     auto g = greedy_knapsack(items, budget);
     EXPECT_EQ(g, p.chosen);
     EXPECT_DOUBLE_EQ(value_of(items, g), p.chosen_value);
+  }
+}
+
+TEST(KnapsackPlanner, RepairRescuesAValuableObjectTheDensityOrderSkips) {
+  // Five small dense objects fill half the budget first; the big object is
+  // less dense but worth as much as all five, and no longer fits after them.
+  std::vector<TierCandidate> c;
+  for (int i = 0; i < 5; ++i) c.push_back({10 * 4096, 30, 1, 0, false});  // value 30 each
+  c.push_back({60 * 4096, 150, 1, 0, false});                            // value 150
+  PlannerOptions o{TierPolicy::kHro, 100 * 4096, 4096, 0};
+  TierPlan plain = plan_tiers(c, o);
+  EXPECT_EQ(plain.chosen_value, 150);  // the five small ones
+  o.repair_candidates = 8;
+  TierPlan repaired = plan_tiers(c, o);
+  EXPECT_EQ(repaired.chosen_value, 270);  // the big one plus four small ones: optimal
+  EXPECT_EQ(repaired.chosen.front(), 5u);
+  EXPECT_LE(repaired.chosen_bytes, o.ssd_budget);
+  ExactKnapsackResult ex;
+  ASSERT_EQ(exact_knapsack(hro_knapsack_items(c, 4096), o.ssd_budget, 1 << 20, &ex), 0);
+  EXPECT_EQ(ex.value, 270);
+}
+
+TEST(KnapsackPlanner, RepairNeverLosesValueOrBreaksTheBudget) {
+  std::mt19937_64 rng(29);
+  for (int iter = 0; iter < 200; ++iter) {
+    auto c = random_candidates(rng, 1 + rng() % 400);
+    uint64_t total = 0;
+    for (auto& x : c) total += knapsack_weight(x.size, 4096);
+    uint64_t budget = total / (2 + rng() % 40);
+    TierPlan plain = plan_tiers(c, {TierPolicy::kHro, budget, 4096, 0});
+    TierPlan rep = plan_tiers(c, {TierPolicy::kHro, budget, 4096, 8});
+    EXPECT_GE(rep.chosen_value, plain.chosen_value);
+    EXPECT_LE(rep.chosen_bytes, budget);
+    std::set<size_t> uniq(rep.chosen.begin(), rep.chosen.end());
+    EXPECT_EQ(uniq.size(), rep.chosen.size());
   }
 }
 
@@ -206,6 +241,9 @@ TEST(KnapsackPlanner, ExactIsAtLeastGreedyAndGreedyIsWithinOneItemOfIt) {
     ASSERT_EQ(exact_knapsack(items, cap, 64ull << 20, &r), 0);
     ASSERT_TRUE(r.exact);
     double gv = value_of(items, g);
+    TierPlan rep = plan_tiers(c, {TierPolicy::kHro, cap, 4096});
+    EXPECT_GE(r.value, rep.chosen_value * (1 - 1e-12));  // the planner never beats the optimum
+    EXPECT_GE(rep.chosen_value, gv);
     EXPECT_LE(weight_of(items, g), cap);
     EXPECT_LE(weight_of(items, r.chosen), cap);
     EXPECT_GE(r.value, gv * (1 - 1e-12));

@@ -211,27 +211,28 @@ class Simulation {
     open_.push_back({id, o.on_ssd, addr, addr + len, off + len});
   }
 
-  // Moves open extent i to the flush queue; flushes the queue when it is full.
+  // Moves open extent i to its device's flush queue; flushes a queue when it
+  // is full (per-device write-back, like Linux's per-device flusher).
   void complete(size_t i) {
-    queue_.push_back(open_[i]);
+    std::vector<Dirty>& q = queue_[open_[i].ssd ? 1 : 0];
+    q.push_back(open_[i]);
     open_.erase(open_.begin() + static_cast<ptrdiff_t>(i));
-    if (queue_.size() >= cfg_.writeback_batch) flush_queue();
+    if (q.size() >= cfg_.writeback_batch) flush_queue(&q);
   }
 
-  void flush_queue() {
-    std::sort(queue_.begin(), queue_.end(), [](const Dirty& a, const Dirty& b) {
-      if (a.ssd != b.ssd) return a.ssd < b.ssd;
-      return a.addr_begin < b.addr_begin;
-    });
-    for (const Dirty& d : queue_)
+  void flush_queue(std::vector<Dirty>* q) {
+    std::sort(q->begin(), q->end(),
+              [](const Dirty& a, const Dirty& b) { return a.addr_begin < b.addr_begin; });
+    for (const Dirty& d : *q)
       cur_->write_ns += device_io(d.ssd, IoDir::kWrite, d.addr_begin, d.addr_end - d.addr_begin, cur_);
-    queue_.clear();
+    q->clear();
   }
 
   void flush_all() {
-    for (const Dirty& d : open_) queue_.push_back(d);
+    for (const Dirty& d : open_) queue_[d.ssd ? 1 : 0].push_back(d);
     open_.clear();
-    if (!queue_.empty()) flush_queue();
+    for (auto& q : queue_)
+      if (!q.empty()) flush_queue(&q);
   }
 
   void end_of_day(unsigned day) {
@@ -304,7 +305,7 @@ class Simulation {
   uint64_t budget_ = 0;
   uint64_t ssd_next_ = 0;
   std::vector<Dirty> open_;   // growing extents, oldest first
-  std::vector<Dirty> queue_;  // complete extents awaiting the next sweep
+  std::vector<Dirty> queue_[2];  // complete extents awaiting a sweep: [0] HDD, [1] SSD
   TierCounters* cur_ = nullptr;
 };
 

@@ -14,8 +14,9 @@
 //    1 MiB) and fetches it; other reads fetch exactly what they ask for; a read
 //    inside the fetched window costs no device time;
 //  - writes are written back: a write continuing an object's open dirty extent
-//    extends it (up to 1 MiB); completed extents are flushed 32 at a time in
-//    address order (an elevator sweep); everything is flushed at day end;
+//    extends it (up to 1 MiB); completed extents are flushed 32 at a time per
+//    device in address order (an elevator sweep); everything is flushed at day
+//    end;
 //  - metadata ops cost a fixed 50 us in every configuration (the planner does
 //    not place metadata; it lives in RocksDB);
 //  - requests are served one at a time (a serial replay as fast as the devices
@@ -51,7 +52,7 @@ struct TierSimConfig {
   uint64_t readahead_min = 128 << 10;
   uint64_t readahead_max = 1 << 20;
   uint64_t writeback_extent_max = 1 << 20;
-  unsigned writeback_batch = 32;  // flush when this many extents are complete
+  unsigned writeback_batch = 32;  // flush a device's queue at this many complete extents
   unsigned writeback_open = 32;   // open (growing) extents kept at most
   double metadata_op_us = 50;
   // Called before each migration with the planner's input (for gap sampling).
