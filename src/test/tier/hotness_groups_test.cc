@@ -5,7 +5,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <atomic>
 #include <random>
+#include <thread>
 
 #include "hybridstore/common/encoding.h"
 
@@ -163,4 +165,22 @@ TEST(HotnessGroups, DecodeRejectsGarbage) {
   EXPECT_EQ(b.decode(sealed({4, 3, 2, 1, 0}, 4), &err), -EINVAL);  // trailing
   EXPECT_EQ(b.decode(sealed({}, 1000), &err), -EINVAL);
   EXPECT_EQ(b.centres(), (std::vector<double>{4, 3, 2, 1}));  // last good value kept
+}
+
+TEST(HotnessGroups, ClassifyIsSafeWhileRefining) {
+  HotnessGroups g;
+  auto v = clustered_sample(8);
+  g.refine(v);
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; i < 50; ++i) g.refine(clustered_sample(100 + i));
+    stop = true;
+  });
+  uint64_t n = 0;
+  while (!stop) {
+    ASSERT_LT(g.classify(static_cast<double>(n % 100)), 4u);
+    ++n;
+  }
+  writer.join();
+  EXPECT_GT(n, 0u);
 }

@@ -30,7 +30,7 @@ struct TierReportArgs {
   double decay = 0.5;
   double zipf = 0;          // > 0: overrides every profile's popularity skew
   double metadata_us = 50;  // modelled cost of a metadata op
-  unsigned gap_samples = 4;
+  unsigned gap_samples = 12;
   unsigned gap_objects = 2000;
   bool quick = false;
   std::string json;
@@ -173,6 +173,15 @@ int run_tier_report(TierReportArgs a) {
   if (a.days < 2) {
     fmt::print(stderr, "tier: --days must be at least 2 (migration happens between days)\n");
     return 2;
+  }
+
+  std::ofstream json_out;
+  if (!a.json.empty()) {  // fail before a long run, not after it
+    json_out.open(a.json);
+    if (!json_out) {
+      fmt::print(stderr, "tier: cannot write {}\n", a.json);
+      return 1;
+    }
   }
 
   nlohmann::json js;
@@ -349,13 +358,9 @@ int run_tier_report(TierReportArgs a) {
   js["elapsed_s"] = el;
 
   if (!a.json.empty()) {
-    std::ofstream f(a.json);
-    if (!f) {
-      fmt::print(stderr, "tier: cannot write {}\n", a.json);
-      return 1;
-    }
-    f << js.dump(2) << "\n";
-    if (!f) {
+    json_out << js.dump(2) << "\n";
+    json_out.flush();
+    if (!json_out) {
       fmt::print(stderr, "tier: error writing {}\n", a.json);
       return 1;
     }
@@ -375,7 +380,7 @@ BenchCommand tier_command(
           ->capture_default_str()
           ->check(CLI::Range(2u, 60u));
       sub->add_option("--scale", a->scale,
-                      "data set and request scale (1 = about 1/10 of the paper's images)")
+                      "data set and request scale (1 = 1/10 to 1/20 of the paper's file system images)")
           ->capture_default_str()
           ->check(CLI::Range(0.001, 10.0));
       sub->add_option("--seed", a->seed, "workload seed")->capture_default_str();
