@@ -114,6 +114,25 @@ TEST(HeatTracker, RandomStreamHasRandomnessEqualToFrequencySequentialHasOne) {
   EXPECT_EQ(get(t, "seq").frequency, 100);
 }
 
+TEST(HeatTracker, KeysAreOpaqueBytes) {
+  HeatTracker t(opts());
+  const std::string a("obj\0a", 5), b("obj\0b", 5), c("obj", 3);
+  t.record(a, R, 0, 1, 0, 10);
+  t.record(a, R, 100, 1, 1, 10);
+  t.record(b, R, 0, 1, 2, 10);
+  t.record(c, R, 0, 1, 3, 10);
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_EQ(get(t, a).frequency, 2);
+  EXPECT_EQ(get(t, b).frequency, 1);
+  EXPECT_EQ(get(t, c).frequency, 1);
+  HeatDelta d = t.export_dirty();
+  HeatTracker u(opts());
+  std::string err;
+  ASSERT_EQ(u.import_state(d.state, &err), 0);
+  for (auto& [k, v] : d.put) ASSERT_EQ(u.import_entry(k, v, &err), 0) << err;
+  EXPECT_EQ(get(u, a).frequency, 2);
+}
+
 TEST(HeatTracker, SizeFollowsTheLatestRequest) {
   HeatTracker t(opts());
   t.record("o", W, 0, 4096, 0, 4096);

@@ -291,12 +291,11 @@ int run_tier_report(TierReportArgs a) {
     const TierCounters& hdd = po.res[0].total;
     const TierCounters& hot = po.res[1].total;
     const TierCounters& hro = po.res[3].total;
-    double lat = [](const TierCounters& c) {
-      return static_cast<double>(c.read_ns + c.write_ns) / static_cast<double>(c.reads + c.writes);
-    }(hro);
     auto mean_lat = [](const TierCounters& c) {
-      return static_cast<double>(c.read_ns + c.write_ns) / static_cast<double>(c.reads + c.writes);
+      uint64_t n = c.reads + c.writes;
+      return n ? static_cast<double>(c.read_ns + c.write_ns) / static_cast<double>(n) : 0.0;
     };
+    double lat = mean_lat(hro);
     auto seek_total = [](const TierCounters& c) { return static_cast<double>(c.hdd_seek_bytes); };
     fmt::print("hro vs hdd-only: bandwidth {:+.1f}%, mean data latency {:+.1f}%, HDD seek distance "
                "{:+.1f}% in total, {:+.1f}% per I/O\n",
