@@ -1,12 +1,84 @@
-// Options of the tiering component; each entry documents itself in the registry.
+// Options of the tiering component (heat tracker, knapsack planner, migrator,
+// SFS hotness grouping) and of the device timing models; each entry documents
+// itself in the registry.
 #include "hybridstore/common/config.h"
 
 namespace hybridstore {
 
 void add_tiering_options(std::vector<OptionSpec>* v) {
   using T = OptionType;
-  (void)T::kBool;
-  (void)v;
+  // Planner.
+  v->push_back({"hybridstore_tier_policy", T::kString, "hro",
+                "which objects the migrator keeps on the SSD: hro (benefit f/s*R, hot and "
+                "random), hot (access frequency only), lru (most recently accessed), none (no "
+                "migration)",
+                "", "", {"hro", "hot", "lru", "none"}});
+  v->push_back({"hybridstore_tier_ssd_target_ratio", T::kDouble, "0.9",
+                "fraction of the SSD tier the planner may fill with migrated objects (the rest "
+                "absorbs new writes between migrations)",
+                "0", "1"});
+  // Heat tracker.
+  v->push_back({"hybridstore_tier_heat_max_objects", T::kInt, "1000000",
+                "objects whose heat is tracked; beyond it the coldest (lowest decayed access "
+                "count) are forgotten. About 120 bytes of memory each, plus the key if longer than 15 bytes",
+                "1024", "1000000000"});
+  v->push_back({"hybridstore_tier_heat_window_sec", T::kInt, "86400",
+                "length of a heat window: access counts are per window, older windows decay",
+                "1", ""});
+  v->push_back({"hybridstore_tier_heat_decay", T::kDouble, "0.5",
+                "weight of a window's counts per window of age (0 keeps only the current "
+                "window, 1 never forgets)",
+                "0", "1"});
+  v->push_back({"hybridstore_tier_heat_continuation_ms", T::kInt, "500",
+                "a request of the same type that starts where the object's last request ended "
+                "within this time continues it (sequential); otherwise it counts as random (HRO)",
+                "1", "60000"});
+  v->push_back({"hybridstore_tier_heat_persist_interval_sec", T::kInt, "60",
+                "how often changed heat entries are written to RocksDB (0 = only at umount)",
+                "0", ""});
+  // Migrator (run by the engine).
+  v->push_back({"hybridstore_tier_migrate_interval_sec", T::kInt, "86400",
+                "plan and migrate at this interval (0 = no periodic migration)", "0", ""});
+  v->push_back({"hybridstore_tier_migrate_idle_ops", T::kInt, "20",
+                "the store counts as idle while it serves fewer client ops per second than this "
+                "(0 = never idle)",
+                "0", ""});
+  v->push_back({"hybridstore_tier_migrate_idle_sec", T::kInt, "300",
+                "migrate once the store has been idle this long (and not since the last "
+                "migration)",
+                "1", ""});
+  v->push_back({"hybridstore_tier_migrate_bandwidth", T::kSize, "64M",
+                "bytes per second the migrator may copy between tiers (0 = unlimited)", "0", ""});
+  // SFS hotness grouping of data written to the SSD.
+  v->push_back({"hybridstore_sfs_groups", T::kInt, "4",
+                "hotness groups for SSD writes (4: hot, warm, cold, read-only); a flash erase "
+                "block holds one group only",
+                "1", "16"});
+  v->push_back({"hybridstore_sfs_refine_iterations", T::kInt, "3",
+                "at most this many k-means passes when the group centres are refined", "1", "3"});
+  // Device timing models.
+  v->push_back({"hybridstore_device_model", T::kString, "none",
+                "charge modelled device time on a virtual clock: none (real time only) or paper "
+                "(the HRO paper's HDD and SSD, tunable by hybridstore_model_*)",
+                "", "", {"none", "paper"}});
+  v->push_back({"hybridstore_model_hdd_seek_track_ms", T::kDouble, "2.0",
+                "modelled HDD track-to-track seek time", "0.01", "100"});
+  v->push_back({"hybridstore_model_hdd_seek_avg_ms", T::kDouble, "8.9",
+                "modelled HDD average seek time (mean over random seeks)", "0.01", "100"});
+  v->push_back({"hybridstore_model_hdd_seek_full_ms", T::kDouble, "21",
+                "modelled HDD full-stroke seek time", "0.01", "200"});
+  v->push_back({"hybridstore_model_hdd_rpm", T::kDouble, "7200", "modelled HDD spindle speed",
+                "1000", "20000"});
+  v->push_back({"hybridstore_model_hdd_transfer_mbps", T::kDouble, "100",
+                "modelled HDD sequential transfer rate, MB/s (10^6 bytes)", "1", "10000"});
+  v->push_back({"hybridstore_model_ssd_seq_read_us", T::kDouble, "20",
+                "modelled SSD sequential read latency per 4 KiB", "0.1", "100000"});
+  v->push_back({"hybridstore_model_ssd_seq_write_us", T::kDouble, "70",
+                "modelled SSD sequential write latency per 4 KiB", "0.1", "100000"});
+  v->push_back({"hybridstore_model_ssd_rand_read_us", T::kDouble, "270",
+                "modelled SSD random read latency (first 4 KiB)", "0.1", "100000"});
+  v->push_back({"hybridstore_model_ssd_rand_write_us", T::kDouble, "375",
+                "modelled SSD random write latency (first 4 KiB)", "0.1", "100000"});
 }
 
 }  // namespace hybridstore

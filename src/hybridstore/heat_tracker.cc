@@ -1,0 +1,419 @@
+#include "hybridstore/heat_tracker.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "hybridstore/common/config.h"
+#include "hybridstore/common/encoding.h"
+
+namespace hybridstore {
+
+namespace {
+
+// Record kinds (crc seeds) and versions.
+constexpr uint32_t kEntryTag = 0x48454154;  // "HEAT"
+constexpr uint32_t kStateTag = 0x48545354;  // "HTST"
+constexpr uint8_t kEntryVersion = 1;
+constexpr uint8_t kStateVersion = 1;
+
+uint32_t float_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+float bits_float(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Keys in the maps are std::string; a per-thread scratch string lets record()
+// look up a string_view key without allocating once its capacity has grown.
+std::string& scratch_key(std::string_view key) {
+  thread_local std::string s;
+  s.assign(key.data(), key.size());
+  return s;
+}
+
+}  // namespace
+
+HeatTrackerOptions heat_tracker_options_from_config(const Config& conf) {
+  HeatTrackerOptions o;
+  o.max_objects = static_cast<size_t>(conf.get_int("hybridstore_tier_heat_max_objects"));
+  o.window_us = static_cast<uint64_t>(conf.get_int("hybridstore_tier_heat_window_sec")) * 1000000;
+  o.decay = conf.get_double("hybridstore_tier_heat_decay");
+  o.continuation_us =
+      static_cast<uint64_t>(conf.get_int("hybridstore_tier_heat_continuation_ms")) * 1000;
+  return o;
+}
+
+const char* access_type_name(AccessType t) {
+  return t == AccessType::kWrite ? "write" : "read";
+}
+
+struct HeatTracker::Shard {
+  mutable std::mutex mu;
+  std::unordered_map<std::string, Entry> map;
+  // Keys evicted or forgotten since the last export (their stored records must go).
+  std::vector<std::string> erased;
+  // Set when `erased` hit its cap and dropped keys: the next export is full.
+  bool erase_overflow = false;
+};
+
+HeatTracker::HeatTracker(const HeatTrackerOptions& opts) : opts_(opts) {
+  if (opts_.shards == 0 || (opts_.shards & (opts_.shards - 1)) != 0) opts_.shards = 32;
+  if (opts_.max_objects < 1) opts_.max_objects = 1;
+  while (opts_.shards > 1 && opts_.shards > opts_.max_objects) opts_.shards /= 2;
+  if (!(opts_.decay >= 0.0)) opts_.decay = 0.0;  // also catches NaN
+  if (opts_.decay > 1.0) opts_.decay = 1.0;
+  if (opts_.window_us == 0) opts_.window_us = 1;
+  shard_cap_ = opts_.max_objects / opts_.shards;
+  erase_cap_ = std::max<size_t>(64, shard_cap_ / 8);
+  shards_ = std::make_unique<Shard[]>(opts_.shards);
+}
+
+HeatTracker::~HeatTracker() = default;
+
+HeatTracker::Shard& HeatTracker::shard_for(std::string_view key) const {
+  size_t h = std::hash<std::string_view>()(key);
+  // High bits pick the shard; the map itself uses the low bits (mod bucket count).
+  return shards_[(h >> 40) & (opts_.shards - 1)];
+}
+
+double HeatTracker::decayed(double v, uint32_t from, uint32_t to) const {
+  if (to <= from) return v;
+  uint32_t gap = to - from;
+  if (opts_.decay == 0.0) return 0.0;
+  if (opts_.decay == 1.0) return v;
+  return v * std::pow(opts_.decay, static_cast<double>(gap));
+}
+
+void HeatTracker::fold(Entry* e, uint32_t epoch) const {
+  if (e->epoch >= epoch) return;
+  double f = decayed(static_cast<double>(e->hist_f) + e->cur_f, e->epoch, epoch);
+  double r = decayed(static_cast<double>(e->hist_r) + e->cur_r, e->epoch, epoch);
+  e->hist_f = static_cast<float>(f);
+  e->hist_r = static_cast<float>(r);
+  e->cur_f = 0;
+  e->cur_r = 0;
+  e->epoch = epoch;
+}
+
+double HeatTracker::coldness_f(const Entry& e, uint32_t epoch) const {
+  return decayed(static_cast<double>(e.hist_f) + e.cur_f, e.epoch, epoch);
+}
+
+void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset, uint64_t len,
+                         uint64_t now_us, uint64_t object_size) {
+  Shard& s = shard_for(key);
+  uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(s.mu);
+  std::string& k = scratch_key(key);
+  auto it = s.map.find(k);
+  uint64_t end = offset + len < offset ? UINT64_MAX : offset + len;
+  if (it == s.map.end()) {
+    if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch);
+    Entry e;
+    e.size = object_size;
+    e.last_type = type;
+    e.last_offset = offset;
+    e.last_end = end;
+    e.last_time_us = now_us;
+    e.cur_f = 1;
+    e.cur_r = 1;
+    e.epoch = epoch;
+    e.dirty = true;
+    s.map.emplace(k, e);
+    return;
+  }
+  Entry& e = it->second;
+  fold(&e, epoch);
+  e.size = object_size;
+  e.dirty = true;
+  if (e.cur_f != UINT32_MAX) ++e.cur_f;
+  // A clock that stepped backwards never counts as "within 0.5 s".
+  bool continues = type == e.last_type && now_us >= e.last_time_us &&
+                   now_us - e.last_time_us < opts_.continuation_us && offset == e.last_end;
+  if (continues) {
+    e.last_end = end;
+    e.last_time_us = now_us;
+    return;
+  }
+  if (e.cur_r != UINT32_MAX) ++e.cur_r;
+  e.last_type = type;
+  e.last_offset = offset;
+  e.last_end = end;
+  e.last_time_us = now_us;
+}
+
+void HeatTracker::note_erased(Shard* s, const std::string& key) {
+  if (s->erased.size() < erase_cap_) {
+    s->erased.push_back(key);
+  } else {
+    s->erase_overflow = true;
+  }
+}
+
+void HeatTracker::evict_coldest(Shard* s, uint32_t epoch) {
+  size_t n = std::max<size_t>(1, shard_cap_ / 16);
+  if (n > s->map.size()) n = s->map.size();
+  struct Cand {
+    double f;
+    uint64_t t;
+    std::unordered_map<std::string, Entry>::iterator it;
+  };
+  std::vector<Cand> c;
+  c.reserve(s->map.size());
+  for (auto it = s->map.begin(); it != s->map.end(); ++it)
+    c.push_back({coldness_f(it->second, epoch), it->second.last_time_us, it});
+  auto colder = [](const Cand& a, const Cand& b) {
+    if (a.f != b.f) return a.f < b.f;
+    return a.t < b.t;
+  };
+  if (n < c.size()) std::nth_element(c.begin(), c.begin() + static_cast<ptrdiff_t>(n), c.end(), colder);
+  for (size_t i = 0; i < n; ++i) {
+    note_erased(s, c[i].it->first);
+    s->map.erase(c[i].it);
+  }
+  evictions_.fetch_add(n, std::memory_order_relaxed);
+}
+
+void HeatTracker::forget(std::string_view key) {
+  Shard& s = shard_for(key);
+  std::lock_guard<std::mutex> g(s.mu);
+  auto it = s.map.find(scratch_key(key));
+  if (it == s.map.end()) return;
+  note_erased(&s, it->first);
+  s.map.erase(it);
+}
+
+HeatSample HeatTracker::sample_of(const std::string& key, const Entry& e, uint32_t epoch) const {
+  HeatSample h;
+  h.key = key;
+  h.size = e.size;
+  h.frequency = decayed(static_cast<double>(e.hist_f) + e.cur_f, e.epoch, epoch);
+  h.randomness = decayed(static_cast<double>(e.hist_r) + e.cur_r, e.epoch, epoch);
+  h.last_type = e.last_type;
+  h.last_time_us = e.last_time_us;
+  h.last_offset = e.last_offset;
+  h.last_end = e.last_end;
+  return h;
+}
+
+bool HeatTracker::lookup(std::string_view key, HeatSample* out) const {
+  Shard& s = shard_for(key);
+  uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(s.mu);
+  auto it = s.map.find(scratch_key(key));
+  if (it == s.map.end()) return false;
+  *out = sample_of(it->first, it->second, epoch);
+  return true;
+}
+
+std::vector<HeatSample> HeatTracker::snapshot() const {
+  std::vector<HeatSample> out;
+  out.reserve(size());
+  uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < opts_.shards; ++i) {
+    Shard& s = shards_[i];
+    std::lock_guard<std::mutex> g(s.mu);
+    for (const auto& [k, e] : s.map) out.push_back(sample_of(k, e, epoch));
+  }
+  return out;
+}
+
+void HeatTracker::advance_window() { epoch_.fetch_add(1, std::memory_order_relaxed); }
+
+uint32_t HeatTracker::advance_to(uint64_t now_us) {
+  std::lock_guard<std::mutex> g(window_mu_);
+  uint64_t idx = now_us / opts_.window_us;
+  if (!window_anchored_) {
+    window_anchored_ = true;
+    window_index_ = idx;
+    return 0;
+  }
+  if (idx <= window_index_) return 0;
+  uint64_t n = idx - window_index_;
+  window_index_ = idx;
+  uint32_t step = n > UINT32_MAX / 2 ? UINT32_MAX / 2 : static_cast<uint32_t>(n);
+  epoch_.fetch_add(step, std::memory_order_relaxed);
+  return step;
+}
+
+size_t HeatTracker::size() const {
+  size_t n = 0;
+  for (unsigned i = 0; i < opts_.shards; ++i) {
+    std::lock_guard<std::mutex> g(shards_[i].mu);
+    n += shards_[i].map.size();
+  }
+  return n;
+}
+
+size_t HeatTracker::bytes_per_entry(size_t key_len) {
+  // libstdc++ unordered_map node: next pointer + pair<const string, Entry> +
+  // cached hash; malloc adds 8 bytes of header and rounds to 16. One bucket
+  // pointer per entry at load factor 1. Keys longer than the 15-byte SSO buffer
+  // get their own heap block of length + 1, rounded the same way.
+  auto rounded = [](size_t n) { return (n + 8 + 15) / 16 * 16; };
+  size_t node = sizeof(void*) + sizeof(std::pair<const std::string, Entry>) + sizeof(size_t);
+  size_t bytes = rounded(node) + sizeof(void*);
+  if (key_len > 15) bytes += rounded(key_len + 1);
+  return bytes;
+}
+
+size_t HeatTracker::memory_bytes() const {
+  size_t total = sizeof(*this) + opts_.shards * sizeof(Shard);
+  for (unsigned i = 0; i < opts_.shards; ++i) {
+    const Shard& s = shards_[i];
+    std::lock_guard<std::mutex> g(s.mu);
+    total += s.map.bucket_count() * sizeof(void*);
+    for (const auto& kv : s.map) total += bytes_per_entry(kv.first.size()) - sizeof(void*);
+    for (const auto& k : s.erased) total += sizeof(std::string) + (k.size() > 15 ? k.size() + 1 : 0);
+  }
+  return total;
+}
+
+// Entry record v1 body: varint size, varint last_offset, varint (last_end -
+// last_offset), varint last_time_us, varint cur_f, varint cur_r, fixed32 hist_f
+// (IEEE float bits), fixed32 hist_r, varint epoch, u8 last_type.
+std::string HeatTracker::encode_entry(const Entry& e) const {
+  std::string body;
+  put_varint(&body, e.size);
+  put_varint(&body, e.last_offset);
+  put_varint(&body, e.last_end - e.last_offset);
+  put_varint(&body, e.last_time_us);
+  put_varint(&body, e.cur_f);
+  put_varint(&body, e.cur_r);
+  put_fixed32(&body, float_bits(e.hist_f));
+  put_fixed32(&body, float_bits(e.hist_r));
+  put_varint(&body, e.epoch);
+  put_u8(&body, static_cast<uint8_t>(e.last_type));
+  return seal_record(kEntryTag, kEntryVersion, body);
+}
+
+int HeatTracker::decode_entry(std::string_view record, Entry* out, std::string* error) const {
+  uint8_t version;
+  std::string_view body;
+  RecordError re = open_record(kEntryTag, kEntryVersion, record, &version, &body);
+  if (re != RecordError::kNone) {
+    if (error) *error = fmt::format("heat record: {}", record_error_name(re));
+    return -EINVAL;
+  }
+  Decoder d(body);
+  Entry e;
+  uint64_t len;
+  uint32_t hf, hr;
+  uint8_t type;
+  if (!d.get_varint(&e.size) || !d.get_varint(&e.last_offset) || !d.get_varint(&len) ||
+      !d.get_varint(&e.last_time_us) || !d.get_varint32(&e.cur_f) || !d.get_varint32(&e.cur_r) ||
+      !d.get_fixed32(&hf) || !d.get_fixed32(&hr) || !d.get_varint32(&e.epoch) ||
+      !d.get_u8(&type) || !d.done()) {
+    if (error) *error = "heat record: malformed body";
+    return -EINVAL;
+  }
+  e.hist_f = bits_float(hf);
+  e.hist_r = bits_float(hr);
+  const char* why = nullptr;
+  if (type > static_cast<uint8_t>(AccessType::kWrite)) why = "unknown access type";
+  else if (len > UINT64_MAX - e.last_offset) why = "last request end overflows";
+  else if (e.cur_r > e.cur_f) why = "randomness count exceeds frequency";
+  else if (!std::isfinite(e.hist_f) || !std::isfinite(e.hist_r) || e.hist_f < 0 || e.hist_r < 0)
+    why = "history counts not finite and non-negative";
+  else if (e.hist_r > e.hist_f * 1.0001f + 1e-3f) why = "randomness history exceeds frequency";
+  else if (e.epoch > epoch_.load(std::memory_order_relaxed)) why = "entry from a future window";
+  if (why) {
+    if (error) *error = fmt::format("heat record: {}", why);
+    return -EINVAL;
+  }
+  e.last_end = e.last_offset + len;
+  e.last_type = static_cast<AccessType>(type);
+  *out = e;
+  return 0;
+}
+
+// State record v1 body: varint epoch, u8 anchored, varint window_index.
+std::string HeatTracker::encode_state() const {
+  std::string body;
+  put_varint(&body, epoch_.load(std::memory_order_relaxed));
+  {
+    std::lock_guard<std::mutex> g(window_mu_);
+    put_u8(&body, window_anchored_ ? 1 : 0);
+    put_varint(&body, window_index_);
+  }
+  return seal_record(kStateTag, kStateVersion, body);
+}
+
+int HeatTracker::import_state(std::string_view record, std::string* error) {
+  uint8_t version;
+  std::string_view body;
+  RecordError re = open_record(kStateTag, kStateVersion, record, &version, &body);
+  if (re != RecordError::kNone) {
+    if (error) *error = fmt::format("heat state record: {}", record_error_name(re));
+    return -EINVAL;
+  }
+  Decoder d(body);
+  uint32_t epoch;
+  uint8_t anchored;
+  uint64_t index;
+  if (!d.get_varint32(&epoch) || !d.get_u8(&anchored) || !d.get_varint(&index) || !d.done() ||
+      anchored > 1) {
+    if (error) *error = "heat state record: malformed body";
+    return -EINVAL;
+  }
+  epoch_.store(epoch, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(window_mu_);
+  window_anchored_ = anchored != 0;
+  window_index_ = index;
+  return 0;
+}
+
+int HeatTracker::import_entry(std::string_view key, std::string_view record, std::string* error) {
+  Entry e;
+  int r = decode_entry(record, &e, error);
+  if (r < 0) return r;
+  Shard& s = shard_for(key);
+  uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(s.mu);
+  std::string& k = scratch_key(key);
+  auto it = s.map.find(k);
+  if (it != s.map.end()) {
+    it->second = e;  // the stored record is authoritative at mount
+    return 0;
+  }
+  if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch);
+  s.map.emplace(k, e);
+  return 0;
+}
+
+HeatDelta HeatTracker::export_dirty() {
+  HeatDelta d;
+  for (unsigned i = 0; i < opts_.shards; ++i) {
+    std::lock_guard<std::mutex> g(shards_[i].mu);
+    if (shards_[i].erase_overflow) d.full = true;
+  }
+  for (unsigned i = 0; i < opts_.shards; ++i) {
+    Shard& s = shards_[i];
+    std::lock_guard<std::mutex> g(s.mu);
+    // An overflow that appeared after the first pass waits for the next export,
+    // which will then be full; this export still carries what it has.
+    if (d.full) s.erase_overflow = false;
+    for (auto& [k, e] : s.map) {
+      if (d.full || e.dirty) {
+        d.put.emplace_back(k, encode_entry(e));
+        e.dirty = false;
+      }
+    }
+    if (!d.full)
+      for (auto& k : s.erased) d.erase.push_back(std::move(k));
+    s.erased.clear();
+  }
+  d.state = encode_state();
+  return d;
+}
+
+}  // namespace hybridstore

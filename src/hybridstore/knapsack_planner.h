@@ -1,0 +1,131 @@
+// KnapsackPlanner: which objects should live on the SSD (seed: HRO).
+//
+// Placement is a 0-1 knapsack: each object has a weight (its size on the SSD)
+// and a value; choose the set of largest total value whose weight fits the SSD
+// budget. HRO scores an object with v = f / s * R (accesses per byte times the
+// randomness count) and fills the budget greedily in decreasing v; promote =
+// chosen and not on the SSD, demote = on the SSD and not chosen (ALGORITHMS.md).
+//
+// Reading of the objective. v divides by the size, so it is a value *per byte*;
+// we take an object's knapsack value to be v * s = f * R, which makes "sort by
+// v and fill" the textbook density greedy for the knapsack it claims to solve.
+// (The paper writes the objective as sum(v_i x_i) while also sorting by v_i; the
+// two only agree under this reading.) The greedy then has the classical bound
+// OPT <= greedy + max single value, and exact_knapsack() measures the real gap.
+// s is the allocated size (object size rounded up to the SSD allocation unit),
+// the space the object actually takes.
+//
+// That bound is not enough in practice: with skewed heat one large object can
+// be worth more than everything the density order packed before it, and the
+// plain greedy leaves it out (hybridstore-bench tier measured up to 24-43%
+// below the optimum on some sampled inputs, with a mean gap under 0.2%). So the
+// hro planner adds a *repair*: it also tries forcing in each of the few most
+// valuable objects the greedy skipped (repair_candidates, default 8),
+// refilling greedily after it, and keeps the best. Never worse than the plain
+// greedy; O(k n) on top of the sort.
+//
+// Policies (hybridstore_tier_policy):
+//   hro  - rank by v = f * R / s (hot *and* random, per byte)
+//   hot  - rank by f only: the paper's HOT baseline ("most frequently accessed")
+//   lru  - rank by last access time, most recent first (recency, like dm-cache)
+//   none - plan nothing: no promotion, no demotion
+// Every policy fills the same budget greedily in its rank order, skipping
+// objects that no longer fit and continuing with smaller ones (HRO Algorithm 2,
+// plus the repair for hro);
+// objects with no recorded access (f <= 0) or no data (size 0) are never chosen.
+// Ties break by candidate index, so a plan is a pure function of its input.
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace hybridstore {
+
+class Config;
+
+enum class TierPolicy : uint8_t { kNone = 0, kHro = 1, kHot = 2, kLru = 3 };
+bool parse_tier_policy(std::string_view name, TierPolicy* out);
+const char* tier_policy_name(TierPolicy p);
+
+struct TierCandidate {
+  uint64_t size = 0;            // object bytes
+  double frequency = 0;         // f (HeatSample::frequency)
+  double randomness = 0;        // R (HeatSample::randomness)
+  uint64_t last_access_us = 0;  // for lru
+  bool on_ssd = false;          // current tier
+};
+
+struct PlannerOptions {
+  TierPolicy policy = TierPolicy::kHro;
+  uint64_t ssd_budget = 0;     // bytes of SSD the chosen set may occupy
+  uint64_t alloc_unit = 4096;  // SSD allocation unit (weights round up to it)
+  // hro only: after the greedy fill, also try forcing in each of this many of
+  // the most valuable (f * R) objects the greedy left out, refilling greedily
+  // after it, and keep the best plan. 0 = the paper's plain Algorithm 2.
+  unsigned repair_candidates = 8;
+};
+
+// From hybridstore_tier_policy and hybridstore_tier_ssd_target_ratio: the
+// budget is that share of `ssd_capacity`, in whole allocation units.
+PlannerOptions planner_options_from_config(const Config& conf, uint64_t ssd_capacity,
+                                           uint64_t alloc_unit);
+
+struct TierPlan {
+  std::vector<size_t> chosen;   // candidate indices in rank order (a forced object first)
+  std::vector<size_t> promote;  // chosen and not on the SSD, in rank order
+  std::vector<size_t> demote;   // on the SSD and not chosen, in index order
+  uint64_t chosen_bytes = 0;    // sum of weights of `chosen`; <= ssd_budget
+  uint64_t promote_bytes = 0;   // object bytes to copy HDD -> SSD
+  uint64_t demote_bytes = 0;    // object bytes to copy SSD -> HDD
+  double chosen_value = 0;      // sum of f * R over `chosen`
+};
+
+// Space an object takes on the SSD: size rounded up to alloc_unit (0 for size 0).
+uint64_t knapsack_weight(uint64_t size, uint64_t alloc_unit);
+// HRO's benefit v = f / s * R with s = knapsack_weight(size); 0 for size 0.
+double hro_benefit(const TierCandidate& c, uint64_t alloc_unit);
+// The rank key of a policy (higher ranks first); kNone ranks nothing.
+double policy_score(TierPolicy p, const TierCandidate& c, uint64_t alloc_unit);
+
+// O(n log n + repair_candidates * n). Guarantees chosen_bytes <= ssd_budget.
+TierPlan plan_tiers(const std::vector<TierCandidate>& candidates, const PlannerOptions& opts);
+
+// ---- Generic 0-1 knapsack, for measuring the greedy against the optimum ----
+
+struct KnapsackItem {
+  double value = 0;
+  uint64_t weight = 0;
+};
+
+// The knapsack the hro policy solves: value f * R, weight = knapsack_weight.
+std::vector<KnapsackItem> hro_knapsack_items(const std::vector<TierCandidate>& candidates,
+                                             uint64_t alloc_unit);
+
+// Density greedy (value / weight, ties by index), skipping items that do not fit.
+std::vector<size_t> greedy_knapsack(const std::vector<KnapsackItem>& items, uint64_t capacity);
+
+struct ExactKnapsackResult {
+  std::vector<size_t> chosen;  // feasible: total weight <= capacity
+  double value = 0;            // value of `chosen`
+  double upper_bound = 0;      // no feasible set is worth more than this
+  uint64_t unit = 1;           // weight unit the DP ran in
+  bool exact = false;          // value is the optimum (upper_bound == value)
+};
+
+// Dynamic programming over capacity in units of `unit` bytes: O(n * C/unit)
+// time, n * C/unit bits of memory, bounded by `max_cells`.
+//  - unit = gcd of all weights when C/unit * n fits max_cells: the answer is
+//    exact (object sizes rounded to the allocation unit usually allow this).
+//  - otherwise unit = ceil(C * n / max_cells): weights are rounded *up* to
+//    whole units, so `chosen` stays feasible but may leave up to one unit per
+//    chosen item unused, i.e. it is optimal for some capacity in
+//    [C - |chosen| * unit, C]. A twin DP with weights rounded *down* (a
+//    relaxation of the true problem) and the fractional (LP) bound give
+//    `upper_bound`; the true optimum lies in [value, upper_bound].
+// Items without value never count; weightless items with value are always
+// taken. Returns 0, -EINVAL for a null `out`, or -E2BIG when max_cells cannot
+// hold two capacity units per item.
+int exact_knapsack(const std::vector<KnapsackItem>& items, uint64_t capacity,
+                   uint64_t max_cells, ExactKnapsackResult* out);
+
+}  // namespace hybridstore
