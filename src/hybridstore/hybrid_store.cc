@@ -3,13 +3,14 @@
 
 #include <cstring>
 
+#include "hybridstore/migrator.h"
 #include "hybridstore/store_impl.h"
 
 namespace hybridstore {
 
 HybridStore::HybridStore(std::string path, Config cfg)
     : impl_(std::make_unique<StoreImpl>(std::move(path), std::move(cfg))) {}
-HybridStore::~HybridStore() = default;
+HybridStore::~HybridStore() { umount(); }
 
 const std::string& HybridStore::path() const { return impl_->path_; }
 const Config& HybridStore::config() const { return impl_->cfg_; }
@@ -24,13 +25,30 @@ int HybridStore::mount(std::string* error) {
   std::string e;
   int r = impl_->mount(&e);
   if (error) *error = e;
+  if (r == 0) {
+    migrator_ = std::make_unique<Migrator>(this, impl_->cfg_);
+    migrator_->start();
+  }
   return r;
 }
-int HybridStore::umount() { return impl_->umount(); }
+int HybridStore::umount() {
+  if (migrator_) {
+    migrator_->stop();
+    migrator_.reset();
+  }
+  return impl_->umount();
+}
+HeatTracker* HybridStore::heat() { return impl_->heat_.get(); }
+int HybridStore::save_heat() { return impl_->save_heat(); }
+int HybridStore::migrate_now(MigrationReport* report) {
+  if (!migrator_) return -ENOTCONN;
+  return migrator_->run_once(report);
+}
 bool HybridStore::is_mounted() const { return impl_->mounted_; }
 std::string HybridStore::fsid() const { return uuid_to_string(impl_->super_.fsid); }
 
 int HybridStore::queue_transaction(Transaction t, TxnError* error) {
+  if (migrator_) migrator_->note_op();
   std::vector<Transaction> v;
   v.push_back(std::move(t));
   return impl_->queue_transactions(v, error, nullptr);
@@ -84,6 +102,7 @@ int HybridStore::stat(const CollectionId& c, const ObjectId& o, ObjectStat* st) 
 }
 
 int HybridStore::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out) {
+  if (migrator_) migrator_->note_op();
   return impl_->read(c, o, off, len, out);
 }
 

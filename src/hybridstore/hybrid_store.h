@@ -89,6 +89,9 @@ class OmapIterator {
 };
 
 class StoreImpl;
+class HeatTracker;
+class Migrator;
+struct MigrationReport;
 
 class HybridStore {
  public:
@@ -169,10 +172,17 @@ class HybridStore {
   int mount_for_repair(std::string* error, std::vector<std::string>* dropped);
   int repair(FsckReport* found, std::vector<std::string>* changes);
 
+  // Tiering: the heat the engine records, a migration pass now, and saving
+  // the heat history (also done periodically and at umount).
+  HeatTracker* heat();
+  int migrate_now(MigrationReport* report);
+  int save_heat();
+
   StoreImpl* impl() { return impl_.get(); }
 
  private:
   std::unique_ptr<StoreImpl> impl_;
+  std::unique_ptr<Migrator> migrator_;
 };
 
 

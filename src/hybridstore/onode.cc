@@ -69,6 +69,9 @@ std::string extent_fingerprint(const ExtentMap& m) {
     put_varint(&f, e.length);
     put_u8(&f, static_cast<uint8_t>(e.tier));
     put_varint(&f, e.physical);
+    // In-place (deferred) overwrites change the bytes but not the layout:
+    // the checksums tell them apart.
+    for (uint32_t c : e.csums) put_fixed32(&f, c);
   }
   return f;
 }

@@ -76,7 +76,8 @@ struct Onode {
   ExtentMap extents;
 };
 
-// Identifies an extent map exactly (for "unchanged since I looked" checks).
+// Identifies an extent map and the bytes it holds (through the checksums),
+// for "unchanged since I looked" checks.
 std::string extent_fingerprint(const ExtentMap& m);
 
 // Versioned, checksummed encoding; decode rejects anything malformed or

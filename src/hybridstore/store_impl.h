@@ -24,6 +24,7 @@
 #include "hybridstore/common/config.h"
 #include "hybridstore/deferred.h"
 #include "hybridstore/freelist.h"
+#include "hybridstore/heat_tracker.h"
 #include "hybridstore/hybrid_store.h"
 #include "hybridstore/kv_committer.h"
 #include "hybridstore/kv_schema.h"
@@ -144,6 +145,12 @@ class StoreImpl {
   WriteTracker write_tracker_;
   std::unique_ptr<KvCommitter> committer_;
   std::unique_ptr<DeferredWriter> deferred_;
+  std::unique_ptr<HeatTracker> heat_;
+  // Heat history in RocksDB (`H` keys): load at mount, save periodically and at umount.
+  void load_heat();
+  int save_heat();
+  void note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
+                   uint64_t size);
   uint64_t deferred_max_ = 0;
   int fsid_lock_fd_ = -1;
 

@@ -375,6 +375,8 @@ int StoreImpl::mount(std::string* error) {
       db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()}, &write_tracker_,
       [this](const PExtent& e) { alloc_[tier_index(e.tier)]->release({{e.offset, e.length}}); }, dopts);
   deferred_->start();
+  heat_ = std::make_unique<HeatTracker>(heat_tracker_options_from_config(cfg_));
+  load_heat();
   mounted_ = true;
   HS_INFO("mounted store {} at {}", uuid_to_string(super_.fsid), path_);
   if (cfg_.get_bool("hybridstore_fsck_on_mount")) {
@@ -405,6 +407,7 @@ int StoreImpl::umount() {
     FsckReport rep;
     if (fsck(false, &rep) != 0) HS_ERROR("fsck on umount found {} errors", rep.errors);
   }
+  save_heat();
   committer_->stop();
   committer_.reset();
   deferred_->stop();
@@ -418,6 +421,48 @@ int StoreImpl::umount() {
   mounted_ = false;
   close_all();
   return r;
+}
+
+namespace {
+std::string heat_state_key() { return std::string(1, kv::kHeat) + 's'; }
+std::string heat_entry_prefix() { return std::string(1, kv::kHeat) + 'o'; }
+uint64_t wall_us() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+}  // namespace
+
+void StoreImpl::note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
+                            uint64_t size) {
+  heat_->record(kv::onode_key(c, o), type, off, len, wall_us(), size);
+}
+
+void StoreImpl::load_heat() {
+  // Heat is advice: a damaged record costs its history, never the mount.
+  std::string v, err;
+  if (db_->Get(rocksdb::ReadOptions(), heat_state_key(), &v).ok() && heat_->import_state(v, &err) < 0)
+    HS_WARN("heat history state unreadable ({}); starting fresh", err);
+  std::string prefix = heat_entry_prefix();
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  size_t bad = 0;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string_view key = it->key().ToStringView().substr(prefix.size());
+    if (heat_->import_entry(key, it->value().ToStringView(), &err) < 0) ++bad;
+  }
+  if (bad) HS_WARN("{} heat records were unreadable and are ignored", bad);
+}
+
+int StoreImpl::save_heat() {
+  if (!heat_ || !db_) return 0;
+  HeatDelta d = heat_->export_dirty();
+  rocksdb::WriteBatch b;
+  std::string prefix = heat_entry_prefix();
+  if (d.full) b.DeleteRange(prefix, kv::prefix_end(prefix));
+  for (const auto& k : d.erase) b.Delete(prefix + k);
+  for (const auto& [k, v] : d.put) b.Put(prefix + k, v);
+  b.Put(heat_state_key(), d.state);
+  return db_->Write(rocksdb::WriteOptions(), &b).ok() ? 0 : -EIO;
 }
 
 int StoreImpl::statfs(StoreStats* st) {

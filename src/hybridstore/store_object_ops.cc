@@ -235,6 +235,7 @@ int OpApplier::apply(const Op& op, std::string* why) {
       if (int r = new_object(&o); r < 0) return r;
       if (data.empty()) return 0;  // creates the object; size unchanged
       mark_dirty(c, op.oid);
+      s.note_access(c, op.oid, AccessType::kWrite, op.off, data.size(), std::max(o->size, op.off + data.size()));
       return write_data(c, op.oid, *o, op.off, data);
     }
     case OpCode::kZero: {
@@ -254,6 +255,7 @@ int OpApplier::apply(const Op& op, std::string* why) {
       if (int r = need_coll(c); r < 0) return r;
       int r = remove_object(c, op.oid);
       if (r == -ENOENT) *why = "object " + op.oid.to_string() + " does not exist";
+      if (r == 0) s.heat_->forget(kv::onode_key(c, op.oid));
       return r;
     }
     case OpCode::kSetAttrs: {

@@ -71,6 +71,7 @@ int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint
   if (len == 0 || len > on->size - off) len = on->size - off;
   if (len > (1ull << 31)) return -E2BIG;  // the return value is a byte count
   out->resize(len);
+  note_access(c, o, AccessType::kRead, off, len, on->size);
   if (int r = read_data(c, o, *on, off, len, out->data()); r < 0) {
     out->clear();
     return r;

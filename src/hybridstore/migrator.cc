@@ -1,0 +1,179 @@
+#include "hybridstore/migrator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "hybridstore/common/log.h"
+#include "hybridstore/heat_tracker.h"
+#include "hybridstore/hybrid_store.h"
+#include "hybridstore/kv_schema.h"
+
+namespace hybridstore {
+
+namespace {
+double now_sec() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+constexpr int kMaxRetries = 3;
+}  // namespace
+
+Migrator::Migrator(HybridStore* store, const Config& cfg)
+    : store_(store),
+      interval_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_interval_sec")) * 1000000),
+      idle_ops_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_idle_ops"))),
+      idle_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_idle_sec")) * 1000000),
+      bandwidth_(cfg.get_size("hybridstore_tier_migrate_bandwidth")),
+      persist_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_heat_persist_interval_sec")) * 1000000) {
+  parse_tier_policy(cfg.get_str("hybridstore_tier_policy"), &policy_);
+}
+
+Migrator::~Migrator() { stop(); }
+
+void Migrator::start() { thread_ = std::thread([this] { run(); }); }
+
+void Migrator::stop() {
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Migrator::throttle(uint64_t bytes, double started) {
+  if (!bandwidth_) return;
+  double due = started + static_cast<double>(bytes) / static_cast<double>(bandwidth_);
+  double wait = due - now_sec();
+  if (wait <= 0) return;
+  std::unique_lock<std::mutex> l(mutex_);
+  cv_.wait_for(l, std::chrono::duration<double>(wait), [&] { return stopping_; });
+}
+
+int Migrator::run_once(MigrationReport* rep) {
+  std::lock_guard<std::mutex> pass(pass_mutex_);
+  *rep = MigrationReport();
+  rep->policy = tier_policy_name(policy_);
+  double t0 = now_sec();
+  HeatTracker* heat = store_->heat();
+  StoreStats st;
+  if (int r = store_->statfs(&st); r < 0) return r;
+  PlannerOptions po = planner_options_from_config(store_->config(), st.tier[tier_index(Tier::kSsd)].total,
+                                                  st.tier[tier_index(Tier::kSsd)].unit);
+  rep->ssd_budget = po.ssd_budget;
+  if (policy_ == TierPolicy::kNone) return 0;
+
+  struct Obj {
+    CollectionId c;
+    ObjectId o;
+  };
+  std::vector<Obj> objs;
+  std::vector<TierCandidate> cands;
+  int r = store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+    if (!s.allocated) return;  // nothing to place
+    TierCandidate cand;
+    cand.size = s.allocated;
+    cand.on_ssd = s.bytes_on[tier_index(Tier::kSsd)] >= s.bytes_on[tier_index(Tier::kHdd)];
+    HeatSample h;
+    if (heat->lookup(kv::onode_key(c, o), &h)) {
+      cand.frequency = h.frequency;
+      cand.randomness = h.randomness;
+      cand.last_access_us = h.last_time_us;
+    }
+    objs.push_back({c, o});
+    cands.push_back(cand);
+  });
+  if (r < 0) return r;
+  rep->objects = cands.size();
+  TierPlan plan = plan_tiers(cands, po);
+  // Later accesses count in a new window; the planner has used this one.
+  heat->advance_to(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count()));
+
+  auto move = [&](size_t idx, Tier target) {
+    for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
+      {
+        std::lock_guard<std::mutex> l(mutex_);
+        if (stopping_) return;
+      }
+      int m = store_->migrate(objs[idx].c, objs[idx].o, target);
+      if (m == -EAGAIN) {
+        ++rep->retries;
+        continue;
+      }
+      if (m == 0) {
+        (target == Tier::kSsd ? rep->promoted : rep->demoted) += 1;
+        rep->bytes_moved += cands[idx].size;
+        throttle(rep->bytes_moved, t0);
+      } else {
+        ++rep->skipped;
+        HS_DEBUG("migration of {} to {} skipped: {}", objs[idx].o.to_string(), tier_name(target), strerror(-m));
+      }
+      return;
+    }
+    ++rep->skipped;
+  };
+  // Demote only what the promotions need room for, coldest first: the
+  // planner leaves out objects of no benefit even when the SSD has space for
+  // them, and moving those down would be I/O for nothing. Demote first: it
+  // makes the room the promotions need.
+  uint64_t on_ssd = 0;
+  for (const auto& c : cands)
+    if (c.on_ssd) on_ssd += knapsack_weight(c.size, po.alloc_unit);
+  uint64_t after = on_ssd + plan.promote_bytes;
+  std::vector<size_t> demote = plan.demote;
+  std::sort(demote.begin(), demote.end(), [&](size_t a, size_t b) {
+    return policy_score(policy_, cands[a], po.alloc_unit) < policy_score(policy_, cands[b], po.alloc_unit);
+  });
+  for (size_t i : demote) {
+    if (after <= po.ssd_budget) break;
+    move(i, Tier::kHdd);
+    after -= std::min(after, knapsack_weight(cands[i].size, po.alloc_unit));
+  }
+  for (size_t i : plan.promote) move(i, Tier::kSsd);
+  rep->seconds = now_sec() - t0;
+  HS_INFO("migration ({}): {} objects, {} promoted, {} demoted, {} skipped, {} moved in {:.1f} s", rep->policy,
+          rep->objects, rep->promoted, rep->demoted, rep->skipped, rep->bytes_moved, rep->seconds);
+  return 0;
+}
+
+void Migrator::run() {
+  double last_pass = now_sec(), last_persist = now_sec(), last_tick = now_sec();
+  double idle_since = 0;
+  bool idle_pass_done = false;
+  uint64_t last_ops = ops_.load();
+  std::unique_lock<std::mutex> l(mutex_);
+  while (!stopping_) {
+    cv_.wait_for(l, std::chrono::seconds(1), [&] { return stopping_; });
+    if (stopping_) break;
+    l.unlock();
+    double now = now_sec();
+    uint64_t ops = ops_.load();
+    double rate = static_cast<double>(ops - last_ops) / std::max(1e-3, now - last_tick);
+    last_ops = ops;
+    last_tick = now;
+    bool idle = idle_ops_ && rate < static_cast<double>(idle_ops_);
+    if (!idle) {
+      idle_since = 0;
+      idle_pass_done = false;
+    } else if (idle_since == 0) {
+      idle_since = now;
+    }
+    bool periodic = interval_us_ && (now - last_pass) * 1e6 >= static_cast<double>(interval_us_);
+    bool idle_due = idle && !idle_pass_done && (now - idle_since) * 1e6 >= static_cast<double>(idle_us_);
+    if (periodic || idle_due) {
+      MigrationReport rep;
+      run_once(&rep);
+      last_pass = now_sec();
+      idle_pass_done = idle_due || idle_pass_done;
+    }
+    if (persist_us_ && (now - last_persist) * 1e6 >= static_cast<double>(persist_us_)) {
+      store_->save_heat();
+      last_persist = now;
+    }
+    l.lock();
+  }
+}
+
+}  // namespace hybridstore

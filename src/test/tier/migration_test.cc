@@ -1,0 +1,215 @@
+// The migrator in the engine: objects move between tiers whole, crash-safely,
+// without losing concurrent writes, and the planner's choice follows heat.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "hybridstore/heat_tracker.h"
+#include "hybridstore/kv_schema.h"
+#include "hybridstore/migrator.h"
+#include "store_helpers.h"
+
+using namespace hybridstore;
+using hybridstore::test::StoreTest;
+
+namespace {
+
+class MigrationTest : public StoreTest {
+ protected:
+  Config config() override {
+    Config c = hybridstore::test::small_store_config();
+    std::string err;
+    c.set("hybridstore_tier_migrate_bandwidth", "0", &err);
+    return c;
+  }
+  void SetUp() override {
+    StoreTest::SetUp();
+    make_coll(coll_);
+  }
+  ObjectStat st(const ObjectId& o) {
+    ObjectStat s;
+    EXPECT_EQ(store_->stat(coll_, o, &s), 0);
+    return s;
+  }
+  bool whole_on(const ObjectId& o, Tier t) {
+    ObjectStat s = st(o);
+    return s.bytes_on[tier_index(t)] == s.allocated;
+  }
+  std::string kv_key(const ObjectId& o) { return kv::onode_key(coll_, o); }
+  void put_on_hdd(const ObjectId& o, const std::string& data) {
+    Transaction t;
+    t.touch(coll_, o);
+    t.set_alloc_hint(coll_, o, 0, 0, kHintSequentialWrite);
+    t.write(coll_, o, 0, data);
+    apply(std::move(t));
+  }
+};
+
+TEST_F(MigrationTest, PromoteAndDemoteMoveWholeObjectsAndFreeTheOldSpace) {
+  std::string data = hybridstore::test::random_bytes(rng_, 300000);
+  put_on_hdd(obj("m"), data);
+  ASSERT_TRUE(whole_on(obj("m"), Tier::kHdd));
+  StoreStats before;
+  store_->statfs(&before);
+  ASSERT_EQ(store_->migrate(coll_, obj("m"), Tier::kSsd), 0);
+  EXPECT_TRUE(whole_on(obj("m"), Tier::kSsd));
+  EXPECT_EQ(read_all(coll_, obj("m")), data);
+  StoreStats mid;
+  store_->statfs(&mid);
+  EXPECT_EQ(mid.tier[1].free - before.tier[1].free, st(obj("m")).allocated);
+  EXPECT_EQ(store_->migrate(coll_, obj("m"), Tier::kSsd), 0);  // already there
+  ASSERT_EQ(store_->migrate(coll_, obj("m"), Tier::kHdd), 0);
+  EXPECT_TRUE(whole_on(obj("m"), Tier::kHdd));
+  remount();
+  EXPECT_EQ(read_all(coll_, obj("m")), data);
+  EXPECT_EQ(fsck_errors(true), 0);
+  EXPECT_EQ(store_->migrate(coll_, obj("none"), Tier::kSsd), -ENOENT);
+}
+
+TEST_F(MigrationTest, WritesDuringMigrationAreNeverLostAndReadsAlwaysSucceed) {
+  const int kObjects = 6;
+  std::vector<std::string> model(kObjects);
+  for (int i = 0; i < kObjects; ++i) {
+    model[i] = hybridstore::test::random_bytes(rng_, 200000);
+    put_on_hdd(obj("c" + std::to_string(i)), model[i]);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<int> moves{0}, again{0}, read_errors{0};
+  std::thread mover([&] {
+    for (int round = 0; !stop; ++round)
+      for (int i = 0; i < kObjects && !stop; ++i) {
+        int r = store_->migrate(coll_, obj("c" + std::to_string(i)), round % 2 ? Tier::kHdd : Tier::kSsd);
+        if (r == 0) ++moves;
+        else if (r == -EAGAIN) ++again;
+        else ADD_FAILURE() << "migrate: " << r;
+      }
+  });
+  std::thread reader([&] {
+    while (!stop)
+      for (int i = 0; i < kObjects; ++i) {
+        std::string out;
+        if (store_->read(coll_, obj("c" + std::to_string(i)), 0, 4096, &out) != 4096) ++read_errors;
+      }
+  });
+  std::mt19937_64 rng(3);
+  for (int n = 0; n < 300; ++n) {
+    int i = static_cast<int>(rng() % kObjects);
+    uint64_t off = rng() % 190000;
+    std::string d = hybridstore::test::random_bytes(rng, 1 + rng() % 9000);
+    Transaction t;
+    t.write(coll_, obj("c" + std::to_string(i)), off, d);
+    ASSERT_EQ(store_->queue_transaction(std::move(t)), 0);
+    model[i].replace(off, d.size(), d);
+  }
+  stop = true;
+  mover.join();
+  reader.join();
+  EXPECT_GT(moves.load(), 0);
+  EXPECT_EQ(read_errors.load(), 0);
+  for (int i = 0; i < kObjects; ++i) {
+    EXPECT_EQ(read_all(coll_, obj("c" + std::to_string(i))), model[i]) << i;
+    ObjectStat s = st(obj("c" + std::to_string(i)));
+    EXPECT_TRUE(s.bytes_on[0] == s.allocated || s.bytes_on[1] == s.allocated) << "object split across tiers";
+  }
+  remount();
+  for (int i = 0; i < kObjects; ++i) EXPECT_EQ(read_all(coll_, obj("c" + std::to_string(i))), model[i]);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(MigrationTest, AKillAtAnyPointLeavesEveryObjectWholeOnOneTier) {
+  const int kObjects = 12;
+  std::vector<std::string> model(kObjects);
+  for (int i = 0; i < kObjects; ++i) {
+    model[i] = hybridstore::test::random_bytes(rng_, 64 << 10);
+    put_on_hdd(obj("k" + std::to_string(i)), model[i]);
+  }
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  std::string path = dir_->path() + "/store";
+  for (int round = 0; round < 6; ++round) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      HybridStore s(path, config());
+      std::string err;
+      if (s.mount(&err) < 0) _exit(2);
+      for (int n = 0;; ++n) s.migrate(coll_, obj("k" + std::to_string(n % kObjects)), n / kObjects % 2 ? Tier::kHdd : Tier::kSsd);
+    }
+    usleep(static_cast<useconds_t>(30000 + rng_() % 120000));
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    store_ = std::make_unique<HybridStore>(path, config());
+    std::string err;
+    ASSERT_EQ(store_->mount(&err), 0) << err;
+    for (int i = 0; i < kObjects; ++i) {
+      ObjectId o = obj("k" + std::to_string(i));
+      ObjectStat s = st(o);
+      EXPECT_TRUE(s.bytes_on[0] == s.allocated || s.bytes_on[1] == s.allocated) << "round " << round << " object " << i;
+      EXPECT_EQ(read_all(coll_, o), model[i]);
+    }
+    EXPECT_EQ(fsck_errors(), 0) << "round " << round;
+    ASSERT_EQ(store_->umount(), 0);
+    store_.reset();
+  }
+  store_ = std::make_unique<HybridStore>(path, config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+}
+
+class PlannedMigrationTest : public MigrationTest {
+ protected:
+  Config config() override {
+    Config c = MigrationTest::config();
+    std::string err;
+    // Room on the SSD for about four of the objects below.
+    c.set("hybridstore_tier_ssd_target_ratio", "0.0045", &err);
+    return c;
+  }
+};
+
+TEST_F(PlannedMigrationTest, HotRandomObjectsArePromotedAndColdOnesDemoted) {
+  for (int i = 0; i < 10; ++i) put_on_hdd(obj("p" + std::to_string(i)), std::string(256 << 10, 'p'));
+  // Objects 0..3 are read often and randomly; the rest once, sequentially.
+  std::mt19937_64 rng(1);
+  for (int n = 0; n < 400; ++n) {
+    std::string out;
+    store_->read(coll_, obj("p" + std::to_string(n % 4)), (rng() % 60) * 4096, 4096, &out);
+  }
+  for (int i = 4; i < 10; ++i) read_all(coll_, obj("p" + std::to_string(i)));
+  MigrationReport rep;
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  EXPECT_EQ(rep.objects, 10u);
+  EXPECT_GE(rep.promoted, 3u);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(whole_on(obj("p" + std::to_string(i)), Tier::kSsd)) << i;
+  for (int i = 4; i < 10; ++i) EXPECT_TRUE(whole_on(obj("p" + std::to_string(i)), Tier::kHdd)) << i;
+  // Heat moves on: the cold ones turn hot, and a later pass swaps them.
+  for (int n = 0; n < 2000; ++n) {
+    std::string out;
+    store_->read(coll_, obj("p" + std::to_string(6 + n % 4)), (rng() % 60) * 4096, 4096, &out);
+  }
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  EXPECT_GE(rep.demoted, 1u);
+  EXPECT_TRUE(whole_on(obj("p7"), Tier::kSsd));
+  EXPECT_EQ(fsck_errors(), 0);
+}
+
+TEST_F(MigrationTest, HeatHistorySurvivesRemount) {
+  put_on_hdd(obj("h"), std::string(64 << 10, 'h'));
+  for (int n = 0; n < 50; ++n) {
+    std::string out;
+    store_->read(coll_, obj("h"), static_cast<uint64_t>(n % 7) * 8192, 100, &out);
+  }
+  HeatSample before;
+  ASSERT_TRUE(store_->heat()->lookup(kv_key(obj("h")), &before));
+  remount();
+  HeatSample after;
+  ASSERT_TRUE(store_->heat()->lookup(kv_key(obj("h")), &after));
+  EXPECT_DOUBLE_EQ(after.frequency, before.frequency);
+  EXPECT_DOUBLE_EQ(after.randomness, before.randomness);
+}
+
+}  // namespace
