@@ -135,6 +135,7 @@ class StoreImpl {
   Superblock super_;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<BlockDevice> dev_[kNumTiers];
+  std::shared_ptr<class VirtualClock> model_clock_;  // set under hybridstore_device_model
   std::unique_ptr<Allocator> alloc_[kNumTiers];
   std::unique_ptr<BitmapFreelist> freelist_[kNumTiers];
   uint64_t unit_[kNumTiers] = {4096, 4096};

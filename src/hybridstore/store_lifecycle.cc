@@ -13,6 +13,7 @@
 
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
+#include "hybridstore/device_model.h"
 #include "hybridstore/store_impl.h"
 
 namespace fs = std::filesystem;
@@ -255,6 +256,13 @@ int StoreImpl::open_devices(bool create, std::string* error) {
                            "truncated or wrong device",
                            tier_name(tier), p, dev_[t]->size(), label.size, super_.tier_size[t]);
       return -EINVAL;
+    }
+    // Under hybridstore_device_model the device charges modelled time to a
+    // virtual clock, so policy experiments are deterministic on any machine.
+    if (auto model = make_device_model(cfg_, tier == Tier::kSsd ? DeviceRole::kSsd : DeviceRole::kHdd,
+                                       dev_[t]->size())) {
+      if (!model_clock_) model_clock_ = std::make_shared<VirtualClock>();
+      dev_[t] = std::make_unique<ModeledBlockDevice>(std::move(dev_[t]), std::move(model), model_clock_);
     }
     if (dev_[t]->alignment() > super_.alloc_unit[t]) {
       *error = fmt::format("{} device {} needs {}-byte aligned I/O, coarser than the allocation unit {}",
