@@ -1,0 +1,797 @@
+// Allocation, sealing, write-unit collection and release of the section
+// allocator. Persistence and rebuild live in allocator_records.cc, the
+// inspection helpers (usage, verify, dump) in section_allocator_inspect.cc.
+#include "hybridstore/section_allocator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cerrno>
+#include <cstdlib>
+
+#include "hybridstore/common/config.h"
+
+namespace hybridstore {
+
+AllocatorTuning AllocatorTuning::from_config(const Config& cfg) {
+  AllocatorTuning t;
+  t.staging_timeout_us =
+      static_cast<uint64_t>(cfg.get_double("hybridstore_ssd_staging_timeout") * 1e6);
+  t.max_staged_units = static_cast<uint32_t>(cfg.get_int("hybridstore_ssd_max_staged_units"));
+  t.hole_fill_below = cfg.get_double("hybridstore_ssd_hole_fill_below");
+  return t;
+}
+
+int SectionAllocator::create(const AllocatorGeometry& geo, const AllocatorTuning& tune,
+                             std::unique_ptr<SectionAllocator>* out, std::string* error) {
+  std::unique_ptr<SectionAllocator> a(new SectionAllocator());
+  int r = a->init(geo, tune, error);
+  if (r < 0) return r;
+  *out = std::move(a);
+  return 0;
+}
+
+int SectionAllocator::init(const AllocatorGeometry& geo, const AllocatorTuning& tune,
+                           std::string* error) {
+  geo_ = geo;
+  tune_ = tune;
+  if (!is_power_of_two(geo.block_size) || geo.block_size < 256 || geo.block_size > 65536) {
+    *error = fmt::format("block size {} must be a power of two between 256 and 64K",
+                         geo.block_size);
+    return -EINVAL;
+  }
+  if (geo.groups < 1 || geo.groups > 16) {
+    *error = fmt::format("{} hotness groups: must be 1..16", geo.groups);
+    return -EINVAL;
+  }
+  if (geo.erase_block_bytes &&
+      (!is_power_of_two(geo.erase_block_bytes) || geo.erase_block_bytes < geo.block_size ||
+       geo.erase_block_bytes > kMaxExtentBytes)) {
+    *error = fmt::format(
+        "flash erase block {} must be 0 (unknown) or a power of two from the block size to 1G",
+        geo.erase_block_bytes);
+    return -EINVAL;
+  }
+  if (tune.max_staged_units < 1) {
+    *error = "max staged units must be at least 1";
+    return -EINVAL;
+  }
+  uint32_t erase_blocks = static_cast<uint32_t>(geo.erase_block_bytes / geo.block_size);
+  secs_.assign(geo.sections.size(), SectionRt{});
+  eu_blocks_ = 0;
+  bool any = false;
+  for (size_t i = 0; i < geo.sections.size(); ++i) {
+    const SectionSpec& sp = geo.sections[i];
+    if (sp.bypass()) continue;
+    any = true;
+    std::string merr;
+    if (SegmentMap::make(sp.extent_blocks, sp.mode, sp.delta, &secs_[i].map, &merr) < 0) {
+      *error = fmt::format("section '{}': {}", sp.name, merr);
+      return -EINVAL;
+    }
+    if (sp.theta < 1 || sp.theta > sp.extent_blocks) {
+      *error = fmt::format("section '{}': theta {} out of range", sp.name, sp.theta);
+      return -EINVAL;
+    }
+    secs_[i].s = sp.extent_blocks;
+    eu_blocks_ = std::max(eu_blocks_, std::max(sp.extent_blocks, erase_blocks));
+  }
+  if (!any) {
+    *error = "no SSD section (all sections bypass)";
+    return -EINVAL;
+  }
+  for (size_t i = 0; i < geo.sections.size(); ++i) {
+    if (geo.sections[i].bypass()) continue;
+    uint32_t wu = std::max(secs_[i].s, erase_blocks);
+    secs_[i].extents_per_eu = eu_blocks_ / secs_[i].s;
+    secs_[i].extents_per_wu = wu / secs_[i].s;
+  }
+  base_ = (geo.first_block + eu_blocks_ - 1) / eu_blocks_ * eu_blocks_;
+  uint64_t end = geo.first_block + geo.blocks;
+  uint64_t n = end > base_ ? (end - base_) / eu_blocks_ : 0;
+  if (n == 0 || n > (1u << 30)) {
+    *error = fmt::format("SSD range of {} blocks holds no erase unit of {} blocks (or too many)",
+                         geo.blocks, eu_blocks_);
+    return -EINVAL;
+  }
+  eus_.assign(n, EraseUnit{});
+  free_bits_.assign((n + 63) / 64, 0);
+  for (uint64_t i = 0; i < n; ++i) free_bits_[i / 64] |= uint64_t(1) << (i % 64);
+  free_count_ = static_cast<uint32_t>(n);
+
+  fallback_.assign(geo.sections.size(), {});
+  for (size_t i = 0; i < geo.sections.size(); ++i) {
+    if (geo.sections[i].bypass()) continue;
+    std::vector<int> order;
+    for (size_t j = 0; j < geo.sections.size(); ++j)
+      if (!geo.sections[j].bypass()) order.push_back(static_cast<int>(j));
+    int li = floor_log2(secs_[i].s);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      int da = std::abs(floor_log2(secs_[a].s) - li), db = std::abs(floor_log2(secs_[b].s) - li);
+      if (static_cast<size_t>(a) == i) da = -1;
+      if (static_cast<size_t>(b) == i) db = -1;
+      if (da != db) return da < db;
+      return secs_[a].s < secs_[b].s;
+    });
+    fallback_[i] = order;
+  }
+
+  lanes_.clear();
+  lanes_.resize(geo.sections.size() * geo.groups);
+  for (size_t i = 0; i < geo.sections.size(); ++i) {
+    for (uint32_t g = 0; g < geo.groups; ++g) {
+      Lane& l = lanes_[i * geo.groups + g];
+      l.section = static_cast<int>(i);
+      l.group = g;
+      if (!geo.sections[i].bypass()) l.table.init(secs_[i].map);
+    }
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- bookkeeping
+
+void SectionAllocator::mark(ExtentDesc* e) {
+  if (!track_ || e->dirty) return;
+  e->dirty = true;
+  dirty_extents_.push_back(DirtyExtent{e->eu, e->idx, eus_[e->eu].generation});
+}
+
+void SectionAllocator::mark(uint32_t eu) {
+  EraseUnit& u = eus_[eu];
+  if (!track_ || u.dirty) return;
+  u.dirty = true;
+  dirty_eus_.push_back(eu);
+}
+
+void SectionAllocator::account(ExtentDesc* e, const Placement& p, int sign, uint64_t now) {
+  EraseUnit& u = eus_[e->eu];
+  Lane& l = lanes_[u.lane];
+  uint64_t w = uint64_t(p.writes) * p.blocks;
+  unsigned __int128 b = static_cast<unsigned __int128>(p.born_us) * p.blocks;
+  if (sign > 0) {
+    e->live += p.blocks;
+    u.live += p.blocks;
+    l.live_blocks += p.blocks;
+    l.live_bytes += p.bytes;
+    u.sum_writes += w;
+    u.sum_born += b;
+    u.last_modified_us = std::max(u.last_modified_us, now);
+  } else {
+    e->live -= p.blocks;
+    u.live -= p.blocks;
+    l.live_blocks -= p.blocks;
+    l.live_bytes -= p.bytes;
+    u.sum_writes -= w;
+    u.sum_born -= b;
+  }
+}
+
+void SectionAllocator::add_free_runs(FreeRunIndex& idx, ExtentDesc* e, uint32_t lo,
+                                     uint32_t hi) {
+  uint32_t cursor = lo;
+  auto it = std::upper_bound(e->placements.begin(), e->placements.end(), lo,
+                             [](uint32_t v, const Placement& p) { return v < p.end(); });
+  for (; it != e->placements.end() && it->start < hi; ++it) {
+    if (it->start > cursor) idx.add(e, cursor, it->start - cursor);
+    cursor = std::max(cursor, it->end());
+  }
+  if (cursor < hi) idx.add(e, cursor, hi - cursor);
+}
+
+void SectionAllocator::refresh_runs(ExtentDesc* e, uint32_t lo, uint32_t hi) {
+  EraseUnit& u = eus_[e->eu];
+  Lane& l = lanes_[u.lane];
+  if (e->state == ExtentState::kWritten) {
+    if (!holes_indexed(l, u)) return;
+    l.holes.remove_within(e, lo, hi);
+    add_free_runs(l.holes, e, lo, hi);
+  } else {
+    if (!geo_.sections[l.section].fill_gaps) return;
+    l.gaps.remove_within(e, lo, hi);
+    add_free_runs(l.gaps, e, lo, hi);
+  }
+}
+
+// ---------------------------------------------------------------- erase units
+
+int SectionAllocator::take_eu(Lane& l) {
+  if (free_count_ == 0) return -ENOSPC;
+  uint32_t eu = 0;
+  for (size_t w = 0; w < free_bits_.size(); ++w) {
+    if (free_bits_[w]) {
+      eu = static_cast<uint32_t>(w * 64 + __builtin_ctzll(free_bits_[w]));
+      break;
+    }
+  }
+  free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
+  --free_count_;
+  const SectionRt& rt = secs_[l.section];
+  EraseUnit& u = eus_[eu];
+  u.lane = static_cast<int32_t>(&l - lanes_.data());
+  u.next_untaken = 0;
+  u.live = 0;
+  u.open = 0;
+  u.current = true;
+  u.cleaning = false;
+  u.last_modified_us = 0;
+  u.sum_writes = 0;
+  u.sum_born = 0;
+  uint32_t wus = rt.extents_per_eu / rt.extents_per_wu;
+  u.unwritten_wus = wus;
+  u.wu_written.assign(wus, 0);
+  u.wu_first_us.assign(wus, 0);
+  u.extents.assign(rt.extents_per_eu, ExtentDesc{});
+  for (uint32_t i = 0; i < rt.extents_per_eu; ++i) {
+    u.extents[i].eu = eu;
+    u.extents[i].idx = i;
+    u.extents[i].tail = rt.s;
+  }
+  l.current = static_cast<int32_t>(eu);
+  ++l.eus;
+  mark(eu);
+  return static_cast<int>(eu);
+}
+
+void SectionAllocator::maybe_free_eu(uint32_t eu) {
+  EraseUnit& u = eus_[eu];
+  if (u.lane < 0 || u.live != 0 || u.current) return;
+  Lane& l = lanes_[u.lane];
+  const SectionRt& rt = secs_[l.section];
+  for (uint32_t i = 0; i < u.next_untaken; ++i) {
+    ExtentDesc* e = &u.extents[i];
+    if (e->state == ExtentState::kOpen) l.table.remove(e);
+    l.gaps.remove_within(e, 0, rt.s);
+    l.holes.remove_within(e, 0, rt.s);
+    if (track_) deleted_extents_.emplace_back(eu, i);
+  }
+  uint32_t started = (u.next_untaken + rt.extents_per_wu - 1) / rt.extents_per_wu;
+  for (uint32_t w = 0; w < started; ++w)
+    if (!u.wu_written[w]) --l.staged_count;
+  --l.eus;
+  u.lane = -1;
+  u.extents.clear();
+  u.wu_written.clear();
+  u.wu_first_us.clear();
+  u.generation++;
+  u.next_untaken = 0;
+  u.open = 0;
+  u.unwritten_wus = 0;
+  u.cleaning = false;
+  u.sum_writes = 0;
+  u.sum_born = 0;
+  free_bits_[eu / 64] |= uint64_t(1) << (eu % 64);
+  ++free_count_;
+  mark(eu);
+}
+
+uint64_t SectionAllocator::fresh_available(const Lane& l) const {
+  const SectionRt& rt = secs_[l.section];
+  uint64_t n = l.table.clean_count() + uint64_t(free_count_) * rt.extents_per_eu;
+  if (l.current >= 0) n += rt.extents_per_eu - eus_[l.current].next_untaken;
+  return n;
+}
+
+ExtentDesc* SectionAllocator::take_fresh(Lane& l, uint64_t now, AllocEvents* ev) {
+  if (ExtentDesc* e = l.table.clean_head()) {
+    l.table.remove(e);
+    return e;
+  }
+  const SectionRt& rt = secs_[l.section];
+  if (l.current < 0 || eus_[l.current].next_untaken % rt.extents_per_wu == 0) {
+    // About to start a write unit: keep the staged ones under the cap first.
+    enforce_staging_cap(l, ev);
+  }
+  if (l.current < 0 && take_eu(l) < 0) return nullptr;
+  uint32_t eu = static_cast<uint32_t>(l.current);
+  EraseUnit& u = eus_[eu];
+  uint32_t idx = u.next_untaken++;
+  ExtentDesc* e = &u.extents[idx];
+  e->state = ExtentState::kOpen;
+  e->tail = 0;
+  e->entered_us = now;
+  ++u.open;
+  if (idx % rt.extents_per_wu == 0) {
+    uint32_t wu = idx / rt.extents_per_wu;
+    u.wu_first_us[wu] = now;
+    l.staged.push_back(StagedRef{eu, wu, u.generation, now});
+    ++l.staged_count;
+  }
+  if (u.next_untaken == rt.extents_per_eu) {
+    u.current = false;
+    l.current = -1;
+  }
+  mark(eu);
+  mark(e);
+  return e;
+}
+
+void SectionAllocator::enforce_staging_cap(Lane& l, AllocEvents* ev) {
+  const uint32_t lane = static_cast<uint32_t>(&l - lanes_.data());
+  while (l.staged_count >= tune_.max_staged_units + 1) {
+    bool forced = false;
+    for (size_t i = 0; i < l.staged.size(); ++i) {
+      StagedRef ref = l.staged[i];
+      const EraseUnit& u = eus_[ref.eu];
+      bool valid = u.generation == ref.generation && u.lane == static_cast<int32_t>(lane) &&
+                   !u.wu_written[ref.wu];
+      if (!valid) {
+        if (i == 0) {
+          l.staged.pop_front();
+          --i;
+        }
+        continue;
+      }
+      const SectionRt& rt = secs_[l.section];
+      bool is_current = u.current && u.next_untaken < (ref.wu + 1) * rt.extents_per_wu;
+      if (is_current) continue;
+      if (i == 0) l.staged.pop_front();
+      force_wu(ref.eu, ref.wu, ev);
+      forced = true;
+      break;
+    }
+    if (!forced) break;
+  }
+}
+
+// ---------------------------------------------------------------- placing
+
+void SectionAllocator::place_at_tail(Lane& l, ExtentDesc* e, const AllocRequest& req,
+                                     uint32_t blocks, uint32_t bytes, AllocEvents* ev,
+                                     AllocPiece* out) {
+  const SectionRt& rt = secs_[l.section];
+  const SectionSpec& sp = geo_.sections[l.section];
+  uint32_t start = e->tail;
+  assert(start + blocks <= rt.s);
+  Placement p{start, blocks, bytes, req.writes, req.owner, req.born_us};
+  e->placements.push_back(p);
+  account(e, p, +1, req.now_us);
+  e->last_hint = req.hint;
+  MapPosition nx = rt.map.next(start + blocks - 1);
+  if (sp.fill_gaps && nx.start > start + blocks)
+    l.gaps.add(e, start + blocks, nx.start - start - blocks);
+  e->tail = nx.start;
+  *out = AllocPiece{extent_block(*e) + start, blocks, bytes, false};
+  mark(e);
+  if (rt.s - e->tail < sp.theta) {
+    seal(e, false, ev);
+  } else {
+    e->seq = ++seq_;
+    l.table.insert(e);
+  }
+}
+
+void SectionAllocator::place_in_run(Lane& l, FreeRunIndex& idx, uint32_t run,
+                                    const AllocRequest& req, uint32_t blocks, uint32_t bytes,
+                                    AllocPiece* out) {
+  ExtentDesc* e = idx.run(run).extent;
+  uint32_t start = idx.run(run).start;
+  idx.consume_front(run, blocks);
+  Placement p{start, blocks, bytes, req.writes, req.owner, req.born_us};
+  auto it = std::upper_bound(e->placements.begin(), e->placements.end(), start,
+                             [](uint32_t v, const Placement& q) { return v < q.start; });
+  e->placements.insert(it, p);
+  account(e, p, +1, req.now_us);
+  e->last_hint = req.hint;
+  *out = AllocPiece{extent_block(*e) + start, blocks, bytes, &idx == &l.holes};
+  mark(e);
+}
+
+bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t blocks,
+                                   uint32_t bytes, AllocEvents* ev, AllocPiece* out) {
+  const SectionSpec& sp = geo_.sections[l.section];
+  if (sp.fill_gaps) {
+    uint32_t id = l.gaps.best_fit(blocks);
+    if (id != FreeRunIndex::kNone) {
+      place_in_run(l, l.gaps, id, req, blocks, bytes, out);
+      return true;
+    }
+  }
+  if (ExtentDesc* e = l.table.pick(sp.policy, blocks, req.hint)) {
+    l.table.remove(e);
+    place_at_tail(l, e, req, blocks, bytes, ev, out);
+    return true;
+  }
+  const bool fill = sp.holes == HoleMode::kFill;
+  if (fill && free_fraction() < tune_.hole_fill_below) {
+    uint32_t id = l.holes.best_fit(blocks);
+    if (id != FreeRunIndex::kNone) {
+      place_in_run(l, l.holes, id, req, blocks, bytes, out);
+      return true;
+    }
+  }
+  if (ExtentDesc* e = take_fresh(l, req.now_us, ev)) {
+    place_at_tail(l, e, req, blocks, bytes, ev, out);
+    return true;
+  }
+  if (fill) {
+    uint32_t id = l.holes.best_fit(blocks);
+    if (id != FreeRunIndex::kNone) {
+      place_in_run(l, l.holes, id, req, blocks, bytes, out);
+      return true;
+    }
+  }
+  return false;
+}
+
+int SectionAllocator::allocate(const AllocRequest& req, std::vector<AllocPiece>* pieces,
+                               AllocEvents* ev) {
+  pieces->clear();
+  if (req.section < 0 || req.section >= section_count() ||
+      geo_.sections[req.section].bypass() || req.group >= geo_.groups || req.bytes == 0 ||
+      req.bytes > (uint64_t(1) << 50))
+    return -EINVAL;
+  Lane& l = lanes_[req.section * geo_.groups + req.group];
+  const SectionRt& rt = secs_[req.section];
+  const uint64_t bs = geo_.block_size;
+  const uint64_t blocks = (req.bytes + bs - 1) / bs;
+  if (blocks < rt.s) {
+    AllocPiece p;
+    if (!place_small(l, req, static_cast<uint32_t>(blocks), static_cast<uint32_t>(req.bytes),
+                     ev, &p))
+      return -ENOSPC;
+    pieces->push_back(p);
+    return 0;
+  }
+  const uint64_t q = blocks / rt.s;
+  const uint32_t r = static_cast<uint32_t>(blocks % rt.s);
+  if (fresh_available(l) < q) return -ENOSPC;
+  uint64_t left = req.bytes;
+  for (uint64_t k = 0; k < q; ++k) {
+    ExtentDesc* e = take_fresh(l, req.now_us, ev);
+    if (!e) break;
+    uint32_t bytes = static_cast<uint32_t>(
+        (r == 0 && k + 1 == q) ? left : uint64_t(rt.s) * bs);
+    left -= bytes;
+    Placement p{0, rt.s, bytes, req.writes, req.owner, req.born_us};
+    e->placements.push_back(p);
+    account(e, p, +1, req.now_us);
+    e->last_hint = req.hint;
+    e->tail = rt.s;
+    mark(e);
+    uint64_t block = extent_block(*e);
+    seal(e, false, ev);
+    if (!pieces->empty() && !pieces->back().in_place &&
+        pieces->back().block + pieces->back().blocks == block) {
+      pieces->back().blocks += rt.s;
+      pieces->back().bytes += bytes;
+    } else {
+      pieces->push_back(AllocPiece{block, rt.s, bytes, false});
+    }
+  }
+  bool ok = true;
+  uint64_t got = 0;
+  for (const auto& p : *pieces) got += p.blocks;
+  if (got != q * rt.s) ok = false;
+  if (ok && r > 0) {
+    AllocPiece p;
+    if (place_small(l, req, r, static_cast<uint32_t>(left), ev, &p))
+      pieces->push_back(p);
+    else
+      ok = false;
+  }
+  if (!ok) {
+    for (const auto& p : *pieces) release(p.block, p.blocks, req.now_us);
+    pieces->clear();
+    return -ENOSPC;
+  }
+  return 0;
+}
+
+int SectionAllocator::allocate_with_fallback(const AllocRequest& req,
+                                             std::vector<AllocPiece>* pieces, AllocEvents* ev,
+                                             int* used) {
+  if (req.section < 0 || req.section >= section_count() || geo_.sections[req.section].bypass())
+    return -EINVAL;
+  for (int s : fallback_[req.section]) {
+    AllocRequest r = req;
+    r.section = s;
+    int rc = allocate(r, pieces, ev);
+    if (rc != -ENOSPC) {
+      if (rc == 0 && used) *used = s;
+      return rc;
+    }
+  }
+  return -ENOSPC;
+}
+
+// ---------------------------------------------------------------- sealing and writing
+
+void SectionAllocator::seal(ExtentDesc* e, bool in_table, AllocEvents* ev) {
+  EraseUnit& u = eus_[e->eu];
+  Lane& l = lanes_[u.lane];
+  const SectionRt& rt = secs_[l.section];
+  if (in_table) l.table.remove(e);
+  e->state = ExtentState::kSealed;
+  --u.open;
+  uint32_t top = e->placements.empty() ? 0 : e->placements.back().end();
+  e->tail = rt.s;
+  if (geo_.sections[l.section].fill_gaps) {
+    l.gaps.remove_within(e, top, rt.s);
+    if (top < rt.s) l.gaps.add(e, top, rt.s - top);
+  }
+  mark(e);
+  ev->sealed.push_back(extent_block(*e));
+  maybe_emit(e->eu, wu_of(u, e->idx), false, ev);
+}
+
+void SectionAllocator::maybe_emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev) {
+  EraseUnit& u = eus_[eu];
+  if (u.wu_written[wu]) return;
+  Lane& l = lanes_[u.lane];
+  const SectionRt& rt = secs_[l.section];
+  uint32_t lo = wu * rt.extents_per_wu, hi = lo + rt.extents_per_wu;
+  if (u.next_untaken < hi) return;
+  for (uint32_t i = lo; i < hi; ++i)
+    if (u.extents[i].state == ExtentState::kOpen) return;
+  WriteRegion r{erase_unit_block(eu) + uint64_t(lo) * rt.s, rt.extents_per_wu * rt.s,
+                l.section, l.group, forced, {}};
+  const bool holes = holes_indexed(l, u);
+  for (uint32_t i = lo; i < hi; ++i) {
+    ExtentDesc* e = &u.extents[i];
+    if (e->live) r.extents.emplace_back(extent_block(*e), rt.s);
+    e->state = ExtentState::kWritten;
+    l.gaps.remove_within(e, 0, rt.s);
+    if (holes) add_free_runs(l.holes, e, 0, rt.s);
+    mark(e);
+  }
+  u.wu_written[wu] = 1;
+  --u.unwritten_wus;
+  --l.staged_count;
+  mark(eu);
+  if (!r.extents.empty()) ev->regions.push_back(std::move(r));
+}
+
+void SectionAllocator::force_wu(uint32_t eu, uint32_t wu, AllocEvents* ev) {
+  EraseUnit& u = eus_[eu];
+  if (u.lane < 0 || u.wu_written[wu]) return;
+  Lane& l = lanes_[u.lane];
+  const SectionRt& rt = secs_[l.section];
+  uint32_t lo = wu * rt.extents_per_wu, hi = lo + rt.extents_per_wu;
+  // Pad the untaken rest of the unit first so that the seals below can emit it.
+  if (u.next_untaken < hi) {
+    for (uint32_t i = u.next_untaken; i < hi; ++i) {
+      ExtentDesc* e = &u.extents[i];
+      e->state = ExtentState::kSealed;
+      e->tail = rt.s;
+      if (geo_.sections[l.section].fill_gaps) l.gaps.add(e, 0, rt.s);
+      mark(e);
+    }
+    u.next_untaken = hi;
+    if (hi == rt.extents_per_eu && u.current) {
+      u.current = false;
+      l.current = -1;
+    }
+    mark(eu);
+  }
+  size_t first_region = ev->regions.size();
+  for (uint32_t i = lo; i < hi && !u.wu_written[wu]; ++i) {
+    ExtentDesc* e = &u.extents[i];
+    if (e->state == ExtentState::kOpen) seal(e, true, ev);
+  }
+  maybe_emit(eu, wu, true, ev);
+  for (size_t i = first_region; i < ev->regions.size(); ++i) ev->regions[i].forced = true;
+  maybe_free_eu(eu);
+}
+
+void SectionAllocator::tick(uint64_t now_us, AllocEvents* ev) {
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    Lane& l = lanes_[li];
+    while (!l.staged.empty()) {
+      StagedRef ref = l.staged.front();
+      const EraseUnit& u = eus_[ref.eu];
+      bool valid = u.generation == ref.generation && u.lane == static_cast<int32_t>(li) &&
+                   !u.wu_written[ref.wu];
+      if (!valid) {
+        l.staged.pop_front();
+        continue;
+      }
+      if (ref.first_us + tune_.staging_timeout_us > now_us) break;
+      l.staged.pop_front();
+      force_wu(ref.eu, ref.wu, ev);
+    }
+  }
+}
+
+void SectionAllocator::flush(uint64_t now_us, AllocEvents* ev) {
+  (void)now_us;
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    Lane& l = lanes_[li];
+    std::deque<StagedRef> refs;
+    refs.swap(l.staged);
+    for (const StagedRef& ref : refs) {
+      const EraseUnit& u = eus_[ref.eu];
+      if (u.generation == ref.generation && u.lane == static_cast<int32_t>(li))
+        force_wu(ref.eu, ref.wu, ev);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- release
+
+int SectionAllocator::release_in_extent(ExtentDesc* e, uint32_t a, uint32_t b, uint64_t now,
+                                        bool apply) {
+  auto& pl = e->placements;
+  // First placement with end > a.
+  auto it = std::upper_bound(pl.begin(), pl.end(), a,
+                             [](uint32_t v, const Placement& p) { return v < p.end(); });
+  if (!apply) {
+    uint32_t cursor = a;
+    for (auto j = it; cursor < b; ++j) {
+      if (j == pl.end() || j->start > cursor) return -EINVAL;
+      cursor = j->end();
+    }
+    return 0;
+  }
+  EraseUnit& u = eus_[e->eu];
+  Lane& l = lanes_[u.lane];
+  const SectionRt& rt = secs_[l.section];
+  const uint32_t bs = geo_.block_size;
+  size_t first = static_cast<size_t>(it - pl.begin());
+  size_t last = first;
+  while (last < pl.size() && pl[last].start < b) ++last;
+  std::vector<Placement> keep;
+  for (size_t k = first; k < last; ++k) {
+    Placement p = pl[k];
+    account(e, p, -1, now);
+    if (p.start < a) {
+      Placement left = p;
+      left.blocks = a - p.start;
+      left.bytes = left.blocks * bs;
+      keep.push_back(left);
+    }
+    if (p.end() > b) {
+      Placement right = p;
+      right.start = b;
+      right.blocks = p.end() - b;
+      right.bytes = p.bytes - (b - p.start) * bs;
+      keep.push_back(right);
+    }
+  }
+  for (auto& p : keep) account(e, p, +1, 0);
+  pl.erase(pl.begin() + first, pl.begin() + last);
+  pl.insert(pl.begin() + first, keep.begin(), keep.end());
+
+  // The free run around the released range.
+  auto prev_end = [&](uint32_t at) {
+    auto j = std::upper_bound(pl.begin(), pl.end(), at,
+                              [](uint32_t v, const Placement& p) { return v < p.end(); });
+    return j == pl.begin() ? 0u : std::prev(j)->end();
+  };
+  auto next_start = [&](uint32_t at, uint32_t limit) {
+    auto j = std::lower_bound(pl.begin(), pl.end(), at,
+                              [](const Placement& p, uint32_t v) { return p.start < v; });
+    return j == pl.end() ? limit : j->start;
+  };
+  const SectionSpec& sp = geo_.sections[l.section];
+  if (e->state == ExtentState::kOpen) {
+    uint32_t top = pl.empty() ? 0 : pl.back().end();
+    uint32_t new_tail = top == 0 ? 0 : rt.map.next(top - 1).start;
+    if (new_tail != e->tail) {
+      // The highest placement went: the tail moves down to the map position of
+      // the new highest one, as if it had been the last allocation.
+      l.table.remove(e);
+      if (sp.fill_gaps) {
+        l.gaps.remove_within(e, top, rt.s);
+        if (new_tail > top) l.gaps.add(e, top, new_tail - top);
+      }
+      e->tail = new_tail;
+      if (new_tail == 0) e->entered_us = now;
+      e->seq = ++seq_;
+      l.table.insert(e);
+    } else {
+      refresh_runs(e, prev_end(a), next_start(b, e->tail));
+    }
+  } else if (e->state == ExtentState::kSealed && e->live == 0) {
+    // Still staged and now empty: back to the clean head of the map table.
+    l.gaps.remove_within(e, 0, rt.s);
+    e->state = ExtentState::kOpen;
+    e->tail = 0;
+    e->entered_us = now;
+    e->seq = ++seq_;
+    ++u.open;
+    l.table.insert(e);
+  } else {
+    refresh_runs(e, prev_end(a), next_start(b, rt.s));
+  }
+  mark(e);
+  return 0;
+}
+
+int SectionAllocator::release(uint64_t block, uint64_t blocks, uint64_t now_us) {
+  const uint64_t end_all = base_ + uint64_t(eus_.size()) * eu_blocks_;
+  if (blocks == 0 || block < base_ || block >= end_all || blocks > end_all - block)
+    return -EINVAL;
+  scratch_.clear();
+  const uint64_t end = block + blocks;
+  for (uint64_t cur = block; cur < end;) {
+    uint32_t eu = static_cast<uint32_t>((cur - base_) / eu_blocks_);
+    EraseUnit& u = eus_[eu];
+    if (u.lane < 0) return -EINVAL;
+    const SectionRt& rt = rt_of(u);
+    uint64_t off = cur - erase_unit_block(eu);
+    uint32_t idx = static_cast<uint32_t>(off / rt.s);
+    if (idx >= u.next_untaken) return -EINVAL;
+    ExtentDesc* e = &u.extents[idx];
+    uint32_t a = static_cast<uint32_t>(off - uint64_t(idx) * rt.s);
+    uint32_t b = static_cast<uint32_t>(std::min<uint64_t>(rt.s, a + (end - cur)));
+    if (release_in_extent(e, a, b, now_us, false) < 0) return -EINVAL;
+    scratch_.push_back({e, {a, b}});
+    cur += b - a;
+  }
+  for (auto& [e, r] : scratch_) release_in_extent(e, r.first, r.second, now_us, true);
+  uint32_t last = UINT32_MAX;
+  for (auto& [e, r] : scratch_) {
+    (void)r;
+    uint32_t eu = e->eu;  // read before a free invalidates e
+    if (eu != last) {
+      last = eu;
+      maybe_free_eu(eu);
+    }
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------- cleaner support
+
+EraseUnitInfo SectionAllocator::erase_unit_info(uint32_t eu) const {
+  EraseUnitInfo i;
+  const EraseUnit& u = eus_.at(eu);
+  i.capacity_blocks = eu_blocks_;
+  if (u.lane < 0) return i;
+  i.owned = true;
+  i.section = lanes_[u.lane].section;
+  i.group = lanes_[u.lane].group;
+  i.live_blocks = u.live;
+  i.written = u.unwritten_wus == 0 && !u.current;
+  i.cleaning = u.cleaning;
+  i.last_modified_us = u.last_modified_us;
+  if (u.live) {
+    i.mean_writes = double(u.sum_writes) / u.live;
+    i.mean_born_us = double(u.sum_born) / u.live;
+  }
+  return i;
+}
+
+void SectionAllocator::live_ranges(uint32_t eu, std::vector<LiveRange>* out) const {
+  out->clear();
+  const EraseUnit& u = eus_.at(eu);
+  if (u.lane < 0) return;
+  for (uint32_t i = 0; i < u.next_untaken; ++i) {
+    const ExtentDesc& e = u.extents[i];
+    uint64_t base = extent_block(e);
+    for (const Placement& p : e.placements)
+      out->push_back(LiveRange{base + p.start, p.blocks, p.bytes, p.writes, p.owner, p.born_us});
+  }
+}
+
+int SectionAllocator::begin_cleaning(uint32_t eu) {
+  if (eu >= eus_.size()) return -EINVAL;
+  EraseUnit& u = eus_[eu];
+  if (u.lane < 0 || u.cleaning || u.unwritten_wus != 0 || u.current) return -EINVAL;
+  Lane& l = lanes_[u.lane];
+  const SectionRt& rt = secs_[l.section];
+  for (uint32_t i = 0; i < u.next_untaken; ++i) l.holes.remove_within(&u.extents[i], 0, rt.s);
+  u.cleaning = true;
+  return 0;
+}
+
+int SectionAllocator::end_cleaning(uint32_t eu) {
+  if (eu >= eus_.size()) return -EINVAL;
+  EraseUnit& u = eus_[eu];
+  if (u.lane < 0 || !u.cleaning) return -EINVAL;
+  u.cleaning = false;
+  Lane& l = lanes_[u.lane];
+  if (holes_indexed(l, u)) {
+    const SectionRt& rt = secs_[l.section];
+    for (uint32_t i = 0; i < u.next_untaken; ++i) add_free_runs(l.holes, &u.extents[i], 0, rt.s);
+  }
+  return 0;
+}
+
+const MapTable& SectionAllocator::map_table(int section, uint32_t group) const {
+  return lanes_.at(section * geo_.groups + group).table;
+}
+
+}  // namespace hybridstore
