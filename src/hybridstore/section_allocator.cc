@@ -157,7 +157,10 @@ void SectionAllocator::account(ExtentDesc* e, const Placement& p, int sign, uint
     l.live_bytes += p.bytes;
     u.sum_writes += w;
     u.sum_born += b;
-    u.last_modified_us = std::max(u.last_modified_us, now);
+    if (now > u.last_modified_us) {
+      u.last_modified_us = now;
+      mark(e->eu);
+    }
   } else {
     e->live -= p.blocks;
     u.live -= p.blocks;
@@ -242,8 +245,11 @@ void SectionAllocator::maybe_free_eu(uint32_t eu) {
   for (uint32_t i = 0; i < u.next_untaken; ++i) {
     ExtentDesc* e = &u.extents[i];
     if (e->state == ExtentState::kOpen) l.table.remove(e);
-    l.gaps.remove_within(e, 0, rt.s);
-    l.holes.remove_within(e, 0, rt.s);
+    // An extent's runs live in one index, chosen by whether it is written.
+    if (e->state == ExtentState::kWritten)
+      l.holes.remove_within(e, 0, rt.s);
+    else
+      l.gaps.remove_within(e, 0, rt.s);
     if (track_) deleted_extents_.emplace_back(eu, i);
   }
   uint32_t started = (u.next_untaken + rt.extents_per_wu - 1) / rt.extents_per_wu;
@@ -436,11 +442,24 @@ int SectionAllocator::allocate(const AllocRequest& req, std::vector<AllocPiece>*
   }
   const uint64_t q = blocks / rt.s;
   const uint32_t r = static_cast<uint32_t>(blocks % rt.s);
-  if (fresh_available(l) < q) return -ENOSPC;
+  const bool fill = geo_.sections[req.section].holes == HoleMode::kFill;
+  if (!fill && fresh_available(l) < q) return -ENOSPC;
   uint64_t left = req.bytes;
   for (uint64_t k = 0; k < q; ++k) {
     ExtentDesc* e = take_fresh(l, req.now_us, ev);
-    if (!e) break;
+    if (!e) {
+      // Out of clean extents: whole free extents inside written units take
+      // the data in place (holes=fill).
+      uint32_t id = fill ? l.holes.best_fit(rt.s) : FreeRunIndex::kNone;
+      if (id == FreeRunIndex::kNone) break;
+      uint32_t bytes = static_cast<uint32_t>(
+          (r == 0 && k + 1 == q) ? left : uint64_t(rt.s) * bs);
+      left -= bytes;
+      AllocPiece piece;
+      place_in_run(l, l.holes, id, req, rt.s, bytes, &piece);
+      pieces->push_back(piece);
+      continue;
+    }
     uint32_t bytes = static_cast<uint32_t>(
         (r == 0 && k + 1 == q) ? left : uint64_t(rt.s) * bs);
     left -= bytes;
@@ -453,7 +472,7 @@ int SectionAllocator::allocate(const AllocRequest& req, std::vector<AllocPiece>*
     uint64_t block = extent_block(*e);
     seal(e, false, ev);
     if (!pieces->empty() && !pieces->back().in_place &&
-        pieces->back().block + pieces->back().blocks == block) {
+        pieces->back().block + pieces->back().blocks == block) {  // contiguous: one piece
       pieces->back().blocks += rt.s;
       pieces->back().bytes += bytes;
     } else {
