@@ -412,6 +412,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       }
       if (e->state == ExtentState::kOpen) {
         ++u.open;
+        ++u.wu_open[i / rt.extents_per_wu];
         open.push_back(e);
         if (sp.fill_gaps) add_free_runs(l.gaps, e, 0, e->tail);
       } else if (e->state == ExtentState::kSealed) {

@@ -71,9 +71,13 @@ struct EraseUnit {
   // Exact integer sums over live blocks (hotness inputs of the cleaner).
   uint64_t sum_writes = 0;         // sum of writes x blocks
   unsigned __int128 sum_born = 0;  // sum of born_us x blocks
-  std::vector<ExtentDesc> extents;     // U / s descriptors while owned
+  // U / s descriptors of the owning section (addresses never move while
+  // owned); those at and above next_untaken are pristine. Kept, reset, while
+  // the unit is free.
+  std::vector<ExtentDesc> extents;
   std::vector<uint8_t> wu_written;     // per write unit
   std::vector<uint64_t> wu_first_us;   // per write unit: when its first extent was taken
+  std::vector<uint16_t> wu_open;       // per write unit: extents in kOpen
 };
 
 }  // namespace hybridstore

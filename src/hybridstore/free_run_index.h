@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "hybridstore/extent_state.h"
@@ -31,12 +32,45 @@ class FreeRunIndex {
     bool live = false;
   };
 
+  // Run nodes, shared by the indices of one allocator so that a run can move
+  // from one index to another (staged gap -> hole when its extent is written)
+  // without changing its id.
+  // Nodes live in fixed chunks: growing the pool never moves or copies the
+  // existing ones (a single vector would copy every node when it grows, a
+  // multi-millisecond stall on the allocation path).
+  class Pool {
+   public:
+    uint32_t alloc();
+    void release(uint32_t id);
+    Run& operator[](uint32_t id) { return chunks_[id >> kChunkBits][id & kChunkMask]; }
+    const Run& operator[](uint32_t id) const {
+      return chunks_[id >> kChunkBits][id & kChunkMask];
+    }
+
+   private:
+    static constexpr uint32_t kChunkBits = 12;
+    static constexpr uint32_t kChunkMask = (1u << kChunkBits) - 1;
+    std::vector<std::unique_ptr<Run[]>> chunks_;
+    uint32_t size_ = 0;
+    std::vector<uint32_t> free_ids_;
+  };
+
+  FreeRunIndex() {
+    for (auto& h : heads_) h = kNone;
+  }
+  // Must be called before use; the pool outlives the index.
+  void set_pool(Pool* pool) { pool_ = pool; }
+
   // Adds [start, start + len) of `e` (len > 0) and lists it in e->runs.
   uint32_t add(ExtentDesc* e, uint32_t start, uint32_t len);
   // Removes a run and unlists it from its extent.
   void remove(uint32_t id);
   // Removes every run of `e` that lies inside [lo, hi).
   void remove_within(ExtentDesc* e, uint32_t lo, uint32_t hi);
+  // Removes every run of `e` (all of them must be in this index).
+  void remove_all(ExtentDesc* e);
+  // Moves every run of `e` into `to` (all of them must be in this index).
+  void transfer_all(ExtentDesc* e, FreeRunIndex* to);
   // Shortens a run from the front (after placing `n` blocks at its start).
   void consume_front(uint32_t id, uint32_t n);
 
@@ -49,7 +83,7 @@ class FreeRunIndex {
     return best_fit(len, [](const ExtentDesc*) { return true; });
   }
 
-  const Run& run(uint32_t id) const { return nodes_[id]; }
+  const Run& run(uint32_t id) const { return (*pool_)[id]; }
   uint64_t total_blocks() const { return total_; }
   size_t size() const { return count_; }
 
@@ -62,17 +96,11 @@ class FreeRunIndex {
   void link(uint32_t id);
   void unlink(uint32_t id);
 
-  std::vector<Run> nodes_;
-  std::vector<uint32_t> free_ids_;
+  Pool* pool_ = nullptr;
   uint32_t heads_[kBuckets];
   uint64_t nonempty_[2] = {0, 0};
   uint64_t total_ = 0;
   size_t count_ = 0;
-
- public:
-  FreeRunIndex() {
-    for (auto& h : heads_) h = kNone;
-  }
 };
 
 template <typename Accept>
@@ -89,11 +117,11 @@ uint32_t FreeRunIndex::best_fit(uint32_t len, Accept accept) const {
     if (b >= kBuckets) break;
     uint32_t best = kNone;
     int probes = 0;
-    for (uint32_t id = heads_[b]; id != kNone && probes < kClassProbe; id = nodes_[id].next) {
-      const Run& r = nodes_[id];
+    for (uint32_t id = heads_[b]; id != kNone && probes < kClassProbe; id = (*pool_)[id].next) {
+      const Run& r = (*pool_)[id];
       ++probes;
       if (r.len < len || !accept(r.extent)) continue;
-      if (best == kNone || r.len < nodes_[best].len) best = id;
+      if (best == kNone || r.len < (*pool_)[best].len) best = id;
       if (b < kExact) break;  // exact bucket: every run has the same length
     }
     if (best != kNone) return best;

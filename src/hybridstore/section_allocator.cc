@@ -124,6 +124,8 @@ int SectionAllocator::init(const AllocatorGeometry& geo, const AllocatorTuning& 
       Lane& l = lanes_[i * geo.groups + g];
       l.section = static_cast<int>(i);
       l.group = g;
+      l.gaps.set_pool(&run_pool_);
+      l.holes.set_pool(&run_pool_);
       if (!geo.sections[i].bypass()) l.table.init(secs_[i].map);
     }
   }
@@ -225,11 +227,17 @@ int SectionAllocator::take_eu(Lane& l) {
   u.unwritten_wus = wus;
   u.wu_written.assign(wus, 0);
   u.wu_first_us.assign(wus, 0);
-  u.extents.assign(rt.extents_per_eu, ExtentDesc{});
-  for (uint32_t i = 0; i < rt.extents_per_eu; ++i) {
-    u.extents[i].eu = eu;
-    u.extents[i].idx = i;
-    u.extents[i].tail = rt.s;
+  u.wu_open.assign(wus, 0);
+  // All descriptors are built (and their memory touched) here, once per unit,
+  // rather than one page fault at a time on the allocation path; a freed unit
+  // keeps them, reset, for its next owner of the same section.
+  if (u.extents.size() != rt.extents_per_eu) {
+    u.extents.clear();
+    u.extents.resize(rt.extents_per_eu);
+    for (uint32_t i = 0; i < rt.extents_per_eu; ++i) {
+      u.extents[i].eu = eu;
+      u.extents[i].idx = i;
+    }
   }
   l.current = static_cast<int32_t>(eu);
   ++l.eus;
@@ -247,19 +255,22 @@ void SectionAllocator::maybe_free_eu(uint32_t eu) {
     if (e->state == ExtentState::kOpen) l.table.remove(e);
     // An extent's runs live in one index, chosen by whether it is written.
     if (e->state == ExtentState::kWritten)
-      l.holes.remove_within(e, 0, rt.s);
+      l.holes.remove_all(e);
     else
-      l.gaps.remove_within(e, 0, rt.s);
+      l.gaps.remove_all(e);
     if (track_) deleted_extents_.emplace_back(eu, i);
+    *e = ExtentDesc{};
+    e->eu = eu;
+    e->idx = i;
   }
   uint32_t started = (u.next_untaken + rt.extents_per_wu - 1) / rt.extents_per_wu;
   for (uint32_t w = 0; w < started; ++w)
     if (!u.wu_written[w]) --l.staged_count;
   --l.eus;
   u.lane = -1;
-  u.extents.clear();
   u.wu_written.clear();
   u.wu_first_us.clear();
+  u.wu_open.clear();
   u.generation++;
   u.next_untaken = 0;
   u.open = 0;
@@ -298,6 +309,7 @@ ExtentDesc* SectionAllocator::take_fresh(Lane& l, uint64_t now, AllocEvents* ev)
   e->tail = 0;
   e->entered_us = now;
   ++u.open;
+  ++u.wu_open[idx / rt.extents_per_wu];
   if (idx % rt.extents_per_wu == 0) {
     uint32_t wu = idx / rt.extents_per_wu;
     u.wu_first_us[wu] = now;
@@ -394,31 +406,57 @@ bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t bl
       return true;
     }
   }
-  if (ExtentDesc* e = l.table.pick(sp.policy, blocks, req.hint)) {
+  // Short of clean space (holes=fill): holes of written extents compete with
+  // the open tails, and the tighter fit wins - a hole that only this object
+  // fits is worth more than the flexible tail.
+  const bool fill = sp.holes == HoleMode::kFill;
+  const bool short_of_space = fill && free_fraction() < tune_.hole_fill_below;
+  Lane* hole_lane = nullptr;
+  uint32_t hole = short_of_space ? best_hole(l, blocks, &hole_lane) : FreeRunIndex::kNone;
+  ExtentDesc* e = l.table.pick(sp.policy, blocks, req.hint);
+  if (hole != FreeRunIndex::kNone &&
+      (!e || hole_lane->holes.run(hole).len <= secs_[l.section].s - e->tail)) {
+    place_in_run(*hole_lane, hole_lane->holes, hole, req, blocks, bytes, out);
+    return true;
+  }
+  if (e) {
     l.table.remove(e);
     place_at_tail(l, e, req, blocks, bytes, ev, out);
     return true;
-  }
-  const bool fill = sp.holes == HoleMode::kFill;
-  if (fill && free_fraction() < tune_.hole_fill_below) {
-    uint32_t id = l.holes.best_fit(blocks);
-    if (id != FreeRunIndex::kNone) {
-      place_in_run(l, l.holes, id, req, blocks, bytes, out);
-      return true;
-    }
   }
   if (ExtentDesc* e = take_fresh(l, req.now_us, ev)) {
     place_at_tail(l, e, req, blocks, bytes, ev, out);
     return true;
   }
   if (fill) {
-    uint32_t id = l.holes.best_fit(blocks);
+    uint32_t id = best_hole(l, blocks, &hole_lane);
     if (id != FreeRunIndex::kNone) {
-      place_in_run(l, l.holes, id, req, blocks, bytes, out);
+      place_in_run(*hole_lane, hole_lane->holes, id, req, blocks, bytes, out);
       return true;
     }
   }
   return false;
+}
+
+uint32_t SectionAllocator::best_hole(Lane& l, uint32_t blocks, Lane** where) {
+  // A hole is a hole: when space is short, the tightest one of any holes=fill
+  // section of the same hotness group takes the object, so that small objects
+  // also plug what larger ones left behind in other sections.
+  uint32_t best = l.holes.best_fit(blocks);
+  *where = &l;
+  for (size_t s = 0; s < secs_.size(); ++s) {
+    if (static_cast<int>(s) == l.section || geo_.sections[s].bypass() ||
+        geo_.sections[s].holes != HoleMode::kFill)
+      continue;
+    Lane& o = lanes_[s * geo_.groups + l.group];
+    uint32_t id = o.holes.best_fit(blocks);
+    if (id == FreeRunIndex::kNone) continue;
+    if (best == FreeRunIndex::kNone || o.holes.run(id).len < (*where)->holes.run(best).len) {
+      best = id;
+      *where = &o;
+    }
+  }
+  return best;
 }
 
 int SectionAllocator::allocate(const AllocRequest& req, std::vector<AllocPiece>* pieces,
@@ -428,42 +466,64 @@ int SectionAllocator::allocate(const AllocRequest& req, std::vector<AllocPiece>*
       geo_.sections[req.section].bypass() || req.group >= geo_.groups || req.bytes == 0 ||
       req.bytes > (uint64_t(1) << 50))
     return -EINVAL;
-  Lane& l = lanes_[req.section * geo_.groups + req.group];
-  const SectionRt& rt = secs_[req.section];
+  if (!allocate_in(req.section, req, req.bytes, pieces, ev)) {
+    for (const auto& p : *pieces) release(p.block, p.blocks, req.now_us);
+    pieces->clear();
+    return -ENOSPC;
+  }
+  return 0;
+}
+
+int SectionAllocator::remainder_section(int section, uint32_t blocks) const {
+  // Among the sections with smaller extents: the smallest that holds the
+  // remainder in one extent, else the largest (which splits it again).
+  int best = -1;
+  for (int j : fallback_[section]) {
+    if (secs_[j].s >= secs_[section].s) continue;
+    if (secs_[j].s >= blocks) {
+      if (best < 0 || secs_[best].s < blocks || secs_[j].s < secs_[best].s) best = j;
+    } else if (best < 0 || (secs_[best].s < blocks && secs_[j].s > secs_[best].s)) {
+      best = j;
+    }
+  }
+  return best;
+}
+
+bool SectionAllocator::allocate_in(int section, const AllocRequest& req, uint64_t bytes,
+                                   std::vector<AllocPiece>* pieces, AllocEvents* ev) {
+  Lane& l = lanes_[section * geo_.groups + req.group];
+  const SectionRt& rt = secs_[section];
+  const SectionSpec& sp = geo_.sections[section];
   const uint64_t bs = geo_.block_size;
-  const uint64_t blocks = (req.bytes + bs - 1) / bs;
+  const uint64_t blocks = (bytes + bs - 1) / bs;
+  AllocPiece piece;
   if (blocks < rt.s) {
-    AllocPiece p;
-    if (!place_small(l, req, static_cast<uint32_t>(blocks), static_cast<uint32_t>(req.bytes),
-                     ev, &p))
-      return -ENOSPC;
-    pieces->push_back(p);
-    return 0;
+    if (!place_small(l, req, static_cast<uint32_t>(blocks), static_cast<uint32_t>(bytes), ev,
+                     &piece))
+      return false;
+    pieces->push_back(piece);
+    return true;
   }
   const uint64_t q = blocks / rt.s;
   const uint32_t r = static_cast<uint32_t>(blocks % rt.s);
-  const bool fill = geo_.sections[req.section].holes == HoleMode::kFill;
-  if (!fill && fresh_available(l) < q) return -ENOSPC;
-  uint64_t left = req.bytes;
+  const bool fill = sp.holes == HoleMode::kFill;
+  if (!fill && fresh_available(l) < q) return false;
+  uint64_t left = bytes;
   for (uint64_t k = 0; k < q; ++k) {
+    uint32_t b = static_cast<uint32_t>((r == 0 && k + 1 == q) ? left : uint64_t(rt.s) * bs);
     ExtentDesc* e = take_fresh(l, req.now_us, ev);
     if (!e) {
       // Out of clean extents: whole free extents inside written units take
       // the data in place (holes=fill).
       uint32_t id = fill ? l.holes.best_fit(rt.s) : FreeRunIndex::kNone;
-      if (id == FreeRunIndex::kNone) break;
-      uint32_t bytes = static_cast<uint32_t>(
-          (r == 0 && k + 1 == q) ? left : uint64_t(rt.s) * bs);
-      left -= bytes;
-      AllocPiece piece;
-      place_in_run(l, l.holes, id, req, rt.s, bytes, &piece);
+      if (id == FreeRunIndex::kNone) return false;
+      place_in_run(l, l.holes, id, req, rt.s, b, &piece);
       pieces->push_back(piece);
+      left -= b;
       continue;
     }
-    uint32_t bytes = static_cast<uint32_t>(
-        (r == 0 && k + 1 == q) ? left : uint64_t(rt.s) * bs);
-    left -= bytes;
-    Placement p{0, rt.s, bytes, req.writes, req.owner, req.born_us};
+    left -= b;
+    Placement p{0, rt.s, b, req.writes, req.owner, req.born_us};
     e->placements.push_back(p);
     account(e, p, +1, req.now_us);
     e->last_hint = req.hint;
@@ -474,28 +534,38 @@ int SectionAllocator::allocate(const AllocRequest& req, std::vector<AllocPiece>*
     if (!pieces->empty() && !pieces->back().in_place &&
         pieces->back().block + pieces->back().blocks == block) {  // contiguous: one piece
       pieces->back().blocks += rt.s;
-      pieces->back().bytes += bytes;
+      pieces->back().bytes += b;
     } else {
-      pieces->push_back(AllocPiece{block, rt.s, bytes, false});
+      pieces->push_back(AllocPiece{block, rt.s, b, false});
     }
   }
-  bool ok = true;
-  uint64_t got = 0;
-  for (const auto& p : *pieces) got += p.blocks;
-  if (got != q * rt.s) ok = false;
-  if (ok && r > 0) {
-    AllocPiece p;
-    if (place_small(l, req, r, static_cast<uint32_t>(left), ev, &p))
-      pieces->push_back(p);
-    else
-      ok = false;
+  if (r == 0) return true;
+  switch (sp.remainder) {
+    case RemainderMode::kFresh:
+      // ALGORITHMS.md: the head of one more clean extent; its tail re-enters
+      // the map table through the map function.
+      if (ExtentDesc* e = take_fresh(l, req.now_us, ev)) {
+        place_at_tail(l, e, req, r, static_cast<uint32_t>(left), ev, &piece);
+        pieces->push_back(piece);
+        return true;
+      }
+      break;
+    case RemainderMode::kDown: {
+      int j = remainder_section(section, r);
+      if (j < 0) break;
+      size_t mark_pieces = pieces->size();
+      if (allocate_in(j, req, left, pieces, ev)) return true;
+      for (size_t i = mark_pieces; i < pieces->size(); ++i)
+        release((*pieces)[i].block, (*pieces)[i].blocks, req.now_us);
+      pieces->resize(mark_pieces);
+      break;
+    }
+    case RemainderMode::kTable:
+      break;
   }
-  if (!ok) {
-    for (const auto& p : *pieces) release(p.block, p.blocks, req.now_us);
-    pieces->clear();
-    return -ENOSPC;
-  }
-  return 0;
+  if (!place_small(l, req, r, static_cast<uint32_t>(left), ev, &piece)) return false;
+  pieces->push_back(piece);
+  return true;
 }
 
 int SectionAllocator::allocate_with_fallback(const AllocRequest& req,
@@ -524,6 +594,7 @@ void SectionAllocator::seal(ExtentDesc* e, bool in_table, AllocEvents* ev) {
   if (in_table) l.table.remove(e);
   e->state = ExtentState::kSealed;
   --u.open;
+  --u.wu_open[e->idx / rt.extents_per_wu];
   uint32_t top = e->placements.empty() ? 0 : e->placements.back().end();
   e->tail = rt.s;
   if (geo_.sections[l.section].fill_gaps) {
@@ -532,27 +603,38 @@ void SectionAllocator::seal(ExtentDesc* e, bool in_table, AllocEvents* ev) {
   }
   mark(e);
   ev->sealed.push_back(extent_block(*e));
-  maybe_emit(e->eu, wu_of(u, e->idx), false, ev);
+  uint32_t wu = wu_of(u, e->idx);
+  if (wu_complete(e->eu, wu)) ready_.push_back(StagedRef{e->eu, wu, u.generation, 0});
 }
 
-void SectionAllocator::maybe_emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev) {
+bool SectionAllocator::wu_complete(uint32_t eu, uint32_t wu) const {
+  const EraseUnit& u = eus_[eu];
+  if (u.lane < 0 || u.wu_written[wu]) return false;
+  const SectionRt& rt = secs_[lanes_[u.lane].section];
+  uint32_t hi = (wu + 1) * rt.extents_per_wu;
+  return u.next_untaken >= hi && u.wu_open[wu] == 0;
+}
+
+void SectionAllocator::emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev) {
   EraseUnit& u = eus_[eu];
-  if (u.wu_written[wu]) return;
   Lane& l = lanes_[u.lane];
   const SectionRt& rt = secs_[l.section];
   uint32_t lo = wu * rt.extents_per_wu, hi = lo + rt.extents_per_wu;
-  if (u.next_untaken < hi) return;
-  for (uint32_t i = lo; i < hi; ++i)
-    if (u.extents[i].state == ExtentState::kOpen) return;
   WriteRegion r{erase_unit_block(eu) + uint64_t(lo) * rt.s, rt.extents_per_wu * rt.s,
                 l.section, l.group, forced, {}};
   const bool holes = holes_indexed(l, u);
+  const bool fill_gaps = geo_.sections[l.section].fill_gaps;
   for (uint32_t i = lo; i < hi; ++i) {
     ExtentDesc* e = &u.extents[i];
     if (e->live) r.extents.emplace_back(extent_block(*e), rt.s);
     e->state = ExtentState::kWritten;
-    l.gaps.remove_within(e, 0, rt.s);
-    if (holes) add_free_runs(l.holes, e, 0, rt.s);
+    // A staged extent's runs are all its free intervals when gaps are indexed:
+    // they become holes as they are.
+    if (fill_gaps) {
+      if (holes) l.gaps.transfer_all(e, &l.holes); else l.gaps.remove_all(e);
+    } else if (holes) {
+      add_free_runs(l.holes, e, 0, rt.s);
+    }
     mark(e);
   }
   u.wu_written[wu] = 1;
@@ -562,13 +644,25 @@ void SectionAllocator::maybe_emit(uint32_t eu, uint32_t wu, bool forced, AllocEv
   if (!r.extents.empty()) ev->regions.push_back(std::move(r));
 }
 
+void SectionAllocator::collect(AllocEvents* ev) {
+  for (const StagedRef& ref : ready_) {
+    const EraseUnit& u = eus_[ref.eu];
+    // Re-checked: since the unit completed, a release may have reopened one of
+    // its extents, or its unit may have been freed.
+    if (u.generation == ref.generation && wu_complete(ref.eu, ref.wu))
+      emit(ref.eu, ref.wu, false, ev);
+  }
+  ready_.clear();
+}
+
 void SectionAllocator::force_wu(uint32_t eu, uint32_t wu, AllocEvents* ev) {
   EraseUnit& u = eus_[eu];
   if (u.lane < 0 || u.wu_written[wu]) return;
   Lane& l = lanes_[u.lane];
   const SectionRt& rt = secs_[l.section];
   uint32_t lo = wu * rt.extents_per_wu, hi = lo + rt.extents_per_wu;
-  // Pad the untaken rest of the unit first so that the seals below can emit it.
+  const bool was_complete = wu_complete(eu, wu);
+  // Pad the untaken rest of the unit first so that the seals below complete it.
   if (u.next_untaken < hi) {
     for (uint32_t i = u.next_untaken; i < hi; ++i) {
       ExtentDesc* e = &u.extents[i];
@@ -584,17 +678,16 @@ void SectionAllocator::force_wu(uint32_t eu, uint32_t wu, AllocEvents* ev) {
     }
     mark(eu);
   }
-  size_t first_region = ev->regions.size();
-  for (uint32_t i = lo; i < hi && !u.wu_written[wu]; ++i) {
+  for (uint32_t i = lo; i < hi; ++i) {
     ExtentDesc* e = &u.extents[i];
     if (e->state == ExtentState::kOpen) seal(e, true, ev);
   }
-  maybe_emit(eu, wu, true, ev);
-  for (size_t i = first_region; i < ev->regions.size(); ++i) ev->regions[i].forced = true;
+  emit(eu, wu, !was_complete, ev);
   maybe_free_eu(eu);
 }
 
 void SectionAllocator::tick(uint64_t now_us, AllocEvents* ev) {
+  collect(ev);
   for (size_t li = 0; li < lanes_.size(); ++li) {
     Lane& l = lanes_[li];
     while (!l.staged.empty()) {
@@ -615,6 +708,7 @@ void SectionAllocator::tick(uint64_t now_us, AllocEvents* ev) {
 
 void SectionAllocator::flush(uint64_t now_us, AllocEvents* ev) {
   (void)now_us;
+  collect(ev);
   for (size_t li = 0; li < lanes_.size(); ++li) {
     Lane& l = lanes_[li];
     std::deque<StagedRef> refs;
@@ -704,12 +798,13 @@ int SectionAllocator::release_in_extent(ExtentDesc* e, uint32_t a, uint32_t b, u
     }
   } else if (e->state == ExtentState::kSealed && e->live == 0) {
     // Still staged and now empty: back to the clean head of the map table.
-    l.gaps.remove_within(e, 0, rt.s);
+    l.gaps.remove_all(e);
     e->state = ExtentState::kOpen;
     e->tail = 0;
     e->entered_us = now;
     e->seq = ++seq_;
     ++u.open;
+    ++u.wu_open[e->idx / rt.extents_per_wu];
     l.table.insert(e);
   } else {
     refresh_runs(e, prev_end(a), next_start(b, rt.s));
@@ -790,8 +885,7 @@ int SectionAllocator::begin_cleaning(uint32_t eu) {
   EraseUnit& u = eus_[eu];
   if (u.lane < 0 || u.cleaning || u.unwritten_wus != 0 || u.current) return -EINVAL;
   Lane& l = lanes_[u.lane];
-  const SectionRt& rt = secs_[l.section];
-  for (uint32_t i = 0; i < u.next_untaken; ++i) l.holes.remove_within(&u.extents[i], 0, rt.s);
+  for (uint32_t i = 0; i < u.next_untaken; ++i) l.holes.remove_all(&u.extents[i]);
   u.cleaning = true;
   return 0;
 }

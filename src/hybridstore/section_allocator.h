@@ -9,15 +9,18 @@
 //    with gaps=on), else to the free tail of an open extent chosen by the
 //    section's policy from the map table (HFM: longest in table; ReHypar: best
 //    fit, then nearest neighbour), else - when the SSD is short of clean space
-//    and the section has holes=fill - into a hole of a written extent, else to
-//    a clean extent. After a tail placement the next start is the map
+//    and the section has holes=fill - into the tightest hole of a written
+//    extent of any holes=fill section of the same group (a hole that fits more
+//    tightly than the chosen tail wins over it), else to a clean extent. After a tail placement the next start is the map
 //    function's; an extent whose free tail drops below theta is sealed.
 //  * An object of len >= s takes floor(len/s) clean extents (contiguous where
-//    the erase unit allows, reported as few pieces as possible), and its
-//    remainder is placed like a small object. ALGORITHMS.md puts the remainder
-//    at the head of one more clean extent and re-enters that tail into the map
-//    table; we try the map table first and fall back to exactly that, because
-//    a large section's tails otherwise stay empty until the staging timeout.
+//    the erase unit allows, reported as few pieces as possible). Its remainder
+//    follows the section's `remainder` mode: fresh = ALGORITHMS.md, the head of
+//    one more clean extent whose tail re-enters the map table; table = placed
+//    like a small object of this section; down (default) = allocated like an
+//    object of its own size in the next smaller section (recursively), falling
+//    back to `table`. `down` keeps the tails of large extents from waiting for
+//    remainders that fit them: see docs/hfm-allocation.md for the measurement.
 //  * Work per call is bounded by levels x segments of the map table plus the
 //    free-run buckets; nothing scans all extents.
 //  * An erase unit (see extent_state.h) is filled by one (section, group) lane
@@ -200,7 +203,14 @@ class SectionAllocator {
   // piece or part of one). 0 or -EINVAL (nothing changed).
   int release(uint64_t block, uint64_t blocks, uint64_t now_us);
 
-  // Staging timeout: seals and writes write units staged for too long.
+  // WriteRegion events for the write units completed since the last call.
+  // Completing a unit only queues it, so that building the region stays off
+  // the allocation path; the engine calls this once per transaction batch
+  // (tick and flush call it too). Forced writes (staging cap) are reported by
+  // the call that forced them.
+  void collect(AllocEvents* ev);
+  // Staging timeout: collect(), then seals and writes write units staged for
+  // too long.
   void tick(uint64_t now_us, AllocEvents* ev);
   // Seals and writes every staged write unit (umount, sync).
   void flush(uint64_t now_us, AllocEvents* ev);
@@ -285,8 +295,12 @@ class SectionAllocator {
   double free_fraction() const { return eus_.empty() ? 0 : double(free_count_) / eus_.size(); }
 
   // Small-object path; false when nothing fits. `allow_fresh` = may take a clean extent.
+  bool allocate_in(int section, const AllocRequest& req, uint64_t bytes,
+                   std::vector<AllocPiece>* pieces, AllocEvents* ev);
+  int remainder_section(int section, uint32_t blocks) const;
   bool place_small(Lane& l, const AllocRequest& req, uint32_t blocks, uint32_t bytes,
                    AllocEvents* ev, AllocPiece* out);
+  uint32_t best_hole(Lane& l, uint32_t blocks, Lane** where);
   ExtentDesc* take_fresh(Lane& l, uint64_t now, AllocEvents* ev);
   uint64_t fresh_available(const Lane& l) const;
   void place_at_tail(Lane& l, ExtentDesc* e, const AllocRequest& req, uint32_t blocks,
@@ -295,7 +309,8 @@ class SectionAllocator {
                     uint32_t blocks, uint32_t bytes, AllocPiece* out);
   void account(ExtentDesc* e, const Placement& p, int sign, uint64_t now);
   void seal(ExtentDesc* e, bool in_table, AllocEvents* ev);
-  void maybe_emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev);
+  bool wu_complete(uint32_t eu, uint32_t wu) const;
+  void emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev);
   void force_wu(uint32_t eu, uint32_t wu, AllocEvents* ev);
   void enforce_staging_cap(Lane& l, AllocEvents* ev);
   void maybe_free_eu(uint32_t eu);
@@ -314,6 +329,7 @@ class SectionAllocator {
   AllocatorTuning tune_;
   std::vector<SectionRt> secs_;              // indexed like geo_.sections (bypass: s = 0)
   std::vector<std::vector<int>> fallback_;
+  FreeRunIndex::Pool run_pool_;              // nodes of every lane's gaps and holes
   std::vector<Lane> lanes_;                  // section * groups + group
   std::vector<EraseUnit> eus_;
   uint64_t base_ = 0;        // first block of EU 0 (aligned to the unit)
@@ -325,6 +341,7 @@ class SectionAllocator {
   std::vector<DirtyExtent> dirty_extents_;
   std::vector<uint32_t> dirty_eus_;
   std::vector<std::pair<uint32_t, uint32_t>> deleted_extents_;
+  std::vector<StagedRef> ready_;  // completed write units awaiting collect()
   // Scratch for release() validation.
   std::vector<std::pair<ExtentDesc*, std::pair<uint32_t, uint32_t>>> scratch_;
 };

@@ -69,7 +69,14 @@ std::string SectionAllocator::verify() const {
       if (lane_current[u.lane] >= 0) return fmt::format("lane {} has two current units", u.lane);
       lane_current[u.lane] = static_cast<int32_t>(eu);
     }
-    if (u.extents.size() != rt.extents_per_eu) return fmt::format("eu {} extent count", eu);
+    if (u.extents.size() != rt.extents_per_eu || u.next_untaken > rt.extents_per_eu)
+      return fmt::format("eu {} extent count", eu);
+    for (uint32_t i = u.next_untaken; i < rt.extents_per_eu; ++i) {
+      const ExtentDesc& e = u.extents[i];
+      if (e.state != ExtentState::kUntaken || !e.placements.empty() || !e.runs.empty() ||
+          e.eu != eu || e.idx != i)
+        return fmt::format("eu {} extent {} beyond next_untaken is not pristine", eu, i);
+    }
     uint64_t live = 0, sw = 0;
     unsigned __int128 sb = 0;
     uint32_t open = 0, unwritten = 0;
@@ -79,13 +86,9 @@ std::string SectionAllocator::verify() const {
         if (w * rt.extents_per_wu < u.next_untaken) ++lane_staged[u.lane];
       }
     }
-    for (uint32_t i = 0; i < rt.extents_per_eu; ++i) {
+    for (uint32_t i = 0; i < u.next_untaken; ++i) {
       const ExtentDesc& e = u.extents[i];
-      if (i >= u.next_untaken) {
-        if (e.state != ExtentState::kUntaken || !e.placements.empty())
-          return fmt::format("eu {} extent {} beyond next_untaken is in use", eu, i);
-        continue;
-      }
+      if (e.eu != eu || e.idx != i) return fmt::format("eu {} extent {} misnumbered", eu, i);
       bool written = u.wu_written[i / rt.extents_per_wu];
       if (written != (e.state == ExtentState::kWritten))
         return fmt::format("eu {} extent {} state {} vs write unit", eu, i, int(e.state));
@@ -144,6 +147,13 @@ std::string SectionAllocator::verify() const {
     if (live != u.live) return fmt::format("eu {} live {} != {}", eu, u.live, live);
     if (sw != u.sum_writes || sb != u.sum_born) return fmt::format("eu {} hotness sums", eu);
     if (open != u.open) return fmt::format("eu {} open {} != {}", eu, u.open, open);
+    for (uint32_t w = 0; w < u.wu_open.size(); ++w) {
+      uint32_t n = 0;
+      for (uint32_t i = w * rt.extents_per_wu;
+           i < std::min(u.next_untaken, (w + 1) * rt.extents_per_wu); ++i)
+        n += u.extents[i].state == ExtentState::kOpen;
+      if (n != u.wu_open[w]) return fmt::format("eu {} write unit {} open count", eu, w);
+    }
     if (unwritten != u.unwritten_wus) return fmt::format("eu {} unwritten count", eu);
     if (live == 0 && !u.current) return fmt::format("eu {} owned without live data", eu);
     lane_live[u.lane] += live;
@@ -186,8 +196,9 @@ std::string SectionAllocator::verify() const {
 }
 
 std::string SectionAllocator::dump() const {
-  std::string out = fmt::format("eu_blocks {} eus {} free {} seq {}\n", eu_blocks_, eus_.size(),
-                                free_count_, seq_);
+  // seq_ is left out: after a rebuild it only has to exceed every extent's seq.
+  std::string out =
+      fmt::format("eu_blocks {} eus {} free {}\n", eu_blocks_, eus_.size(), free_count_);
   for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
     const EraseUnit& u = eus_[eu];
     if (u.lane < 0) continue;

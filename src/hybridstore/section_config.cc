@@ -16,6 +16,15 @@ const char* selection_policy_name(SelectionPolicy p) {
 
 const char* hole_mode_name(HoleMode m) { return m == HoleMode::kFill ? "fill" : "clean"; }
 
+const char* remainder_mode_name(RemainderMode m) {
+  switch (m) {
+    case RemainderMode::kDown: return "down";
+    case RemainderMode::kTable: return "table";
+    case RemainderMode::kFresh: return "fresh";
+  }
+  return "?";
+}
+
 SectionDefaults SectionDefaults::from_config(const Config& cfg) {
   SectionDefaults d;
   d.block_size = static_cast<uint32_t>(cfg.get_size("hybridstore_ssd_block_size"));
@@ -73,7 +82,7 @@ void split_field(std::string_view f, std::string_view* key, std::string_view* va
     *value = trim(f.substr(eq + 1));
     return;
   }
-  for (std::string_view k : {"delta", "theta", "policy", "holes", "gaps"}) {
+  for (std::string_view k : {"delta", "theta", "policy", "holes", "gaps", "remainder"}) {
     if (f.size() > k.size() && f.substr(0, k.size()) == k) {
       *key = k;
       *value = f.substr(k.size());
@@ -181,10 +190,13 @@ int parse_one(std::string_view text, const SectionDefaults& d, SectionSpec* out,
       s.holes = value == "fill" ? HoleMode::kFill : HoleMode::kClean;
     } else if (key == "gaps" && (value == "on" || value == "off")) {
       s.fill_gaps = value == "on";
+    } else if (key == "remainder" && (value == "down" || value == "table" || value == "fresh")) {
+      s.remainder = value == "down" ? RemainderMode::kDown
+                    : value == "table" ? RemainderMode::kTable : RemainderMode::kFresh;
     } else {
       *error = fmt::format(
           "section '{}': unknown field '{}' (expected rho1|rho2|rho3, delta<N>, theta<N>, "
-          "hfm|rehypar, holes=fill|clean, gaps=on|off)",
+          "hfm|rehypar, holes=fill|clean, gaps=on|off, remainder=down|table|fresh)",
           s.name, fields[i]);
       return -EINVAL;
     }
@@ -263,8 +275,9 @@ std::string format_section(const SectionSpec& s, uint32_t block_size) {
                               format_size_exact(uint64_t(s.extent_blocks) * block_size),
                               partition_mode_name(s.mode));
   if (s.mode == PartitionMode::kRho3) t += fmt::format(":delta{}", s.delta);
-  t += fmt::format(":theta{}:{}:holes={}:gaps={}", s.theta, selection_policy_name(s.policy),
-                   hole_mode_name(s.holes), s.fill_gaps ? "on" : "off");
+  t += fmt::format(":theta{}:{}:holes={}:gaps={}:remainder={}", s.theta,
+                   selection_policy_name(s.policy), hole_mode_name(s.holes),
+                   s.fill_gaps ? "on" : "off", remainder_mode_name(s.remainder));
   return t;
 }
 

@@ -16,6 +16,11 @@
 //                           cleaner (pure log-structured)
 //   gaps=on|off             let small objects fill the rounding gaps the map
 //                           function leaves in extents that are still staged
+//   remainder=down|table|fresh
+//                           where the part of a large object beyond its whole
+//                           extents goes: down = to the next smaller section
+//                           (default), table = this section's map table,
+//                           fresh = a clean extent (the papers)
 // Sizes accept K/M/G suffixes; the extent must be a power-of-two number of
 // allocation blocks (hybridstore_ssd_block_size), at least 2.
 #pragma once
@@ -32,9 +37,11 @@ class Config;
 
 enum class SelectionPolicy : uint8_t { kHfm = 0, kReHypar = 1 };
 enum class HoleMode : uint8_t { kFill = 0, kClean = 1 };
+enum class RemainderMode : uint8_t { kDown = 0, kTable = 1, kFresh = 2 };
 
 const char* selection_policy_name(SelectionPolicy p);
 const char* hole_mode_name(HoleMode m);
+const char* remainder_mode_name(RemainderMode m);
 
 struct SectionSpec {
   std::string name;
@@ -45,6 +52,7 @@ struct SectionSpec {
   SelectionPolicy policy = SelectionPolicy::kReHypar;
   HoleMode holes = HoleMode::kFill;
   bool fill_gaps = true;
+  RemainderMode remainder = RemainderMode::kDown;
 
   bool bypass() const { return mode == PartitionMode::kBypass; }
 };

@@ -73,6 +73,7 @@ Filled fill(const std::string& sections) {
       f.per_unit.back().push_back(p[0]);
     }
   }
+  f.a->collect(&ev);  // every unit is complete: written
   for (int u = 0; u < 8; ++u)
     for (int e = u + 1; e < 8; ++e)
       EXPECT_EQ(f.a->release(f.per_unit[u][e].block, f.per_unit[u][e].blocks, 20'000'000), 0);
