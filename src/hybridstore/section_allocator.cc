@@ -411,12 +411,14 @@ bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t bl
   // fits is worth more than the flexible tail.
   const bool fill = sp.holes == HoleMode::kFill;
   const bool short_of_space = fill && free_fraction() < tune_.hole_fill_below;
-  Lane* hole_lane = nullptr;
-  uint32_t hole = short_of_space ? best_hole(l, blocks, &hole_lane) : FreeRunIndex::kNone;
+  Lane* run_lane = nullptr;
+  FreeRunIndex* run_index = nullptr;
+  uint32_t run = short_of_space ? best_free_run(l, blocks, &run_lane, &run_index)
+                                : FreeRunIndex::kNone;
   ExtentDesc* e = l.table.pick(sp.policy, blocks, req.hint);
-  if (hole != FreeRunIndex::kNone &&
-      (!e || hole_lane->holes.run(hole).len <= secs_[l.section].s - e->tail)) {
-    place_in_run(*hole_lane, hole_lane->holes, hole, req, blocks, bytes, out);
+  if (run != FreeRunIndex::kNone &&
+      (!e || run_index->run(run).len <= secs_[l.section].s - e->tail)) {
+    place_in_run(*run_lane, *run_index, run, req, blocks, bytes, out);
     return true;
   }
   if (e) {
@@ -424,37 +426,45 @@ bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t bl
     place_at_tail(l, e, req, blocks, bytes, ev, out);
     return true;
   }
-  if (ExtentDesc* e = take_fresh(l, req.now_us, ev)) {
-    place_at_tail(l, e, req, blocks, bytes, ev, out);
+  if (ExtentDesc* f = take_fresh(l, req.now_us, ev)) {
+    place_at_tail(l, f, req, blocks, bytes, ev, out);
     return true;
   }
   if (fill) {
-    uint32_t id = best_hole(l, blocks, &hole_lane);
-    if (id != FreeRunIndex::kNone) {
-      place_in_run(*hole_lane, hole_lane->holes, id, req, blocks, bytes, out);
+    run = best_free_run(l, blocks, &run_lane, &run_index);
+    if (run != FreeRunIndex::kNone) {
+      place_in_run(*run_lane, *run_index, run, req, blocks, bytes, out);
       return true;
     }
   }
   return false;
 }
 
-uint32_t SectionAllocator::best_hole(Lane& l, uint32_t blocks, Lane** where) {
-  // A hole is a hole: when space is short, the tightest one of any holes=fill
-  // section of the same hotness group takes the object, so that small objects
-  // also plug what larger ones left behind in other sections.
-  uint32_t best = l.holes.best_fit(blocks);
-  *where = &l;
-  for (size_t s = 0; s < secs_.size(); ++s) {
-    if (static_cast<int>(s) == l.section || geo_.sections[s].bypass() ||
-        geo_.sections[s].holes != HoleMode::kFill)
-      continue;
-    Lane& o = lanes_[s * geo_.groups + l.group];
-    uint32_t id = o.holes.best_fit(blocks);
-    if (id == FreeRunIndex::kNone) continue;
-    if (best == FreeRunIndex::kNone || o.holes.run(id).len < (*where)->holes.run(best).len) {
+uint32_t SectionAllocator::best_free_run(Lane& l, uint32_t blocks, Lane** lane,
+                                         FreeRunIndex** index) {
+  // Free space is free space: when clean space is short, the tightest run of
+  // any holes=fill section of the same hotness group takes the object - holes
+  // of written extents, and staged gaps of the other sections (this lane's
+  // own gaps were tried first) - so small objects also plug what larger ones
+  // left behind elsewhere. On equal length a staged gap wins: no in-place write.
+  uint32_t best = FreeRunIndex::kNone;
+  uint32_t best_len = UINT32_MAX;
+  auto consider = [&](Lane& o, FreeRunIndex& idx) {
+    uint32_t id = idx.best_fit(blocks);
+    if (id == FreeRunIndex::kNone) return;
+    uint32_t len = idx.run(id).len;
+    if (len < best_len || (len == best_len && &idx == &o.gaps)) {
       best = id;
-      *where = &o;
+      best_len = len;
+      *lane = &o;
+      *index = &idx;
     }
+  };
+  for (size_t s = 0; s < secs_.size(); ++s) {
+    if (geo_.sections[s].bypass() || geo_.sections[s].holes != HoleMode::kFill) continue;
+    Lane& o = lanes_[s * geo_.groups + l.group];
+    if (&o != &l) consider(o, o.gaps);
+    consider(o, o.holes);
   }
   return best;
 }

@@ -9,9 +9,10 @@
 //    with gaps=on), else to the free tail of an open extent chosen by the
 //    section's policy from the map table (HFM: longest in table; ReHypar: best
 //    fit, then nearest neighbour), else - when the SSD is short of clean space
-//    and the section has holes=fill - into the tightest hole of a written
-//    extent of any holes=fill section of the same group (a hole that fits more
-//    tightly than the chosen tail wins over it), else to a clean extent. After a tail placement the next start is the map
+//    and the section has holes=fill - into the tightest free run of any
+//    holes=fill section of the same group (holes of written extents, staged
+//    gaps of other sections) when it fits more tightly than the chosen tail,
+//    else to the tail, else to a clean extent. After a tail placement the next start is the map
 //    function's; an extent whose free tail drops below theta is sealed.
 //  * An object of len >= s takes floor(len/s) clean extents (contiguous where
 //    the erase unit allows, reported as few pieces as possible). Its remainder
@@ -300,7 +301,7 @@ class SectionAllocator {
   int remainder_section(int section, uint32_t blocks) const;
   bool place_small(Lane& l, const AllocRequest& req, uint32_t blocks, uint32_t bytes,
                    AllocEvents* ev, AllocPiece* out);
-  uint32_t best_hole(Lane& l, uint32_t blocks, Lane** where);
+  uint32_t best_free_run(Lane& l, uint32_t blocks, Lane** lane, FreeRunIndex** index);
   ExtentDesc* take_fresh(Lane& l, uint64_t now, AllocEvents* ev);
   uint64_t fresh_available(const Lane& l) const;
   void place_at_tail(Lane& l, ExtentDesc* e, const AllocRequest& req, uint32_t blocks,

@@ -14,7 +14,7 @@ void add_section_options(std::vector<OptionSpec>* v) {
                 "because extents are written whole",
                 "256", "64K", {}, true, true});
   v->push_back({"hybridstore_ssd_sections", T::kString,
-                "small:8K:rho1,mid:64K:rho3:delta4,large:512K:rho3:delta32",
+                "small:8K:rho1,mid:128K:rho3:delta4,large:512K:rho3:delta32",
                 "SSD data sections, comma separated: name:extent:rho1|rho2|rho3[:delta<N>]"
                 "[:theta<N>][:hfm|rehypar][:holes=fill|clean][:gaps=on|off]"
                 "[:remainder=down|table|fresh], or name:bypass",

@@ -104,6 +104,11 @@ struct CleaningSpec {
   double hot_writes = 0.90;      // ... taking this fraction of the writes
   double warmup_capacity = 10;   // overwrites, in multiples of the object count
   double measure_capacity = 10;
+  // The cleaner starts below reserve free units, picks this many victims per
+  // scan and stops at reserve + slack: a burst of cleaning writes its moved
+  // data together, which is already a separation of cleaned from user data.
+  uint32_t victims_per_pass = 4;
+  uint32_t slack = 4;
 };
 
 struct CleaningResult {

@@ -141,10 +141,10 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
     place(id, false);
     a->release(old, kObject / kBlock, now);
     if (measuring) ++user;
-    if (a->free_erase_units() < reserve) {
+    if (a->free_erase_units() < reserve + (spec.slack ? 0 : 1)) {
       // Clean a few victims per scan until the reserve is back, plus slack.
-      while (a->free_erase_units() < reserve + 4) {
-        if (cleaner.pick_victims(*a, now, 4, &victims) == 0)
+      while (a->free_erase_units() < reserve + spec.slack) {
+        if (cleaner.pick_victims(*a, now, spec.victims_per_pass, &victims) == 0)
           throw std::runtime_error("cleaning: no victim");
         for (const auto& v : victims) {
           if (a->begin_cleaning(v.eu) != 0) continue;

@@ -246,10 +246,18 @@ std::vector<SpaceConfig> default_space_configs(const std::string& default_sectio
     b = e + 1;
   }
   // The papers' configuration: 1 KiB blocks, HFM policy, none of our additions.
-  v.push_back({"HFM paper (1K blocks, hfm, no gap fill, holes clean)", 0,
-               "small:8K:rho1:hfm:gaps=off:holes=clean:remainder=fresh,"
-               "mid:64K:rho2:hfm:gaps=off:holes=clean:remainder=fresh,"
-               "large:512K:rho3:delta32:hfm:gaps=off:holes=clean:remainder=fresh",
+  // HFM updates in place, so freed space is reused in place (holes=fill).
+  v.push_back({"HFM paper (1K blocks, hfm, remainder fresh, no gap fill)", 0,
+               "small:8K:rho1:hfm:gaps=off:remainder=fresh,"
+               "mid:64K:rho2:hfm:gaps=off:remainder=fresh,"
+               "large:512K:rho3:delta32:hfm:gaps=off:remainder=fresh",
+               1024, erase_block});
+  // The same sections in the log-structured mode without a cleaner: freed
+  // space only comes back when a whole erase unit empties.
+  v.push_back({"HFM paper, holes=clean and no cleaner", 0,
+               "small:8K:rho1:hfm:gaps=off:remainder=fresh:holes=clean,"
+               "mid:64K:rho2:hfm:gaps=off:remainder=fresh:holes=clean,"
+               "large:512K:rho3:delta32:hfm:gaps=off:remainder=fresh:holes=clean",
                1024, erase_block});
   v.push_back({"min_alloc 4K", 4096, ""});
   v.push_back({"min_alloc 64K", 65536, ""});
