@@ -12,8 +12,9 @@
 //    and the section has holes=fill - into the tightest free run of any
 //    holes=fill section of the same group (holes of written extents, staged
 //    gaps of other sections) when it fits more tightly than the chosen tail,
-//    else to the tail, else to a clean extent. After a tail placement the next start is the map
-//    function's; an extent whose free tail drops below theta is sealed.
+//    else to the tail, else to a clean extent. After a tail placement the next
+//    start is the map function's; an extent whose free tail drops below theta
+//    is sealed.
 //  * An object of len >= s takes floor(len/s) clean extents (contiguous where
 //    the erase unit allows, reported as few pieces as possible). Its remainder
 //    follows the section's `remainder` mode: fresh = ALGORITHMS.md, the head of
@@ -27,10 +28,11 @@
 //  * An erase unit (see extent_state.h) is filled by one (section, group) lane
 //    only, so one flash erase block never mixes hotness groups. Extents are
 //    staged (the engine keeps their data in memory, durable through its
-//    deferred path) until every extent of their write unit is sealed; then a
-//    WriteRegion event asks the engine to write the whole write unit in one
-//    aligned I/O. A staging timeout, a cap on staged write units per lane and
-//    flush() force the write of partly filled units.
+//    deferred path) until every extent of their write unit is sealed; then
+//    collect() hands out a WriteRegion asking the engine to write the whole
+//    write unit in one aligned I/O. Gaps of staged extents keep taking small
+//    objects until then. A staging timeout (tick), a cap on staged write units
+//    per lane and flush() force the write of partly filled units.
 //  * release() of a range leaves a hole; holes in written extents are counted
 //    per extent and per erase unit; an erase unit without live blocks returns
 //    to the free pool. The cleaner (hole_cleaner.h) picks victims from the
@@ -38,10 +40,11 @@
 //
 // What the caller must do
 //  * Write the data of every staged piece into the staging buffer of its
-//    extent, write a WriteRegion's extents (zero elsewhere) in one I/O when the
-//    event arrives, and write in_place pieces directly (they land in extents
-//    already written; use the deferred path because blocks may be smaller than
-//    the device sector).
+//    extent; call collect() (or tick()) once per transaction batch and write
+//    each WriteRegion's extents (zero elsewhere) in one I/O; write in_place
+//    pieces directly (they land in extents already written; use the deferred
+//    path because blocks may be smaller than the device sector). Keep staged
+//    data durable (deferred records) until its region is on the device.
 //  * Persist drain_records() in the same RocksDB batch as the metadata that
 //    references the blocks, and rebuild() at mount from what was persisted.
 //  * Serialise calls: the allocator is not thread-safe.

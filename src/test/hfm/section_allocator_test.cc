@@ -6,6 +6,7 @@
 #include <set>
 
 #include "allocator_fixture.h"
+#include "hybridstore/section_report.h"
 #include "hybridstore/section_rules.h"
 
 namespace hybridstore {
@@ -429,6 +430,91 @@ TEST(SectionAllocator, RejectsBadRequestsAndGeometry) {
   g = test::make_geometry(s);
   g.erase_block_bytes = 3000;
   EXPECT_EQ(SectionAllocator::create(g, {}, &b, &err), -EINVAL);
+}
+
+
+TEST(SectionAllocator, RemainderCascadesToTheNextSmallerSection) {
+  AllocSetup s;
+  s.sections = "small:8K:rho1,mid:64K:rho3:delta4,large:512K:rho3:delta32";
+  s.ssd_bytes = 16 << 20;
+  auto a = make_allocator(s);
+  std::vector<AllocPiece> p;
+  AllocEvents ev;
+  ASSERT_EQ(a->allocate(req((512 << 10) + (70 << 10) - 10, 2), &p, &ev), 0);
+  auto section_at = [&](uint64_t block) {
+    return a->erase_unit_info(static_cast<uint32_t>(block / a->erase_unit_blocks())).section;
+  };
+  // The whole 512K extent and the whole 64K mid extent of the 70K remainder
+  // happen to be adjacent units: one piece. The last 6K go to the small section.
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].blocks, 512u + 64u);
+  EXPECT_EQ(section_at(p[0].block), 2);
+  EXPECT_EQ(section_at(p[0].block + 512), 1);
+  EXPECT_EQ(section_at(p[1].block), 0);
+  EXPECT_EQ(p[1].blocks, 6u);
+  EXPECT_EQ(p[1].bytes, 6u * 1024 - 10);
+  // remainder=fresh keeps the papers' rule: the head of one more clean extent.
+  s.sections = "small:8K:rho1,large:512K:rho3:delta32:remainder=fresh";
+  auto b = make_allocator(s);
+  ASSERT_EQ(b->allocate(req((512 << 10) + 3000, 1), &p, &ev), 0);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[1].block, p[0].block + 512);  // the next clean extent, from its head
+  EXPECT_EQ(p[1].blocks, 3u);
+  EXPECT_EQ(b->map_table(1, 0).size(), 1u);  // its tail is in the map table
+  EXPECT_EQ(a->verify(), "");
+  EXPECT_EQ(b->verify(), "");
+}
+
+TEST(SectionAllocator, StagingCapWritesTheOldestUnitPartlyFilled) {
+  AllocSetup s;
+  s.sections = "bump:8K:rho3:delta2";
+  s.erase_block = 16 << 10;  // two extents per write unit
+  s.tune.max_staged_units = 1;
+  auto a = make_allocator(s);
+  std::vector<AllocPiece> p;
+  AllocEvents ev;
+  ASSERT_EQ(a->allocate(req(1024), &p, &ev), 0);  // extent A stays open in unit 0
+  uint64_t first = p[0].block;
+  // Whole extents: B completes unit 0 but A keeps it open; C and D fill
+  // unit 1; E starts unit 2, one more than the cap allows: unit 0 is forced.
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(a->allocate(req(8192), &p, &ev), 0);
+  ASSERT_EQ(ev.regions.size(), 1u);
+  EXPECT_TRUE(ev.regions[0].forced);
+  EXPECT_EQ(ev.regions[0].block, first);
+  EXPECT_EQ(ev.regions[0].extents.size(), 2u);
+  a->collect(&ev);  // unit 1 completed normally
+  ASSERT_EQ(ev.regions.size(), 2u);
+  EXPECT_FALSE(ev.regions[1].forced);
+  EXPECT_EQ(a->verify(), "");
+}
+
+TEST(SectionAllocator, FlushWritesEverythingStaged) {
+  AllocSetup s;
+  auto a = make_allocator(s);
+  std::vector<AllocPiece> p;
+  AllocEvents ev;
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 500; ++i) ASSERT_EQ(a->allocate(req(500 + rng() % 9000), &p, &ev), 0);
+  a->flush(0, &ev);
+  for (const auto& u : a->usage()) {
+    EXPECT_EQ(u.extents_open, 0u) << u.name;
+    EXPECT_EQ(u.extents_sealed, 0u) << u.name;
+  }
+  EXPECT_EQ(a->verify(), "");
+}
+
+TEST(SectionAllocator, ReportShowsEverySection) {
+  AllocSetup s;
+  s.sections = "small:8K:rho1,mid:64K:rho2,cold:bypass";
+  auto a = make_allocator(s);
+  std::vector<AllocPiece> p;
+  AllocEvents ev;
+  ASSERT_EQ(a->allocate(req(4000), &p, &ev), 0);
+  std::string r = format_section_report(*a);
+  EXPECT_NE(r.find("small"), std::string::npos);
+  EXPECT_NE(r.find("rho2"), std::string::npos);
+  EXPECT_NE(r.find("bypass"), std::string::npos);
+  EXPECT_NE(r.find("total"), std::string::npos);
 }
 
 }  // namespace
