@@ -15,6 +15,29 @@
 
 namespace hybridstore {
 
+int make_allocator_geometry(const Config& cfg, uint64_t offset, uint64_t bytes,
+                            AllocatorGeometry* out, std::string* error) {
+  AllocatorGeometry g;
+  g.block_size = static_cast<uint32_t>(cfg.get_size("hybridstore_ssd_block_size"));
+  if (offset % g.block_size || bytes % g.block_size) {
+    *error = fmt::format("SSD range [{}, +{}) is not aligned to the {}-byte block", offset,
+                         bytes, g.block_size);
+    return -EINVAL;
+  }
+  g.first_block = offset / g.block_size;
+  g.blocks = bytes / g.block_size;
+  g.erase_block_bytes = cfg.get_size("hybridstore_flash_erase_block");
+  g.groups = static_cast<uint32_t>(cfg.get_int("hybridstore_ssd_hotness_groups"));
+  int r = parse_sections(cfg.get_str("hybridstore_ssd_sections"),
+                         SectionDefaults::from_config(cfg), &g.sections, error);
+  if (r < 0) {
+    *error = "hybridstore_ssd_sections: " + *error;
+    return r;
+  }
+  *out = std::move(g);
+  return 0;
+}
+
 AllocatorTuning AllocatorTuning::from_config(const Config& cfg) {
   AllocatorTuning t;
   t.staging_timeout_us =

@@ -74,6 +74,13 @@ struct AllocatorGeometry {
   std::vector<SectionSpec> sections;
 };
 
+// The geometry of an SSD range [offset, offset + bytes) (device bytes) from the
+// registry: hybridstore_ssd_block_size, hybridstore_ssd_sections,
+// hybridstore_flash_erase_block, hybridstore_ssd_hotness_groups. Returns 0, or
+// -EINVAL with *error (a bad section text, a range not aligned to the block).
+int make_allocator_geometry(const Config& cfg, uint64_t offset, uint64_t bytes,
+                            AllocatorGeometry* out, std::string* error);
+
 struct AllocatorTuning {
   uint64_t staging_timeout_us = 5'000'000;
   uint32_t max_staged_units = 4;  // per lane, staged write units besides the newest

@@ -6,7 +6,7 @@ namespace hybridstore {
 void add_section_options(std::vector<OptionSpec>* v) {
   using T = OptionType;
   // 256 B rather than the papers' 1 KiB: the unused part of each object's last
-  // block alone costs 8.9% of the SSD at 1 KiB under PostMark sizes, 2.3% at
+  // block alone costs 8.7% of the SSD at 1 KiB under PostMark sizes, 2.3% at
   // 256 B (docs/hfm-allocation.md); extents are written whole, so blocks below
   // the device sector cost no extra I/O.
   v->push_back({"hybridstore_ssd_block_size", T::kSize, "256",

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "allocator_fixture.h"
+#include "hybridstore/common/config.h"
 #include "hybridstore/section_report.h"
 #include "hybridstore/section_rules.h"
 
@@ -515,6 +516,28 @@ TEST(SectionAllocator, ReportShowsEverySection) {
   EXPECT_NE(r.find("rho2"), std::string::npos);
   EXPECT_NE(r.find("bypass"), std::string::npos);
   EXPECT_NE(r.find("total"), std::string::npos);
+}
+
+TEST(SectionAllocator, GeometryAndTuningComeFromTheRegistry) {
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(cfg.set("hybridstore_ssd_sections", "a:16K:rho2,b:bypass", &err), 0) << err;
+  ASSERT_EQ(cfg.set("hybridstore_ssd_hotness_groups", "3", &err), 0) << err;
+  ASSERT_EQ(cfg.set("hybridstore_ssd_staging_timeout", "2.5", &err), 0) << err;
+  AllocatorGeometry g;
+  ASSERT_EQ(make_allocator_geometry(cfg, 1 << 20, 64 << 20, &g, &err), 0) << err;
+  EXPECT_EQ(g.block_size, 256u);
+  EXPECT_EQ(g.first_block, (1u << 20) / 256);
+  EXPECT_EQ(g.groups, 3u);
+  ASSERT_EQ(g.sections.size(), 2u);
+  EXPECT_EQ(g.sections[0].extent_blocks, 64u);
+  EXPECT_EQ(AllocatorTuning::from_config(cfg).staging_timeout_us, 2'500'000u);
+  std::unique_ptr<SectionAllocator> a;
+  EXPECT_EQ(SectionAllocator::create(g, AllocatorTuning::from_config(cfg), &a, &err), 0) << err;
+  EXPECT_EQ(make_allocator_geometry(cfg, 100, 64 << 20, &g, &err), -EINVAL);
+  ASSERT_EQ(cfg.set("hybridstore_ssd_sections", "a:12K:rho2", &err), 0);
+  EXPECT_EQ(make_allocator_geometry(cfg, 0, 64 << 20, &g, &err), -EINVAL);
+  EXPECT_NE(err.find("hybridstore_ssd_sections"), std::string::npos);
 }
 
 }  // namespace
