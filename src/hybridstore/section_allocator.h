@@ -68,7 +68,7 @@ class Config;
 struct AllocatorGeometry {
   uint64_t first_block = 0;  // start of the SSD range, in allocation blocks
   uint64_t blocks = 0;       // length of the range, in allocation blocks
-  uint32_t block_size = 1024;
+  uint32_t block_size = 256;
   uint64_t erase_block_bytes = 0;  // flash erase block; 0 = unknown (no collection)
   uint32_t groups = 1;             // hotness groups (lanes per section)
   std::vector<SectionSpec> sections;
