@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <mutex>
 
@@ -31,6 +32,14 @@ unsigned nearest(const std::vector<double>& c, double v) {
   }
   return lo;
 }
+
+// Hotness spans orders of magnitude, so groups are formed on its logarithm:
+// in linear terms one very hot segment would own a group and every other
+// segment would crowd into the coldest one. `kFloor` keeps zero (never
+// written) finite.
+constexpr double kFloor = 1e-9;
+double to_log(double h) { return std::log(h + kFloor); }
+double from_log(double u) { return std::max(0.0, std::exp(u) - kFloor); }
 
 }  // namespace
 
@@ -74,27 +83,34 @@ unsigned HotnessGroups::refine(const std::vector<double>& sample) {
   const unsigned k = opts_.groups;
 
   std::vector<double> c = centres();
+  // k-means on log(hotness); centres are kept (and persisted) as hotness.
+  std::vector<double> u(v.size());
+  for (size_t i = 0; i < v.size(); ++i) u[i] = to_log(v[i]);
   if (c.empty()) {
-    // Seeds spaced evenly in log scale from the largest value down to the
-    // smallest positive one. Hotness spans orders of magnitude and most
-    // segments are cold: equal-count seeds would put several centres inside the
-    // big cold cluster, and three passes do not pull them out again.
-    c.assign(k, 0.0);
-    double hi = v.front();
-    double lo = 0;
-    for (auto it = v.rbegin(); it != v.rend(); ++it)
-      if (*it > 0) {
-        lo = *it;
-        break;
+    // First seeds by farthest-point (maximin) selection over the sample with
+    // its extreme 1% trimmed at both ends: one seed per well-separated
+    // cluster, whatever their sizes (equal-count seeds would crowd into the
+    // big cold cluster, equal-width ones can leave a cluster seedless), and
+    // a lone outlier cannot claim a group.
+    size_t trim = u.size() / 100;
+    std::vector<double> pool(u.begin() + static_cast<long>(trim), u.end() - static_cast<long>(trim));
+    if (pool.empty()) pool = u;
+    std::vector<double> seeds = {pool.front()};
+    while (seeds.size() < k) {
+      double best = -1, pick = pool.back();
+      for (double x : pool) {
+        double d = std::numeric_limits<double>::infinity();
+        for (double s : seeds) d = std::min(d, std::fabs(x - s));
+        if (d > best) best = d, pick = x;
       }
-    if (hi > 0) {
-      for (unsigned j = 0; j < k; ++j) {
-        double t = k == 1 ? 0.0 : static_cast<double>(j) / (k - 1);
-        c[j] = std::exp(std::log(hi) + t * (std::log(lo) - std::log(hi)));
-      }
+      seeds.push_back(pick);
     }
+    std::sort(seeds.begin(), seeds.end(), std::greater<double>());
+    c.assign(k, 0.0);
+    for (unsigned j = 0; j < k; ++j) c[j] = from_log(seeds[j]);
   }
-  const double range = v.front() - v.back();
+  for (auto& x : c) x = to_log(x);
+  const double range = u.front() - u.back();
   const double eps = opts_.tolerance * (range > 0 ? range : 1.0);
 
   unsigned passes = 0;
@@ -104,9 +120,9 @@ unsigned HotnessGroups::refine(const std::vector<double>& sample) {
     ++passes;
     std::fill(sum.begin(), sum.end(), 0.0);
     std::fill(count.begin(), count.end(), 0);
-    for (double h : v) {
-      unsigned j = nearest(c, h);
-      sum[j] += h;
+    for (double x : u) {
+      unsigned j = nearest(c, x);
+      sum[j] += x;
       ++count[j];
     }
     double moved = 0;
@@ -118,6 +134,7 @@ unsigned HotnessGroups::refine(const std::vector<double>& sample) {
     c = next;
     if (moved <= eps) break;
   }
+  for (auto& x : c) x = from_log(x);
   std::unique_lock<std::shared_mutex> g(mu_);
   centres_ = c;
   return passes;
@@ -127,7 +144,9 @@ unsigned HotnessGroups::classify(double hotness) const {
   std::shared_lock<std::shared_mutex> g(mu_);
   if (centres_.empty()) return 0;
   if (!(hotness >= 0)) hotness = 0;
-  return nearest(centres_, hotness);
+  std::vector<double> logc(centres_.size());
+  for (size_t i = 0; i < centres_.size(); ++i) logc[i] = to_log(centres_[i]);
+  return nearest(logc, to_log(hotness));
 }
 
 bool HotnessGroups::has_centres() const {

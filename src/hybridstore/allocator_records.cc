@@ -1,0 +1,457 @@
+// Persistence of the section allocator: the records the engine keeps in
+// RocksDB, and the rebuild of every in-memory structure from them at mount.
+//
+// Records (all sealed with seal_record: version byte, length, crc32c seeded
+// with a per-kind tag):
+//   geometry    written at mkfs: block size, erase block, range, groups, the
+//               canonical section text. Mount refuses a different geometry.
+//   erase unit  one per owned EU, key [1][eu]: lane, extents handed out,
+//               whether it is its lane's current unit, last modification, and
+//               per write unit "written" and the time its first extent was taken.
+//   extent      one per handed-out extent, key [2][eu][extent]: state, tail,
+//               time in table, map-table order, locality hint and its
+//               placements (start, blocks, bytes, writes, owner, born) - the
+//               extent's bitmap in run-length form, plus the back references
+//               the cleaner needs.
+// An EU that goes back to the free pool has its EU record and all its extent
+// records deleted (drain_records emits deletes before puts).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <map>
+#include <set>
+
+#include "hybridstore/common/encoding.h"
+#include "hybridstore/section_allocator.h"
+
+namespace hybridstore {
+
+namespace {
+
+constexpr uint32_t kGeometryTag = 0x48535347;  // "HSSG"
+constexpr uint32_t kEraseUnitTag = 0x48534555;  // "HSEU"
+constexpr uint32_t kExtentTag = 0x48534558;     // "HSEX"
+constexpr uint8_t kVersion = 1;
+constexpr size_t kKeySize = 9;
+
+}  // namespace
+
+std::string PersistOp::key() const {
+  std::string k;
+  k.push_back(static_cast<char>(type));
+  put_be32(&k, eu);
+  put_be32(&k, type == Type::kExtent ? extent : 0);
+  return k;
+}
+
+std::string SectionAllocator::encode_eu(uint32_t eu) const {
+  const EraseUnit& u = eus_[eu];
+  const Lane& l = lanes_[u.lane];
+  std::string b;
+  put_varint(&b, static_cast<uint64_t>(l.section));
+  put_varint(&b, l.group);
+  put_varint(&b, u.next_untaken);
+  put_u8(&b, u.current ? 1 : 0);
+  put_varint(&b, u.last_modified_us);
+  put_varint(&b, u.wu_written.size());
+  for (size_t w = 0; w < u.wu_written.size(); ++w) {
+    put_u8(&b, u.wu_written[w]);
+    put_varint(&b, u.wu_first_us[w]);
+  }
+  return seal_record(kEraseUnitTag, kVersion, b);
+}
+
+std::string SectionAllocator::encode_extent(const ExtentDesc& e) const {
+  std::string b;
+  put_u8(&b, static_cast<uint8_t>(e.state));
+  put_varint(&b, e.tail);
+  put_varint(&b, e.entered_us);
+  put_varint(&b, e.seq);
+  put_varint(&b, e.last_hint);
+  put_varint(&b, e.placements.size());
+  uint32_t prev_end = 0;
+  for (const Placement& p : e.placements) {
+    put_varint(&b, p.start - prev_end);
+    put_varint(&b, p.blocks);
+    put_varint(&b, p.bytes);
+    put_varint(&b, p.writes);
+    put_varint(&b, p.owner);
+    put_varint(&b, p.born_us);
+    prev_end = p.end();
+  }
+  return seal_record(kExtentTag, kVersion, b);
+}
+
+void SectionAllocator::drain_records(std::vector<PersistOp>* out) {
+  for (auto [eu, idx] : deleted_extents_)
+    out->push_back(PersistOp{PersistOp::Kind::kDelete, PersistOp::Type::kExtent, eu, idx, {}});
+  deleted_extents_.clear();
+  for (uint32_t eu : dirty_eus_) {
+    EraseUnit& u = eus_[eu];
+    u.dirty = false;
+    if (u.lane >= 0)
+      out->push_back(PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kEraseUnit, eu, 0,
+                               encode_eu(eu)});
+    else
+      out->push_back(PersistOp{PersistOp::Kind::kDelete, PersistOp::Type::kEraseUnit, eu, 0, {}});
+  }
+  dirty_eus_.clear();
+  for (const DirtyExtent& d : dirty_extents_) {
+    EraseUnit& u = eus_[d.eu];
+    if (u.lane < 0 || u.generation != d.generation || d.idx >= u.extents.size()) continue;
+    ExtentDesc& e = u.extents[d.idx];
+    if (!e.dirty) continue;
+    e.dirty = false;
+    if (e.state == ExtentState::kUntaken) continue;
+    out->push_back(PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, d.eu, d.idx,
+                             encode_extent(e)});
+  }
+  dirty_extents_.clear();
+}
+
+std::string SectionAllocator::geometry_record() const {
+  std::string b;
+  put_varint(&b, geo_.block_size);
+  put_varint(&b, geo_.erase_block_bytes);
+  put_varint(&b, geo_.first_block);
+  put_varint(&b, geo_.blocks);
+  put_varint(&b, geo_.groups);
+  put_bytes(&b, format_sections(geo_.sections, geo_.block_size));
+  return seal_record(kGeometryTag, kVersion, b);
+}
+
+int SectionAllocator::check_geometry_record(std::string_view record, std::string* error) const {
+  uint8_t version;
+  std::string_view body;
+  RecordError re = open_record(kGeometryTag, kVersion, record, &version, &body);
+  if (re != RecordError::kNone) {
+    *error = fmt::format("section geometry record: {}", record_error_name(re));
+    return -EIO;
+  }
+  Decoder d(body);
+  uint64_t bs, eb, first, blocks, groups;
+  std::string sections;
+  if (!d.get_varint(&bs) || !d.get_varint(&eb) || !d.get_varint(&first) ||
+      !d.get_varint(&blocks) || !d.get_varint(&groups) || !d.get_bytes(&sections, 1 << 16) ||
+      !d.done()) {
+    *error = "section geometry record: malformed body";
+    return -EIO;
+  }
+  std::string mine = format_sections(geo_.sections, geo_.block_size);
+  if (bs != geo_.block_size)
+    *error = fmt::format("hybridstore_ssd_block_size is {} but the store was made with {}",
+                         geo_.block_size, bs);
+  else if (eb != geo_.erase_block_bytes)
+    *error = fmt::format("hybridstore_flash_erase_block is {} but the store was made with {}",
+                         geo_.erase_block_bytes, eb);
+  else if (first != geo_.first_block || blocks != geo_.blocks)
+    *error = fmt::format("SSD range [{}, +{}) differs from the store's [{}, +{})",
+                         geo_.first_block, geo_.blocks, first, blocks);
+  else if (groups != geo_.groups)
+    *error = fmt::format("{} hotness groups configured but the store has {}", geo_.groups, groups);
+  else if (sections != mine)
+    *error = fmt::format("hybridstore_ssd_sections is '{}' but the store was made with '{}'",
+                         mine, sections);
+  else
+    return 0;
+  return -EINVAL;
+}
+
+int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
+                              const std::vector<std::pair<std::string, std::string>>& records,
+                              uint64_t now_us, std::unique_ptr<SectionAllocator>* out,
+                              std::string* error) {
+  std::unique_ptr<SectionAllocator> a(new SectionAllocator());
+  int r = a->init(geo, tune, error);
+  if (r < 0) return r;
+  bool track = a->track_;
+  a->track_ = false;  // restoring writes nothing back
+  r = a->restore(records, now_us, error);
+  if (r < 0) return r;
+  a->track_ = track;
+  // Units left without live data (a crash between the last release and the
+  // record deletes is not possible - they share a batch - but be lenient):
+  // return them to the pool and let the next drain delete their records.
+  for (uint32_t eu = 0; eu < a->eus_.size(); ++eu) {
+    const EraseUnit& u = a->eus_[eu];
+    if (u.lane >= 0 && u.live == 0 && !u.current) a->maybe_free_eu(eu);
+  }
+  *out = std::move(a);
+  return 0;
+}
+
+int SectionAllocator::restore(const std::vector<std::pair<std::string, std::string>>& records,
+                              uint64_t now, std::string* error) {
+  (void)now;
+  struct ExtentRec {
+    uint32_t eu, idx;
+    std::string_view value;
+  };
+  std::vector<std::pair<uint32_t, std::string_view>> eu_recs;
+  std::vector<ExtentRec> ext_recs;
+  std::set<std::string> seen;
+  for (const auto& [key, value] : records) {
+    if (key.size() != kKeySize) {
+      *error = fmt::format("allocator record key of {} bytes (expected {})", key.size(), kKeySize);
+      return -EIO;
+    }
+    if (!seen.insert(key).second) {
+      *error = "duplicate allocator record key";
+      return -EIO;
+    }
+    uint8_t type = static_cast<uint8_t>(key[0]);
+    uint32_t eu = get_be32(key.data() + 1), idx = get_be32(key.data() + 5);
+    if (eu >= eus_.size()) {
+      *error = fmt::format("allocator record for erase unit {} beyond the {} units", eu,
+                           eus_.size());
+      return -EIO;
+    }
+    if (type == static_cast<uint8_t>(PersistOp::Type::kEraseUnit) && idx == 0) {
+      eu_recs.emplace_back(eu, value);
+    } else if (type == static_cast<uint8_t>(PersistOp::Type::kExtent)) {
+      ext_recs.push_back(ExtentRec{eu, idx, value});
+    } else {
+      *error = fmt::format("allocator record of unknown type {}", type);
+      return -EIO;
+    }
+  }
+
+  // Erase units first: they say who owns what.
+  for (auto [eu, value] : eu_recs) {
+    uint8_t version;
+    std::string_view body;
+    RecordError re = open_record(kEraseUnitTag, kVersion, value, &version, &body);
+    if (re != RecordError::kNone) {
+      *error = fmt::format("erase unit {} record: {}", eu, record_error_name(re));
+      return -EIO;
+    }
+    Decoder d(body);
+    uint64_t section, group, next_untaken, last_mod, wus;
+    uint8_t current;
+    if (!d.get_varint(&section) || !d.get_varint(&group) || !d.get_varint(&next_untaken) ||
+        !d.get_u8(&current) || !d.get_varint(&last_mod) || !d.get_varint(&wus)) {
+      *error = fmt::format("erase unit {} record: malformed", eu);
+      return -EIO;
+    }
+    if (section >= geo_.sections.size() || geo_.sections[section].bypass() ||
+        group >= geo_.groups || current > 1) {
+      *error = fmt::format("erase unit {} record: section {} group {} not configured", eu,
+                           section, group);
+      return -EINVAL;
+    }
+    const SectionRt& rt = secs_[section];
+    if (next_untaken > rt.extents_per_eu || wus != rt.extents_per_eu / rt.extents_per_wu) {
+      *error = fmt::format("erase unit {} record: {} extents / {} write units do not match the "
+                           "section's geometry",
+                           eu, next_untaken, wus);
+      return -EINVAL;
+    }
+    Lane& l = lanes_[section * geo_.groups + group];
+    if (take_eu(l) < 0) return -EIO;  // cannot happen: the pool is full here
+    // take_eu picked the lowest free unit; move the ownership to `eu`.
+    uint32_t got = static_cast<uint32_t>(l.current);
+    if (got != eu) {
+      if (eus_[eu].lane >= 0) {
+        *error = fmt::format("erase unit {} owned twice", eu);
+        return -EINVAL;
+      }
+      std::swap(eus_[got], eus_[eu]);
+      free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
+      free_bits_[got / 64] |= uint64_t(1) << (got % 64);
+      for (auto& e : eus_[eu].extents) e.eu = eu;
+    }
+    EraseUnit& u = eus_[eu];
+    u.next_untaken = static_cast<uint32_t>(next_untaken);
+    u.last_modified_us = last_mod;
+    u.current = current != 0;
+    l.current = -1;
+    u.unwritten_wus = 0;
+    for (uint64_t w = 0; w < wus; ++w) {
+      uint8_t written;
+      uint64_t first;
+      if (!d.get_u8(&written) || !d.get_varint(&first) || written > 1) {
+        *error = fmt::format("erase unit {} record: malformed write-unit list", eu);
+        return -EIO;
+      }
+      uint64_t hi = (w + 1) * rt.extents_per_wu;
+      if (written && hi > next_untaken) {
+        *error = fmt::format("erase unit {}: write unit {} written before it was filled", eu, w);
+        return -EINVAL;
+      }
+      u.wu_written[w] = written;
+      u.wu_first_us[w] = first;
+      if (!written) ++u.unwritten_wus;
+    }
+    if (!d.done()) {
+      *error = fmt::format("erase unit {} record: trailing bytes", eu);
+      return -EIO;
+    }
+  }
+  for (size_t li = 0; li < lanes_.size(); ++li) lanes_[li].current = -1;
+  for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
+    EraseUnit& u = eus_[eu];
+    if (u.lane < 0 || !u.current) continue;
+    Lane& l = lanes_[u.lane];
+    if (l.current >= 0 || u.next_untaken >= secs_[l.section].extents_per_eu) {
+      *error = fmt::format("erase unit {}: inconsistent 'current' flag", eu);
+      return -EINVAL;
+    }
+    l.current = static_cast<int32_t>(eu);
+  }
+
+  // Extents.
+  const uint32_t bs = geo_.block_size;
+  for (const ExtentRec& x : ext_recs) {
+    EraseUnit& u = eus_[x.eu];
+    if (u.lane < 0) {
+      *error = fmt::format("extent record {}/{} in a free erase unit", x.eu, x.idx);
+      return -EINVAL;
+    }
+    Lane& l = lanes_[u.lane];
+    const SectionRt& rt = secs_[l.section];
+    if (x.idx >= u.next_untaken) {
+      *error = fmt::format("extent record {}/{} was never handed out", x.eu, x.idx);
+      return -EINVAL;
+    }
+    uint8_t version;
+    std::string_view body;
+    RecordError re = open_record(kExtentTag, kVersion, x.value, &version, &body);
+    if (re != RecordError::kNone) {
+      *error = fmt::format("extent {}/{} record: {}", x.eu, x.idx, record_error_name(re));
+      return -EIO;
+    }
+    Decoder d(body);
+    uint8_t state;
+    uint64_t tail, entered, seq, hint, n;
+    if (!d.get_u8(&state) || !d.get_varint(&tail) || !d.get_varint(&entered) ||
+        !d.get_varint(&seq) || !d.get_varint(&hint) || !d.get_varint(&n) ||
+        n > rt.s) {
+      *error = fmt::format("extent {}/{} record: malformed", x.eu, x.idx);
+      return -EIO;
+    }
+    ExtentDesc& e = u.extents[x.idx];
+    bool written_wu = u.wu_written[wu_of(u, x.idx)] != 0;
+    ExtentState st = static_cast<ExtentState>(state);
+    if ((st != ExtentState::kOpen && st != ExtentState::kSealed &&
+         st != ExtentState::kWritten) ||
+        (written_wu != (st == ExtentState::kWritten))) {
+      *error = fmt::format("extent {}/{}: state {} contradicts its write unit", x.eu, x.idx,
+                           state);
+      return -EINVAL;
+    }
+    uint64_t limit = st == ExtentState::kOpen ? tail : rt.s;
+    if (tail > rt.s || (st != ExtentState::kOpen && tail != rt.s) ||
+        (st == ExtentState::kOpen && tail == rt.s)) {
+      *error = fmt::format("extent {}/{}: tail {} out of range", x.eu, x.idx, tail);
+      return -EINVAL;
+    }
+    e.state = st;
+    e.tail = static_cast<uint32_t>(tail);
+    e.entered_us = entered;
+    e.seq = seq;
+    e.last_hint = hint;
+    e.placements.clear();
+    uint64_t prev_end = 0;
+    for (uint64_t k = 0; k < n; ++k) {
+      uint64_t gap, blocks, bytes, writes, owner, born;
+      if (!d.get_varint(&gap) || !d.get_varint(&blocks) || !d.get_varint(&bytes) ||
+          !d.get_varint(&writes) || !d.get_varint(&owner) || !d.get_varint(&born)) {
+        *error = fmt::format("extent {}/{} record: malformed placement", x.eu, x.idx);
+        return -EIO;
+      }
+      if (gap > limit) {
+        *error = fmt::format("extent {}/{}: placement {} starts past the extent", x.eu, x.idx, k);
+        return -EINVAL;
+      }
+      uint64_t start = prev_end + gap;
+      if (blocks == 0 || start > limit || blocks > limit - start || writes > UINT32_MAX ||
+          bytes > blocks * bs || bytes <= (blocks - 1) * bs) {
+        *error = fmt::format("extent {}/{}: placement {} [{}, +{}) of {} bytes is invalid",
+                             x.eu, x.idx, k, start, blocks, bytes);
+        return -EINVAL;
+      }
+      e.placements.push_back(Placement{static_cast<uint32_t>(start),
+                                       static_cast<uint32_t>(blocks),
+                                       static_cast<uint32_t>(bytes),
+                                       static_cast<uint32_t>(writes), owner, born});
+      prev_end = start + blocks;
+    }
+    if (!d.done()) {
+      *error = fmt::format("extent {}/{} record: trailing bytes", x.eu, x.idx);
+      return -EIO;
+    }
+    if (st == ExtentState::kOpen) {
+      uint32_t expect =
+          e.placements.empty() ? 0 : rt.map.next(static_cast<uint32_t>(prev_end) - 1).start;
+      if (expect != tail) {
+        *error = fmt::format("extent {}/{}: tail {} is not the map position {} of its last "
+                             "placement",
+                             x.eu, x.idx, tail, expect);
+        return -EINVAL;
+      }
+    }
+    for (const Placement& p : e.placements) account(&e, p, +1, 0);
+    seq_ = std::max(seq_, seq);
+  }
+
+  // Every handed-out extent must have come back.
+  std::vector<ExtentDesc*> open;
+  for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
+    EraseUnit& u = eus_[eu];
+    if (u.lane < 0) continue;
+    Lane& l = lanes_[u.lane];
+    const SectionRt& rt = secs_[l.section];
+    const SectionSpec& sp = geo_.sections[l.section];
+    u.open = 0;
+    for (uint32_t i = 0; i < u.next_untaken; ++i) {
+      ExtentDesc* e = &u.extents[i];
+      if (e->state == ExtentState::kUntaken) {
+        *error = fmt::format("extent {}/{} has no record", eu, i);
+        return -EINVAL;
+      }
+      if (e->state == ExtentState::kOpen) {
+        ++u.open;
+        ++u.wu_open[i / rt.extents_per_wu];
+        open.push_back(e);
+        if (sp.fill_gaps) add_free_runs(l.gaps, e, 0, e->tail);
+      } else if (e->state == ExtentState::kSealed) {
+        if (sp.fill_gaps) add_free_runs(l.gaps, e, 0, rt.s);
+      } else if (holes_indexed(l, u)) {
+        add_free_runs(l.holes, e, 0, rt.s);
+      }
+    }
+    uint32_t started = (u.next_untaken + rt.extents_per_wu - 1) / rt.extents_per_wu;
+    for (uint32_t w = 0; w < started; ++w) {
+      if (u.wu_written[w]) continue;
+      ++l.staged_count;
+      l.staged.push_back(StagedRef{eu, w, u.generation, u.wu_first_us[w]});
+    }
+    for (uint32_t w = started; w < u.wu_written.size(); ++w) {
+      if (u.wu_first_us[w] != 0) {
+        *error = fmt::format("erase unit {}: write unit {} has a start time but no extents",
+                             eu, w);
+        return -EINVAL;
+      }
+    }
+  }
+  std::sort(open.begin(), open.end(),
+            [](const ExtentDesc* a, const ExtentDesc* b) { return a->seq < b->seq; });
+  for (size_t i = 1; i < open.size(); ++i) {
+    if (open[i]->seq == open[i - 1]->seq) {
+      *error = "two open extents share a map-table position";
+      return -EINVAL;
+    }
+  }
+  for (ExtentDesc* e : open) lanes_[eus_[e->eu].lane].table.insert(e);
+  for (Lane& l : lanes_) {
+    std::sort(l.staged.begin(), l.staged.end(), [](const StagedRef& a, const StagedRef& b) {
+      if (a.first_us != b.first_us) return a.first_us < b.first_us;
+      if (a.eu != b.eu) return a.eu < b.eu;
+      return a.wu < b.wu;
+    });
+  }
+  return 0;
+}
+
+}  // namespace hybridstore

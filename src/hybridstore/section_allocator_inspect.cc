@@ -1,0 +1,240 @@
+// Inspection of the section allocator: space usage per section, the full
+// invariant check (tests, fsck) and a canonical dump (rebuild comparisons).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "hybridstore/section_allocator.h"
+
+namespace hybridstore {
+
+std::vector<SectionUsage> SectionAllocator::usage() const {
+  std::vector<SectionUsage> out(geo_.sections.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i].name = geo_.sections[i].name;
+  for (const EraseUnit& u : eus_) {
+    if (u.lane < 0) continue;
+    const Lane& l = lanes_[u.lane];
+    const SectionRt& rt = secs_[l.section];
+    SectionUsage& su = out[l.section];
+    ++su.erase_units;
+    su.consumed_blocks += eu_blocks_;
+    su.untaken_blocks += uint64_t(rt.extents_per_eu - u.next_untaken) * rt.s;
+    for (uint32_t i = 0; i < u.next_untaken; ++i) {
+      const ExtentDesc& e = u.extents[i];
+      su.live_blocks += e.live;
+      su.placements += e.placements.size();
+      for (const Placement& p : e.placements) su.live_bytes += p.bytes;
+      switch (e.state) {
+        case ExtentState::kOpen:
+          ++su.extents_open;
+          su.open_tail_blocks += rt.s - e.tail;
+          su.staged_free_blocks += e.tail - e.live;
+          break;
+        case ExtentState::kSealed:
+          ++su.extents_sealed;
+          su.staged_free_blocks += rt.s - e.live;
+          break;
+        default:
+          ++su.extents_written;
+          su.hole_blocks += rt.s - e.live;
+          break;
+      }
+    }
+  }
+  return out;
+}
+
+std::string SectionAllocator::verify() const {
+  std::vector<uint64_t> lane_live(lanes_.size()), lane_bytes(lanes_.size());
+  std::vector<uint32_t> lane_eus(lanes_.size()), lane_staged(lanes_.size());
+  std::vector<size_t> lane_open(lanes_.size());
+  std::vector<int32_t> lane_current(lanes_.size(), -1);
+  uint32_t free_eus = 0;
+  for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
+    const EraseUnit& u = eus_[eu];
+    bool free_bit = (free_bits_[eu / 64] >> (eu % 64)) & 1;
+    if (u.lane < 0) {
+      if (!free_bit) return fmt::format("eu {} free but not in the pool", eu);
+      ++free_eus;
+      continue;
+    }
+    if (free_bit) return fmt::format("eu {} owned but in the pool", eu);
+    const Lane& l = lanes_[u.lane];
+    const SectionRt& rt = secs_[l.section];
+    const SectionSpec& sp = geo_.sections[l.section];
+    ++lane_eus[u.lane];
+    if (u.current) {
+      if (lane_current[u.lane] >= 0) return fmt::format("lane {} has two current units", u.lane);
+      lane_current[u.lane] = static_cast<int32_t>(eu);
+    }
+    if (u.extents.size() != rt.extents_per_eu || u.next_untaken > rt.extents_per_eu)
+      return fmt::format("eu {} extent count", eu);
+    for (uint32_t i = u.next_untaken; i < rt.extents_per_eu; ++i) {
+      const ExtentDesc& e = u.extents[i];
+      if (e.state != ExtentState::kUntaken || !e.placements.empty() || !e.runs.empty() ||
+          e.eu != eu || e.idx != i)
+        return fmt::format("eu {} extent {} beyond next_untaken is not pristine", eu, i);
+    }
+    uint64_t live = 0, sw = 0;
+    unsigned __int128 sb = 0;
+    uint32_t open = 0, unwritten = 0;
+    for (uint32_t w = 0; w < u.wu_written.size(); ++w) {
+      if (!u.wu_written[w]) {
+        ++unwritten;
+        if (w * rt.extents_per_wu < u.next_untaken) ++lane_staged[u.lane];
+      }
+    }
+    for (uint32_t i = 0; i < u.next_untaken; ++i) {
+      const ExtentDesc& e = u.extents[i];
+      if (e.eu != eu || e.idx != i) return fmt::format("eu {} extent {} misnumbered", eu, i);
+      bool written = u.wu_written[i / rt.extents_per_wu];
+      if (written != (e.state == ExtentState::kWritten))
+        return fmt::format("eu {} extent {} state {} vs write unit", eu, i, int(e.state));
+      uint32_t limit = e.state == ExtentState::kOpen ? e.tail : rt.s;
+      if (e.state != ExtentState::kOpen && e.tail != rt.s)
+        return fmt::format("eu {} extent {} closed with tail {}", eu, i, e.tail);
+      uint32_t prev = 0, elive = 0;
+      for (const Placement& p : e.placements) {
+        if (p.blocks == 0 || p.start < prev || p.end() > limit)
+          return fmt::format("eu {} extent {} placement [{}, {}) overlaps or passes {}", eu, i,
+                             p.start, p.end(), limit);
+        if (p.bytes > uint64_t(p.blocks) * geo_.block_size ||
+            p.bytes <= uint64_t(p.blocks - 1) * geo_.block_size)
+          return fmt::format("eu {} extent {} placement bytes {}", eu, i, p.bytes);
+        prev = p.end();
+        elive += p.blocks;
+        sw += uint64_t(p.writes) * p.blocks;
+        sb += static_cast<unsigned __int128>(p.born_us) * p.blocks;
+        lane_bytes[u.lane] += p.bytes;
+      }
+      if (elive != e.live) return fmt::format("eu {} extent {} live {} != {}", eu, i, e.live, elive);
+      live += elive;
+      if (e.state == ExtentState::kOpen) {
+        ++open;
+        ++lane_open[u.lane];
+        uint32_t expect = e.placements.empty() ? 0 : rt.map.next(prev - 1).start;
+        if (expect != e.tail)
+          return fmt::format("eu {} extent {} tail {} != map position {}", eu, i, e.tail, expect);
+        if (rt.s - e.tail < sp.theta && !e.placements.empty())
+          return fmt::format("eu {} extent {} open with tail below theta", eu, i);
+      }
+      // Free runs listed for the extent must be exactly its free intervals when
+      // it is indexed, and none otherwise.
+      bool indexed = (e.state != ExtentState::kWritten && sp.fill_gaps) ||
+                     (e.state == ExtentState::kWritten && holes_indexed(l, u));
+      std::set<std::pair<uint32_t, uint32_t>> expect, have;
+      if (indexed) {
+        uint32_t cursor = 0;
+        for (const Placement& p : e.placements) {
+          if (p.start > cursor) expect.insert({cursor, p.start - cursor});
+          cursor = p.end();
+        }
+        if (cursor < limit) expect.insert({cursor, limit - cursor});
+      }
+      const FreeRunIndex& idx = e.state == ExtentState::kWritten ? l.holes : l.gaps;
+      for (uint32_t id : e.runs) {
+        const auto& r = idx.run(id);
+        if (!r.live || r.extent != &e)
+          return fmt::format("eu {} extent {} lists a run it does not own", eu, i);
+        have.insert({r.start, r.len});
+      }
+      if (have != expect)
+        return fmt::format("eu {} extent {}: {} free runs indexed, {} expected", eu, i,
+                           have.size(), expect.size());
+    }
+    if (live != u.live) return fmt::format("eu {} live {} != {}", eu, u.live, live);
+    if (sw != u.sum_writes || sb != u.sum_born) return fmt::format("eu {} hotness sums", eu);
+    if (open != u.open) return fmt::format("eu {} open {} != {}", eu, u.open, open);
+    for (uint32_t w = 0; w < u.wu_open.size(); ++w) {
+      uint32_t n = 0;
+      for (uint32_t i = w * rt.extents_per_wu;
+           i < std::min(u.next_untaken, (w + 1) * rt.extents_per_wu); ++i)
+        n += u.extents[i].state == ExtentState::kOpen;
+      if (n != u.wu_open[w]) return fmt::format("eu {} write unit {} open count", eu, w);
+    }
+    if (unwritten != u.unwritten_wus) return fmt::format("eu {} unwritten count", eu);
+    if (live == 0 && !u.current) return fmt::format("eu {} owned without live data", eu);
+    lane_live[u.lane] += live;
+  }
+  if (free_eus != free_count_) return "free unit count";
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    const Lane& l = lanes_[li];
+    if (geo_.sections[l.section].bypass()) continue;
+    if (l.live_blocks != lane_live[li] || l.live_bytes != lane_bytes[li])
+      return fmt::format("lane {} live counters", li);
+    if (l.eus != lane_eus[li]) return fmt::format("lane {} unit count", li);
+    if (l.current != lane_current[li]) return fmt::format("lane {} current unit", li);
+    if (l.staged_count != lane_staged[li])
+      return fmt::format("lane {} staged {} != {}", li, l.staged_count, lane_staged[li]);
+    if (l.table.size() != lane_open[li])
+      return fmt::format("lane {} map table holds {} extents, {} open", li, l.table.size(),
+                         lane_open[li]);
+    // Every extent in the table is open and filed under the label of its tail.
+    const SegmentMap& m = secs_[l.section].map;
+    size_t seen = 0;
+    for (int level = 0; level < m.levels(); ++level) {
+      for (int index = -1; index <= m.order(); ++index) {
+        auto v = l.table.entry_extents(level, index);
+        uint32_t prev_tail = 0;
+        for (size_t k = 0; k < v.size(); ++k) {
+          const ExtentDesc* e = v[k];
+          if (e->state != ExtentState::kOpen) return "closed extent in the map table";
+          SegmentLabel lab;
+          if (!m.label_of(e->tail, &lab) || lab.level != level || lab.index != index)
+            return fmt::format("extent filed under ({}, {}) with tail {}", index, level, e->tail);
+          if (k && e->tail < prev_tail) return "map-table entry not ordered by free space";
+          prev_tail = e->tail;
+          ++seen;
+        }
+      }
+    }
+    if (seen != l.table.size()) return fmt::format("lane {} map table walk", li);
+  }
+  return {};
+}
+
+std::string SectionAllocator::dump() const {
+  // seq_ is left out: after a rebuild it only has to exceed every extent's seq.
+  std::string out =
+      fmt::format("eu_blocks {} eus {} free {}\n", eu_blocks_, eus_.size(), free_count_);
+  for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
+    const EraseUnit& u = eus_[eu];
+    if (u.lane < 0) continue;
+    out += fmt::format("eu {} lane {} next {} live {} open {} current {} mod {} wu", eu, u.lane,
+                       u.next_untaken, u.live, u.open, u.current, u.last_modified_us);
+    for (size_t w = 0; w < u.wu_written.size(); ++w)
+      out += fmt::format(" {}@{}", int(u.wu_written[w]), u.wu_first_us[w]);
+    out += '\n';
+    for (uint32_t i = 0; i < u.next_untaken; ++i) {
+      const ExtentDesc& e = u.extents[i];
+      out += fmt::format("  ext {} st {} tail {} live {} in {} seq {} hint {} runs {}:", i,
+                         int(e.state), e.tail, e.live, e.entered_us, e.seq, e.last_hint,
+                         e.runs.size());
+      for (const Placement& p : e.placements)
+        out += fmt::format(" [{}+{} {}B w{} o{} b{}]", p.start, p.blocks, p.bytes, p.writes,
+                           p.owner, p.born_us);
+      out += '\n';
+    }
+  }
+  for (size_t li = 0; li < lanes_.size(); ++li) {
+    const Lane& l = lanes_[li];
+    if (geo_.sections[l.section].bypass()) continue;
+    out += fmt::format("lane {} live {} bytes {} eus {} current {} staged {} gaps {} holes {}\n",
+                       li, l.live_blocks, l.live_bytes, l.eus, l.current, l.staged_count,
+                       l.gaps.total_blocks(), l.holes.total_blocks());
+    const SegmentMap& m = secs_[l.section].map;
+    for (int level = 0; level < m.levels(); ++level)
+      for (int index = -1; index <= m.order(); ++index) {
+        auto v = l.table.entry_extents(level, index);
+        if (v.empty()) continue;
+        out += fmt::format("  mt{} ent{}:", level, index);
+        for (const ExtentDesc* e : v) out += fmt::format(" {}/{}", e->eu, e->idx);
+        out += '\n';
+      }
+  }
+  return out;
+}
+
+}  // namespace hybridstore

@@ -1,0 +1,312 @@
+// Persistence of the section allocator: records round-trip through a
+// RocksDB-like key/value map, the map table is rebuilt at mount, and damaged
+// or contradictory records are rejected with an error.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "allocator_fixture.h"
+#include "hybridstore/common/encoding.h"
+#include "hybridstore/section_rules.h"
+
+namespace hybridstore {
+namespace {
+
+using test::AllocSetup;
+using test::BlockModel;
+using Store = std::map<std::string, std::string>;
+
+// The record format (allocator_records.cc): per-kind checksum seeds.
+constexpr uint32_t kExtentTag = 0x48534558;
+
+void apply(Store* store, std::vector<PersistOp>* ops) {
+  for (const auto& op : *ops) {
+    if (op.kind == PersistOp::Kind::kPut)
+      (*store)[op.key()] = op.value;
+    else
+      store->erase(op.key());
+  }
+  ops->clear();
+}
+
+// The first line where two dumps differ ("" when equal), to keep failures short.
+std::string first_difference(const std::string& a, const std::string& b) {
+  size_t pa = 0, pb = 0;
+  while (pa < a.size() || pb < b.size()) {
+    size_t ea = a.find('\n', pa), eb = b.find('\n', pb);
+    std::string la = a.substr(pa, ea - pa), lb = b.substr(pb, eb - pb);
+    if (la != lb) return "rebuilt: " + la + "\noriginal: " + lb;
+    if (ea == std::string::npos || eb == std::string::npos) break;
+    pa = ea + 1;
+    pb = eb + 1;
+  }
+  return a.size() == b.size() ? "" : "dumps differ in length";
+}
+
+std::vector<std::pair<std::string, std::string>> records(const Store& s) {
+  return {s.begin(), s.end()};
+}
+
+struct Workload {
+  AllocSetup setup;
+  std::unique_ptr<SectionAllocator> a;
+  BlockModel model;
+  Store store;
+  std::mt19937_64 rng{7};
+  uint64_t now = 0, next_id = 1;
+  std::vector<PersistOp> ops;
+
+  explicit Workload(AllocSetup s) : setup(std::move(s)) { a = test::make_allocator(setup); }
+
+  void step(SectionAllocator* al, bool persist = true) {
+    now += 500;
+    std::vector<AllocPiece> pieces;
+    AllocEvents ev;
+    if (model.objects().empty() || rng() % 100 < 60) {
+      uint64_t bytes = rng() % 10 == 0 ? 1 + rng() % (700 << 10) : 300 + rng() % 9000;
+      AllocRequest r;
+      r.bytes = bytes;
+      r.section = bytes <= 8192 ? 0 : bytes < (512 << 10) ? 1 : 2;
+      r.group = static_cast<uint32_t>(rng() % setup.groups);
+      r.owner = next_id;
+      r.hint = rng() % 100;
+      r.writes = 1 + static_cast<uint32_t>(rng() % 5);
+      r.born_us = now - rng() % 400;
+      r.now_us = now;
+      int used;
+      if (al->allocate_with_fallback(r, &pieces, &ev, &used) == 0) {
+        ASSERT_TRUE(model.add(next_id, bytes, pieces, setup.block_size));
+        ++next_id;
+      }
+    } else {
+      auto it = model.objects().begin();
+      std::advance(it, rng() % model.objects().size());
+      for (const auto& p : it->second.pieces) ASSERT_EQ(al->release(p.block, p.blocks, now), 0);
+      model.remove(it->first);
+    }
+    if (rng() % 50 == 0) al->tick(now, &ev);
+    if (persist) {
+      al->drain_records(&ops);
+      apply(&store, &ops);
+    }
+  }
+};
+
+AllocSetup pressured() {
+  AllocSetup s;
+  s.ssd_bytes = 16 << 20;
+  s.groups = 2;
+  s.sections = "small:8K:rho1,mid:64K:rho2:hfm,large:512K:rho3:delta32";
+  s.tune.max_staged_units = 2;
+  s.tune.staging_timeout_us = 20'000;
+  return s;
+}
+
+TEST(AllocatorRecords, RoundTripRebuildsTheSameState) {
+  Workload w(pressured());
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 400; ++i) {
+      w.step(w.a.get());
+      ASSERT_FALSE(HasFatalFailure());
+    }
+    std::unique_ptr<SectionAllocator> b;
+    std::string err;
+    ASSERT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune,
+                                        records(w.store), w.now, &b, &err),
+              0)
+        << err;
+    ASSERT_EQ(b->verify(), "");
+    ASSERT_EQ(first_difference(b->dump(), w.a->dump()), "") << "round " << round;
+  }
+  // The rebuilt allocator carries on: same objects, more work, invariants hold.
+  std::unique_ptr<SectionAllocator> b;
+  std::string err;
+  ASSERT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune,
+                                      records(w.store), w.now, &b, &err),
+            0);
+  w.a = std::move(b);
+  for (int i = 0; i < 800; ++i) {
+    w.step(w.a.get());
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  ASSERT_EQ(w.a->verify(), "");
+  std::unique_ptr<SectionAllocator> c;
+  ASSERT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune,
+                                      records(w.store), w.now, &c, &err),
+            0)
+      << err;
+  EXPECT_EQ(first_difference(c->dump(), w.a->dump()), "");
+}
+
+TEST(AllocatorRecords, OpenExtentsComeBackInTheirMapTableEntries) {
+  AllocSetup s;
+  s.sections = "large:512K:rho3:delta32:gaps=off";
+  s.erase_block = 0;
+  auto a = test::make_allocator(s);
+  std::vector<AllocPiece> p;
+  AllocEvents ev;
+  AllocRequest r;
+  r.bytes = 162 * 1024;  // the paper's example: next start (1, 2, 162)
+  ASSERT_EQ(a->allocate(r, &p, &ev), 0);
+  std::vector<PersistOp> ops;
+  Store store;
+  a->drain_records(&ops);
+  apply(&store, &ops);
+  std::unique_ptr<SectionAllocator> b;
+  std::string err;
+  ASSERT_EQ(SectionAllocator::rebuild(test::make_geometry(s), {}, records(store), 0, &b, &err), 0)
+      << err;
+  auto v = b->map_table(0, 0).entry_extents(2, 1);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0]->tail, 162u);
+}
+
+class Corruption : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    w_ = std::make_unique<Workload>(pressured());
+    for (int i = 0; i < 600; ++i) w_->step(w_->a.get());
+  }
+  int rebuild(const Store& s, std::string* err) {
+    std::unique_ptr<SectionAllocator> b;
+    return SectionAllocator::rebuild(test::make_geometry(w_->setup), w_->setup.tune, records(s),
+                                     w_->now, &b, err);
+  }
+  std::unique_ptr<Workload> w_;
+};
+
+TEST_F(Corruption, EveryFlippedBitIsRejected) {
+  std::mt19937_64 rng(11);
+  int tried = 0;
+  for (auto it = w_->store.begin(); it != w_->store.end() && tried < 300; ++it, ++tried) {
+    Store s = w_->store;
+    std::string& v = s[it->first];
+    size_t bit = rng() % (v.size() * 8);
+    v[bit / 8] = static_cast<char>(v[bit / 8] ^ (1 << (bit % 8)));
+    std::string err;
+    EXPECT_LT(rebuild(s, &err), 0) << "flipped bit " << bit << " of " << v.size() * 8;
+    EXPECT_FALSE(err.empty());
+  }
+  EXPECT_GT(tried, 20);
+}
+
+TEST_F(Corruption, TruncatedExtendedAndRandomRecordsAreRejected) {
+  std::mt19937_64 rng(12);
+  for (auto it = w_->store.begin(); it != w_->store.end(); ++it) {
+    for (int kind = 0; kind < 3; ++kind) {
+      Store s = w_->store;
+      std::string& v = s[it->first];
+      if (kind == 0) v.resize(rng() % v.size());
+      if (kind == 1) v.push_back('x');
+      if (kind == 2)
+        for (auto& c : v) c = static_cast<char>(rng());
+      std::string err;
+      EXPECT_LT(rebuild(s, &err), 0);
+    }
+  }
+}
+
+TEST_F(Corruption, BadKeysAreRejected) {
+  std::string err;
+  Store s = w_->store;
+  s["short"] = "x";
+  EXPECT_EQ(rebuild(s, &err), -EIO);
+  s = w_->store;
+  std::string k(9, '\0');
+  k[0] = 9;  // unknown record type
+  s[k] = s.begin()->second;
+  EXPECT_EQ(rebuild(s, &err), -EIO);
+  s = w_->store;
+  k = std::string(1, 1);
+  put_be32(&k, 1u << 30);  // erase unit beyond the range
+  put_be32(&k, 0);
+  s[k] = s.begin()->second;
+  EXPECT_EQ(rebuild(s, &err), -EIO);
+}
+
+TEST_F(Corruption, RecordsThatContradictEachOtherAreRejected) {
+  std::string err;
+  // An erase unit record removed: its extents belong to a free unit.
+  Store s = w_->store;
+  for (auto it = s.begin(); it != s.end(); ++it)
+    if (it->first[0] == 1) {
+      s.erase(it);
+      break;
+    }
+  EXPECT_EQ(rebuild(s, &err), -EINVAL);
+  EXPECT_NE(err.find("free erase unit"), std::string::npos) << err;
+  // An extent record removed: a handed-out extent without state.
+  s = w_->store;
+  for (auto it = s.begin(); it != s.end(); ++it)
+    if (it->first[0] == 2) {
+      s.erase(it);
+      break;
+    }
+  EXPECT_EQ(rebuild(s, &err), -EINVAL);
+  EXPECT_NE(err.find("no record"), std::string::npos) << err;
+}
+
+// Extent records with a valid checksum but impossible contents.
+TEST_F(Corruption, WellFramedGarbageExtentsAreRejected) {
+  std::string key;
+  for (const auto& [k, v] : w_->store)
+    if (k[0] == 2) {
+      key = k;
+      break;
+    }
+  ASSERT_FALSE(key.empty());
+  auto body = [](uint8_t state, uint64_t tail, std::vector<std::array<uint64_t, 6>> pl) {
+    std::string b;
+    put_u8(&b, state);
+    put_varint(&b, tail);
+    put_varint(&b, 1);
+    put_varint(&b, 1);
+    put_varint(&b, 0);
+    put_varint(&b, pl.size());
+    for (auto& p : pl)
+      for (uint64_t x : p) put_varint(&b, x);
+    return seal_record(kExtentTag, 1, b);
+  };
+  std::vector<std::string> bad = {
+      body(9, 8, {}),                                        // no such state
+      body(3, 8, {{0, 9, 9000, 1, 1, 0}}),                   // past the extent
+      body(3, 8, {{UINT64_MAX, 1, 1000, 1, 1, 0}}),          // start wraps around
+      body(3, 8, {{0, 2, 5000, 1, 1, 0}}),                   // more bytes than blocks
+      body(3, 8, {{0, 2, 900, 1, 1, 0}}),                    // a whole unused block
+      body(3, 8, {{0, 0, 0, 1, 1, 0}}),                      // empty placement
+      body(3, 8, {{0, 1, 1024, 1ull << 33, 1, 0}}),          // writes out of range
+      body(1, 3, {{0, 2, 2048, 1, 1, 0}}),                   // open tail not a map position
+      body(2, 5, {{0, 2, 2048, 1, 1, 0}}),                   // closed with a tail
+  };
+  for (size_t i = 0; i < bad.size(); ++i) {
+    Store s = w_->store;
+    s[key] = bad[i];
+    std::string err;
+    EXPECT_LT(rebuild(s, &err), 0) << "case " << i;
+    EXPECT_FALSE(err.empty());
+  }
+}
+
+TEST(AllocatorRecords, GeometryRecordDetectsAChangedConfiguration) {
+  AllocSetup s;
+  auto a = test::make_allocator(s);
+  std::string rec = a->geometry_record();
+  std::string err;
+  EXPECT_EQ(a->check_geometry_record(rec, &err), 0) << err;
+  AllocSetup s2 = s;
+  s2.sections = "small:8K:rho1,mid:64K:rho2,large:512K:rho3:delta16";
+  auto b = test::make_allocator(s2);
+  EXPECT_EQ(b->check_geometry_record(rec, &err), -EINVAL);
+  EXPECT_NE(err.find("hybridstore_ssd_sections"), std::string::npos);
+  AllocSetup s3 = s;
+  s3.erase_block = 1 << 20;
+  auto c = test::make_allocator(s3);
+  EXPECT_EQ(c->check_geometry_record(rec, &err), -EINVAL);
+  EXPECT_NE(err.find("erase_block"), std::string::npos);
+  rec[3] ^= 1;
+  EXPECT_EQ(a->check_geometry_record(rec, &err), -EIO);
+}
+
+}  // namespace
+}  // namespace hybridstore
