@@ -61,7 +61,8 @@ void DeferredWriter::throttle() {
   space_cv_.wait(l, [&] { return pending_bytes_ < opts_.max_pending_bytes || error_ || stopping_; });
 }
 
-uint64_t DeferredWriter::stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data) {
+uint64_t DeferredWriter::stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data,
+                               bool held) {
   std::lock_guard<std::mutex> l(mutex_);
   uint64_t seq = next_seq_++;
   ++stats_.records_staged;
@@ -69,8 +70,16 @@ uint64_t DeferredWriter::stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64
   max_entry_len_ = std::max<uint64_t>(max_entry_len_, data.size());
   pending_bytes_ += data.size();
   by_offset_[tier_index(tier)].emplace(offset, seq);
-  entries_.emplace(seq, Entry{tier, offset, std::make_shared<const std::string>(std::move(data)), false});
+  entries_.emplace(seq, Entry{tier, offset, std::make_shared<const std::string>(std::move(data)), false, held});
   return seq;
+}
+
+void DeferredWriter::write_region(Tier tier, uint64_t begin, uint64_t end) {
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    regions_.push_back({tier, begin, end});
+  }
+  work_cv_.notify_one();
 }
 
 void DeferredWriter::erase_locked(std::map<uint64_t, Entry>::iterator it) {
@@ -82,16 +91,30 @@ void DeferredWriter::erase_locked(std::map<uint64_t, Entry>::iterator it) {
       break;
     }
   pending_bytes_ -= it->second.data->size();
-  if (it->second.committed) committed_bytes_ -= it->second.data->size();
+  if (it->second.committed && !it->second.held) committed_bytes_ -= it->second.data->size();
   entries_.erase(it);
 }
 
-void DeferredWriter::release_ready_locked(std::vector<PExtent>* out) {
-  uint64_t low = lowest_pending_locked();
-  while (!held_.empty() && held_.front().tag < low) {
-    out->push_back(held_.front().extent);
-    held_.pop_front();
+bool DeferredWriter::overlaps_pending_locked(const PExtent& e, uint64_t up_to_seq) const {
+  const auto& idx = by_offset_[tier_index(e.tier)];
+  auto it = idx.lower_bound(e.offset > max_entry_len_ ? e.offset - max_entry_len_ : 0);
+  for (; it != idx.end() && it->first < e.offset + e.length; ++it) {
+    if (it->second > up_to_seq) continue;
+    const Entry& en = entries_.at(it->second);
+    if (en.offset + en.data->size() > e.offset) return true;
   }
+  return false;
+}
+
+void DeferredWriter::release_ready_locked(std::vector<PExtent>* out) {
+  size_t keep = 0;
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (overlaps_pending_locked(held_[i].extent, held_[i].tag))
+      held_[keep++] = held_[i];
+    else
+      out->push_back(held_[i].extent);
+  }
+  held_.resize(keep);
 }
 
 void DeferredWriter::cancel(const std::vector<uint64_t>& seqs) {
@@ -117,16 +140,16 @@ void DeferredWriter::committed(const std::vector<uint64_t>& seqs, std::vector<PE
     for (uint64_t s : seqs) {
       auto it = entries_.find(s);
       if (it == entries_.end() || it->second.committed) continue;
-      if (committed_bytes_ == 0) oldest_committed_ = std::chrono::steady_clock::now();
       it->second.committed = true;
+      if (it->second.held) continue;
+      if (committed_bytes_ == 0) oldest_committed_ = std::chrono::steady_clock::now();
       committed_bytes_ += it->second.data->size();
     }
-    // Everything staged so far must reach the device before this space can
-    // be reused (conservative: it may include later, unrelated records).
+    // Records staged so far onto the freed space must land first.
     uint64_t tag = next_seq_ - 1;
     for (const auto& e : released) held_.push_back({tag, e});
     release_ready_locked(&ready);
-    kick = committed_bytes_ >= opts_.batch_bytes;
+    kick = committed_bytes_ >= opts_.batch_bytes || !regions_.empty();
   }
   for (const auto& e : ready) release_(e);
   if (kick) work_cv_.notify_one();
@@ -167,39 +190,100 @@ int DeferredWriter::drain() {
   uint64_t target = next_seq_ - 1;
   ++drain_requests_;
   work_cv_.notify_one();
+  // Held records leave only through write_region(): the caller flushes the
+  // staged write units before draining.
   auto ready = [&] {
-    bool applied = lowest_pending_locked() > target;
-    bool released = held_.empty() || held_.front().tag > target;
+    bool applied = entries_.empty() || entries_.begin()->first > target;
+    bool released = true;
+    for (const auto& h : held_) released &= h.tag > target;
     return (applied && released) || error_;
   };
   while (!done_cv_.wait_for(l, std::chrono::seconds(10), ready))
-    HS_WARN("deferred drain waiting: lowest pending {}, target {}, {} records ({} committed bytes), {} held",
-            lowest_pending_locked(), target, entries_.size(), committed_bytes_, held_.size());
+    HS_WARN("deferred drain waiting: {} records ({} committed bytes, {} regions queued), {} frees held",
+            entries_.size(), committed_bytes_, regions_.size(), held_.size());
   --drain_requests_;
   return error_;
 }
 
-int DeferredWriter::apply_committed_prefix(std::unique_lock<std::mutex>& l) {
-  // Records apply in staging order, so stop at the first one whose
-  // transaction is not yet durable.
-  std::vector<std::pair<uint64_t, Entry>> batch;
+bool DeferredWriter::region_ready_locked(const Region& r) const {
+  const auto& idx = by_offset_[tier_index(r.tier)];
+  auto it = idx.lower_bound(r.begin > max_entry_len_ ? r.begin - max_entry_len_ : 0);
+  for (; it != idx.end() && it->first < r.end; ++it) {
+    const Entry& e = entries_.at(it->second);
+    if (e.offset + e.data->size() > r.begin && !e.committed) return false;
+  }
+  return true;
+}
+
+bool DeferredWriter::has_work_locked() const {
+  for (const auto& r : regions_)
+    if (region_ready_locked(r)) return true;
+  return committed_bytes_ > 0;
+}
+
+namespace {
+// One write: [offset, offset + image.size()), aligned for the device.
+struct Run {
+  int tier;
+  uint64_t offset;
+  std::string image;
+};
+}  // namespace
+
+int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
+  // Work, chosen under the lock: whole regions whose records all committed,
+  // and unheld committed records in staging order up to the first one not
+  // yet committed (so overlapping records land in order).
+  std::vector<Region> regions;
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    if (region_ready_locked(*it)) {
+      regions.push_back(*it);
+      it = regions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::vector<std::pair<uint64_t, Entry>> batch;    // applied as records
+  std::vector<std::pair<uint64_t, Entry>> covered;  // applied through a region
   for (auto& [seq, e] : entries_) {
+    bool in_region = false;
+    for (const auto& r : regions)
+      in_region |= r.tier == e.tier && e.offset >= r.begin && e.offset + e.data->size() <= r.end;
+    if (in_region) {
+      covered.emplace_back(seq, e);
+      continue;
+    }
+    if (e.held) continue;
     if (!e.committed) break;
     batch.emplace_back(seq, e);
   }
-  if (batch.empty()) return 0;
+  if (batch.empty() && regions.empty()) return 0;
   l.unlock();
 
-  // One image per tier: later records overwrite earlier ones where they
-  // overlap; then adjacent pieces merge into single writes.
   int err = 0;
   uint64_t bytes = 0, writes = 0;
+  std::vector<Run> runs;
+  // Regions: the device's current bytes (earlier data of the unit, or what a
+  // replay after a crash put there) overlaid with every record in the range.
+  for (const auto& r : regions) {
+    Run run{tier_index(r.tier), r.begin, std::string(r.end - r.begin, '\0')};
+    AlignedBuffer b(run.image.size(), 4096, AlignedBuffer::kUninitialized);
+    if ((err = devices_[run.tier]->read(r.begin, b.data(), run.image.size())) < 0) break;
+    std::memcpy(run.image.data(), b.data(), run.image.size());
+    for (const auto& [seq, e] : covered) {
+      if (e.tier != r.tier || e.offset < r.begin || e.offset + e.data->size() > r.end) continue;
+      std::memcpy(run.image.data() + (e.offset - r.begin), e.data->data(), e.data->size());
+      bytes += e.data->size();
+    }
+    runs.push_back(std::move(run));
+  }
+  // Records: one image per tier, later records over earlier ones; adjacent
+  // pieces merge; pieces not aligned for the device are widened by reading.
   for (int t = 0; t < kNumTiers && !err; ++t) {
     std::map<uint64_t, std::string> image;
     for (const auto& [seq, e] : batch) {
       if (tier_index(e.tier) != t) continue;
       uint64_t b = e.offset, f = e.offset + e.data->size();
-      // Trim or split older pieces overlapping [b, f).
       auto it = image.upper_bound(b);
       if (it != image.begin()) --it;
       while (it != image.end() && it->first < f) {
@@ -216,32 +300,63 @@ int DeferredWriter::apply_committed_prefix(std::unique_lock<std::mutex>& l) {
       image.emplace(b, *e.data);
       bytes += e.data->size();
     }
-    if (image.empty()) continue;
-    std::vector<std::pair<uint64_t, std::string>> runs;
+    uint64_t a = devices_[t]->alignment();
+    std::vector<Run> merged;
     for (auto& [off, data] : image) {
-      if (!runs.empty() && runs.back().first + runs.back().second.size() == off)
-        runs.back().second += data;
-      else
-        runs.emplace_back(off, std::move(data));
+      uint64_t rb = off / a * a, re = (off + data.size() + a - 1) / a * a;
+      if (!merged.empty() && merged.back().offset + merged.back().image.size() >= rb) {
+        Run& m = merged.back();
+        uint64_t mend = m.offset + m.image.size();
+        if (re > mend) {
+          m.image.resize(re - m.offset);
+          // Sectors the run gains but this piece does not cover in full keep
+          // the device's bytes.
+          if (off > mend || off + data.size() < re) {
+            AlignedBuffer buf(re - mend, 4096, AlignedBuffer::kUninitialized);
+            if ((err = devices_[t]->read(mend, buf.data(), re - mend)) < 0) break;
+            std::memcpy(m.image.data() + (mend - m.offset), buf.data(), re - mend);
+          }
+        }
+        std::memcpy(m.image.data() + (off - m.offset), data.data(), data.size());
+        continue;
+      }
+      Run run{t, rb, std::string(re - rb, '\0')};
+      if (rb != off || re != off + data.size()) {
+        // Partial sectors at either end: start from what the device holds.
+        AlignedBuffer buf(re - rb, 4096, AlignedBuffer::kUninitialized);
+        if ((err = devices_[t]->read(rb, buf.data(), re - rb)) < 0) break;
+        std::memcpy(run.image.data(), buf.data(), re - rb);
+      }
+      std::memcpy(run.image.data() + (off - rb), data.data(), data.size());
+      merged.push_back(std::move(run));
     }
+    for (auto& m : merged) runs.push_back(std::move(m));
+  }
+  bool wrote[kNumTiers] = {false, false};
+  for (int t = 0; t < kNumTiers && !err; ++t) {
     std::vector<AlignedBuffer> bufs;
     std::vector<WriteIo> ios;
-    for (auto& [off, data] : runs) {
-      AlignedBuffer b(data.size(), 4096, AlignedBuffer::kUninitialized);
-      std::memcpy(b.data(), data.data(), data.size());
-      ios.push_back({off, b.data(), data.size()});
+    for (const auto& run : runs) {
+      if (run.tier != t) continue;
+      AlignedBuffer b(run.image.size(), 4096, AlignedBuffer::kUninitialized);
+      std::memcpy(b.data(), run.image.data(), run.image.size());
+      ios.push_back({run.offset, b.data(), run.image.size()});
       bufs.push_back(std::move(b));
     }
+    if (ios.empty()) continue;
     writes += ios.size();
     err = devices_[t]->write_many(ios);
     if (!err) err = devices_[t]->flush();
+    wrote[t] = true;
     if (err)
       HS_ERROR("applying deferred writes to the {} device failed: {}", tier_name(static_cast<Tier>(t)),
                strerror(-err));
   }
+  (void)wrote;
   if (!err) {
     rocksdb::WriteBatch del;
     for (const auto& [seq, e] : batch) del.Delete(deferred_key(seq));
+    for (const auto& [seq, e] : covered) del.Delete(deferred_key(seq));
     rocksdb::WriteOptions wo;
     wo.sync = true;
     rocksdb::Status s = db_->Write(wo, &del);
@@ -256,11 +371,12 @@ int DeferredWriter::apply_committed_prefix(std::unique_lock<std::mutex>& l) {
   if (err) {
     error_ = err;
   } else {
-    for (const auto& [seq, e] : batch) {
-      auto it = entries_.find(seq);
-      if (it != entries_.end()) erase_locked(it);
-    }
-    stats_.records_applied += batch.size();
+    for (auto* list : {&batch, &covered})
+      for (const auto& [seq, e] : *list) {
+        auto it = entries_.find(seq);
+        if (it != entries_.end()) erase_locked(it);
+      }
+    stats_.records_applied += batch.size() + covered.size();
     stats_.bytes_applied += bytes;
     stats_.device_writes += writes;
     stats_.batches += 1;
@@ -278,16 +394,17 @@ int DeferredWriter::apply_committed_prefix(std::unique_lock<std::mutex>& l) {
 void DeferredWriter::run() {
   std::unique_lock<std::mutex> l(mutex_);
   for (;;) {
-    // Only committed records can be applied, so only they make work.
+    // Committed records, or regions whose records all committed, make work.
     auto due = [&] {
+      if (!regions_.empty() && has_work_locked()) return true;
       if (committed_bytes_ == 0) return false;
       if (stopping_ || drain_requests_ || committed_bytes_ >= opts_.batch_bytes) return true;
       return std::chrono::steady_clock::now() - oldest_committed_ >= std::chrono::milliseconds(opts_.max_delay_ms);
     };
     work_cv_.wait_for(l, std::chrono::milliseconds(opts_.max_delay_ms), [&] { return stopping_ || due(); });
-    if (!error_ && due()) apply_committed_prefix(l);
+    if (!error_ && due()) apply_batch(l);
     done_cv_.notify_all();
-    if (stopping_ && (committed_bytes_ == 0 || error_)) return;
+    if (stopping_ && ((committed_bytes_ == 0 && regions_.empty()) || error_)) return;
   }
 }
 

@@ -10,9 +10,15 @@
 // drops them from the overlay. Mount replays every D record left (replay()).
 //
 // Space freed by a transaction is handed back to the allocator only after
-// every deferred write staged before that transaction has been applied and
-// its record deleted durably; otherwise a record replayed after a crash could
-// land on space that already belongs to someone else.
+// every deferred write staged before it *onto that space* has been applied
+// and its record deleted durably; otherwise a record replayed after a crash
+// could land on space that already belongs to someone else.
+//
+// Held records (the SSD's staged extents, see ssd_sections.h) are not applied
+// on their own: they wait until write_region() names the write unit holding
+// them, which is then written whole — read, overlaid with every committed
+// record in it, written in one aligned I/O. Records smaller than the device's
+// I/O alignment are applied by read-modify-write.
 #pragma once
 #include <array>
 #include <atomic>
@@ -66,7 +72,11 @@ class DeferredWriter {
   void throttle();
   // Stages `data` for (tier, offset): adds its D record to `batch` and makes
   // it visible to reads. Returns the record's sequence number.
-  uint64_t stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data);
+  uint64_t stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data,
+                 bool held = false);
+  // The device range [begin, end) of `tier` (aligned) is complete: write it
+  // whole once every record in it is committed.
+  void write_region(Tier tier, uint64_t begin, uint64_t end);
   // The transaction that staged these failed: forget them.
   void cancel(const std::vector<uint64_t>& seqs);
   // The transaction that staged `seqs` and freed `released` is durable.
@@ -100,14 +110,24 @@ class DeferredWriter {
     uint64_t offset;
     std::shared_ptr<const std::string> data;
     bool committed = false;
+    bool held = false;
+  };
+  struct Region {
+    Tier tier;
+    uint64_t begin, end;
   };
   struct Held {
     uint64_t tag;  // applied once every seq <= tag is applied
     PExtent extent;
   };
   void run();
-  int apply_committed_prefix(std::unique_lock<std::mutex>& l);
+  // Picks committed work (regions whose records are all committed, and
+  // unheld records in staging order up to the first uncommitted one).
+  bool has_work_locked() const;
+  int apply_batch(std::unique_lock<std::mutex>& l);
   void release_ready_locked(std::vector<PExtent>* out);
+  bool overlaps_pending_locked(const PExtent& e, uint64_t up_to_seq) const;
+  bool region_ready_locked(const Region& r) const;
   void erase_locked(std::map<uint64_t, Entry>::iterator it);
 
   rocksdb::DB* db_;
@@ -120,15 +140,13 @@ class DeferredWriter {
   std::condition_variable work_cv_;   // something to apply / stop / drain request
   std::condition_variable done_cv_;   // a batch finished
   std::condition_variable space_cv_;  // pending bytes dropped
-  uint64_t lowest_pending_locked() const {
-    return entries_.empty() ? next_seq_ : entries_.begin()->first;
-  }
   std::map<uint64_t, Entry> entries_; // seq -> entry, staged order
   // Per tier: device offset -> seq, to find the entries a read overlaps.
   std::array<std::multimap<uint64_t, uint64_t>, kNumTiers> by_offset_;
   uint64_t max_entry_len_ = 0;
   uint64_t committed_bytes_ = 0;
-  std::deque<Held> held_;
+  std::vector<Held> held_;
+  std::deque<Region> regions_;
   uint64_t next_seq_ = 1;
   std::atomic<uint64_t> pending_bytes_{0};
   uint64_t drain_requests_ = 0;
