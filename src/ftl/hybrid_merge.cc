@@ -204,6 +204,8 @@ int HybridMapping::finish_job(MergeJob* job) {
     }
   }
   n.trimmed = std::move(st.trimmed);
+  if (!n.trimmed.empty())
+    for (const auto& [lpn, data] : job->overrides) n.trimmed[lpn] = false;
   st = std::move(n);
   ctx_->wl->set_owner(static_cast<uint32_t>(st.peb), leb);
   int k = static_cast<int>(job->kind);

@@ -20,6 +20,9 @@ bool NandModel::cut_now() {
   ++mutations_;
   if (cut_at_ && mutations_ >= cut_at_) {
     power_lost_ = true;
+    // How the operation tears depends on where the cut falls, so a sweep over
+    // cut positions sees every kind of damage.
+    rng_.seed(opts_.seed * 0x9e3779b97f4a7c15ull + mutations_);
     return true;
   }
   return false;
@@ -65,13 +68,19 @@ void NandModel::tear_program(uint32_t block, uint32_t page, const char* data, co
   std::vector<char> buf(g.page_size + g.oob_size, static_cast<char>(0xff));
   if (data) memcpy(buf.data(), data, g.page_size);
   if (oob) memcpy(buf.data() + g.page_size, oob, g.oob_size);
-  // Two ways a program stops half-way: the cells of a prefix got their charge
-  // and the rest none, or every cell got some: each bit that should have gone
-  // to 0 did so with probability 1/4, 1/2 or 3/4.
-  uint64_t mode = rng_() % 4;
+  // Ways a program stops half-way: the cells of a prefix got their charge and
+  // the rest none; every cell got some (each bit that should have gone to 0
+  // did so with probability 1/4, 1/2 or 3/4); or the spare area finished and
+  // the data did not (so the tag reads valid and only the data checksum can
+  // tell).
+  uint64_t mode = rng_() % 5;
   if (mode == 0) {
     size_t cut = rng_() % buf.size();
     memset(buf.data() + cut, 0xff, buf.size() - cut);
+  } else if (mode == 4) {
+    size_t n = g.page_size;
+    size_t cut = n / 4 + rng_() % (n / 2);
+    memset(buf.data() + cut, 0xff, n - cut);
   } else {
     for (char& c : buf) {
       uint8_t r1 = static_cast<uint8_t>(rng_()), r2 = static_cast<uint8_t>(rng_() >> 8);
