@@ -213,7 +213,8 @@ int Ftl::after_write(uint64_t pages) {
     ctx_.scrub.erase(ctx_.scrub.begin());
     if (wl_->state(peb) != PebState::kUsed) continue;
     int r = policy_->relocate(peb);
-    if (r < 0 && r != -EBUSY) return fail(r);
+    if (r == -EIO && nand_->power_lost()) return fail(r);
+    if (r < 0 && r != -EBUSY) HS_WARN("ftl: scrubbing PEB {} failed: {}", peb, r);
   }
   // Static wear levelling, at most one move per few erases so that a burst
   // of moves never lands on one write.
@@ -228,7 +229,9 @@ int Ftl::after_write(uint64_t pages) {
         skip.insert(peb);
         continue;
       }
-      if (r < 0) return fail(r);
+      if (r == -EIO && nand_->power_lost()) return fail(r);
+      // Wear levelling is best effort: the write itself succeeded.
+      if (r < 0) HS_WARN("ftl: wear-levelling move of PEB {} failed: {}", peb, r);
       break;
     }
   }

@@ -198,19 +198,14 @@ void NandMedia::erase(uint32_t block) {
   char* start = page_ptr(block, 0);
   uint64_t len = uint64_t(geo_.pages_per_block) * (geo_.page_size + geo_.oob_size);
   uint64_t off = static_cast<uint64_t>(start - base_);
-  // Release the whole 4 KiB pages inside the block (the file becomes sparse
-  // there, anonymous memory is returned); zero the partial pages at the edges.
+  // Anonymous memory: give the whole 4 KiB pages inside the block back and
+  // zero the partial pages at the edges. A file is only zeroed: punching holes
+  // would make every later program fault in and allocate file blocks again,
+  // which costs journal commits on the host file system.
   uint64_t a = round_up(off, 4096);
   uint64_t b = (off + len) / 4096 * 4096;
   bool released = false;
-  if (b > a + 4096) {
-    if (fd_ >= 0) {
-      released = fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                           static_cast<off_t>(a), static_cast<off_t>(b - a)) == 0;
-    } else {
-      released = madvise(base_ + a, b - a, MADV_DONTNEED) == 0;
-    }
-  }
+  if (fd_ < 0 && b > a + 4096) released = madvise(base_ + a, b - a, MADV_DONTNEED) == 0;
   if (released) {
     memset(start, 0, a - off);
     memset(base_ + b, 0, off + len - b);

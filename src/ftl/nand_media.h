@@ -16,7 +16,7 @@
 //                  12 bytes before it. An all-zero entry is a fresh block.
 //   [T, end)       pages: block-major, page-major, page_size data then oob_size OOB.
 // Page bytes are stored inverted (erased 0xFF is stored as 0x00), so a fresh
-// flash file is a sparse file and erasing a block punches a hole.
+// flash file is a sparse file (creating a 1 GiB flash is instant).
 #pragma once
 #include <cstdint>
 #include <memory>

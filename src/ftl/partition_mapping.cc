@@ -122,6 +122,7 @@ int PartitionMapping::append_log(uint32_t leb, uint32_t lpn, const char* data) {
       if (ctx_->io->power_lost()) return -EIO;
       HS_WARN("ftl: program failed on log block PEB {}; sealing it", lb.peb);
       lb.sealed = true;
+      lb.failing = true;
       ++lb.used;
       continue;
     }
@@ -253,7 +254,8 @@ int PartitionMapping::merge_partition(uint32_t p) {
   parts_[p].map.clear();
   for (size_t b = 0; b < logs.size(); ++b) {
     if (switched.count(b)) continue;
-    if (int r = ctx_->retire_victim(logs[b].peb, MergeKind::kUpdate); r < 0) return r;
+    if (int r = ctx_->retire_victim(logs[b].peb, MergeKind::kUpdate, logs[b].failing); r < 0)
+      return r;
   }
   int64_t copy = (ctx_->now() - t0) - (ctx_->stats.merge_ns[k] - erase_before);
   ++ctx_->stats.merges[k];

@@ -59,6 +59,7 @@ class PartitionMapping : public MappingPolicy {
     uint32_t peb = 0;
     uint32_t used = 0;          // slots consumed
     bool sealed = false;        // no more programs (torn or failed page)
+    bool failing = false;       // a program failed: mark bad instead of erasing
     uint32_t single_leb = kNone; // all pages so far are this LEB's, slot == lpn
   };
   struct Partition {
