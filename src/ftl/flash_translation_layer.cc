@@ -237,7 +237,9 @@ int Ftl::after_write(uint64_t pages) {
   }
   if (ctx_.background) {
     uint64_t steps = uint64_t(policy_->background_steps_per_page()) * pages;
-    for (uint64_t i = 0; i < steps && policy_->background_pending(); ++i)
+    for (uint64_t i = 0; i < steps && policy_->background_pending() &&
+                         policy_->background_behind();
+         ++i)
       if (int r = policy_->background_step(); r < 0) return fail(r);
   }
   return 0;

@@ -29,7 +29,7 @@ struct FtlOptions {
   std::vector<uint32_t> factory_bad;   // format of fresh media: blocks the factory marked
   // Runtime.
   bool background_merge = false;
-  uint32_t merge_watermark = 0;        // 0 = l / 2
+  uint32_t merge_watermark = 0;        // 0 = l / 8
   uint32_t background_steps = 0;       // per host page; 0 = derived
   uint32_t wl_threshold = 256;         // UBI's advice for MLC
   CacheMode cache = CacheMode::kLazy;

@@ -1,6 +1,7 @@
 #include "ftl/hybrid_mapping.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -12,13 +13,18 @@ namespace hybridstore::ftl {
 HybridMapping::HybridMapping(FtlContext* ctx, uint32_t merge_watermark, uint32_t steps_per_write)
     : MappingPolicy(ctx), layout_(leb_layout(ctx->image, ctx->geo)) {
   uint32_t l = layout_.log_slots;
-  watermark_ = l == 0 ? 0 : merge_watermark ? std::min(merge_watermark, l - 1) : l / 2;
-  // A merge is about d + 2 steps (copies, catch-up, the victim's erase); it
-  // has the watermark's log slots' worth of writes to finish in.
+  // Merging early wastes the log slots still free in the old block, so the
+  // default starts a merge only when l/8 slots are left; a LEB written that
+  // fast is the most urgent job and is merged first.
+  watermark_ = l == 0 ? 0 : merge_watermark ? std::min(merge_watermark, l - 1)
+                                            : std::max(1u, l / 8);
+  // A merge is about d + 2 steps (copies, the victim's erase) and one is due
+  // every l - watermark written pages: run that many steps per page, with a
+  // quarter more so the queue drains when the chip is never idle.
+  uint32_t per_merge = l > watermark_ ? l - watermark_ : 1;
   steps_per_write_ = steps_per_write
                          ? steps_per_write
-                         : (layout_.data_slots + 2 + std::max(1u, watermark_) - 1) /
-                               std::max(1u, watermark_);
+                         : (5 * (layout_.data_slots + 2) + 4 * per_merge - 1) / (4 * per_merge);
   buf_.resize(ctx->geo.page_size);
 }
 
@@ -98,6 +104,7 @@ int HybridMapping::map_fresh(uint32_t leb) {
   Leb& st = lebs_[leb];
   reset_leb(&st);
   st.peb = static_cast<int32_t>(peb);
+  st.epoch = host_writes_;
   return 0;
 }
 
@@ -164,11 +171,28 @@ int HybridMapping::write_one(uint32_t leb, uint32_t lpn, const char* data) {
   }
   if (!st.trimmed.empty()) st.trimmed[lpn] = false;
   ++ctx_->stats.host_pages_written;
+  ++host_writes_;
   if (l > 0 && !ctx_->background && st.log_used == l)
     return merge_now(leb, MergeKind::kUpdate, {});  // Algorithm 2: the log is full
-  if (l > 0 && ctx_->background && !find_job(leb) && l - st.log_used <= watermark_)
+  if (l > 0 && ctx_->background && !find_job(leb) && merge_due(st))
     add_job(leb, MergeKind::kUpdate);
   return 0;
+}
+
+bool HybridMapping::merge_due(const Leb& st) const {
+  uint32_t l = layout_.log_slots;
+  uint32_t free = l - std::min<uint32_t>(st.log_used, l);
+  if (free <= watermark_) return true;
+  // Three times the LEB's expected writes while a merge runs at full pace,
+  // plus two: writes to one LEB come in bursts.
+  double merge_writes = double(layout_.data_slots + 2) / std::max(1u, steps_per_write_);
+  return free <= static_cast<uint32_t>(std::ceil(write_share(st) * merge_writes * 3)) + 2;
+}
+
+double HybridMapping::write_share(const Leb& st) const {
+  uint64_t span = host_writes_ - st.epoch;
+  double now = span >= 64 ? double(st.log_used) / double(span) : 0;
+  return std::max<double>(st.share, now);
 }
 
 int HybridMapping::write_pages(uint32_t leb, const std::vector<PageWrite>& pages) {

@@ -23,9 +23,11 @@
 //
 // Background mode ("beyond the paper", FtlContext::background): merges are
 // jobs of single-page steps. A LEB's merge is queued when its free log slots
-// fall to `merge_watermark`; steps run while the chip is idle and, so the
+// fall to `merge_watermark` (earlier for a LEB that takes a large share of the
+// writes: its expected writes during one merge); steps run while the chip is idle and, so the
 // work keeps up under saturation, a few after every host page
-// (`steps_per_write`). Writes that arrive during a merge still go to the old
+// (`steps_per_write`) whenever the work is behind (more than one merge queued,
+// a LEB about to run out of log, erased PEBs running low). Writes that arrive during a merge still go to the old
 // PEB's log; the job copies them over at the end (catch-up pages in the new
 // PEB's log) before it sets kTagLast and remaps. Erases also run as steps, so
 // a merge takes a pre-erased PEB and no write waits for an erase. A write
@@ -43,8 +45,8 @@ namespace hybridstore::ftl {
 
 class HybridMapping : public MappingPolicy {
  public:
-  // merge_watermark = 0 picks l / 2; steps_per_write = 0 picks enough to finish
-  // a merge before the watermark's slots run out.
+  // merge_watermark = 0 picks l / 8; steps_per_write = 0 picks enough steps
+  // per written page to keep up with the merges writes cause.
   HybridMapping(FtlContext* ctx, uint32_t merge_watermark, uint32_t steps_per_write);
 
   PolicyKind kind() const override { return ctx_->image.policy; }
@@ -60,6 +62,7 @@ class HybridMapping : public MappingPolicy {
   int background_step() override;
   int make_durable() override;
   uint32_t background_steps_per_page() const override { return steps_per_write_; }
+  bool background_behind() const override;
   int check(std::string* error) const override;
 
   uint32_t merge_watermark() const { return watermark_; }
@@ -85,6 +88,8 @@ class HybridMapping : public MappingPolicy {
     std::vector<uint16_t> pmt;
     std::vector<bool> in_log;
     std::vector<bool> trimmed;  // empty = none
+    uint64_t epoch = 0;  // host pages written (device-wide) when this PEB was mapped
+    float share = 0;     // its share of the host writes during the previous PEB's life
   };
 
   struct MergeJob {
@@ -128,8 +133,18 @@ class HybridMapping : public MappingPolicy {
   int next_catchup(const MergeJob& job, const Leb& st, uint32_t* lpn, int* remaining) const;
   int restart_job(MergeJob* job);
   MergeJob* most_urgent_job();
+  uint32_t urgency(const MergeJob& j) const;
+
+  // Background mode: whether the LEB's merge should be queued now. A LEB that
+  // takes a large share of the writes is queued earlier, so that its merge
+  // can finish before its log runs out.
+  bool merge_due(const Leb& st) const;
+  // The LEB's share of the host writes: the larger of the last PEB's and the
+  // current one's once it has seen enough writes to say.
+  double write_share(const Leb& st) const;
 
   PebLayout layout_;
+  uint64_t host_writes_ = 0;
   uint32_t watermark_;
   uint32_t steps_per_write_;
   std::vector<Leb> lebs_;

@@ -204,6 +204,9 @@ int HybridMapping::finish_job(MergeJob* job) {
     }
   }
   n.trimmed = std::move(st.trimmed);
+  n.epoch = host_writes_;
+  uint64_t span = host_writes_ - st.epoch;
+  n.share = span ? static_cast<float>(double(st.log_used) / double(span)) : st.share;
   if (!n.trimmed.empty())
     for (const auto& [lpn, data] : job->overrides) n.trimmed[lpn] = false;
   st = std::move(n);
@@ -218,15 +221,36 @@ int HybridMapping::finish_job(MergeJob* job) {
   return ctx_->retire_victim(static_cast<uint32_t>(old), kind, failing);
 }
 
+uint32_t HybridMapping::urgency(const MergeJob& j) const {
+  // Free log slots left to the LEB (0 = a write to it would have to wait).
+  const Leb& st = lebs_[j.leb];
+  if (!j.overrides.empty() || st.sealed) return 0;
+  if (j.kind == MergeKind::kRelocate) return layout_.log_slots + 1;
+  return layout_.log_slots - std::min<uint32_t>(st.log_used, layout_.log_slots);
+}
+
+bool HybridMapping::background_behind() const {
+  if (ctx_->wl->erase_pending() > 2) return true;
+  if (ctx_->wl->free_count() < 2 && ctx_->wl->erase_pending() > 0) return true;
+  if (jobs_.size() > 1) return true;
+  for (const auto& j : jobs_) {
+    uint32_t free = urgency(*j);
+    if (free <= 1) return true;
+    if (j->kind == MergeKind::kRelocate) continue;
+    // Host writes left before the LEB's log is full, against the host writes
+    // the rest of the merge needs at full pace (three times, for bursts).
+    double left = double(free) / std::max(write_share(lebs_[j->leb]), 1e-9);
+    double steps = j->started ? double(j->end + 1 - j->next_slot) + 2 : layout_.data_slots + 2.0;
+    if (3 * steps / std::max(1u, steps_per_write_) >= left) return true;
+  }
+  return false;
+}
+
 HybridMapping::MergeJob* HybridMapping::most_urgent_job() {
   MergeJob* best = nullptr;
   uint32_t best_u = 0;
   for (auto& j : jobs_) {
-    const Leb& st = lebs_[j->leb];
-    uint32_t u;
-    if (!j->overrides.empty() || st.sealed) u = 0;
-    else if (j->kind == MergeKind::kRelocate) u = layout_.log_slots + 1;
-    else u = layout_.log_slots - std::min<uint32_t>(st.log_used, layout_.log_slots);
+    uint32_t u = urgency(*j);
     if (!best || u < best_u) {
       best = j.get();
       best_u = u;

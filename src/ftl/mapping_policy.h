@@ -121,9 +121,11 @@ class MappingPolicy {
   // Makes every acknowledged write durable on flash (background mode may hold
   // a merge's new pages in RAM until its job completes).
   virtual int make_durable() { return 0; }
-  // In background mode, how many steps the FTL runs after each host page so
-  // that deferred work keeps up when the chip is never idle.
+  // In background mode, how many steps the FTL may run after each host page so
+  // that deferred work keeps up when the chip is never idle, and whether the
+  // work is behind (else steps wait for idle time).
   virtual uint32_t background_steps_per_page() const { return 1; }
+  virtual bool background_behind() const { return ctx_->wl->erase_pending() > 2; }
 
   // Invariants, for tests and fsck-like checks: 0 or -EINVAL with *error.
   virtual int check(std::string* error) const = 0;

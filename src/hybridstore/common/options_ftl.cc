@@ -63,7 +63,7 @@ void add_ftl_options(std::vector<OptionSpec>* v) {
                 "hubi: merge and erase in background steps (a pre-erased spare block, merges "
                 "started at a watermark) so that no write waits for a whole merge"});
   v->push_back({"hybridstore_ftl_merge_watermark", T::kInt, "0",
-                "hubi background mode: free log pages left when a merge is queued (0 = l/2)", "0",
+                "hubi background mode: free log pages left when a merge is queued (0 = l/8)", "0",
                 "4095"});
   v->push_back({"hybridstore_ftl_background_steps", T::kInt, "0",
                 "hubi background mode: merge/erase steps run after each written page when the "

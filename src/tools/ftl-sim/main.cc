@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ops", so.ops, "measured requests")->capture_default_str();
   app.add_option("--warmup-ops", so.warmup_ops,
-                 "unmeasured requests first (-1 = twice what the log areas hold)")
+                 "pages written before measuring (-1 = twice what the log areas hold)")
       ->capture_default_str();
   app.add_option("--request-pages", so.workload.request_pages, "pages per request")
       ->capture_default_str();

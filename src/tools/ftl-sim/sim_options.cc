@@ -39,7 +39,7 @@ void add_common_options(CLI::App* app, CommonArgs* a) {
   app->add_flag("--background-merge", a->background,
                 "hubi beyond the paper: merges and erases run in background steps");
   app->add_option("--merge-watermark", a->watermark,
-                  "background mode: free log pages left when a merge is queued (0 = l/2)")
+                  "background mode: free log pages left when a merge is queued (0 = l/8)")
       ->capture_default_str();
   app->add_option("--background-steps", a->background_steps,
                   "background mode: steps after each written page (0 = derived)")

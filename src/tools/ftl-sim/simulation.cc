@@ -89,9 +89,12 @@ int run_simulation(const SimOptions& o, SimResult* out, std::string* error) {
   }
   Workload wl(o.workload, sectors);
   if (warmup) {
-    say(fmt::format("warm-up: {} requests so the log areas reach their steady state", warmup));
-    for (uint64_t i = 0; i < warmup; ++i) {
+    say(fmt::format("warm-up: {} written pages so the log areas reach their steady state",
+                    warmup));
+    // Counted in written pages: reads do not move the log areas.
+    for (uint64_t written = 0; written < warmup;) {
       Request rq = wl.next();
+      if (rq.write) written += rq.count;
       int r = rq.write ? ftl->write_sectors(rq.sector, rq.count, data.data())
                        : ftl->read_sectors(rq.sector, rq.count, &data[0]);
       if (r < 0) {
