@@ -36,6 +36,10 @@ class NandBlockDevice : public BlockDevice {
   int flush() override;
   int discard(uint64_t offset, uint64_t len) override;
 
+  // Bytes of one LEB: the unit an allocator above should align extents to
+  // (a whole-LEB write needs no merge and no read). hubi with the paper's
+  // layout: 100 pages = 200 KiB; ubi/pubi: pages_per_block - 1 pages.
+  uint64_t erase_block_bytes() const { return ftl_->leb_bytes(); }
   // For tools (ftl info); do not use while other threads do I/O.
   Ftl* ftl() { return ftl_.get(); }
 

@@ -190,6 +190,11 @@ int run_simulation(const SimOptions& o, SimResult* out, std::string* error) {
   res.erase_mean = sp.mean;
   res.writes = summarize(&wlat);
   res.reads = summarize(&rlat);
+  if (res.writes.count + res.reads.count)
+    res.slow_request_share =
+        (res.writes.over_20ms * double(res.writes.count) +
+         res.reads.over_20ms * double(res.reads.count)) /
+        double(res.writes.count + res.reads.count);
   res.flash_seconds = double(clock->now_ns() - t_start) / 1e9;
   res.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
@@ -233,6 +238,7 @@ void print_result(const SimResult& r, FILE* f) {
     row("read latency p50 (ms)", fmt::format("{:.3f}", r.reads.p50_us / 1000));
     row("read latency p99.9 (ms)", fmt::format("{:.3f}", r.reads.p999_us / 1000));
     row("reads slower than 20 ms", fmt::format("{:.4f}%", r.reads.over_20ms * 100));
+    row("requests slower than 20 ms", fmt::format("{:.4f}%", r.slow_request_share * 100));
   }
 }
 
@@ -262,6 +268,7 @@ nlohmann::json to_json(const SimResult& r) {
   j["slow_write_share"] = r.writes.over_20ms;
   j["read_p999_us"] = r.reads.p999_us;
   j["slow_read_share"] = r.reads.over_20ms;
+  j["slow_request_share"] = r.slow_request_share;
   j["foreground_merge_waits"] = r.foreground_merge_waits;
   j["flash_seconds"] = r.flash_seconds;
   return j;

@@ -53,6 +53,7 @@ struct SimResult {
   uint64_t erase_min = 0, erase_max = 0;
   double erase_mean = 0;
   LatencySummary writes, reads;
+  double slow_request_share = 0;  // reads and writes together, over 20 ms
   double flash_seconds = 0, wall_seconds = 0;
 };
 
