@@ -63,6 +63,7 @@ int ftl_options_from_config(const Config& cfg, FtlOptions* out, std::string* err
     *error = "hybridstore_nand_timing: unknown preset " + timing;
     return -EINVAL;
   }
+  o.emulate_latency = cfg.get_bool("hybridstore_nand_emulate_latency");
   o.nand.endurance = static_cast<uint32_t>(cfg.get_int("hybridstore_nand_endurance"));
   o.nand.bitflip_rate = cfg.get_double("hybridstore_nand_bitflip_rate");
   if (!parse_policy(cfg.get_str("hybridstore_ftl_policy"), &o.policy)) {

@@ -33,6 +33,8 @@ struct FtlOptions {
   uint32_t background_steps = 0;       // per host page; 0 = derived
   uint32_t wl_threshold = 256;         // UBI's advice for MLC
   CacheMode cache = CacheMode::kLazy;
+  // NandBlockDevice: sleep for the NAND time each request costs.
+  bool emulate_latency = false;
 };
 
 // The hubi layout for a block of k pages: explicit d and l if given, else the

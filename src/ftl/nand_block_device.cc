@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -35,19 +37,34 @@ int NandBlockDevice::read(uint64_t offset, char* buf, uint64_t len) {
   if (!aligned(offset, len)) return -EINVAL;
   std::lock_guard<std::mutex> g(mu_);
   uint32_t a = ftl_->sector_size();
-  return ftl_->read_sectors(offset / a, len / a, buf);
+  int64_t t0 = ftl_->clock()->now_ns();
+  int r = ftl_->read_sectors(offset / a, len / a, buf);
+  pace(t0);
+  return r;
+}
+
+void NandBlockDevice::pace(int64_t t0) {
+  if (!ftl_->options().emulate_latency) return;
+  int64_t ns = ftl_->clock()->now_ns() - t0;
+  if (ns > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
 }
 
 int NandBlockDevice::write(uint64_t offset, const char* buf, uint64_t len) {
   if (!aligned(offset, len)) return -EINVAL;
   std::lock_guard<std::mutex> g(mu_);
   uint32_t a = ftl_->sector_size();
-  return ftl_->write_sectors(offset / a, len / a, buf);
+  int64_t t0 = ftl_->clock()->now_ns();
+  int r = ftl_->write_sectors(offset / a, len / a, buf);
+  pace(t0);
+  return r;
 }
 
 int NandBlockDevice::flush() {
   std::lock_guard<std::mutex> g(mu_);
-  return ftl_->flush();
+  int64_t t0 = ftl_->clock()->now_ns();
+  int r = ftl_->flush();
+  pace(t0);
+  return r;
 }
 
 int NandBlockDevice::discard(uint64_t offset, uint64_t len) {
@@ -57,7 +74,10 @@ int NandBlockDevice::discard(uint64_t offset, uint64_t len) {
   if (end <= first) return 0;
   std::lock_guard<std::mutex> g(mu_);
   if (end > ftl_->sector_count()) return -EINVAL;
-  return ftl_->trim_sectors(first, end - first);
+  int64_t t0 = ftl_->clock()->now_ns();
+  int r = ftl_->trim_sectors(first, end - first);
+  pace(t0);
+  return r;
 }
 
 std::unique_ptr<BlockDevice> open_nand_block_device(const Config& cfg, const std::string& path,

@@ -6,7 +6,9 @@
 // acknowledged before it durable in the flash file (write-back cache written
 // out, pending background merges finished, the file synced). discard() trims
 // whole sectors inside the range (advisory). All calls are serialized by one
-// mutex, so the engine may call from several threads.
+// mutex, so the engine may call from several threads. With emulate_latency,
+// each call also lasts (in wall-clock time) the NAND time it cost on the
+// virtual clock, like nandsim with do_delays: one chip, one request at a time.
 #pragma once
 #include <memory>
 #include <mutex>
@@ -45,6 +47,8 @@ class NandBlockDevice : public BlockDevice {
 
  private:
   bool aligned(uint64_t offset, uint64_t len) const;
+  // Sleeps for the virtual time spent since `t0` when emulating latency.
+  void pace(int64_t t0);
 
   mutable std::mutex mu_;
   std::unique_ptr<Ftl> ftl_;

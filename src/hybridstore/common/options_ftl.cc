@@ -35,6 +35,10 @@ void add_ftl_options(std::vector<OptionSpec>* v) {
                 "block erase time t_e in microseconds (timing = custom)", "0", "1000000"});
   v->push_back({"hybridstore_nand_t_xfer_us", T::kDouble, "50",
                 "page transfer time t_x in microseconds (timing = custom)", "0", "1000000"});
+  v->push_back({"hybridstore_nand_emulate_latency", T::kBool, "false",
+                "make each request to the NAND device take (in wall-clock time) the NAND time "
+                "the timing model charges for it, so the engine sees the simulated chip's "
+                "latency; without it the timing only feeds statistics"});
   v->push_back({"hybridstore_nand_endurance", T::kInt, "0",
                 "erase cycles a block survives before erases fail (0 = unlimited)", "0", ""});
   v->push_back({"hybridstore_nand_bitflip_rate", T::kDouble, "0",

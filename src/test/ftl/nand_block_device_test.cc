@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <random>
@@ -184,4 +185,21 @@ TEST(NandBlockDeviceOpenTest, DefaultOptionsGiveAUsableDevice) {
   EXPECT_EQ(o.policy, ftl::PolicyKind::kHubi);
   EXPECT_TRUE(o.nand.timing.is_zero());
   EXPECT_EQ(o.geometry.validate(&err), 0);
+}
+
+TEST(NandBlockDeviceOpenTest, EmulatedLatencyMakesRequestsTakeTheirNandTime) {
+  TempDir dir;
+  std::string err;
+  Config c = small_config("hubi");
+  ASSERT_EQ(c.set("hybridstore_nand_timing", "paper", &err), 0);
+  ASSERT_EQ(c.set("hybridstore_nand_emulate_latency", "true", &err), 0);
+  ASSERT_EQ(c.set("hybridstore_ftl_cache", "off", &err), 0);
+  auto dev = ftl::open_nand_block_device(c, dir.file("f"), true, &err);
+  ASSERT_TRUE(dev) << err;
+  // 20 page programs at t_x + t_w = 0.85 ms each: at least 17 ms of wall time.
+  std::string d(20 * 2048, 'x');
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(dev->write(0, d.data(), d.size()), 0);
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0);
+  EXPECT_GE(ms.count(), 17.0);
 }
