@@ -130,3 +130,27 @@ INSTANTIATE_TEST_SUITE_P(Policies, BadBlockTest,
                          [](const testing::TestParamInfo<PolicyKind>& i) {
                            return std::string(policy_name(i.param));
                          });
+
+TEST_P(BadBlockTest, CorrectedBitFlipsMoveTheDataToAFreshBlock) {
+  FtlOptions o = small_options(GetParam());
+  std::shared_ptr<NandMedia> media;
+  auto ftl = format_fresh(o, &media);
+  ASSERT_TRUE(ftl);
+  Reference ref;
+  uint64_t v = 0;
+  churn(ftl.get(), &ref, &v, 300, 7);
+  ASSERT_EQ(ftl->close(), 0);
+  ftl.reset();
+  // The same flash, now with every page read needing the ECC.
+  FtlOptions flaky = o;
+  flaky.nand.bitflip_rate = 1.0;
+  std::string err;
+  auto f = reattach(media, flaky, &err);
+  ASSERT_TRUE(f) << err;
+  uint64_t before = f->context().stats.merges[static_cast<int>(MergeKind::kRelocate)];
+  EXPECT_EQ(verify(f.get(), ref), "");  // corrected reads return good data
+  churn(f.get(), &ref, &v, 1, 8);       // maintenance runs after a write
+  EXPECT_GT(f->context().stats.merges[static_cast<int>(MergeKind::kRelocate)], before);
+  EXPECT_EQ(verify(f.get(), ref), "");
+  EXPECT_EQ(f->check(&err), 0) << err;
+}
