@@ -14,6 +14,7 @@
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
 #include "hybridstore/device_model.h"
+#include "ftl/nand_block_device.h"
 #include "hybridstore/store_impl.h"
 
 namespace fs = std::filesystem;
@@ -169,7 +170,11 @@ int StoreImpl::mkfs(std::string* error) {
         return -EIO;
       }
     }
-    auto dev = open_block_device(dev_path, o, error);
+    std::unique_ptr<BlockDevice> dev;
+    if (t == tier_index(Tier::kSsd) && cfg_.get_str("hybridstore_ssd_kind") == "nand")
+      dev = ftl::open_nand_block_device(cfg_, dev_path, o.create, error);  // formats a new flash file
+    else
+      dev = open_block_device(dev_path, o, error);
     if (!dev) return -ENOENT;
     uint64_t size = dev->size() / units[t] * units[t];
     uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), units[t]);
@@ -233,7 +238,12 @@ int StoreImpl::open_devices(bool create, std::string* error) {
   for (int t = 0; t < kNumTiers; ++t) {
     Tier tier = static_cast<Tier>(t);
     std::string p = path_ + "/" + kTierLink[t];
-    dev_[t] = open_block_device(p, o, error);
+    // The SSD may be raw NAND behind the embedded FTL: mkfs recorded which.
+    auto kind = super_.mkfs_options.find("hybridstore_ssd_kind");
+    if (tier == Tier::kSsd && kind != super_.mkfs_options.end() && kind->second == "nand")
+      dev_[t] = ftl::open_nand_block_device(cfg_, p, false, error);
+    else
+      dev_[t] = open_block_device(p, o, error);
     if (!dev_[t]) return -ENOENT;
     DeviceLabel label;
     std::string why;

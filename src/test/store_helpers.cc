@@ -1,5 +1,8 @@
 #include "store_helpers.h"
 
+#include <cstdlib>
+#include <stdexcept>
+
 namespace hybridstore::test {
 
 Config small_store_config(uint64_t ssd_size, uint64_t hdd_size) {
@@ -9,6 +12,19 @@ Config small_store_config(uint64_t ssd_size, uint64_t hdd_size) {
   c.set("hybridstore_hdd_size", std::to_string(hdd_size), &err);
   c.set("hybridstore_onode_cache_size", "1000", &err);
   c.set("hybridstore_rocksdb_options", "write_buffer_size=4M;compression=kNoCompression", &err);
+  // HS_TEST_SET="k=v k=v" runs a suite under other options (ctest uses it to
+  // run the conformance suite on the NAND FTL as well).
+  if (const char* extra = getenv("HS_TEST_SET")) {
+    std::string all = extra;
+    size_t pos = 0;
+    while (pos < all.size()) {
+      size_t end = all.find(' ', pos);
+      if (end == std::string::npos) end = all.size();
+      std::string kv = all.substr(pos, end - pos);
+      if (!kv.empty() && c.set_from_arg(kv, &err) < 0) throw std::runtime_error("HS_TEST_SET: " + err);
+      pos = end + 1;
+    }
+  }
   return c;
 }
 

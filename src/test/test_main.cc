@@ -1,10 +1,21 @@
 // gtest entry point shared by every unit-test binary.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "hybridstore/common/log.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // --hs-set=key=value (repeatable) runs the suite under other store options:
+  // gathered into HS_TEST_SET for small_store_config().
+  std::string sets;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--hs-set=", 0) == 0) sets += (sets.empty() ? "" : " ") + a.substr(9);
+  }
+  if (!sets.empty()) setenv("HS_TEST_SET", sets.c_str(), 1);
   hybridstore::set_log_level(hybridstore::LogLevel::kError);
   return RUN_ALL_TESTS();
 }
