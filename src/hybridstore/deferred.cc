@@ -205,6 +205,17 @@ int DeferredWriter::drain() {
   return error_;
 }
 
+bool DeferredWriter::overlaps_held_locked(const Entry& e) const {
+  const auto& idx = by_offset_[tier_index(e.tier)];
+  uint64_t end = e.offset + e.data->size();
+  auto it = idx.lower_bound(e.offset > max_entry_len_ ? e.offset - max_entry_len_ : 0);
+  for (; it != idx.end() && it->first < end; ++it) {
+    const Entry& o = entries_.at(it->second);
+    if (o.held && o.offset + o.data->size() > e.offset) return true;
+  }
+  return false;
+}
+
 bool DeferredWriter::region_ready_locked(const Region& r) const {
   const auto& idx = by_offset_[tier_index(r.tier)];
   auto it = idx.lower_bound(r.begin > max_entry_len_ ? r.begin - max_entry_len_ : 0);
@@ -254,10 +265,13 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
       continue;
     }
     if (e.held) continue;
+    // A record over staged data must land in order with it: it goes out
+    // with the staged data's region.
+    if (overlaps_held_locked(e)) continue;
     if (!e.committed) break;
     batch.emplace_back(seq, e);
   }
-  if (batch.empty() && regions.empty()) return 0;
+  if (batch.empty() && regions.empty()) return 0;  // nothing ready yet
   l.unlock();
 
   int err = 0;
@@ -388,7 +402,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
   space_cv_.notify_all();
   done_cv_.notify_all();
   l.lock();
-  return err;
+  return err < 0 ? err : 1;
 }
 
 void DeferredWriter::run() {
@@ -402,9 +416,12 @@ void DeferredWriter::run() {
       return std::chrono::steady_clock::now() - oldest_committed_ >= std::chrono::milliseconds(opts_.max_delay_ms);
     };
     work_cv_.wait_for(l, std::chrono::milliseconds(opts_.max_delay_ms), [&] { return stopping_ || due(); });
-    if (!error_ && due()) apply_batch(l);
+    // Committed records may all be waiting behind staged data: then there is
+    // nothing to do until a region is queued or something commits.
+    if (!error_ && due() && apply_batch(l) == 0)
+      work_cv_.wait_for(l, std::chrono::milliseconds(opts_.max_delay_ms));
     done_cv_.notify_all();
-    if (stopping_ && ((committed_bytes_ == 0 && regions_.empty()) || error_)) return;
+    if (stopping_ && (entries_.empty() || error_)) return;
   }
 }
 
@@ -425,8 +442,7 @@ int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> 
       bad = "corrupt deferred write record " + it->key().ToString(true);
     } else {
       dev = devices[tier_index(t)];
-      if (off < 4096 || off % dev->alignment() || data.size() % dev->alignment() || data.empty() ||
-          off + data.size() > dev->size())
+      if (off < 4096 || data.empty() || off + data.size() > dev->size())
         bad = fmt::format("deferred write record {} targets an invalid {} range {}~{}", it->key().ToString(true),
                           tier_name(t), off, data.size());
     }
@@ -439,9 +455,18 @@ int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> 
       del.Delete(it->key());
       continue;
     }
-    AlignedBuffer b(data.size(), 4096, AlignedBuffer::kUninitialized);
-    std::memcpy(b.data(), data.data(), data.size());
-    if (int r = dev->write(off, b.data(), data.size()); r < 0) {
+    // Records smaller than the device's alignment: read-modify-write.
+    uint64_t a = dev->alignment();
+    uint64_t rb = off / a * a, re = std::min(dev->size(), (off + data.size() + a - 1) / a * a);
+    AlignedBuffer b(re - rb, 4096, AlignedBuffer::kUninitialized);
+    if (rb != off || re != off + data.size()) {
+      if (int r = dev->read(rb, b.data(), re - rb); r < 0) {
+        *error = fmt::format("replaying deferred write to {}: {}", tier_name(t), strerror(-r));
+        return r;
+      }
+    }
+    std::memcpy(b.data() + (off - rb), data.data(), data.size());
+    if (int r = dev->write(rb, b.data(), re - rb); r < 0) {
       *error = fmt::format("replaying deferred write to {}: {}", tier_name(t), strerror(-r));
       return r;
     }

@@ -128,6 +128,7 @@ class DeferredWriter {
   void release_ready_locked(std::vector<PExtent>* out);
   bool overlaps_pending_locked(const PExtent& e, uint64_t up_to_seq) const;
   bool region_ready_locked(const Region& r) const;
+  bool overlaps_held_locked(const Entry& e) const;
   void erase_locked(std::map<uint64_t, Entry>::iterator it);
 
   rocksdb::DB* db_;

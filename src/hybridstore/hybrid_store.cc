@@ -39,6 +39,12 @@ int HybridStore::umount() {
   return impl_->umount();
 }
 HeatTracker* HybridStore::heat() { return impl_->heat_.get(); }
+std::string HybridStore::sections_report() {
+  if (!impl_->ssd_) return {};
+  impl_->flush();
+  return impl_->ssd_->report();
+}
+void HybridStore::tick() { impl_->tick_sections(); }
 int HybridStore::save_heat() { return impl_->save_heat(); }
 int HybridStore::migrate_now(MigrationReport* report) {
   if (!migrator_) return -ENOTCONN;

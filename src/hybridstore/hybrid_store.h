@@ -43,7 +43,8 @@ struct ObjectStat {
 struct TierStats {
   uint64_t total = 0;      // allocatable bytes
   uint64_t free = 0;
-  uint64_t allocated = 0;
+  uint64_t allocated = 0;  // bytes objects hold
+  uint64_t consumed = 0;   // allocated plus space held but not reusable yet (SSD sections)
   uint64_t unit = 0;
   double fragmentation = 0;
   std::string device;
@@ -175,6 +176,10 @@ class HybridStore {
   // Tiering: the heat the engine records, a migration pass now, and saving
   // the heat history (also done periodically and at umount).
   HeatTracker* heat();
+  // The SSD sections' report (empty when the SSD uses plain extents), and
+  // their staging timeout (the migrator thread calls it every second).
+  std::string sections_report();
+  void tick();
   int migrate_now(MigrationReport* report);
   int save_heat();
 

@@ -168,6 +168,7 @@ void Migrator::run() {
       last_pass = now_sec();
       idle_pass_done = idle_due || idle_pass_done;
     }
+    store_->tick();  // staging timeouts of the SSD sections
     if (persist_us_ && (now - last_persist) * 1e6 >= static_cast<double>(persist_us_)) {
       store_->save_heat();
       last_persist = now;

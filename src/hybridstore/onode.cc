@@ -142,9 +142,9 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why) {
       return bad("onode: truncated extent");
     if (tier >= kNumTiers) return bad("onode: bad tier");
     e.tier = static_cast<Tier>(tier);
-    if (e.csum_block < 512 || (e.csum_block & (e.csum_block - 1)))
+    if (e.csum_block < 256 || (e.csum_block & (e.csum_block - 1)))
       return bad("onode: bad csum block");
-    if (e.length == 0 || e.length % e.csum_block || e.logical % 512)
+    if (e.length == 0 || e.length % e.csum_block || e.logical % 256)
       return bad("onode: misaligned extent");
     if (e.logical < prev_end || e.logical > kMaxLogical || e.length > kMaxLogical ||
         e.physical > kMaxLogical * 1024)

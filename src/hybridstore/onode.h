@@ -26,6 +26,7 @@ struct PExtent {
   Tier tier;
   uint64_t offset;
   uint64_t length;
+  bool staged = false;  // SSD sections: a staged extent, written later as a whole unit
 };
 
 struct DataExtent {

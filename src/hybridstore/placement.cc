@@ -6,10 +6,10 @@
 
 namespace hybridstore {
 
-Placement::Placement(const Config& cfg)
+TierPlacement::TierPlacement(const Config& cfg)
     : hdd_threshold_(cfg.get_size("hybridstore_placement_hdd_threshold")) {}
 
-Tier Placement::choose(const Onode& o, uint64_t write_end) const {
+Tier TierPlacement::choose(const Onode& o, uint64_t write_end) const {
   if (!o.extents.empty()) {
     uint64_t ssd = o.extents.bytes_on(Tier::kSsd);
     uint64_t hdd = o.extents.bytes_on(Tier::kHdd);

@@ -16,9 +16,9 @@
 
 namespace hybridstore {
 
-class Placement {
+class TierPlacement {
  public:
-  explicit Placement(const Config& cfg);
+  explicit TierPlacement(const Config& cfg);
   // Preferred tier for data written to `o` reaching `write_end`.
   Tier choose(const Onode& o, uint64_t write_end) const;
   uint64_t hdd_threshold() const { return hdd_threshold_; }

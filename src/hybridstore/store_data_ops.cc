@@ -11,6 +11,7 @@
 
 #include "hybridstore/common/crc32c.h"
 #include "hybridstore/common/log.h"
+#include "hybridstore/kv_schema.h"
 #include "hybridstore/store_impl.h"
 
 namespace hybridstore {
@@ -106,8 +107,26 @@ int StoreImpl::read_extent_raw(const DataExtent& e, std::string* out) {
 
 // ---------------------------------------------------------------- space
 
-int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out) {
+int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out, const CollectionId& c,
+                           const ObjectId& oid, uint64_t object_size) {
   int t = tier_index(tier);
+  if (tier == Tier::kSsd && s.ssd_) {
+    // The object's section and hotness group decide where its data goes.
+    ObjectPlacementKey key{oid.pool, oid.nspace, c.name, oid.name};
+    HeatSample h;
+    double hotness = 0;
+    std::string hk = kv::onode_key(c, oid);
+    if (s.heat_->lookup(hk, &h)) hotness = h.frequency;
+    std::vector<SsdSections::Piece> pieces;
+    if (int r = s.ssd_->allocate(key, object_size, len, hotness, ObjectIdHash()(oid), &pieces); r < 0) return r;
+    for (const auto& pc : pieces) {
+      PExtent p{tier, pc.offset, pc.length, pc.staged};
+      out->push_back(p);
+      tx.allocated.push_back(p);
+      s.freelist_[t]->toggle(tx.batch.get(), pc.offset, pc.length);
+    }
+    return 0;
+  }
   std::vector<Interval> iv;
   if (int r = s.alloc_[t]->allocate(len, hint, &iv); r < 0) return r;
   for (const auto& i : iv) {
@@ -152,7 +171,15 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
     pos += p.length;
   }
   if (pos != len) return -EINVAL;
-  if (tier == Tier::kHdd && len <= s.deferred_max_) {
+  if (tier == Tier::kSsd && s.ssd_) {
+    // Section data is staged until its write unit is complete; pieces in
+    // holes of written extents go in place (read-modify-write when smaller
+    // than a sector).
+    size_t i = 0;
+    for (const auto& io : ios)
+      tx.deferred.push_back(
+          s.deferred_->stage(tx.batch.get(), tier, io.offset, std::string(io.buf, io.len), where[i++].staged));
+  } else if (tier == Tier::kHdd && len <= s.deferred_max_) {
     // A small write to the HDD never goes to the disk synchronously: it rides
     // in the transaction's batch and joins a sorted batch later.
     for (const auto& io : ios)
@@ -212,7 +239,10 @@ static bool owned_on(const Onode& o, Tier tier, uint64_t a, uint64_t b) {
 int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
                           std::string_view data) {
   const uint64_t end = off + data.size();
-  const Tier preferred = s.placement_->choose(o, end);
+  Tier preferred = s.placement_->choose(o, end);
+  if (preferred == Tier::kSsd && s.ssd_ && o.extents.empty() &&
+      s.ssd_->bypass({oid.pool, oid.nspace, c.name, oid.name}, std::max(o.size, end)))
+    preferred = Tier::kHdd;  // a bypass section: straight to the HDD
   for (Tier tier : {preferred, other(preferred)}) {
     const uint64_t g = s.unit_[tier_index(tier)];
     uint64_t a = align_down(off, g), b = align_up(end, g);
@@ -237,7 +267,7 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
         if (e->tier == tier) hint = e->physical + (a - e->logical);
     }
     if (!in_place) {
-      int r = allocate_on(tier, len, hint, &where);
+      int r = allocate_on(tier, len, hint, &where, c, oid, std::max(o.size, end));
       if (r == -ENOSPC) continue;  // spill to the other tier
       if (r < 0) return r;
     }
@@ -347,7 +377,7 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
       return -EINVAL;
     }
     std::vector<PExtent> where;
-    if (int r = allocate_on(target, e.length, 0, &where); r < 0) {
+    if (int r = allocate_on(target, e.length, 0, &where, c, op.oid, o->size); r < 0) {
       *why = fmt::format("no space on the {} tier", tier_name(target));
       return r;
     }
@@ -398,10 +428,10 @@ int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId&
       }
       std::vector<PExtent> where;
       Tier tier = e.tier;
-      int r = allocate_on(tier, n, 0, &where);
+      int r = allocate_on(tier, n, 0, &where, c, dst, so->size);
       if (r == -ENOSPC && n % s.unit_[tier_index(other(tier))] == 0) {
         tier = other(tier);
-        r = allocate_on(tier, n, 0, &where);
+        r = allocate_on(tier, n, 0, &where, c, dst, so->size);
       }
       if (r < 0) {
         *why = "no space for the clone";

@@ -155,7 +155,7 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
       return -EINVAL;
     }
     uint64_t au = s.alloc_unit[t];
-    if (au < 512 || (au & (au - 1)) || s.reserved[t] % au || s.reserved[t] > s.tier_size[t]) {
+    if (au < 256 || (au & (au - 1)) || s.reserved[t] % au || s.reserved[t] > s.tier_size[t]) {
       *why = "superblock: bad allocation unit or reserved size";
       return -EINVAL;
     }

@@ -216,7 +216,17 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
       continue;
     }
     UnitBitmap in_memory_free(used[t].units());
-    alloc_[t]->for_each_free([&](uint64_t off, uint64_t len) { in_memory_free.set_range(off / u, len / u); });
+    if (tier == Tier::kSsd && ssd_) {
+      // The sections track live placements, not free space: invert.
+      UnitBitmap live(used[t].units());
+      ssd_->for_each_live([&](uint64_t off, uint64_t len) { live.set_range(off / u, len / u); });
+      for (uint64_t unit = 0; unit < live.units(); ++unit)
+        if (!live.test(unit)) in_memory_free.set_range(unit, 1);
+      std::string bad = ssd_->verify();
+      if (!bad.empty()) problem("SSD sections: " + bad);
+    } else {
+      alloc_[t]->for_each_free([&](uint64_t off, uint64_t len) { in_memory_free.set_range(off / u, len / u); });
+    }
     uint64_t leaked = 0, unmarked = 0, mem_conflict = 0;
     // Runs of units whose bit must flip, for repair.
     uint64_t run_start = 0, run_len = 0;

@@ -30,6 +30,7 @@
 #include "hybridstore/kv_schema.h"
 #include "hybridstore/onode_cache.h"
 #include "hybridstore/placement.h"
+#include "hybridstore/ssd_sections.h"
 #include "hybridstore/store_format.h"
 
 namespace hybridstore {
@@ -136,12 +137,18 @@ class StoreImpl {
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<BlockDevice> dev_[kNumTiers];
   std::shared_ptr<class VirtualClock> model_clock_;  // set under hybridstore_device_model
-  std::unique_ptr<Allocator> alloc_[kNumTiers];
+  std::unique_ptr<Allocator> alloc_[kNumTiers];  // the SSD's is null under HFM sections
+  std::unique_ptr<SsdSections> ssd_;             // SSD space under hybridstore_ssd_allocator=hfm
+  // Gives space back to whichever allocator owns it.
+  void return_space(const PExtent& e);
+  // Writes the SSD write units the sections completed (staging timeout / all).
+  void tick_sections();
+  void flush_sections();
   std::unique_ptr<BitmapFreelist> freelist_[kNumTiers];
   uint64_t unit_[kNumTiers] = {4096, 4096};
   uint32_t csum_block_[kNumTiers] = {4096, 4096};
   uint64_t max_unit_ = 4096;  // the coarser unit: punches land on it
-  std::unique_ptr<Placement> placement_;
+  std::unique_ptr<TierPlacement> placement_;
   std::unique_ptr<OnodeCache> cache_;
   WriteTracker write_tracker_;
   std::unique_ptr<KvCommitter> committer_;
@@ -207,7 +214,8 @@ struct OpApplier {
   int move_object(const CollectionId& sc, const ObjectId& so, const CollectionId& dc,
                   const ObjectId& dobj);
   // Allocates `len` bytes on `tier` (no spill), recording them in the txn.
-  int allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out);
+  int allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out, const CollectionId& c,
+                  const ObjectId& oid, uint64_t object_size);
   void release(const PExtent& e);
   // Writes a buffer to freshly allocated space as extents starting at logical
   // offset `logical`; the buffer length is a multiple of the tier unit.

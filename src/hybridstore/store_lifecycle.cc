@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -63,6 +64,7 @@ StoreImpl::~StoreImpl() {
 void StoreImpl::close_all() {
   committer_.reset();
   deferred_.reset();
+  ssd_.reset();
   db_.reset();
   for (auto& d : dev_) d.reset();
   for (auto& a : alloc_) a.reset();
@@ -152,8 +154,10 @@ int StoreImpl::mkfs(std::string* error) {
   for (const auto& o : option_registry())
     if (o.mkfs_only) sb.mkfs_options[o.name] = cfg_.get_text(o.name);
 
-  const uint64_t units[kNumTiers] = {cfg_.get_size("hybridstore_ssd_alloc_unit"),
-                                     cfg_.get_size("hybridstore_hdd_alloc_unit")};
+  const bool sections = cfg_.get_str("hybridstore_ssd_allocator") == "hfm";
+  const uint64_t units[kNumTiers] = {
+      sections ? cfg_.get_size("hybridstore_ssd_block_size") : cfg_.get_size("hybridstore_ssd_alloc_unit"),
+      cfg_.get_size("hybridstore_hdd_alloc_unit")};
   for (int t = 0; t < kNumTiers; ++t) {
     std::string link = path_ + "/" + kTierLink[t];
     std::string want = cfg_.get_str(kTierOpt[t][0]);
@@ -201,6 +205,13 @@ int StoreImpl::mkfs(std::string* error) {
   if (int r = open_db(true, error); r < 0) return r;
   rocksdb::WriteBatch b;
   b.Put(kv::superblock_key(), encode_superblock(sb));
+  if (sections) {
+    int t = tier_index(Tier::kSsd);
+    if (int r = SsdSections::format(cfg_, sb.reserved[t], sb.tier_size[t] - sb.reserved[t], &b, error); r < 0) {
+      db_.reset();
+      return r;
+    }
+  }
   std::string nid;
   put_fixed64(&nid, 1);
   b.Put(kv::nid_max_key(), nid);
@@ -274,7 +285,11 @@ int StoreImpl::open_devices(bool create, std::string* error) {
       if (!model_clock_) model_clock_ = std::make_shared<VirtualClock>();
       dev_[t] = std::make_unique<ModeledBlockDevice>(std::move(dev_[t]), std::move(model), model_clock_);
     }
-    if (dev_[t]->alignment() > super_.alloc_unit[t]) {
+    // Section pieces smaller than a sector are written by read-modify-write;
+    // the extent allocators write their units directly.
+    bool sections = tier == Tier::kSsd && super_.mkfs_options.count("hybridstore_ssd_allocator") &&
+                    super_.mkfs_options.at("hybridstore_ssd_allocator") == "hfm";
+    if (!sections && dev_[t]->alignment() > super_.alloc_unit[t]) {
       *error = fmt::format("{} device {} needs {}-byte aligned I/O, coarser than the allocation unit {}",
                            tier_name(tier), p, dev_[t]->alignment(), super_.alloc_unit[t]);
       return -EINVAL;
@@ -323,6 +338,11 @@ int StoreImpl::mount(std::string* error) {
     return fail(-EINVAL);
   }
   if (int r = decode_superblock(v, &super_, error); r < 0) return fail(r);
+  // Options fixed at mkfs take the values the store was made with.
+  for (const auto& [k, val] : super_.mkfs_options) {
+    std::string e;
+    if (find_option(k) && cfg_.set(k, val, &e) < 0) HS_WARN("store option {}: {}", k, e);
+  }
   if (int r = open_devices(false, error); r < 0) return fail(r);
   // Deferred writes acknowledged before a crash reach their devices before
   // anything reads them.
@@ -339,14 +359,31 @@ int StoreImpl::mount(std::string* error) {
     freelist_[t] = std::make_unique<BitmapFreelist>(static_cast<Tier>(t), unit_[t]);
     // Free space is the complement of what the bitmap marks used.
     uint64_t pos = super_.reserved[t];
+    std::vector<std::pair<uint64_t, uint64_t>> used;
     int r = freelist_[t]->load(db_.get(), super_.tier_size[t],
                                [&](uint64_t off, uint64_t len) {
+                                 used.emplace_back(off, len);
                                  if (off > pos) a->init_add_free(pos, off - pos);
                                  pos = std::max(pos, off + len);
                                },
                                error);
     if (r < 0) return fail(r);
     if (super_.tier_size[t] > pos) a->init_add_free(pos, super_.tier_size[t] - pos);
+    // Stores made before the option existed use plain extents.
+    auto kind = super_.mkfs_options.find("hybridstore_ssd_allocator");
+    if (t == tier_index(Tier::kSsd) && kind != super_.mkfs_options.end() && kind->second == "hfm") {
+      auto marked = [&](uint64_t off, uint64_t len) {
+        auto it = std::upper_bound(used.begin(), used.end(), std::make_pair(off, UINT64_MAX));
+        if (it == used.begin()) return false;
+        --it;
+        return it->first <= off && off + len <= it->first + it->second;
+      };
+      if (int rr = SsdSections::open(cfg_, db_.get(), super_.reserved[t], super_.tier_size[t] - super_.reserved[t],
+                                     marked, &ssd_, error);
+          rr < 0)
+        return fail(rr);
+      continue;
+    }
     alloc_[t] = std::move(a);
   }
 
@@ -378,7 +415,7 @@ int StoreImpl::mount(std::string* error) {
     return fail(-EIO);
   }
 
-  placement_ = std::make_unique<Placement>(cfg_);
+  placement_ = std::make_unique<TierPlacement>(cfg_);
   cache_ = std::make_unique<OnodeCache>(static_cast<size_t>(cfg_.get_int("hybridstore_onode_cache_size")));
   max_object_size_ = cfg_.get_size("hybridstore_max_object_size");
   committer_ = std::make_unique<KvCommitter>(db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()},
@@ -391,7 +428,7 @@ int StoreImpl::mount(std::string* error) {
   deferred_max_ = cfg_.get_size("hybridstore_deferred_max");
   deferred_ = std::make_unique<DeferredWriter>(
       db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()}, &write_tracker_,
-      [this](const PExtent& e) { alloc_[tier_index(e.tier)]->release({{e.offset, e.length}}); }, dopts);
+      [this](const PExtent& e) { return_space(e); }, dopts);
   deferred_->start();
   heat_ = std::make_unique<HeatTracker>(heat_tracker_options_from_config(cfg_));
   load_heat();
@@ -414,6 +451,8 @@ int StoreImpl::flush() {
   if (!mounted_) return -ENOTCONN;
   int r = committer_->wait_committed(committer_->last_seq());
   committer_->drain_callbacks();
+  // Staged SSD data goes out whole before the deferred writes drain.
+  flush_sections();
   if (int d = deferred_->drain(); d < 0 && r == 0) r = d;
   return r;
 }
@@ -430,6 +469,7 @@ int StoreImpl::umount() {
   committer_.reset();
   deferred_->stop();
   deferred_.reset();
+  ssd_.reset();
   for (auto& d : dev_)
     if (d) d->flush();
   if (db_) {
@@ -454,6 +494,27 @@ uint64_t wall_us() {
 void StoreImpl::note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
                             uint64_t size) {
   heat_->record(kv::onode_key(c, o), type, off, len, wall_us(), size);
+}
+
+void StoreImpl::return_space(const PExtent& e) {
+  if (e.tier == Tier::kSsd && ssd_)
+    ssd_->release(e.offset, e.length);
+  else
+    alloc_[tier_index(e.tier)]->release({{e.offset, e.length}});
+}
+
+void StoreImpl::tick_sections() {
+  if (!ssd_ || !mounted_) return;
+  std::vector<SsdSections::Region> regions;
+  if (ssd_->tick(db_.get(), &regions) < 0) HS_ERROR("writing SSD section state failed");
+  for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
+}
+
+void StoreImpl::flush_sections() {
+  if (!ssd_) return;
+  std::vector<SsdSections::Region> regions;
+  if (ssd_->flush(db_.get(), &regions) < 0) HS_ERROR("writing SSD section state failed");
+  for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
 }
 
 void StoreImpl::load_heat() {
@@ -492,10 +553,20 @@ int StoreImpl::statfs(StoreStats* st) {
   for (int t = 0; t < kNumTiers; ++t) {
     TierStats& ts = st->tier[t];
     ts.total = super_.tier_size[t] - super_.reserved[t];
-    ts.free = alloc_[t]->free_bytes();
-    ts.allocated = ts.total - ts.free;
+    if (t == tier_index(Tier::kSsd) && ssd_) {
+      // Sections: space a section holds but cannot give any object yet
+      // (rounding gaps, holes awaiting cleaning) counts as consumed.
+      ts.consumed = ssd_->consumed_bytes();
+      ts.allocated = ssd_->live_bytes();
+      ts.free = ts.total - std::min(ts.total, ts.consumed);
+      ts.fragmentation = ts.consumed ? 1.0 - static_cast<double>(ts.allocated) / static_cast<double>(ts.consumed) : 0;
+    } else {
+      ts.free = alloc_[t]->free_bytes();
+      ts.allocated = ts.total - ts.free;
+      ts.consumed = ts.allocated;
+      ts.fragmentation = alloc_[t]->fragmentation();
+    }
     ts.unit = unit_[t];
-    ts.fragmentation = alloc_[t]->fragmentation();
     ts.device = dev_[t]->path();
     ts.backend = dev_[t]->backend();
   }

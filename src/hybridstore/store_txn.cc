@@ -66,7 +66,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   OpApplier ap{*this, tx};
   auto rollback = [&] {
     if (!tx.deferred.empty()) deferred_->cancel(tx.deferred);
-    for (const auto& e : tx.allocated) alloc_[tier_index(e.tier)]->release({{e.offset, e.length}});
+    for (const auto& e : tx.allocated) return_space(e);
   };
   for (size_t ti = 0; ti < ts.size(); ++ti) {
     const auto& ops = ts[ti].ops();
@@ -116,7 +116,17 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
       deferred_->committed(staged, released);
     };
   }
+  // The SSD sections' state is drained into this batch and submitted under
+  // one lock, so states commit in the order they were drained.
+  std::vector<SsdSections::Region> regions;
+  std::unique_lock<std::mutex> ssd_lock;
+  if (ssd_) {
+    ssd_lock = std::unique_lock<std::mutex>(ssd_->lock());
+    ssd_->finish_locked(work.batch.get(), &regions);
+  }
   uint64_t seq = committer_->submit(std::move(work));
+  if (ssd_lock.owns_lock()) ssd_lock.unlock();
+  for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
   if (seq == 0) {
     rollback();
     if (error) *error = TxnError{-EROFS, -1, -1, "", "store is read-only after an I/O error: " + committer_->error_message()};

@@ -15,8 +15,13 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "size of a device file mkfs creates for the SSD tier", "64M", "", {}, true});
   v->push_back({"hybridstore_hdd_size", T::kSize, "64G",
                 "size of a device file mkfs creates for the HDD tier", "64M", "", {}, true});
+  v->push_back({"hybridstore_ssd_allocator", T::kString, "hfm",
+                "how the SSD tier allocates: hfm (data sections with segment maps, "
+                "hybridstore_ssd_* section options) or extent (plain extents of "
+                "hybridstore_ssd_alloc_unit)", "", "", {"hfm", "extent"}, true});
   v->push_back({"hybridstore_ssd_alloc_unit", T::kSize, "4K",
-                "allocation unit of the SSD tier", "4K", "1M", {}, true, true});
+                "allocation unit of the SSD tier when hybridstore_ssd_allocator=extent", "4K", "1M", {},
+                true, true});
   v->push_back({"hybridstore_hdd_alloc_unit", T::kSize, "4K",
                 "allocation unit of the HDD tier", "4K", "4M", {}, true, true});
   v->push_back({"hybridstore_io_backend", T::kString, "auto",

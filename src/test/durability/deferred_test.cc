@@ -24,6 +24,9 @@ class DeferredTest : public StoreTest {
     // Keep deferred writes pending long enough to observe them.
     c.set("hybridstore_deferred_max_delay_ms", "60000", &err);
     c.set("hybridstore_deferred_batch_bytes", "1G", &err);
+    // These tests count deferred writes of overwrites and HDD writes; SSD
+    // sections defer all SSD data (tested in sections_test).
+    c.set("hybridstore_ssd_allocator", "extent", &err);
     return c;
   }
   void SetUp() override {

@@ -15,6 +15,12 @@ namespace {
 
 class RepairTest : public StoreTest {
  protected:
+  Config config() override {
+    Config c = hybridstore::test::small_store_config();
+    std::string err;
+    c.set("hybridstore_ssd_allocator", "extent", &err);  // injected damage assumes 4 KiB units
+    return c;
+  }
   void SetUp() override {
     StoreTest::SetUp();
     make_coll(coll_);

@@ -11,7 +11,14 @@ namespace {
 
 class SpaceTest : public StoreTest {
  protected:
-  Config config() override { return hybridstore::test::small_store_config(64 << 20, 64 << 20); }
+  Config config() override {
+    // Exact byte accounting of both tiers: plain extent allocators (the SSD
+    // sections' space rules have tests of their own).
+    Config c = hybridstore::test::small_store_config(64 << 20, 64 << 20);
+    std::string err;
+    c.set("hybridstore_ssd_allocator", "extent", &err);
+    return c;
+  }
   void SetUp() override {
     StoreTest::SetUp();
     make_coll(coll_);

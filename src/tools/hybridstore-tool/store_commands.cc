@@ -196,3 +196,24 @@ ToolCommand repair_cmd("repair", "fix what fsck finds (leaked space, dangling ex
 
 }  // namespace
 }  // namespace hybridstore::tool
+
+namespace hybridstore::tool {
+namespace {
+
+ToolCommand sections_cmd("sections", "per-section extents, fill and fragmentation of the SSD tier",
+                         [](CLI::App* sub, GlobalArgs* args) {
+                           return [args] {
+                             auto store = mount_store(*args);
+                             if (!store) return 1;
+                             std::string report = store->sections_report();
+                             store->umount();
+                             if (report.empty())
+                               return fail("this store's SSD tier does not use data sections "
+                                           "(hybridstore_ssd_allocator=extent)");
+                             printf("%s", report.c_str());
+                             return 0;
+                           };
+                         });
+
+}  // namespace
+}  // namespace hybridstore::tool

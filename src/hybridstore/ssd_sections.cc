@@ -1,0 +1,270 @@
+#include "hybridstore/ssd_sections.h"
+
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "hybridstore/common/log.h"
+#include "hybridstore/kv_schema.h"
+#include "hybridstore/section_report.h"
+
+namespace hybridstore {
+
+namespace {
+std::string geometry_key() { return std::string(1, kv::kSection) + 'g'; }
+std::string groups_key() { return std::string(1, kv::kSection) + 'h'; }
+std::string record_prefix() { return std::string(1, kv::kSection) + 'r'; }
+// Allocations whose hotness feeds each refinement of the group centres.
+constexpr size_t kGroupSample = 4096;
+
+void write_ops(const std::vector<PersistOp>& ops, rocksdb::WriteBatchBase* batch) {
+  for (const auto& op : ops) {
+    std::string k = record_prefix() + op.key();
+    if (op.kind == PersistOp::Kind::kPut)
+      batch->Put(k, op.value);
+    else
+      batch->Delete(k);
+  }
+}
+}  // namespace
+
+uint64_t SsdSections::now_us() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+int SsdSections::format(const Config& cfg, uint64_t offset, uint64_t bytes, rocksdb::WriteBatchBase* batch,
+                        std::string* error) {
+  AllocatorGeometry geo;
+  if (int r = make_allocator_geometry(cfg, offset, bytes, &geo, error); r < 0) return r;
+  std::unique_ptr<SectionAllocator> sa;
+  if (int r = SectionAllocator::create(geo, AllocatorTuning::from_config(cfg), &sa, error); r < 0) return r;
+  SectionRouter router;
+  if (int r = SectionRouter::make(geo.sections, geo.block_size, cfg.get_str("hybridstore_ssd_section_rules"),
+                                  &router, error);
+      r < 0)
+    return r;
+  batch->Put(geometry_key(), sa->geometry_record());
+  std::vector<PersistOp> ops;
+  sa->drain_records(&ops);
+  write_ops(ops, batch);
+  return 0;
+}
+
+int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint64_t bytes,
+                      const std::function<bool(uint64_t, uint64_t)>& marked_used, std::unique_ptr<SsdSections>* out,
+                      std::string* error) {
+  std::unique_ptr<SsdSections> s(new SsdSections());
+  AllocatorGeometry geo;
+  if (int r = make_allocator_geometry(cfg, offset, bytes, &geo, error); r < 0) return r;
+  s->block_size_ = geo.block_size;
+  if (int r = SectionRouter::make(geo.sections, geo.block_size, cfg.get_str("hybridstore_ssd_section_rules"),
+                                  &s->router_, error);
+      r < 0)
+    return r;
+  std::string georec;
+  if (!db->Get(rocksdb::ReadOptions(), geometry_key(), &georec).ok()) {
+    *error = "the SSD section geometry record is missing";
+    return -EIO;
+  }
+  std::vector<std::pair<std::string, std::string>> records;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  std::string prefix = record_prefix();
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next())
+    records.emplace_back(it->key().ToString().substr(prefix.size()), it->value().ToString());
+  if (!it->status().ok()) {
+    *error = "reading SSD section records: " + it->status().ToString();
+    return -EIO;
+  }
+  it.reset();
+  if (int r = SectionAllocator::rebuild(geo, AllocatorTuning::from_config(cfg), records, s->now_us(), &s->sa_, error);
+      r < 0) {
+    *error = "SSD sections: " + *error;
+    return r;
+  }
+  if (int r = s->sa_->check_geometry_record(georec, error); r < 0) {
+    *error = "SSD sections do not match the store's: " + *error;
+    return r;
+  }
+  HotnessGroupOptions gopts = hotness_group_options_from_config(cfg);
+  gopts.groups = geo.groups;
+  s->groups_ = std::make_unique<HotnessGroups>(gopts);
+  std::string grec, gerr;
+  if (db->Get(rocksdb::ReadOptions(), groups_key(), &grec).ok() && s->groups_->decode(grec, &gerr) < 0)
+    HS_WARN("SSD hotness group centres unreadable ({}); they will be learned again", gerr);
+
+  // Live ranges of transactions that never committed: the bitmap, written by
+  // each transaction's own batch, does not mark them.
+  uint64_t bs = geo.block_size, dropped = 0;
+  for (uint32_t eu = 0; eu < s->sa_->erase_unit_count(); ++eu) {
+    std::vector<LiveRange> live;
+    s->sa_->live_ranges(eu, &live);
+    for (const auto& r : live) {
+      for (uint64_t b = r.block; b < r.block + r.blocks;) {
+        uint64_t e = b;
+        while (e < r.block + r.blocks && !marked_used(e * bs, bs)) ++e;
+        if (e > b) {
+          s->sa_->release(b, e - b, s->now_us());
+          dropped += e - b;
+          b = e;
+        } else {
+          ++b;
+        }
+      }
+    }
+  }
+  if (dropped) {
+    HS_INFO("SSD sections: returned {} blocks allocated by transactions that never committed", dropped);
+    rocksdb::WriteBatch b;
+    std::vector<PersistOp> ops;
+    s->sa_->drain_records(&ops);
+    write_ops(ops, &b);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (!db->Write(wo, &b).ok()) {
+      *error = "writing reconciled SSD section state failed";
+      return -EIO;
+    }
+  }
+  *out = std::move(s);
+  return 0;
+}
+
+bool SsdSections::bypass(const ObjectPlacementKey& key, uint64_t object_bytes) const {
+  return router_.route(key, std::max<uint64_t>(object_bytes, 1)) == SectionRouter::kBypass;
+}
+
+uint32_t SsdSections::group_of_locked(double hotness) {
+  if (sa_->geometry().groups <= 1) return 0;
+  hotness_sample_.push_back(hotness);
+  if (hotness_sample_.size() >= kGroupSample || !groups_->has_centres()) {
+    groups_->refine(hotness_sample_);
+    hotness_sample_.clear();
+    groups_dirty_ = true;
+  }
+  return std::min(groups_->classify(hotness), sa_->geometry().groups - 1);
+}
+
+void SsdSections::apply_releases_locked() {
+  std::vector<std::pair<uint64_t, uint64_t>> todo;
+  {
+    std::lock_guard<std::mutex> l(release_mutex_);
+    todo.swap(pending_release_);
+  }
+  uint64_t now = now_us();
+  for (const auto& [b, n] : todo)
+    if (sa_->release(b, n, now) < 0) HS_ERROR("SSD sections refused to release blocks {}~{}", b, n);
+}
+
+int SsdSections::allocate(const ObjectPlacementKey& key, uint64_t object_bytes, uint64_t len, double hotness,
+                          uint64_t owner, std::vector<Piece>* out) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  int section = router_.route(key, std::max<uint64_t>(object_bytes, len));
+  if (section == SectionRouter::kBypass) return -ENOSPC;
+  AllocRequest req;
+  req.bytes = len;
+  req.section = section;
+  req.group = group_of_locked(hotness);
+  req.owner = owner;
+  req.hint = owner;
+  req.now_us = now_us();
+  req.born_us = req.now_us;
+  std::vector<AllocPiece> pieces;
+  AllocEvents ev;
+  int used;
+  int r = sa_->allocate_with_fallback(req, &pieces, &ev, &used);
+  // Regions a failed or forced allocation emitted are collected by finish.
+  if (r < 0) return r;
+  for (const auto& p : pieces)
+    out->push_back({p.block * block_size_, p.blocks * block_size_, !p.in_place});
+  return 0;
+}
+
+void SsdSections::release(uint64_t offset, uint64_t len) {
+  std::lock_guard<std::mutex> l(release_mutex_);
+  pending_release_.emplace_back(offset / block_size_, len / block_size_);
+}
+
+void SsdSections::drain_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions, const AllocEvents& ev) {
+  for (const auto& r : ev.regions)
+    regions->push_back({r.block * block_size_, (r.block + r.blocks) * block_size_});
+  std::vector<PersistOp> ops;
+  sa_->drain_records(&ops);
+  write_ops(ops, batch);
+  if (groups_dirty_) {
+    batch->Put(groups_key(), groups_->encode());
+    groups_dirty_ = false;
+  }
+}
+
+void SsdSections::finish_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions) {
+  apply_releases_locked();
+  AllocEvents ev;
+  sa_->collect(&ev);
+  drain_locked(batch, regions, ev);
+}
+
+int SsdSections::tick(rocksdb::DB* db, std::vector<Region>* regions) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  AllocEvents ev;
+  sa_->tick(now_us(), &ev);
+  rocksdb::WriteBatch b;
+  drain_locked(&b, regions, ev);
+  if (b.Count() == 0) return 0;
+  return db->Write(rocksdb::WriteOptions(), &b).ok() ? 0 : -EIO;
+}
+
+int SsdSections::flush(rocksdb::DB* db, std::vector<Region>* regions) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  AllocEvents ev;
+  sa_->flush(now_us(), &ev);
+  rocksdb::WriteBatch b;
+  drain_locked(&b, regions, ev);
+  if (b.Count() == 0) return 0;
+  return db->Write(rocksdb::WriteOptions(), &b).ok() ? 0 : -EIO;
+}
+
+uint64_t SsdSections::live_bytes() {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  uint64_t n = 0;
+  for (const auto& u : sa_->usage()) n += u.live_blocks;
+  return n * block_size_;
+}
+
+uint64_t SsdSections::consumed_bytes() {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  uint64_t n = 0;
+  for (const auto& u : sa_->usage()) n += u.consumed_blocks;
+  return n * block_size_;
+}
+
+void SsdSections::for_each_live(const std::function<void(uint64_t, uint64_t)>& fn) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  for (uint32_t eu = 0; eu < sa_->erase_unit_count(); ++eu) {
+    std::vector<LiveRange> live;
+    sa_->live_ranges(eu, &live);
+    for (const auto& r : live) fn(r.block * block_size_, uint64_t(r.blocks) * block_size_);
+  }
+}
+
+std::string SsdSections::report() {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  return format_section_report(*sa_);
+}
+
+std::string SsdSections::verify() {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  return sa_->verify();
+}
+
+}  // namespace hybridstore

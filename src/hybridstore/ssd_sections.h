@@ -1,0 +1,109 @@
+// The SSD tier allocated through HFM data sections: the engine's side of
+// section_allocator.h.
+//
+// An object's SSD data is placed by its section (static rule or size, see
+// section_rules.h) at the block the section's segment map chooses. Extents
+// are staged: their data travels as held deferred records (durable in
+// RocksDB, readable from the overlay) until the allocator reports their write
+// unit complete; then the engine writes the unit whole, in one aligned I/O.
+// Pieces that land in holes of written extents are ordinary deferred writes.
+//
+// The allocator's state is persisted as records under the `A` key space,
+// drained into the batch of the transaction that changed it. Transactions
+// drain and submit in one order (lock() is held across both), so the last
+// committed state always includes every committed allocation. After a crash
+// it may also include allocations of transactions that never committed:
+// open() returns to the allocator every live range the allocation bitmap
+// (which changes with each transaction's own batch) does not mark.
+//
+// Data hotness (SFS): each allocation carries the hotness group of its
+// object; an erase unit is only ever filled with one group. Group centres are
+// refined from the hotness of recent allocations (at most three passes) and
+// persisted.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch_base.h>
+
+#include "hybridstore/common/config.h"
+#include "hybridstore/hotness_groups.h"
+#include "hybridstore/section_allocator.h"
+#include "hybridstore/section_rules.h"
+
+namespace hybridstore {
+
+class SsdSections {
+ public:
+  struct Piece {
+    uint64_t offset;  // device bytes
+    uint64_t length;
+    bool staged;      // in a staged extent (held record); else in place
+  };
+  struct Region {
+    uint64_t begin, end;  // device bytes, a whole write unit
+  };
+
+  // mkfs: writes the geometry record and the empty allocator into `batch`.
+  static int format(const Config& cfg, uint64_t offset, uint64_t bytes, rocksdb::WriteBatchBase* batch,
+                    std::string* error);
+  // mount: rebuilds from RocksDB and drops live ranges `used(offset, len)`
+  // says are not allocated (crash leftovers). Changes are written at once.
+  static int open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint64_t bytes,
+                  const std::function<bool(uint64_t, uint64_t)>& marked_used, std::unique_ptr<SsdSections>* out,
+                  std::string* error);
+
+  uint32_t block_size() const { return block_size_; }
+  // True when the object belongs on the HDD (a bypass section).
+  bool bypass(const ObjectPlacementKey& key, uint64_t object_bytes) const;
+  // Allocates `len` bytes (block multiple) for an object; -ENOSPC when the
+  // SSD has no room (nothing stays allocated).
+  int allocate(const ObjectPlacementKey& key, uint64_t object_bytes, uint64_t len, double hotness, uint64_t owner,
+               std::vector<Piece>* out);
+  // Returns space; applied at the next allocate/finish (callable from any
+  // thread, takes no lock that a transaction holds).
+  void release(uint64_t offset, uint64_t len);
+
+  // The caller holds lock() across finish_locked and the submission of
+  // `batch`, so drained states commit in the order they were drained.
+  std::mutex& lock() { return mutex_; }
+  // Regions completed and allocator records changed since the last call.
+  void finish_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions);
+  // Staging timeout (tick) or everything staged (flush): regions to write and
+  // records, written straight to `db`.
+  int tick(rocksdb::DB* db, std::vector<Region>* regions);
+  int flush(rocksdb::DB* db, std::vector<Region>* regions);
+
+  // Free = blocks the allocator could still hand out (free erase units,
+  // open tails, gaps, holes); allocated = live object blocks.
+  uint64_t live_bytes();
+  uint64_t consumed_bytes();
+  void for_each_live(const std::function<void(uint64_t offset, uint64_t len)>& fn);
+  std::string report();
+  std::string verify();
+
+ private:
+  SsdSections() = default;
+  void apply_releases_locked();
+  uint64_t now_us() const;
+  void drain_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions, const AllocEvents& ev);
+  uint32_t group_of_locked(double hotness);
+
+  std::mutex mutex_;
+  std::unique_ptr<SectionAllocator> sa_;
+  SectionRouter router_;
+  uint32_t block_size_ = 256;
+  std::unique_ptr<HotnessGroups> groups_;
+  std::vector<double> hotness_sample_;
+  bool groups_dirty_ = false;
+
+  std::mutex release_mutex_;  // only for pending_release_
+  std::vector<std::pair<uint64_t, uint64_t>> pending_release_;  // blocks
+};
+
+}  // namespace hybridstore

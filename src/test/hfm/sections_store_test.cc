@@ -1,0 +1,186 @@
+// The SSD tier on HFM data sections, through the engine: staged data is
+// readable at once, written out whole, survives a crash before it was
+// written, and the sections' state persists and reconciles.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hybridstore/store_impl.h"
+#include "store_helpers.h"
+
+using namespace hybridstore;
+using hybridstore::test::StoreTest;
+
+namespace {
+
+class SectionsStoreTest : public StoreTest {
+ protected:
+  Config config() override {
+    Config c = hybridstore::test::small_store_config();
+    std::string err;
+    EXPECT_EQ(c.set("hybridstore_ssd_allocator", "hfm", &err), 0);
+    EXPECT_EQ(c.set("hybridstore_ssd_section_rules", "coll:9.0_head=bypass", &err), 0) << err;
+    EXPECT_EQ(c.set("hybridstore_ssd_hotness_groups", "4", &err), 0);
+    for (const auto& [k, v] : extra_) EXPECT_EQ(c.set(k, v, &err), 0) << err;
+    return c;
+  }
+  void SetUp() override {
+    StoreTest::SetUp();
+    make_coll(coll_);
+  }
+  uint64_t pending() { return store_->impl()->deferred_->pending_bytes(); }
+  std::map<std::string, std::string> extra_;
+};
+
+TEST_F(SectionsStoreTest, SmallObjectsTakeBlocksNotPages) {
+  StoreStats before;
+  store_->statfs(&before);
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(1000, 'a'));   // 4 blocks of 256 B
+  t.write(coll_, obj("b"), 0, std::string(5000, 'b'));   // 20 blocks
+  apply(std::move(t));
+  StoreStats after;
+  store_->statfs(&after);
+  EXPECT_EQ(after.tier[0].allocated - before.tier[0].allocated, 1024u + 5120u);
+  EXPECT_EQ(read_all(coll_, obj("a")), std::string(1000, 'a'));
+  EXPECT_EQ(read_all(coll_, obj("b")), std::string(5000, 'b'));
+  EXPECT_NE(store_->sections_report().find("small"), std::string::npos);
+}
+
+TEST_F(SectionsStoreTest, StagedDataIsReadableAtOnceAndWrittenWholeLater) {
+  std::map<std::string, std::string> model;
+  for (int i = 0; i < 200; ++i) {
+    std::string name = "s" + std::to_string(i);
+    model[name] = hybridstore::test::random_bytes(rng_, 300 + rng_() % 9000);
+    Transaction t;
+    t.write(coll_, obj(name), 0, model[name]);
+    apply(std::move(t));
+  }
+  EXPECT_GT(pending(), 0u);  // staged, not yet on the device
+  for (auto& [name, data] : model) ASSERT_EQ(read_all(coll_, obj(name)), data) << name;
+  ASSERT_EQ(store_->flush(), 0);
+  EXPECT_EQ(pending(), 0u);
+  StoreStats st;
+  store_->statfs(&st);
+  // Hundreds of small objects reached the device in a handful of writes.
+  EXPECT_LT(st.deferred_device_writes, 20u);
+  remount();
+  for (auto& [name, data] : model) ASSERT_EQ(read_all(coll_, obj(name)), data) << name;
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(SectionsStoreTest, OverwritesRemovesAndAppendsKeepDataAndSpaceExact) {
+  std::map<std::string, std::string> model;
+  for (int round = 0; round < 400; ++round) {
+    std::string name = "o" + std::to_string(rng_() % 30);
+    Transaction t;
+    auto& m = model[name];
+    switch (rng_() % 4) {
+      case 0: {
+        std::string d = hybridstore::test::random_bytes(rng_, 1 + rng_() % 6000);
+        uint64_t off = rng_() % 8000;
+        t.write(coll_, obj(name), off, d);
+        if (m.size() < off + d.size()) m.resize(off + d.size(), '\0');
+        m.replace(off, d.size(), d);
+        break;
+      }
+      case 1: {
+        std::string d = hybridstore::test::random_bytes(rng_, 1 + rng_() % 700);
+        t.write(coll_, obj(name), m.size(), d);
+        m += d;
+        break;
+      }
+      case 2:
+        t.remove(coll_, obj(name));
+        model.erase(name);
+        break;
+      default: {
+        if (!store_->exists(coll_, obj(name))) {
+          continue;
+        }
+        uint64_t sz = rng_() % (m.size() + 1);
+        t.truncate(coll_, obj(name), sz);
+        m.resize(sz);
+      }
+    }
+    apply(std::move(t));
+    if (round % 100 == 99) {
+      ASSERT_EQ(store_->flush(), 0);
+    }
+  }
+  for (auto& [name, data] : model) ASSERT_EQ(read_all(coll_, obj(name)), data) << name;
+  EXPECT_EQ(fsck_errors(true), 0);
+  StoreStats st;
+  store_->statfs(&st);
+  uint64_t blocks = 0;
+  store_->for_each_object([&](const CollectionId&, const ObjectId&, const ObjectStat& s) { blocks += s.bytes_on[0]; });
+  EXPECT_EQ(st.tier[0].allocated, blocks);  // df matches what the objects hold
+  remount();
+  for (auto& [name, data] : model) ASSERT_EQ(read_all(coll_, obj(name)), data) << name;
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(SectionsStoreTest, StagedDataSurvivesACrashBeforeItWasWritten) {
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  std::string path = dir_->path() + "/store";
+  extra_["hybridstore_ssd_staging_timeout"] = "3600";  // nothing written by timeout
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    HybridStore s(path, config());
+    std::string err;
+    if (s.mount(&err) < 0) _exit(2);
+    for (int i = 0; i < 50; ++i) {
+      Transaction t;
+      t.write(coll_, obj("c" + std::to_string(i)), 0, std::string(700 + i * 37, static_cast<char>('A' + i % 26)));
+      if (s.apply_transaction(std::move(t)) < 0) _exit(3);
+    }
+    _exit(0);  // acknowledged, staged, never written to the device
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  store_ = std::make_unique<HybridStore>(path, config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  for (int i = 0; i < 50; ++i)
+    EXPECT_EQ(read_all(coll_, obj("c" + std::to_string(i))), std::string(700 + i * 37, static_cast<char>('A' + i % 26)));
+  EXPECT_EQ(fsck_errors(true), 0);
+  // And the sections go on working on top of it.
+  Transaction t;
+  t.write(coll_, obj("after"), 0, std::string(3000, 'z'));
+  apply(std::move(t));
+  remount();
+  EXPECT_EQ(read_all(coll_, obj("after")), std::string(3000, 'z'));
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(SectionsStoreTest, BypassRuleSendsACollectionToTheHdd) {
+  make_coll("9.0_head");
+  Transaction t;
+  t.write("9.0_head", obj("x"), 0, std::string(2000, 'x'));
+  apply(std::move(t));
+  ObjectStat st;
+  ASSERT_EQ(store_->stat("9.0_head", obj("x"), &st), 0);
+  EXPECT_EQ(st.bytes_on[tier_index(Tier::kHdd)], st.allocated);
+}
+
+TEST_F(SectionsStoreTest, MigrationIntoAndOutOfSectionsKeepsData) {
+  std::string data = hybridstore::test::random_bytes(rng_, 200000);
+  Transaction t;
+  t.touch(coll_, obj("m"));
+  t.set_alloc_hint(coll_, obj("m"), 0, 0, kHintSequentialWrite);
+  t.write(coll_, obj("m"), 0, data);
+  apply(std::move(t));
+  ASSERT_EQ(store_->migrate(coll_, obj("m"), Tier::kSsd), 0);
+  ObjectStat st;
+  ASSERT_EQ(store_->stat(coll_, obj("m"), &st), 0);
+  EXPECT_EQ(st.bytes_on[0], st.allocated);
+  EXPECT_EQ(read_all(coll_, obj("m")), data);
+  ASSERT_EQ(store_->migrate(coll_, obj("m"), Tier::kHdd), 0);
+  remount();
+  EXPECT_EQ(read_all(coll_, obj("m")), data);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+}  // namespace
