@@ -198,9 +198,13 @@ int DeferredWriter::drain() {
     for (const auto& h : held_) released &= h.tag > target;
     return (applied && released) || error_;
   };
-  while (!done_cv_.wait_for(l, std::chrono::seconds(10), ready))
-    HS_WARN("deferred drain waiting: {} records ({} committed bytes, {} regions queued), {} frees held",
-            entries_.size(), committed_bytes_, regions_.size(), held_.size());
+  while (!done_cv_.wait_for(l, std::chrono::seconds(10), ready)) {
+    const auto& [seq, e] = *entries_.begin();
+    HS_WARN("deferred drain waiting: {} records ({} committed bytes, {} regions queued), {} frees held; "
+            "oldest: #{} {} {}~{}{}{}",
+            entries_.size(), committed_bytes_, regions_.size(), held_.size(), seq, tier_name(e.tier), e.offset,
+            e.data->size(), e.held ? " held" : "", e.committed ? " committed" : "");
+  }
   --drain_requests_;
   return error_;
 }

@@ -60,6 +60,11 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
   AllocatorGeometry geo;
   if (int r = make_allocator_geometry(cfg, offset, bytes, &geo, error); r < 0) return r;
   s->block_size_ = geo.block_size;
+  // Every write unit (max(extent, erase block), aligned) is a multiple of the
+  // smallest of these, and starts on one.
+  s->split_ = geo.erase_block_bytes ? geo.erase_block_bytes : UINT64_MAX;
+  for (const auto& sec : geo.sections)
+    if (!sec.bypass()) s->split_ = std::min<uint64_t>(s->split_, uint64_t(sec.extent_blocks) * geo.block_size);
   if (int r = SectionRouter::make(geo.sections, geo.block_size, cfg.get_str("hybridstore_ssd_section_rules"),
                                   &s->router_, error);
       r < 0)
@@ -159,7 +164,8 @@ void SsdSections::apply_releases_locked() {
 }
 
 int SsdSections::allocate(const ObjectPlacementKey& key, uint64_t object_bytes, uint64_t len, double hotness,
-                          uint64_t owner, std::vector<Piece>* out) {
+                          uint64_t owner, std::vector<Piece>* out,
+                          const std::function<void(const std::vector<Piece>&)>& stage) {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
   int section = router_.route(key, std::max<uint64_t>(object_bytes, len));
@@ -176,10 +182,22 @@ int SsdSections::allocate(const ObjectPlacementKey& key, uint64_t object_bytes, 
   AllocEvents ev;
   int used;
   int r = sa_->allocate_with_fallback(req, &pieces, &ev, &used);
-  // Regions a failed or forced allocation emitted are collected by finish.
+  // Write units this call completed or forced out (staging cap) are handed
+  // to the engine at the next finish, failed allocation or not.
+  for (const auto& reg : ev.regions) forced_.push_back(reg);
   if (r < 0) return r;
-  for (const auto& p : pieces)
-    out->push_back({p.block * block_size_, p.blocks * block_size_, !p.in_place});
+  // A piece may run across write units (whole extents of a large object);
+  // staged data is written per unit, so pieces are cut at unit boundaries.
+  size_t first = out->size();
+  for (const auto& p : pieces) {
+    uint64_t b = p.block * block_size_, e = (p.block + p.blocks) * block_size_;
+    while (b < e) {
+      uint64_t cut = p.in_place ? e : std::min(e, (b / split_ + 1) * split_);
+      out->push_back({b, cut - b, !p.in_place});
+      b = cut;
+    }
+  }
+  stage(std::vector<Piece>(out->begin() + static_cast<long>(first), out->end()));
   return 0;
 }
 
@@ -189,6 +207,8 @@ void SsdSections::release(uint64_t offset, uint64_t len) {
 }
 
 void SsdSections::drain_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions, const AllocEvents& ev) {
+  for (const auto& r : forced_) regions->push_back({r.block * block_size_, (r.block + r.blocks) * block_size_});
+  forced_.clear();
   for (const auto& r : ev.regions)
     regions->push_back({r.block * block_size_, (r.block + r.blocks) * block_size_});
   std::vector<PersistOp> ops;

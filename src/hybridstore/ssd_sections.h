@@ -63,8 +63,10 @@ class SsdSections {
   bool bypass(const ObjectPlacementKey& key, uint64_t object_bytes) const;
   // Allocates `len` bytes (block multiple) for an object; -ENOSPC when the
   // SSD has no room (nothing stays allocated).
+  // `stage` runs under the sections' lock with the pieces, before any write
+  // unit they complete can be handed out.
   int allocate(const ObjectPlacementKey& key, uint64_t object_bytes, uint64_t len, double hotness, uint64_t owner,
-               std::vector<Piece>* out);
+               std::vector<Piece>* out, const std::function<void(const std::vector<Piece>&)>& stage);
   // Returns space; applied at the next allocate/finish (callable from any
   // thread, takes no lock that a transaction holds).
   void release(uint64_t offset, uint64_t len);
@@ -98,8 +100,10 @@ class SsdSections {
   std::unique_ptr<SectionAllocator> sa_;
   SectionRouter router_;
   uint32_t block_size_ = 256;
+  uint64_t split_ = UINT64_MAX;  // staged pieces never cross a multiple of this
   std::unique_ptr<HotnessGroups> groups_;
   std::vector<double> hotness_sample_;
+  std::vector<WriteRegion> forced_;  // regions allocate() reported, not yet handed out
   bool groups_dirty_ = false;
 
   std::mutex release_mutex_;  // only for pending_release_

@@ -108,7 +108,7 @@ int StoreImpl::read_extent_raw(const DataExtent& e, std::string* out) {
 // ---------------------------------------------------------------- space
 
 int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out, const CollectionId& c,
-                           const ObjectId& oid, uint64_t object_size) {
+                           const ObjectId& oid, uint64_t object_size, const char* data) {
   int t = tier_index(tier);
   if (tier == Tier::kSsd && s.ssd_) {
     // The object's section and hotness group decide where its data goes.
@@ -118,7 +118,18 @@ int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<P
     std::string hk = kv::onode_key(c, oid);
     if (s.heat_->lookup(hk, &h)) hotness = h.frequency;
     std::vector<SsdSections::Piece> pieces;
-    if (int r = s.ssd_->allocate(key, object_size, len, hotness, ObjectIdHash()(oid), &pieces); r < 0) return r;
+    // The data is staged while the sections are locked, so no write unit can
+    // be handed out for writing between the allocation and the staging.
+    auto stage = [&](const std::vector<SsdSections::Piece>& ps) {
+      uint64_t pos = 0;
+      for (const auto& pc : ps) {
+        tx.deferred.push_back(
+            s.deferred_->stage(tx.batch.get(), tier, pc.offset, std::string(data + pos, pc.length), pc.staged));
+        pos += pc.length;
+      }
+    };
+    if (int r = s.ssd_->allocate(key, object_size, len, hotness, ObjectIdHash()(oid), &pieces, stage); r < 0)
+      return r;
     for (const auto& pc : pieces) {
       PExtent p{tier, pc.offset, pc.length, pc.staged};
       out->push_back(p);
@@ -172,13 +183,8 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
   }
   if (pos != len) return -EINVAL;
   if (tier == Tier::kSsd && s.ssd_) {
-    // Section data is staged until its write unit is complete; pieces in
-    // holes of written extents go in place (read-modify-write when smaller
-    // than a sector).
-    size_t i = 0;
-    for (const auto& io : ios)
-      tx.deferred.push_back(
-          s.deferred_->stage(tx.batch.get(), tier, io.offset, std::string(io.buf, io.len), where[i++].staged));
+    // Section data was staged by allocate_on (held until its write unit is
+    // complete; pieces in holes of written extents in place).
   } else if (tier == Tier::kHdd && len <= s.deferred_max_) {
     // A small write to the HDD never goes to the disk synchronously: it rides
     // in the transaction's batch and joins a sorted batch later.
@@ -266,12 +272,6 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       for (const DataExtent* e : o.extents.overlapping(a - 1, a))
         if (e->tier == tier) hint = e->physical + (a - e->logical);
     }
-    if (!in_place) {
-      int r = allocate_on(tier, len, hint, &where, c, oid, std::max(o.size, end));
-      if (r == -ENOSPC) continue;  // spill to the other tier
-      if (r < 0) return r;
-    }
-
     AlignedBuffer buf(len, 4096, AlignedBuffer::kUninitialized);
     // Read-modify-write of the partial units at either end (holes and bytes
     // past the object's end are zeros, which keeps the zero-tail invariant).
@@ -296,6 +296,9 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       set_size(o, std::max(o.size, end));
       return 0;
     }
+    int r = allocate_on(tier, len, hint, &where, c, oid, std::max(o.size, end), buf.data());
+    if (r == -ENOSPC) continue;  // spill to the other tier
+    if (r < 0) return r;
     std::vector<PExtent> freed;
     o.extents.punch(a, b, &freed);
     if (int rr = store_new_extents(tier, a, std::move(buf), len, where, &o.extents); rr < 0) return rr;
@@ -377,12 +380,12 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
       return -EINVAL;
     }
     std::vector<PExtent> where;
-    if (int r = allocate_on(target, e.length, 0, &where, c, op.oid, o->size); r < 0) {
+    AlignedBuffer buf(e.length, 4096, AlignedBuffer::kUninitialized);
+    std::memcpy(buf.data(), image.data() + e.logical, e.length);
+    if (int r = allocate_on(target, e.length, 0, &where, c, op.oid, o->size, buf.data()); r < 0) {
       *why = fmt::format("no space on the {} tier", tier_name(target));
       return r;
     }
-    AlignedBuffer buf(e.length, 4096, AlignedBuffer::kUninitialized);
-    std::memcpy(buf.data(), image.data() + e.logical, e.length);
     // The copy must carry the very bytes the checksums vouch for.
     if (e.csum_block == s.csum_block_[tier_index(target)])
       for (size_t i = 0; i < e.csums.size(); ++i)
@@ -428,10 +431,10 @@ int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId&
       }
       std::vector<PExtent> where;
       Tier tier = e.tier;
-      int r = allocate_on(tier, n, 0, &where, c, dst, so->size);
+      int r = allocate_on(tier, n, 0, &where, c, dst, so->size, buf.data());
       if (r == -ENOSPC && n % s.unit_[tier_index(other(tier))] == 0) {
         tier = other(tier);
-        r = allocate_on(tier, n, 0, &where, c, dst, so->size);
+        r = allocate_on(tier, n, 0, &where, c, dst, so->size, buf.data());
       }
       if (r < 0) {
         *why = "no space for the clone";

@@ -214,8 +214,10 @@ struct OpApplier {
   int move_object(const CollectionId& sc, const ObjectId& so, const CollectionId& dc,
                   const ObjectId& dobj);
   // Allocates `len` bytes on `tier` (no spill), recording them in the txn.
+  // `data` (len bytes) is what the space will hold: the SSD sections stage it
+  // as part of the allocation.
   int allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out, const CollectionId& c,
-                  const ObjectId& oid, uint64_t object_size);
+                  const ObjectId& oid, uint64_t object_size, const char* data);
   void release(const PExtent& e);
   // Writes a buffer to freshly allocated space as extents starting at logical
   // offset `logical`; the buffer length is a multiple of the tier unit.
