@@ -2,6 +2,8 @@
 // readable at once, written out whole, survives a crash before it was
 // written, and the sections' state persists and reconciles.
 #include <sys/wait.h>
+#include <future>
+#include <thread>
 #include <unistd.h>
 
 #include "hybridstore/store_impl.h"
@@ -152,6 +154,34 @@ TEST_F(SectionsStoreTest, StagedDataSurvivesACrashBeforeItWasWritten) {
   apply(std::move(t));
   remount();
   EXPECT_EQ(read_all(coll_, obj("after")), std::string(3000, 'z'));
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(SectionsStoreTest, ConcurrentWritersFillWriteUnitsWithoutLosingStagedData) {
+  // Writers in different collections complete each other's write units: no
+  // unit may be written out before all the data placed in it is staged.
+  const int kThreads = 8, kWrites = 250;
+  for (int t = 0; t < kThreads; ++t) make_coll("3." + std::to_string(t) + "_head");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      CollectionId c("3." + std::to_string(t) + "_head");
+      for (int i = 0; i < kWrites; ++i) {
+        Transaction w;
+        w.write(c, obj("w" + std::to_string(i)), 0, std::string(200 + (i * 53 + t * 31) % 3000, static_cast<char>('a' + t)));
+        ASSERT_EQ(store_->queue_transaction(std::move(w)), 0);
+      }
+    });
+  for (auto& th : threads) th.join();
+  auto flushed = std::async(std::launch::async, [&] { return store_->flush(); });
+  ASSERT_EQ(flushed.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "flush hangs: staged data stranded";
+  ASSERT_EQ(flushed.get(), 0);
+  EXPECT_EQ(pending(), 0u);
+  remount();
+  for (int t = 0; t < kThreads; ++t)
+    for (int i = 0; i < kWrites; i += 7)
+      ASSERT_EQ(read_all("3." + std::to_string(t) + "_head", obj("w" + std::to_string(i))),
+                std::string(200 + (i * 53 + t * 31) % 3000, static_cast<char>('a' + t)));
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
