@@ -105,7 +105,7 @@ std::unique_ptr<BlockDevice> open_nand_block_device(const Config& cfg, const std
       *error = fmt::format("{}: format failed: {}", path, err);
       return nullptr;
     }
-    HS_INFO("{}: created {} flash ({}), policy {}, {} usable", path, describe(opts.geometry),
+    HS_INFO("{}: created {} flash, policy {}, {} usable", path, describe(opts.geometry),
             policy_name(opts.policy), format_size(ftl->size_bytes()));
   } else {
     if (NandMedia::open_file(path, &media, &err) < 0) {

@@ -16,6 +16,9 @@ int main(int argc, char** argv) {
     if (a.rfind("--hs-set=", 0) == 0) sets += (sets.empty() ? "" : " ") + a.substr(9);
   }
   if (!sets.empty()) setenv("HS_TEST_SET", sets.c_str(), 1);
-  hybridstore::set_log_level(hybridstore::LogLevel::kError);
+  // Quiet by default; HS_TEST_LOG=warn|info|debug when chasing a failure.
+  hybridstore::LogLevel level = hybridstore::LogLevel::kError;
+  if (const char* l = std::getenv("HS_TEST_LOG")) hybridstore::parse_log_level(l, &level);
+  hybridstore::set_log_level(level);
   return RUN_ALL_TESTS();
 }

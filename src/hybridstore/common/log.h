@@ -17,10 +17,12 @@ bool parse_log_level(const std::string& s, LogLevel* out);
 
 }  // namespace hybridstore
 
-#define HS_LOG(level, ...)                                                      \
-  do {                                                                          \
-    if (static_cast<int>(level) <= static_cast<int>(::hybridstore::log_level())) \
-      ::hybridstore::log_line(level, fmt::format(__VA_ARGS__));                 \
+// The format string is checked against the arguments at compile time: a
+// mismatch in a rarely taken log line must not surface as an exception.
+#define HS_LOG(level, format_string, ...)                                                  \
+  do {                                                                                     \
+    if (static_cast<int>(level) <= static_cast<int>(::hybridstore::log_level()))            \
+      ::hybridstore::log_line(level, fmt::format(FMT_STRING(format_string), ##__VA_ARGS__)); \
   } while (0)
 #define HS_ERROR(...) HS_LOG(::hybridstore::LogLevel::kError, __VA_ARGS__)
 #define HS_WARN(...) HS_LOG(::hybridstore::LogLevel::kWarn, __VA_ARGS__)
