@@ -130,6 +130,14 @@ int SectionAllocator::release(uint64_t block, uint64_t blocks, uint64_t now_us) 
     uint32_t eu = e->eu;  // read before a free invalidates e
     if (eu != last) {
       last = eu;
+      // A lane's current unit emptied by releases (a failed transaction's
+      // allocations returned, short-lived objects) goes back to the pool
+      // too: free space stays exact and any section may take the unit.
+      EraseUnit& u = eus_[eu];
+      if (u.current && u.live == 0 && u.lane >= 0) {
+        lanes_[u.lane].current = -1;
+        u.current = false;
+      }
       maybe_free_eu(eu);
     }
   }
