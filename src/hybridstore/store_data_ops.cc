@@ -348,8 +348,16 @@ int OpApplier::truncate(const CollectionId& c, const ObjectId& oid, Onode& o, ui
       std::string zeros(zend - size, '\0');
       if (int r = write_data(c, oid, o, size, zeros); r < 0) return r;
     }
+    // Nothing may lie past the last unit holding the new end; the zero
+    // rewrite may have put finer-unit (SSD section) blocks up to `cut`.
+    // An extent holding the end is cut at its own tier's unit; any other
+    // extent past the end starts on its unit, so the finest unit cuts none.
+    uint64_t finest = *std::min_element(std::begin(s.unit_), std::end(s.unit_));
+    uint64_t keep = align_up(size, finest);
+    if (auto at = o.extents.overlapping(size ? size - 1 : 0, size); size && !at.empty())
+      keep = align_up(size, s.unit_[tier_index(at.front()->tier)]);
     std::vector<PExtent> freed;
-    o.extents.punch(cut, UINT64_MAX, &freed);
+    o.extents.punch(keep, UINT64_MAX, &freed);
     for (const auto& e : freed) release(e);
   }
   set_size(o, size);
