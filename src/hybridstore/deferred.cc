@@ -117,6 +117,31 @@ void DeferredWriter::release_ready_locked(std::vector<PExtent>* out) {
   held_.resize(keep);
 }
 
+void DeferredWriter::discard_locked(std::map<uint64_t, Entry>::iterator it) {
+  discarded_.push_back(it->first);
+  ++stats_.records_discarded;
+  erase_locked(it);
+}
+
+void DeferredWriter::discard_held(Tier tier, uint64_t offset, uint64_t len) {
+  std::vector<PExtent> ready;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    auto& idx = by_offset_[tier_index(tier)];
+    std::vector<uint64_t> dead;
+    for (auto it = idx.lower_bound(offset); it != idx.end() && it->first < offset + len; ++it) {
+      const Entry& e = entries_.at(it->second);
+      if (e.held && e.offset + e.data->size() <= offset + len) dead.push_back(it->second);
+    }
+    if (dead.empty()) return;
+    for (uint64_t seq : dead) discard_locked(entries_.find(seq));
+    release_ready_locked(&ready);
+  }
+  for (const auto& e : ready) release_(e);
+  space_cv_.notify_all();
+  done_cv_.notify_all();
+}
+
 void DeferredWriter::cancel(const std::vector<uint64_t>& seqs) {
   std::vector<PExtent> ready;
   {
@@ -185,7 +210,7 @@ DeferredStats DeferredWriter::stats() const {
   return stats_;
 }
 
-int DeferredWriter::drain() {
+int DeferredWriter::drain(bool held_too) {
   std::unique_lock<std::mutex> l(mutex_);
   uint64_t target = next_seq_ - 1;
   ++drain_requests_;
@@ -193,9 +218,33 @@ int DeferredWriter::drain() {
   // Held records leave only through write_region(): the caller flushes the
   // staged write units before draining.
   auto ready = [&] {
-    bool applied = entries_.empty() || entries_.begin()->first > target;
+    if (held_too && regions_.empty() && !in_flight_) {
+      // Every region the caller handed out is written: held records left
+      // belong to write units the allocator dropped (their blocks all died).
+      std::vector<uint64_t> orphans;
+      for (const auto& [seq, e] : entries_)
+        if (seq <= target && e.held) orphans.push_back(seq);
+      for (uint64_t seq : orphans) discard_locked(entries_.find(seq));
+      if (!orphans.empty()) {
+        HS_INFO("deferred: discarded {} staged records of write units no longer allocated", orphans.size());
+        work_cv_.notify_one();
+      }
+    }
+    bool applied = true;
+    std::vector<Span> waiting;
+    for (const auto& [seq, e] : entries_) {
+      if (seq > target) break;
+      if (held_too || !waits_for_region_locked(e, &waiting)) {
+        applied = false;
+        break;
+      }
+    }
+    // Frees still held now wait only on records that go out with regions;
+    // a sync need not wait for them, umount (held_too) does.
     bool released = true;
-    for (const auto& h : held_) released &= h.tag > target;
+    if (held_too)
+      for (const auto& h : held_) released &= h.tag > target;
+    if (held_too && !discarded_.empty()) released = false;  // their records are still to delete
     return (applied && released) || error_;
   };
   while (!done_cv_.wait_for(l, std::chrono::seconds(10), ready)) {
@@ -220,6 +269,17 @@ bool DeferredWriter::overlaps_held_locked(const Entry& e) const {
   return false;
 }
 
+bool DeferredWriter::waits_for_region_locked(const Entry& e, std::vector<Span>* waiting) const {
+  uint64_t end = e.offset + e.data->size();
+  bool waits = e.held || overlaps_held_locked(e);
+  for (size_t i = 0; i < waiting->size() && !waits; ++i) {
+    const Span& s = (*waiting)[i];
+    waits = s.tier == e.tier && s.begin < end && e.offset < s.end;
+  }
+  if (waits) waiting->push_back({e.tier, e.offset, end});
+  return waits;
+}
+
 bool DeferredWriter::region_ready_locked(const Region& r) const {
   const auto& idx = by_offset_[tier_index(r.tier)];
   auto it = idx.lower_bound(r.begin > max_entry_len_ ? r.begin - max_entry_len_ : 0);
@@ -233,7 +293,7 @@ bool DeferredWriter::region_ready_locked(const Region& r) const {
 bool DeferredWriter::has_work_locked() const {
   for (const auto& r : regions_)
     if (region_ready_locked(r)) return true;
-  return committed_bytes_ > 0;
+  return committed_bytes_ > 0 || !discarded_.empty();
 }
 
 namespace {
@@ -260,6 +320,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
   }
   std::vector<std::pair<uint64_t, Entry>> batch;    // applied as records
   std::vector<std::pair<uint64_t, Entry>> covered;  // applied through a region
+  std::vector<Span> waiting;
   for (auto& [seq, e] : entries_) {
     bool in_region = false;
     for (const auto& r : regions)
@@ -268,14 +329,16 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
       covered.emplace_back(seq, e);
       continue;
     }
-    if (e.held) continue;
     // A record over staged data must land in order with it: it goes out
     // with the staged data's region.
-    if (overlaps_held_locked(e)) continue;
+    if (waits_for_region_locked(e, &waiting)) continue;
     if (!e.committed) break;
     batch.emplace_back(seq, e);
   }
-  if (batch.empty() && regions.empty()) return 0;  // nothing ready yet
+  std::vector<uint64_t> discarded;
+  discarded.swap(discarded_);
+  if (batch.empty() && regions.empty() && discarded.empty()) return 0;  // nothing ready yet
+  in_flight_ = true;
   l.unlock();
 
   int err = 0;
@@ -375,6 +438,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
     rocksdb::WriteBatch del;
     for (const auto& [seq, e] : batch) del.Delete(deferred_key(seq));
     for (const auto& [seq, e] : covered) del.Delete(deferred_key(seq));
+    for (uint64_t seq : discarded) del.Delete(deferred_key(seq));
     rocksdb::WriteOptions wo;
     wo.sync = true;
     rocksdb::Status s = db_->Write(wo, &del);
@@ -386,6 +450,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
 
   std::vector<PExtent> ready;
   l.lock();
+  in_flight_ = false;
   if (err) {
     error_ = err;
   } else {
@@ -415,6 +480,7 @@ void DeferredWriter::run() {
     // Committed records, or regions whose records all committed, make work.
     auto due = [&] {
       if (!regions_.empty() && has_work_locked()) return true;
+      if (!discarded_.empty() && (stopping_ || drain_requests_)) return true;
       if (committed_bytes_ == 0) return false;
       if (stopping_ || drain_requests_ || committed_bytes_ >= opts_.batch_bytes) return true;
       return std::chrono::steady_clock::now() - oldest_committed_ >= std::chrono::milliseconds(opts_.max_delay_ms);
@@ -425,7 +491,7 @@ void DeferredWriter::run() {
     if (!error_ && due() && apply_batch(l) == 0)
       work_cv_.wait_for(l, std::chrono::milliseconds(opts_.max_delay_ms));
     done_cv_.notify_all();
-    if (stopping_ && (entries_.empty() || error_)) return;
+    if (stopping_ && ((entries_.empty() && discarded_.empty()) || error_)) return;
   }
 }
 

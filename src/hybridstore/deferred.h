@@ -55,6 +55,7 @@ struct DeferredStats {
   uint64_t bytes_applied = 0;
   uint64_t device_writes = 0;  // after merging adjacent ranges
   uint64_t batches = 0;
+  uint64_t records_discarded = 0;  // staged data that died before its unit was written
 };
 
 class DeferredWriter {
@@ -92,8 +93,16 @@ class DeferredWriter {
   Snapshot snapshot(Tier tier, uint64_t offset, uint64_t len) const;
   static void patch(const Snapshot& s, uint64_t offset, char* buf, uint64_t len);
 
-  // Applies everything committed so far and waits for it.
-  int drain();
+  // Applies everything committed so far and waits for it. Held records stay
+  // (they are durable and readable; write_region() sends them out) unless
+  // `held_too`, for which the caller must have handed out every region.
+  int drain(bool held_too = false);
+  // Space [offset, offset + len) was freed: held records wholly inside it
+  // hold dead data and will never be written out by a region (the allocator
+  // may drop a write unit whose blocks all died). They leave now; their
+  // records are deleted with the next applied batch, never after a later
+  // region over the same space.
+  void discard_held(Tier tier, uint64_t offset, uint64_t len);
   uint64_t pending_bytes() const;
   DeferredStats stats() const;
 
@@ -129,7 +138,16 @@ class DeferredWriter {
   bool overlaps_pending_locked(const PExtent& e, uint64_t up_to_seq) const;
   bool region_ready_locked(const Region& r) const;
   bool overlaps_held_locked(const Entry& e) const;
+  // Whether `e` (visited in staging order) must go out with a region: it is
+  // held, lies over held data, or over an earlier record that waits (so
+  // overlapping records still land in order). Waiting spans gather in *waiting.
+  struct Span {
+    Tier tier;
+    uint64_t begin, end;
+  };
+  bool waits_for_region_locked(const Entry& e, std::vector<Span>* waiting) const;
   void erase_locked(std::map<uint64_t, Entry>::iterator it);
+  void discard_locked(std::map<uint64_t, Entry>::iterator it);
 
   rocksdb::DB* db_;
   std::array<BlockDevice*, kNumTiers> devices_;
@@ -148,6 +166,8 @@ class DeferredWriter {
   uint64_t committed_bytes_ = 0;
   std::vector<Held> held_;
   std::deque<Region> regions_;
+  std::vector<uint64_t> discarded_;  // seqs whose records are still to delete
+  bool in_flight_ = false;           // apply_batch is writing outside the lock
   uint64_t next_seq_ = 1;
   std::atomic<uint64_t> pending_bytes_{0};
   uint64_t drain_requests_ = 0;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "hybridstore/migrator.h"
+#include "hybridstore/ssd_cleaner.h"
 #include "hybridstore/store_impl.h"
 
 namespace hybridstore {
@@ -26,6 +27,7 @@ int HybridStore::mount(std::string* error) {
   int r = impl_->mount(&e);
   if (error) *error = e;
   if (r == 0) {
+    cleaner_ = std::make_unique<SsdCleaner>(this);
     migrator_ = std::make_unique<Migrator>(this, impl_->cfg_);
     migrator_->start();
   }
@@ -36,6 +38,7 @@ int HybridStore::umount() {
     migrator_->stop();
     migrator_.reset();
   }
+  cleaner_.reset();
   return impl_->umount();
 }
 HeatTracker* HybridStore::heat() { return impl_->heat_.get(); }
@@ -46,6 +49,12 @@ std::string HybridStore::sections_report() {
 }
 void HybridStore::tick() { impl_->tick_sections(); }
 int HybridStore::save_heat() { return impl_->save_heat(); }
+int HybridStore::clean_now(bool force, CleanerReport* report) {
+  std::lock_guard<std::mutex> l(cleaner_mutex_);
+  if (!cleaner_) return -ENOTCONN;
+  uint64_t cap = impl_->cfg_.get_size("hybridstore_tier_migrate_bandwidth");
+  return cleaner_->run_pass(cap ? cap : (64ull << 20), force, report);
+}
 int HybridStore::migrate_now(MigrationReport* report) {
   if (!migrator_) return -ENOTCONN;
   return migrator_->run_once(report);
@@ -225,30 +234,44 @@ std::unique_ptr<OmapIterator> HybridStore::get_omap_iterator(const CollectionId&
 int HybridStore::statfs(StoreStats* st) { return impl_->statfs(st); }
 
 int HybridStore::migrate(const CollectionId& c, const ObjectId& o, Tier target) {
-  constexpr uint64_t kMaxMigrate = 256ull << 20;
+  return move_data(c, o, target, 0, 0);
+}
+
+int HybridStore::relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) {
+  return move_data(c, o, Tier::kSsd, ssd_begin, ssd_end);
+}
+
+int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end) {
+  constexpr uint64_t kMaxMove = 256ull << 20;
   std::string fingerprint;
   auto image = std::make_shared<std::string>();
   {
     OnodeRef on;
     std::shared_lock<std::shared_mutex> l;
     if (int r = impl_->get_onode_for_read(c, o, &on, &l); r < 0) return r;
-    uint64_t end = 0;
-    bool all_there = true;
+    uint64_t last = 0;
+    bool nothing = true;
     for (const auto& [off, e] : on->extents.extents()) {
-      end = std::max(end, e.logical_end());
-      all_there &= e.tier == target;
+      last = std::max(last, e.logical_end());
+      if (begin == end)
+        nothing &= e.tier == target;
+      else
+        nothing &= !(e.tier == target && e.physical < end && e.physical + e.length > begin);
     }
-    if (all_there) return 0;
-    if (end > kMaxMigrate) return -EFBIG;
+    if (nothing) return 0;
+    if (last > kMaxMove) return -EFBIG;
     fingerprint = extent_fingerprint(on->extents);
-    image->resize(end);
+    image->resize(last);
     // Verifies every checksum: a damaged object is not moved.
-    if (int r = impl_->read_data(c, o, *on, 0, end, image->data()); r < 0) return r;
+    if (int r = impl_->read_data(c, o, *on, 0, last, image->data()); r < 0) return r;
   }
   // The copy was made without blocking writers; the transaction checks that
   // nothing changed meanwhile and aborts (-EAGAIN) if something did.
   Transaction t;
-  t.migrate(c, o, target, std::move(fingerprint), std::move(image));
+  if (begin == end)
+    t.migrate(c, o, target, std::move(fingerprint), std::move(image));
+  else
+    t.relocate(c, o, target, begin, end, std::move(fingerprint), std::move(image));
   return apply_transaction(std::move(t));
 }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <set>
 #include <string>
@@ -93,6 +94,8 @@ class StoreImpl;
 class HeatTracker;
 class Migrator;
 struct MigrationReport;
+class SsdCleaner;
+struct CleanerReport;
 
 class HybridStore {
  public:
@@ -160,6 +163,9 @@ class HybridStore {
   // -EAGAIN (written while being copied: nothing moved, try again),
   // -ENOSPC, -EIO (the source fails its checksums), -EFBIG (too large to move).
   int migrate(const CollectionId& c, const ObjectId& o, Tier target);
+  // Rewrites the object's SSD extents that lie in the device range
+  // [ssd_begin, ssd_end) elsewhere on the SSD (cleaning), the same way.
+  int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end);
   // Calls fn for every object of every collection, in key order.
   int for_each_object(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn);
 
@@ -181,13 +187,19 @@ class HybridStore {
   std::string sections_report();
   void tick();
   int migrate_now(MigrationReport* report);
+  // One pass of the SSD cleaner (runs by itself when free erase units run
+  // short); `force` cleans even when they do not.
+  int clean_now(bool force, CleanerReport* report);
   int save_heat();
 
   StoreImpl* impl() { return impl_.get(); }
 
  private:
+  int move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end);
   std::unique_ptr<StoreImpl> impl_;
   std::unique_ptr<Migrator> migrator_;
+  std::unique_ptr<SsdCleaner> cleaner_;
+  std::mutex cleaner_mutex_;
 };
 
 

@@ -8,6 +8,7 @@
 #include "hybridstore/heat_tracker.h"
 #include "hybridstore/hybrid_store.h"
 #include "hybridstore/kv_schema.h"
+#include "hybridstore/ssd_cleaner.h"
 
 namespace hybridstore {
 
@@ -169,6 +170,8 @@ void Migrator::run() {
       idle_pass_done = idle_due || idle_pass_done;
     }
     store_->tick();  // staging timeouts of the SSD sections
+    CleanerReport cleaned;
+    store_->clean_now(false, &cleaned);
     if (persist_us_ && (now - last_persist) * 1e6 >= static_cast<double>(persist_us_)) {
       store_->save_heat();
       last_persist = now;

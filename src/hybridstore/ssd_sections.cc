@@ -96,6 +96,7 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
   HotnessGroupOptions gopts = hotness_group_options_from_config(cfg);
   gopts.groups = geo.groups;
   s->groups_ = std::make_unique<HotnessGroups>(gopts);
+  s->cleaner_ = std::make_unique<HoleCleaner>(CleanerConfig::from_config(cfg));
   std::string grec, gerr;
   if (db->Get(rocksdb::ReadOptions(), groups_key(), &grec).ok() && s->groups_->decode(grec, &gerr) < 0)
     HS_WARN("SSD hotness group centres unreadable ({}); they will be learned again", gerr);
@@ -279,6 +280,45 @@ std::string SsdSections::report() {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
   return format_section_report(*sa_);
+}
+
+bool SsdSections::cleaning_needed(bool started) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  return started ? cleaner_->should_continue(*sa_) : cleaner_->should_start(*sa_);
+}
+
+std::vector<uint32_t> SsdSections::begin_cleaning(size_t max_victims) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  std::vector<VictimCandidate> v;
+  cleaner_->pick_victims(*sa_, now_us(), max_victims, &v);
+  std::vector<uint32_t> out;
+  for (const auto& c : v)
+    if (sa_->begin_cleaning(c.eu) == 0) out.push_back(c.eu);
+  return out;
+}
+
+void SsdSections::end_cleaning(uint32_t eu) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  sa_->end_cleaning(eu);  // -EINVAL when the unit emptied and left the section: fine
+}
+
+std::vector<SsdSections::Live> SsdSections::live_in(uint32_t eu) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  std::vector<LiveRange> live;
+  sa_->live_ranges(eu, &live);
+  std::vector<Live> out;
+  for (const auto& r : live) out.push_back({r.block * block_size_, uint64_t(r.blocks) * block_size_, r.owner});
+  return out;
+}
+
+bool SsdSections::erase_unit_free(uint32_t eu) {
+  std::lock_guard<std::mutex> l(mutex_);
+  apply_releases_locked();
+  return !sa_->erase_unit_info(eu).owned;
 }
 
 std::string SsdSections::verify() {

@@ -32,6 +32,7 @@
 #include <rocksdb/write_batch_base.h>
 
 #include "hybridstore/common/config.h"
+#include "hybridstore/hole_cleaner.h"
 #include "hybridstore/hotness_groups.h"
 #include "hybridstore/section_allocator.h"
 #include "hybridstore/section_rules.h"
@@ -89,6 +90,18 @@ class SsdSections {
   std::string report();
   std::string verify();
 
+  // Cleaning (hole_cleaner.h): whether free erase units ran short, the best
+  // victims (marked as being cleaned: their holes take no new data), and the
+  // live data to move out of one.
+  bool cleaning_needed(bool started);
+  std::vector<uint32_t> begin_cleaning(size_t max_victims);
+  void end_cleaning(uint32_t eu);
+  struct Live {
+    uint64_t offset, length, owner;
+  };
+  std::vector<Live> live_in(uint32_t eu);
+  bool erase_unit_free(uint32_t eu);
+
  private:
   SsdSections() = default;
   void apply_releases_locked();
@@ -102,6 +115,7 @@ class SsdSections {
   uint32_t block_size_ = 256;
   uint64_t split_ = UINT64_MAX;  // staged pieces never cross a multiple of this
   std::unique_ptr<HotnessGroups> groups_;
+  std::unique_ptr<HoleCleaner> cleaner_;
   std::vector<double> hotness_sample_;
   std::vector<WriteRegion> forced_;  // regions allocate() reported, not yet handed out
   bool groups_dirty_ = false;

@@ -380,8 +380,10 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
   const uint64_t tu = s.unit_[tier_index(target)];
   std::string_view image = op.payload();
   std::vector<DataExtent> moving;
-  for (const auto& [off, e] : o->extents.extents())
-    if (e.tier != target) moving.push_back(e);
+  for (const auto& [off, e] : o->extents.extents()) {
+    bool in_range = op.len && e.tier == target && e.physical < op.off + op.len && e.physical + e.length > op.off;
+    if (op.len ? in_range : e.tier != target) moving.push_back(e);
+  }
   for (const DataExtent& e : moving) {
     if (e.logical % tu || e.length % tu || e.logical + e.length > image.size()) {
       *why = "extent does not fit the target tier's allocation unit";
@@ -404,6 +406,7 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
     std::vector<PExtent> freed;
     o->extents.punch(e.logical, e.logical_end(), &freed);
     if (int r = store_new_extents(target, e.logical, std::move(buf), e.length, where, &o->extents); r < 0) return r;
+    if (op.len) tx.relocated += e.length;
     for (const auto& f : freed) release(f);
   }
   mark_dirty(c, op.oid);

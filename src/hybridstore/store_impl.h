@@ -68,6 +68,7 @@ struct TxnContext {
   std::vector<PExtent> allocated;  // released at once if the txn fails
   std::vector<PExtent> released;   // released after commit
   std::vector<uint64_t> deferred;  // deferred writes staged by this txn
+  uint64_t relocated = 0;          // bytes the SSD cleaner moved in this txn
   // Data for freshly allocated space, written to the devices only once every
   // op succeeded (a failing transaction writes nothing). Reads inside the
   // transaction see it through read_data's overlay.
@@ -94,6 +95,10 @@ class StoreImpl {
   int umount();
   int statfs(StoreStats* st);
   int flush();
+  // flush() plus every staged SSD write unit written out and every held free
+  // returned: what umount and fsck need (a sync does not force partly filled
+  // units).
+  int settle();
 
   // ---- transactions (store_txn.cc)
   int queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out);

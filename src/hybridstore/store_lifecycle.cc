@@ -451,15 +451,24 @@ int StoreImpl::flush() {
   if (!mounted_) return -ENOTCONN;
   int r = committer_->wait_committed(committer_->last_seq());
   committer_->drain_callbacks();
-  // Staged SSD data goes out whole before the deferred writes drain.
-  flush_sections();
+  // Staged SSD data stays staged (durable, readable): forcing its write units
+  // out here would write them partly filled at every sync.
   if (int d = deferred_->drain(); d < 0 && r == 0) r = d;
+  return r;
+}
+
+int StoreImpl::settle() {
+  int r = flush();
+  if (r == 0 && ssd_) {
+    flush_sections();
+    r = deferred_->drain(true);
+  }
   return r;
 }
 
 int StoreImpl::umount() {
   if (!mounted_) return 0;
-  int r = flush();
+  int r = settle();
   if (r == 0 && cfg_.get_bool("hybridstore_fsck_on_umount")) {
     FsckReport rep;
     if (fsck(false, &rep) != 0) HS_ERROR("fsck on umount found {} errors", rep.errors);

@@ -112,8 +112,16 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   if (!tx.released.empty() || !tx.deferred.empty()) {
     // Freed space goes back through the deferred writer: it must not be
     // reused while a deferred write staged before it may still land there.
-    work.after_commit = [this, released = std::move(tx.released), staged = tx.deferred] {
-      deferred_->committed(staged, released);
+    // SSD section space is the exception: every write to it is a deferred
+    // record applied in staging order, so reuse cannot overtake an old one.
+    std::vector<PExtent> held, now;
+    for (auto& e : tx.released) (e.tier == Tier::kSsd && ssd_ ? now : held).push_back(e);
+    work.after_commit = [this, held = std::move(held), now = std::move(now), staged = tx.deferred] {
+      deferred_->committed(staged, held);
+      for (const auto& e : now) {
+        deferred_->discard_held(e.tier, e.offset, e.length);
+        return_space(e);
+      }
     };
   }
   // The SSD sections' state is drained into this batch and submitted under

@@ -179,6 +179,13 @@ void Transaction::migrate(const CollectionId& c, const ObjectId& o, Tier target,
   op.shared_data = std::move(image);
 }
 
+void Transaction::relocate(const CollectionId& c, const ObjectId& o, Tier target, uint64_t phys_begin,
+                           uint64_t phys_end, std::string fingerprint, std::shared_ptr<const std::string> image) {
+  migrate(c, o, target, std::move(fingerprint), std::move(image));
+  ops_.back().off = phys_begin;
+  ops_.back().len = phys_end - phys_begin;
+}
+
 void Transaction::append(Transaction&& other) {
   for (auto& op : other.ops_) ops_.push_back(std::move(op));
   for (auto& cb : other.on_commit_) on_commit_.push_back(std::move(cb));

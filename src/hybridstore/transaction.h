@@ -133,6 +133,10 @@ class Transaction {
   // still matches `fingerprint`; otherwise the op fails with -EAGAIN.
   void migrate(const CollectionId& c, const ObjectId& o, Tier target, std::string fingerprint,
                std::shared_ptr<const std::string> image);
+  // The same, rewriting only extents that lie in the device range
+  // [phys_begin, phys_end) of `target` (the SSD cleaner moving live data out).
+  void relocate(const CollectionId& c, const ObjectId& o, Tier target, uint64_t phys_begin, uint64_t phys_end,
+                std::string fingerprint, std::shared_ptr<const std::string> image);
 
   // Runs once the transaction is durable (and, with on_applied, once it is
   // visible to reads — immediately after queueing, since reads see queued

@@ -1,0 +1,76 @@
+#include "hybridstore/ssd_cleaner.h"
+
+#include "hybridstore/common/log.h"
+#include "hybridstore/hybrid_store.h"
+#include "hybridstore/store_impl.h"
+
+namespace hybridstore {
+
+void SsdCleaner::rebuild_owners() {
+  owners_.clear();
+  store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& st) {
+    if (st.bytes_on[tier_index(Tier::kSsd)]) owners_[ObjectIdHash()(o)].emplace_back(c, o);
+  });
+}
+
+int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
+  *rep = CleanerReport();
+  SsdSections* ssd = store_->impl()->ssd_.get();
+  if (!ssd) return 0;
+  if (!force && !ssd->cleaning_needed(started_)) {
+    started_ = false;
+    return 0;
+  }
+  started_ = true;
+  // Writes still staged in a victim's neighbourhood must be settled first,
+  // so that live ranges and extents agree.
+  if (int r = store_->flush(); r < 0) return r;
+  std::vector<uint32_t> victims = ssd->begin_cleaning(4);
+  bool rescanned = false;
+  for (uint32_t eu : victims) {
+    ++rep->victims;
+    auto live = ssd->live_in(eu);
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const auto& l : live) {
+      lo = std::min(lo, l.offset);
+      hi = std::max(hi, l.offset + l.length);
+    }
+    for (const auto& l : live) {
+      if (rep->bytes_moved >= max_bytes) break;
+      auto it = owners_.find(l.owner);
+      if (it == owners_.end() && !rescanned) {
+        rebuild_owners();
+        rescanned = true;
+        it = owners_.find(l.owner);
+      }
+      if (it == owners_.end()) {
+        ++rep->skipped;
+        continue;
+      }
+      bool moved = false;
+      for (const auto& [c, o] : it->second) {
+        int r = store_->relocate(c, o, lo, hi);
+        if (r == -EAGAIN) r = store_->relocate(c, o, lo, hi);  // written meanwhile: once more
+        if (r == 0) moved = true;
+      }
+      if (moved) {
+        ++rep->objects_moved;
+        rep->bytes_moved += l.length;
+      } else {
+        ++rep->skipped;
+      }
+    }
+    // Freed space reaches the sections once the moves are durable.
+    store_->flush();
+    if (ssd->erase_unit_free(eu))
+      ++rep->units_freed;
+    else
+      ssd->end_cleaning(eu);
+  }
+  if (rep->victims)
+    HS_INFO("SSD cleaner: {} victims, {} units freed, {} objects moved ({} bytes), {} skipped", rep->victims,
+            rep->units_freed, rep->objects_moved, rep->bytes_moved, rep->skipped);
+  return 0;
+}
+
+}  // namespace hybridstore
