@@ -13,6 +13,7 @@
 
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
+#include "hybridstore/fault_injection.h"
 #include "hybridstore/store_impl.h"
 
 namespace fs = std::filesystem;
@@ -110,6 +111,8 @@ int StoreImpl::open_db(bool create, std::string* error) {
     *error = "hybridstore_rocksdb_options: " + s.ToString();
     return -EINVAL;
   }
+  // Debug only (hybridstore_debug_*): power-cut and EIO injection; otherwise a no-op.
+  if (int r = fault_injection_setup_kv(path_, cfg_, &opts, error); r < 0) return r;
   rocksdb::DB* db = nullptr;
   s = rocksdb::DB::Open(opts, path_ + "/db", &db);
   if (!s.ok()) {
@@ -231,7 +234,7 @@ int StoreImpl::open_devices(bool create, std::string* error) {
   for (int t = 0; t < kNumTiers; ++t) {
     Tier tier = static_cast<Tier>(t);
     std::string p = path_ + "/" + kTierLink[t];
-    dev_[t] = open_block_device(p, o, error);
+    dev_[t] = fault_injection_wrap_device(path_, open_block_device(p, o, error));
     if (!dev_[t]) return -ENOENT;
     DeviceLabel label;
     std::string why;
@@ -383,12 +386,15 @@ int StoreImpl::umount() {
     FsckReport rep;
     if (fsck(false, &rep) != 0) HS_ERROR("fsck on umount found {} errors", rep.errors);
   }
+  // After an I/O error the store is read-only and writes nothing more: a
+  // RocksDB whose WAL write failed aborts on FlushWAL (assertion builds).
+  const bool failed = committer_->error() != 0;
   committer_->stop();
   committer_.reset();
   for (auto& d : dev_)
-    if (d) d->flush();
+    if (d && !failed) d->flush();
   if (db_) {
-    db_->FlushWAL(true);
+    if (!failed) db_->FlushWAL(true);
     db_->Close();
   }
   mounted_ = false;
