@@ -1,6 +1,7 @@
 #include "hybridstore/txn_json.h"
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -267,11 +268,16 @@ int parse_op(const json& j, const std::string& base_dir, Transaction* t, Ctx& ct
     if (!j["data_file"].is_string()) return ctx.fail("\"data_file\" must be a path");
     std::string path = field("data_file").get<std::string>();
     if (!path.empty() && path[0] != '/' && !base_dir.empty()) path = base_dir + "/" + path;
+    // Size first: a device, FIFO or /dev/zero would be read forever.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return ctx.fail("data_file " + path + " is not a regular file");
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) return ctx.fail("cannot read data_file " + path + ": " + ec.message());
+    if (size > kMaxDataFile) return ctx.fail("data_file " + path + " is larger than an object may be");
     std::ifstream f(path, std::ios::binary);
     if (!f) return ctx.fail("cannot read data_file " + path);
     std::ostringstream ss;
     ss << f.rdbuf();
-    if (ss.str().size() > kMaxDataFile) return ctx.fail("data_file " + path + " is larger than an object may be");
     *out = ss.str();
     return 0;
   };
