@@ -336,6 +336,7 @@ int StoreImpl::mount(std::string* error) {
     if (!kv::decode_collection_key(it->key().ToStringView(), &c) ||
         !kv::decode_collection(it->value().ToStringView(), &bits)) {
       *error = "corrupt collection record " + it->key().ToString(true);
+      it.reset();  // before the database closes: RocksDB aborts on a live iterator
       return fail(-EIO);
     }
     auto st = coll_state(c);
