@@ -215,6 +215,13 @@ int parse_op(const json& j, const std::string& base_dir, Transaction* t, Ctx& ct
   if (!j.contains("op") || !j["op"].is_string()) return ctx.fail("missing string field \"op\"");
   const std::string name = j["op"].get<std::string>();
   ctx.opname = name;
+  // Named first: an unknown op must not be reported as a missing field.
+  static const std::set<std::string> kOps = {
+      "nop", "mkcoll", "rmcoll", "set_bits", "split", "merge", "touch", "create", "write", "zero",
+      "truncate", "remove", "setattr", "setattrs", "rmattr", "rmattrs", "clone", "clone_range",
+      "omap_setkeys", "omap_rmkeys", "omap_rmkeyrange", "omap_clear", "omap_setheader", "rename",
+      "try_rename", "set_alloc_hint"};
+  if (!kOps.count(name)) return ctx.fail("unknown op \"" + name + "\"");
   std::set<std::string> used = {"op"};
   auto has = [&](const char* f) { return j.contains(f); };
   auto field = [&](const char* f) -> const json& {

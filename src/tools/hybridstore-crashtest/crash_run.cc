@@ -127,4 +127,27 @@ int run_workload_process(const RunArgs& a) {
   return 0;
 }
 
+int print_digest(const std::string& path, const std::vector<std::string>& sets) {
+  Config cfg;
+  std::string err;
+  for (const auto& kv : sets)
+    if (cfg.set_from_arg(kv, &err) < 0) {
+      fprintf(stderr, "hybridstore-crashtest: --set %s: %s\n", kv.c_str(), err.c_str());
+      return 2;
+    }
+  HybridStore store(path, cfg);
+  if (store.mount(&err) < 0) {
+    fprintf(stderr, "hybridstore-crashtest: cannot mount %s: %s\n", path.c_str(), err.c_str());
+    return 1;
+  }
+  StoreModel m;
+  if (int r = read_store_model(store, &m, &err); r < 0) {
+    fprintf(stderr, "hybridstore-crashtest: reading %s: %s: %s\n", path.c_str(), err.c_str(), strerror(-r));
+    return 1;
+  }
+  printf("objects %llu bytes %llu digest %016llx\n", static_cast<unsigned long long>(m.object_count()),
+         static_cast<unsigned long long>(m.data_bytes()), static_cast<unsigned long long>(m.digest()));
+  return store.umount() < 0 ? 1 : 0;
+}
+
 }  // namespace hybridstore::crashtest

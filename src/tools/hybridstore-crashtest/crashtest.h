@@ -7,7 +7,9 @@
 //         (or lets it lose power through fault injection), then mounts the
 //         store, runs a deep fsck and checks the store holds exactly the
 //         transactions 1..p for some p between the last durable and the last
-//         queued one; repeats for N rounds with a fresh seed each round.
+//         queued one; repeats for N rounds with a fresh seed each round;
+//   digest  prints a digest of everything observable in a store (qa scripts
+//         use it to show that a refused command changed nothing).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -44,5 +46,8 @@ struct LoopArgs {
   std::vector<std::string> sets;
 };
 int run_loop(const LoopArgs& a);
+
+// `digest`: mounts the store and prints "objects N bytes B digest X".
+int print_digest(const std::string& path, const std::vector<std::string>& sets);
 
 }  // namespace hybridstore::crashtest

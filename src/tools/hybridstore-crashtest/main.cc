@@ -40,7 +40,16 @@ int main(int argc, char** argv) {
   loop->add_flag("--keep", la.keep, "keep the store when all rounds pass (it is always kept on failure)");
   loop->add_option("--set", la.sets, "override a store option: key=value (repeatable)");
 
+  std::string dpath;
+  std::vector<std::string> dsets;
+  CLI::App* digest = app.add_subcommand(
+      "digest", "print a digest of everything a client can observe in a store (collections, objects, bytes, "
+                "xattrs, omap), to show that something changed nothing");
+  digest->add_option("--path", dpath, "store directory")->required();
+  digest->add_option("--set", dsets, "override a store option: key=value (repeatable)");
+
   CLI11_PARSE(app, argc, argv);
+  if (digest->parsed()) return print_digest(dpath, dsets);
   if (run->parsed()) return run_workload_process(ra);
   if (loop->parsed()) return run_loop(la);
   return 2;
