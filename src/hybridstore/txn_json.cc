@@ -422,10 +422,16 @@ int parse_json_transactions(std::string_view text, const std::string& base_dir, 
   for (const auto& tj : doc) {
     ctx.op = 0;
     ctx.opname.clear();
-    if (!tj.is_object() || !tj.contains("ops") || !tj["ops"].is_array())
+    // Every failure leaves *out empty: no caller may apply half a file.
+    if (!tj.is_object() || !tj.contains("ops") || !tj["ops"].is_array()) {
+      out->clear();
       return ctx.fail("a transaction is an object with a list \"ops\"");
+    }
     for (const auto& [k, v] : tj.items())
-      if (k != "ops") return ctx.fail("unknown transaction field \"" + k + "\"");
+      if (k != "ops") {
+        out->clear();
+        return ctx.fail("unknown transaction field \"" + k + "\"");
+      }
     Transaction t;
     for (const auto& oj : tj["ops"]) {
       if (int r = parse_op(oj, base_dir, &t, ctx); r < 0) {

@@ -12,6 +12,7 @@
 #include "durability_helpers.h"
 #include "hybridstore/kv_schema.h"
 #include "hybridstore/store_format.h"
+#include "hybridstore/txn_json.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;
@@ -235,4 +236,21 @@ TEST_F(BadInputTest, OffsetsThatOverflowAreRefusedAndChangeNothing) {
   ASSERT_EQ(read_store_model(*store_, &now, &err), 0) << err;
   EXPECT_EQ(diff_models(before_, now), "");
   EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST(BadJsonTest, ARejectedTransactionFileYieldsNoTransactions) {
+  // Found by fuzz_txn_json: a bad second transaction left the first in the
+  // output, which a caller could have applied as half of the file.
+  const char* files[] = {
+      R"([{"ops": [{"op": "nop"}]}, {"ops": [], "extra": 1}])",
+      R"([{"ops": [{"op": "nop"}]}, [1]])",
+      R"([{"ops": [{"op": "nop"}]}, {"ops": [{"op": "nope"}]}])",
+  };
+  for (const char* f : files) {
+    std::vector<Transaction> out;
+    std::string err;
+    EXPECT_EQ(parse_json_transactions(f, "", &out, &err), -EINVAL) << f;
+    EXPECT_TRUE(out.empty()) << f;
+    EXPECT_NE(err.find("transaction 1"), std::string::npos) << err;
+  }
 }
