@@ -89,7 +89,10 @@ uint64_t StoreImpl::allocate_nid() {
     put_fixed64(&v, want);
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    if (!db_->Put(wo, kv::nid_max_key(), v).ok()) return 0;
+    if (rocksdb::Status s = db_->Put(wo, kv::nid_max_key(), v); !s.ok()) {
+      committer_->fail(-EIO, "RocksDB write reserving omap ids failed: " + s.ToString());
+      return 0;
+    }
     nid_reserved_ = want;
   }
   return next_nid_++;

@@ -188,3 +188,34 @@ TEST_F(EioTest, DebugOptionsArmTheSameFaultsFromTheConfiguration) {
   EXPECT_EQ(store_->apply_transaction(std::move(t4)), 0) << "only the chosen write fails";
   EXPECT_EQ(read_all(coll_, obj("x")), "data");
 }
+
+TEST_F(EioTest, FailedOmapIdReservationMakesTheStoreReadOnlyAndUmountSurvivesIt) {
+  // The first omap of a mount reserves ids with a synced RocksDB write of its
+  // own, outside the committer. When that write fails the store must stop as
+  // after a failed commit; umount used to flush the failed WAL, and RocksDB
+  // aborted the process.
+  remount_with_faults(config());
+  put_acknowledged_state();
+  for (bool power_cut : {false, true}) {
+    SCOPED_TRACE(power_cut ? "power cut" : "EIO on the sync");
+    auto inj = remount_with_faults(with_option(config(), "hybridstore_debug_fault_injection", "true"));
+    if (power_cut)
+      inj->powercut_after_writes(1, false);  // the reservation's WAL append
+    else
+      inj->fail_kv_sync_after(1);  // the reservation's WAL sync
+    std::atomic<bool> committed{false};
+    Transaction t;
+    t.touch(coll_, obj("fresh"));
+    t.omap_setkeys(coll_, obj("fresh"), {{"o", "3"}});
+    t.register_on_commit([&committed] { committed = true; });
+    TxnError e;
+    EXPECT_EQ(store_->queue_transaction(std::move(t), &e), -EIO);
+    Transaction t2;
+    t2.touch(coll_, obj("later"));
+    EXPECT_EQ(store_->queue_transaction(std::move(t2), &e), -EROFS);
+    EXPECT_NE(e.message.find("reserving omap ids"), std::string::npos) << e.message;
+    store_->flush();
+    EXPECT_FALSE(committed);
+    crash_and_expect(acknowledged_, power_cut);
+  }
+}
