@@ -4,13 +4,15 @@ BUILD      ?= build
 BUILD_TYPE ?= RelWithDebInfo
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+FUZZ_BUILD ?= $(BUILD)-fuzz
+FUZZ_SECONDS ?= 60
 
 # Debian packages the build, tests, fuzzers and tools need.
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git python3 \
   librocksdb-dev liburing-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
   libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev
 
-.PHONY: all deps build test demo bench clean help
+.PHONY: all deps build test demo bench crash-long fuzz clean help
 
 all: build
 
@@ -20,6 +22,8 @@ help:
 	@echo "make test   build and run the unit tests and the short qa checks"
 	@echo "make demo   build, create a file-backed store and run the demo workload"
 	@echo "make bench  build and run the benchmarks (prints tables)"
+	@echo "make crash-long  300 kill/recover rounds of the crash-consistency harness (HS_CRASH_ROUNDS=N)"
+	@echo "make fuzz   build the libFuzzer targets with clang into $(FUZZ_BUILD) and run each $(FUZZ_SECONDS) s"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
 deps:
@@ -49,5 +53,16 @@ demo: build
 bench: build
 	qa/bench.sh $(BUILD)
 
+crash-long: build
+	qa/crash-long.sh $(BUILD)
+
+$(FUZZ_BUILD)/build.ninja: CMakeLists.txt | deps
+	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DHS_FUZZ=ON -DHS_BUILD_TESTS=OFF
+
+fuzz: deps $(FUZZ_BUILD)/build.ninja
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
+	qa/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

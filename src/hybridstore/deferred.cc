@@ -47,10 +47,11 @@ DeferredWriter::~DeferredWriter() { stop(); }
 
 void DeferredWriter::start() { thread_ = std::thread([this] { run(); }); }
 
-void DeferredWriter::stop() {
+void DeferredWriter::stop(bool write_out) {
   {
     std::lock_guard<std::mutex> l(mutex_);
     stopping_ = true;
+    write_out_ = write_out;
   }
   work_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -245,9 +246,15 @@ int DeferredWriter::drain(bool held_too) {
     if (held_too)
       for (const auto& h : held_) released &= h.tag > target;
     if (held_too && !discarded_.empty()) released = false;  // their records are still to delete
+    if (!error_ && store_failed_) error_ = store_failed_();  // read-only: nothing will be written
     return (applied && released) || error_;
   };
   while (!done_cv_.wait_for(l, std::chrono::seconds(10), ready)) {
+    if (entries_.empty()) {
+      HS_WARN("deferred drain waiting: {} frees held, {} discarded records to delete", held_.size(),
+              discarded_.size());
+      continue;
+    }
     const auto& [seq, e] = *entries_.begin();
     HS_WARN("deferred drain waiting: {} records ({} committed bytes, {} regions queued), {} frees held; "
             "oldest: #{} {} {}~{}{}{}",
@@ -338,10 +345,20 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
   std::vector<uint64_t> discarded;
   discarded.swap(discarded_);
   if (batch.empty() && regions.empty() && discarded.empty()) return 0;  // nothing ready yet
+  if (store_failed_) {
+    if (int e = store_failed_(); e < 0) {
+      // Read-only after a failure elsewhere: the records stay for replay.
+      regions_.insert(regions_.begin(), regions.begin(), regions.end());
+      discarded_.insert(discarded_.end(), discarded.begin(), discarded.end());
+      error_ = e;
+      return e;
+    }
+  }
   in_flight_ = true;
   l.unlock();
 
   int err = 0;
+  std::string failure;
   uint64_t bytes = 0, writes = 0;
   std::vector<Run> runs;
   // Regions: the device's current bytes (earlier data of the unit, or what a
@@ -430,8 +447,8 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
     if (!err) err = devices_[t]->flush();
     wrote[t] = true;
     if (err)
-      HS_ERROR("applying deferred writes to the {} device failed: {}", tier_name(static_cast<Tier>(t)),
-               strerror(-err));
+      failure = fmt::format("applying deferred writes to the {} device failed: {}",
+                            tier_name(static_cast<Tier>(t)), strerror(-err));
   }
   (void)wrote;
   if (!err) {
@@ -443,11 +460,18 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
     wo.sync = true;
     rocksdb::Status s = db_->Write(wo, &del);
     if (!s.ok()) {
-      HS_ERROR("deleting applied deferred records failed: {}", s.ToString());
+      failure = "deleting applied deferred records failed: " + s.ToString();
       err = -EIO;
     }
   }
 
+  if (err) {
+    if (failure.empty()) failure = fmt::format("reading around a deferred write failed: {}", strerror(-err));
+    if (report_failure_)
+      report_failure_(err, failure);
+    else
+      HS_ERROR("{}", failure);
+  }
   std::vector<PExtent> ready;
   l.lock();
   in_flight_ = false;
@@ -485,13 +509,23 @@ void DeferredWriter::run() {
       if (stopping_ || drain_requests_ || committed_bytes_ >= opts_.batch_bytes) return true;
       return std::chrono::steady_clock::now() - oldest_committed_ >= std::chrono::milliseconds(opts_.max_delay_ms);
     };
-    work_cv_.wait_for(l, std::chrono::milliseconds(opts_.max_delay_ms), [&] { return stopping_ || due(); });
+    // After an error nothing is due: the worker only waits to stop.
+    work_cv_.wait_for(l, std::chrono::milliseconds(opts_.max_delay_ms),
+                      [&] { return stopping_ || (!error_ && due()); });
+    if (stopping_) {
+      // What is committed and ready goes out; anything else (records of a
+      // transaction whose commit failed, staged data of units never handed
+      // out) stays in RocksDB for the next mount to replay.
+      while (write_out_ && !error_ && apply_batch(l) == 1) {
+      }
+      done_cv_.notify_all();
+      return;
+    }
     // Committed records may all be waiting behind staged data: then there is
     // nothing to do until a region is queued or something commits.
     if (!error_ && due() && apply_batch(l) == 0)
       work_cv_.wait_for(l, std::chrono::milliseconds(opts_.max_delay_ms));
     done_cv_.notify_all();
-    if (stopping_ && ((entries_.empty() && discarded_.empty()) || error_)) return;
   }
 }
 

@@ -66,8 +66,16 @@ class DeferredWriter {
   ~DeferredWriter();
 
   void start();
+  // The store's failure state: `failed` says whether the store already
+  // failed (then nothing more is written), `report` fails it.
+  void set_store_failure(std::function<int()> failed, std::function<void(int, const std::string&)> report) {
+    store_failed_ = std::move(failed);
+    report_failure_ = std::move(report);
+  }
   // Applies everything committed, then stops the thread.
-  void stop();
+  // Applies what is committed and ready (unless !write_out: after an I/O
+  // error nothing more is written), then ends the worker.
+  void stop(bool write_out = true);
 
   // Blocks while too many bytes are pending (backpressure for submitters).
   void throttle();
@@ -172,6 +180,9 @@ class DeferredWriter {
   std::atomic<uint64_t> pending_bytes_{0};
   uint64_t drain_requests_ = 0;
   bool stopping_ = false;
+  bool write_out_ = true;
+  std::function<int()> store_failed_;
+  std::function<void(int, const std::string&)> report_failure_;
   int error_ = 0;
   std::chrono::steady_clock::time_point oldest_committed_{};
   DeferredStats stats_;

@@ -80,13 +80,16 @@ class KvCommitter {
   // Blocks until every callback handed to the finisher so far has run.
   void drain_callbacks();
   int error() const { return error_.load(); }
+  // Makes the error sticky as a failed commit does. For the synced RocksDB
+  // writes the store makes outside the committer (omap id reservation): once
+  // RocksDB failed a write, nothing more may be acknowledged or written.
+  void fail(int err, const std::string& msg);
   std::string error_message() const;
   CommitterStats stats() const;
 
  private:
   void commit_loop();
   void finisher_loop();
-  void fail(int err, const std::string& msg);
 
   rocksdb::DB* db_;
   std::array<BlockDevice*, kNumTiers> devices_;

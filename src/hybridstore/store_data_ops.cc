@@ -474,8 +474,10 @@ int OpApplier::clone_range(const CollectionId& c, const Op& op, std::string* why
     *why = fmt::format("source range {}~{} lies outside the source object (size {})", op.off, op.len, so->size);
     return -EINVAL;
   }
-  if (op.dst_off + op.len > s.max_object_size_) {
-    *why = "destination range past the largest object size";
+  // The sum can wrap: a huge dst_off must not pass as a small end.
+  if (op.dst_off + op.len < op.dst_off || op.dst_off + op.len > s.max_object_size_) {
+    *why = fmt::format("destination range {}~{} reaches past the largest object size {}", op.dst_off, op.len,
+                       s.max_object_size_);
     return -E2BIG;
   }
   // Read everything first when source and destination are one object, so an

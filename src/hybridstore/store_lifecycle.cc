@@ -15,6 +15,7 @@
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
 #include "hybridstore/device_model.h"
+#include "hybridstore/fault_injection.h"
 #include "ftl/nand_block_device.h"
 #include "hybridstore/store_impl.h"
 
@@ -62,6 +63,7 @@ StoreImpl::~StoreImpl() {
 }
 
 void StoreImpl::close_all() {
+  if (deferred_) deferred_->stop();
   committer_.reset();
   deferred_.reset();
   ssd_.reset();
@@ -93,7 +95,10 @@ uint64_t StoreImpl::allocate_nid() {
     put_fixed64(&v, want);
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    if (!db_->Put(wo, kv::nid_max_key(), v).ok()) return 0;
+    if (rocksdb::Status s = db_->Put(wo, kv::nid_max_key(), v); !s.ok()) {
+      committer_->fail(-EIO, "RocksDB write reserving omap ids failed: " + s.ToString());
+      return 0;
+    }
     nid_reserved_ = want;
   }
   return next_nid_++;
@@ -115,6 +120,8 @@ int StoreImpl::open_db(bool create, std::string* error) {
     *error = "hybridstore_rocksdb_options: " + s.ToString();
     return -EINVAL;
   }
+  // Debug only (hybridstore_debug_*): power-cut and EIO injection; otherwise a no-op.
+  if (int r = fault_injection_setup_kv(path_, cfg_, &opts, error); r < 0) return r;
   rocksdb::DB* db = nullptr;
   s = rocksdb::DB::Open(opts, path_ + "/db", &db);
   if (!s.ok()) {
@@ -252,9 +259,9 @@ int StoreImpl::open_devices(bool create, std::string* error) {
     // The SSD may be raw NAND behind the embedded FTL: mkfs recorded which.
     auto kind = super_.mkfs_options.find("hybridstore_ssd_kind");
     if (tier == Tier::kSsd && kind != super_.mkfs_options.end() && kind->second == "nand")
-      dev_[t] = ftl::open_nand_block_device(cfg_, p, false, error);
+      dev_[t] = fault_injection_wrap_device(path_, ftl::open_nand_block_device(cfg_, p, false, error));
     else
-      dev_[t] = open_block_device(p, o, error);
+      dev_[t] = fault_injection_wrap_device(path_, open_block_device(p, o, error));
     if (!dev_[t]) return -ENOENT;
     DeviceLabel label;
     std::string why;
@@ -396,6 +403,7 @@ int StoreImpl::mount(std::string* error) {
         !kv::decode_collection(it->value().ToStringView(), &bits)) {
       if (!repair_mode_) {
         *error = "corrupt collection record " + it->key().ToString(true) + " (hybridstore-tool repair can drop it)";
+        it.reset();  // before the database closes: RocksDB aborts on a live iterator
         return fail(-EIO);
       }
       db_->Delete(rocksdb::WriteOptions(), it->key());
@@ -429,6 +437,11 @@ int StoreImpl::mount(std::string* error) {
   deferred_ = std::make_unique<DeferredWriter>(
       db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()}, &write_tracker_,
       [this](const PExtent& e) { return_space(e); }, dopts);
+  // One failure state for the store: after any failed write to RocksDB or a
+  // device, nothing more is written (RocksDB refuses, or asserts, after a
+  // failed WAL write) and the store is read-only.
+  deferred_->set_store_failure([this] { return committer_->error(); },
+                               [this](int err, const std::string& why) { committer_->fail(err, why); });
   deferred_->start();
   heat_ = std::make_unique<HeatTracker>(heat_tracker_options_from_config(cfg_));
   load_heat();
@@ -451,6 +464,9 @@ int StoreImpl::flush() {
   if (!mounted_) return -ENOTCONN;
   int r = committer_->wait_committed(committer_->last_seq());
   committer_->drain_callbacks();
+  // After a failed commit the store is read-only: records of the failed
+  // transactions will never commit, so there is nothing to wait for.
+  if (int e = committer_->error(); e < 0) return r < 0 ? r : e;
   // Staged SSD data stays staged (durable, readable): forcing its write units
   // out here would write them partly filled at every sync.
   if (int d = deferred_->drain(); d < 0 && r == 0) r = d;
@@ -473,16 +489,21 @@ int StoreImpl::umount() {
     FsckReport rep;
     if (fsck(false, &rep) != 0) HS_ERROR("fsck on umount found {} errors", rep.errors);
   }
-  save_heat();
+  // After an I/O error the store is read-only and writes nothing more: a
+  // RocksDB whose WAL write failed aborts on FlushWAL (assertion builds).
+  if (committer_->error() == 0) save_heat();  // which may fail the store itself
+  const bool failed = committer_->error() != 0;
+  // The deferred writer asks the committer whether the store failed: it
+  // stops first.
+  deferred_->stop(!failed);
   committer_->stop();
   committer_.reset();
-  deferred_->stop();
   deferred_.reset();
   ssd_.reset();
   for (auto& d : dev_)
-    if (d) d->flush();
+    if (d && !failed) d->flush();
   if (db_) {
-    db_->FlushWAL(true);
+    if (!failed) db_->FlushWAL(true);
     db_->Close();
   }
   mounted_ = false;
@@ -513,16 +534,23 @@ void StoreImpl::return_space(const PExtent& e) {
 }
 
 void StoreImpl::tick_sections() {
-  if (!ssd_ || !mounted_) return;
+  if (!ssd_ || !mounted_ || committer_->error()) return;
   std::vector<SsdSections::Region> regions;
-  if (ssd_->tick(db_.get(), &regions) < 0) HS_ERROR("writing SSD section state failed");
+  if (ssd_->tick(db_.get(), &regions) < 0) {
+    // Without their state the regions must not be written either.
+    committer_->fail(-EIO, "writing SSD section state failed");
+    return;
+  }
   for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
 }
 
 void StoreImpl::flush_sections() {
-  if (!ssd_) return;
+  if (!ssd_ || committer_->error()) return;
   std::vector<SsdSections::Region> regions;
-  if (ssd_->flush(db_.get(), &regions) < 0) HS_ERROR("writing SSD section state failed");
+  if (ssd_->flush(db_.get(), &regions) < 0) {
+    committer_->fail(-EIO, "writing SSD section state failed");
+    return;
+  }
   for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
 }
 
@@ -543,6 +571,7 @@ void StoreImpl::load_heat() {
 
 int StoreImpl::save_heat() {
   if (!heat_ || !db_) return 0;
+  if (committer_ && committer_->error()) return -EROFS;
   HeatDelta d = heat_->export_dirty();
   rocksdb::WriteBatch b;
   std::string prefix = heat_entry_prefix();
@@ -550,7 +579,12 @@ int StoreImpl::save_heat() {
   for (const auto& k : d.erase) b.Delete(prefix + k);
   for (const auto& [k, v] : d.put) b.Put(prefix + k, v);
   b.Put(heat_state_key(), d.state);
-  return db_->Write(rocksdb::WriteOptions(), &b).ok() ? 0 : -EIO;
+  rocksdb::Status st = db_->Write(rocksdb::WriteOptions(), &b);
+  if (!st.ok()) {
+    if (committer_) committer_->fail(-EIO, "saving heat records failed: " + st.ToString());
+    return -EIO;
+  }
+  return 0;
 }
 
 int StoreImpl::statfs(StoreStats* st) {

@@ -216,9 +216,9 @@ int OpApplier::apply(const Op& op, std::string* why) {
     }
     return 0;
   };
-  auto too_big = [&](uint64_t end) {
-    if (end <= s.max_object_size_) return false;
-    *why = fmt::format("offset {} is past the largest object size {}", end, s.max_object_size_);
+  auto too_big = [&](uint64_t off, uint64_t len) {
+    if (off + len >= off && off + len <= s.max_object_size_) return false;
+    *why = fmt::format("range {}~{} reaches past the largest object size {}", off, len, s.max_object_size_);
     return true;
   };
   std::shared_ptr<Onode> o;
@@ -231,7 +231,7 @@ int OpApplier::apply(const Op& op, std::string* why) {
       return new_object(&o);
     case OpCode::kWrite: {
       std::string_view data = op.payload();
-      if (op.off + data.size() < op.off || too_big(op.off + data.size())) return -E2BIG;
+      if (too_big(op.off, data.size())) return -E2BIG;
       if (int r = new_object(&o); r < 0) return r;
       if (data.empty()) return 0;  // creates the object; size unchanged
       mark_dirty(c, op.oid);
@@ -239,14 +239,14 @@ int OpApplier::apply(const Op& op, std::string* why) {
       return write_data(c, op.oid, *o, op.off, data);
     }
     case OpCode::kZero: {
-      if (op.off + op.len < op.off || too_big(op.off + op.len)) return -E2BIG;
+      if (too_big(op.off, op.len)) return -E2BIG;
       if (int r = new_object(&o); r < 0) return r;
       if (op.len == 0) return 0;
       mark_dirty(c, op.oid);
       return zero_range(c, op.oid, *o, op.off, op.len);
     }
     case OpCode::kTruncate: {
-      if (too_big(op.off)) return -E2BIG;
+      if (too_big(op.off, 0)) return -E2BIG;
       if (int r = need_object(&o); r < 0) return r;
       mark_dirty(c, op.oid);
       return truncate(c, op.oid, *o, op.off);

@@ -1,6 +1,7 @@
 #include "hybridstore/txn_json.h"
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -214,6 +215,13 @@ int parse_op(const json& j, const std::string& base_dir, Transaction* t, Ctx& ct
   if (!j.contains("op") || !j["op"].is_string()) return ctx.fail("missing string field \"op\"");
   const std::string name = j["op"].get<std::string>();
   ctx.opname = name;
+  // Named first: an unknown op must not be reported as a missing field.
+  static const std::set<std::string> kOps = {
+      "nop", "mkcoll", "rmcoll", "set_bits", "split", "merge", "touch", "create", "write", "zero",
+      "truncate", "remove", "setattr", "setattrs", "rmattr", "rmattrs", "clone", "clone_range",
+      "omap_setkeys", "omap_rmkeys", "omap_rmkeyrange", "omap_clear", "omap_setheader", "rename",
+      "try_rename", "set_alloc_hint"};
+  if (!kOps.count(name)) return ctx.fail("unknown op \"" + name + "\"");
   std::set<std::string> used = {"op"};
   auto has = [&](const char* f) { return j.contains(f); };
   auto field = [&](const char* f) -> const json& {
@@ -267,11 +275,16 @@ int parse_op(const json& j, const std::string& base_dir, Transaction* t, Ctx& ct
     if (!j["data_file"].is_string()) return ctx.fail("\"data_file\" must be a path");
     std::string path = field("data_file").get<std::string>();
     if (!path.empty() && path[0] != '/' && !base_dir.empty()) path = base_dir + "/" + path;
+    // Size first: a device, FIFO or /dev/zero would be read forever.
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) return ctx.fail("data_file " + path + " is not a regular file");
+    const uint64_t size = std::filesystem::file_size(path, ec);
+    if (ec) return ctx.fail("cannot read data_file " + path + ": " + ec.message());
+    if (size > kMaxDataFile) return ctx.fail("data_file " + path + " is larger than an object may be");
     std::ifstream f(path, std::ios::binary);
     if (!f) return ctx.fail("cannot read data_file " + path);
     std::ostringstream ss;
     ss << f.rdbuf();
-    if (ss.str().size() > kMaxDataFile) return ctx.fail("data_file " + path + " is larger than an object may be");
     *out = ss.str();
     return 0;
   };
@@ -409,10 +422,16 @@ int parse_json_transactions(std::string_view text, const std::string& base_dir, 
   for (const auto& tj : doc) {
     ctx.op = 0;
     ctx.opname.clear();
-    if (!tj.is_object() || !tj.contains("ops") || !tj["ops"].is_array())
+    // Every failure leaves *out empty: no caller may apply half a file.
+    if (!tj.is_object() || !tj.contains("ops") || !tj["ops"].is_array()) {
+      out->clear();
       return ctx.fail("a transaction is an object with a list \"ops\"");
+    }
     for (const auto& [k, v] : tj.items())
-      if (k != "ops") return ctx.fail("unknown transaction field \"" + k + "\"");
+      if (k != "ops") {
+        out->clear();
+        return ctx.fail("unknown transaction field \"" + k + "\"");
+      }
     Transaction t;
     for (const auto& oj : tj["ops"]) {
       if (int r = parse_op(oj, base_dir, &t, ctx); r < 0) {

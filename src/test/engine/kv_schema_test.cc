@@ -28,7 +28,8 @@ TEST(KvSchema, OmapKeysOfOneObjectAreContiguousAndHeaderFirst) {
   uint64_t nid;
   bool hdr;
   std::string_view user;
-  ASSERT_TRUE(kv::decode_omap_key(kv::omap_key(7, "user"), &nid, &hdr, &user));
+  const std::string key = kv::omap_key(7, "user");  // `user` points into it
+  ASSERT_TRUE(kv::decode_omap_key(key, &nid, &hdr, &user));
   EXPECT_EQ(nid, 7u);
   EXPECT_FALSE(hdr);
   EXPECT_EQ(user, "user");

@@ -50,7 +50,7 @@ TEST(ObjectId, EffectiveKeyComparesOnlyWhenAKeyIsSet) {
 TEST(ObjectId, EncodedKeysSortExactlyLikeObjects) {
   std::mt19937_64 rng(7);
   std::vector<ObjectId> objs;
-  const char* pieces[] = {"", "a", "b", "ab", std::string("\0", 1).c_str(), "\x01", "\xff", "zz"};
+  const std::string pieces[] = {"", "a", "b", "ab", std::string("\0", 1), "\x01", "\xff", "zz"};
   for (int i = 0; i < 3000; ++i) {
     auto pick = [&] {
       std::string s;

@@ -43,9 +43,13 @@ ToolCommand txn_cmd("txn", "apply transactions from a JSON file ('-' reads stdin
                         for (auto& t : txns) {
                           TxnError e;
                           int r = store->apply_transaction(std::move(t), &e);
-                          if (r < 0) {
+                          if (r < 0 && e.op_index < 0) {
+                            fprintf(stderr, "hybridstore-tool: transaction %zu failed: %s\n", n, e.message.c_str());
+                          } else if (r < 0) {
                             fprintf(stderr, "hybridstore-tool: transaction %zu failed at op %d (%s): %s\n", n,
                                     e.op_index, e.op.c_str(), e.message.c_str());
+                          }
+                          if (r < 0) {
                             if (n) fprintf(stderr, "hybridstore-tool: the %zu transactions before it were applied\n", n);
                             store->umount();
                             return 1;

@@ -1,0 +1,128 @@
+// Writes the seed corpora of the fuzz targets (qa/fuzz/corpus/<target>/):
+// valid inputs of every mode, made by the real encoders, so that the fuzzers
+// start from the formats' actual shapes. Run once when a format changes:
+//   build-fuzz/bin/fuzz_make_corpus qa/fuzz/corpus
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "fuzz_common.h"
+#include "hybridstore/onode.h"
+#include "hybridstore/store_format.h"
+
+using namespace hybridstore;
+using namespace hybridstore::fuzz;
+
+namespace {
+
+void put(const std::string& dir, const std::string& name, char mode, std::string_view payload) {
+  std::filesystem::create_directories(dir);
+  std::ofstream f(dir + "/" + name, std::ios::binary | std::ios::trunc);
+  f.put(mode);
+  f.write(payload.data(), static_cast<std::streamsize>(payload.size()));
+}
+
+DataExtent extent(uint64_t logical, uint64_t len, uint64_t phys, Tier t) {
+  DataExtent e;
+  e.logical = logical;
+  e.length = len;
+  e.physical = phys;
+  e.tier = t;
+  e.csum_block = 4096;
+  for (uint64_t i = 0; i < len / 4096; ++i) e.csums.push_back(static_cast<uint32_t>(0x9e3779b9u * (i + 1)));
+  return e;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string root = argv[1];
+
+  std::vector<Onode> onodes(4);
+  onodes[1].size = 5;
+  onodes[1].attrs["_"] = "object info";
+  onodes[1].attrs["snapset"] = "";
+  onodes[1].extents.insert(extent(0, 4096, 65536, Tier::kSsd));
+  onodes[2].size = 3 << 20;
+  onodes[2].nid = 42;
+  onodes[2].alloc_hint_flags = 1;
+  onodes[2].expected_object_size = 4 << 20;
+  onodes[2].expected_write_size = 1 << 20;
+  onodes[2].extents.insert(extent(0, 1 << 20, 1 << 20, Tier::kHdd));
+  onodes[2].extents.insert(extent(2 << 20, 1 << 20, 8 << 20, Tier::kHdd));
+  onodes[3].size = 20000;
+  onodes[3].nid = 7;
+  for (int i = 0; i < 5; ++i) onodes[3].attrs["_a" + std::to_string(i)] = std::string(i * 10, 'v');
+  onodes[3].extents.insert(extent(0, 8192, 131072, Tier::kSsd));
+  onodes[3].extents.insert(extent(12288, 8192, 262144, Tier::kSsd));
+  for (size_t i = 0; i < onodes.size(); ++i) {
+    const std::string rec = encode_onode(onodes[i]);
+    put(root + "/onode", "sealed-" + std::to_string(i), 0, body_of(kOnodeTag, rec));
+    put(root + "/onode", "raw-" + std::to_string(i), 1, rec);
+  }
+
+  DeviceLabel l;
+  l.fsid = generate_uuid();
+  l.role = Tier::kHdd;
+  l.size = 64ull << 30;
+  l.created_us = 1700000000000000ull;
+  l.description = "hybridstore hdd";
+  const std::string block = encode_label(l);
+  const uint32_t len = load_fixed32(block.data() + kLabelMagicLen);
+  const std::string_view rec = std::string_view(block).substr(kLabelMagicLen + 4, len);
+  put(root + "/label", "label-sealed", 0, body_of(kLabelTag, rec));
+  put(root + "/label", "label-raw", 1, std::string_view(block).substr(0, kLabelMagicLen + 4 + len));
+  Superblock sb;
+  sb.fsid = l.fsid;
+  sb.created_us = l.created_us;
+  sb.tier_size[0] = 8ull << 30;
+  sb.tier_size[1] = 64ull << 30;
+  sb.reserved[0] = sb.reserved[1] = 65536;
+  sb.mkfs_options["hybridstore_csum_block"] = "4096";
+  sb.mkfs_options["hybridstore_ssd_alloc_unit"] = "4096";
+  const std::string srec = encode_superblock(sb);
+  put(root + "/label", "super-sealed", 2, body_of(kSuperTag, srec));
+  put(root + "/label", "super-raw", 3, srec);
+
+  const char* txns[] = {
+      R"([{"ops": [{"op": "mkcoll", "coll": "1.0_head"},
+          {"op": "write", "coll": "1.0_head", "oid": "a", "off": 0, "data": "text"},
+          {"op": "setattrs", "coll": "1.0_head", "oid": "a", "attrs": {"k": "v"}},
+          {"op": "omap_setkeys", "coll": "1.0_head", "oid": "a", "kv": {"x": "1"}}]},
+ {"ops": [{"op": "clone", "coll": "1.0_head", "oid": "a", "dst": "b"}]}])",
+      R"([{"ops": [{"op": "write", "coll": "3.1f_head", "oid": {"name": "rbd_data.1", "pool": 3, "namespace": "ns",
+  "key": "loc", "hash": 1234, "snap": 7, "generation": 2, "shard": 1}, "data_b64": "aGVsbG8="},
+  {"op": "zero", "coll": "3.1f_head", "oid": "x", "off": 4096, "len": 8192},
+  {"op": "truncate", "coll": "3.1f_head", "oid": "x", "size": 100},
+  {"op": "clone_range", "coll": "3.1f_head", "oid": "x", "dst": "y", "src_off": 0, "len": 10, "dst_off": 4096},
+  {"op": "omap_rmkeys", "coll": "3.1f_head", "oid": "x", "keys": ["a", {"b64": "AAE="}]},
+  {"op": "omap_rmkeyrange", "coll": "3.1f_head", "oid": "x", "first": "a", "last": "m"},
+  {"op": "omap_setheader", "coll": "3.1f_head", "oid": "x", "data": "h"},
+  {"op": "omap_clear", "coll": "3.1f_head", "oid": "x"},
+  {"op": "rename", "coll": "3.1f_head", "oid": "x", "dst": "z", "dst_coll": "3.0_head"},
+  {"op": "try_rename", "coll": "3.1f_head", "oid": "y", "dst": "w"},
+  {"op": "set_alloc_hint", "coll": "3.1f_head", "oid": "w", "expected_object_size": 4194304,
+   "expected_write_size": 65536, "flags": 3},
+  {"op": "rmattr", "coll": "3.1f_head", "oid": "w", "name": "k"},
+  {"op": "rmattrs", "coll": "3.1f_head", "oid": "w"},
+  {"op": "remove", "coll": "3.1f_head", "oid": "w"}, {"op": "nop"}]}])",
+      R"([{"ops": [{"op": "split", "coll": "1.0_head", "dst_coll": "1.1_head", "bits": 1, "rem": 1},
+  {"op": "merge", "coll": "1.1_head", "dst_coll": "1.0_head", "bits": 0},
+  {"op": "set_bits", "coll": "1.0_head", "bits": 3}, {"op": "rmcoll", "coll": "2.0_head"},
+  {"op": "touch", "coll": "meta", "oid": "osdmap"}, {"op": "create", "coll": "meta", "oid": "x"},
+  {"op": "setattr", "coll": "meta", "oid": "x", "name": "n", "value": {"b64": "/w=="}},
+  {"op": "write", "coll": "meta", "oid": "x", "data_file": "blob"}]}])",
+  };
+  for (size_t i = 0; i < sizeof(txns) / sizeof(txns[0]); ++i)
+    put(root + "/txn_json", "txns-" + std::to_string(i), 0, txns[i]);
+  put(root + "/txn_json", "oid-name", 1, "rbd_data.1234");
+  put(root + "/txn_json", "oid-json", 1,
+      R"({"name": "a", "pool": 3, "namespace": "n", "key": "k", "hash": 99, "snap": "snapdir", "gen": 5, "shard": 2})");
+  put(root + "/txn_json", "oid-b64", 1, R"({"name": {"b64": "AAEC"}, "snap": "head"})");
+  printf("wrote seed corpora under %s\n", root.c_str());
+  return 0;
+}

@@ -1,0 +1,186 @@
+#!/bin/sh
+# Bad input through hybridstore-tool, as an operator or a broken disk gives
+# it: corrupt labels, truncated, missing, swapped and foreign devices, broken
+# or hostile JSON transactions, invalid options. Each must be refused with a
+# clear message (the expected words), a non-zero exit and no crash (an exit
+# status below 128), and must change nothing: the refused command leaves the
+# device bytes as they were, and once the damage is undone the store's
+# observable content (hybridstore-crashtest digest: every collection, object,
+# byte, xattr and omap entry) and its device bytes equal the snapshot taken
+# before, and fsck --deep is clean.
+set -eu
+BUILD=${1:-build}
+BIN="$(cd "$BUILD/bin" && pwd)"
+TOOL="$BIN/hybridstore-tool"
+CT="$BIN/hybridstore-crashtest"
+W=$(mktemp -d "${TMPDIR:-/tmp}/hs-badinput.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+S="$W/store"
+S2="$W/other"
+cases=0
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# refused WORDS CMD...: CMD fails cleanly and its message contains WORDS.
+refused() {
+  words=$1
+  shift
+  set +e
+  "$@" >"$W/out" 2>"$W/err" </dev/null
+  rc=$?
+  set -e
+  [ $rc -ne 0 ] || fail "accepted: $*"
+  [ $rc -lt 128 ] || fail "crashed (exit status $rc): $*"
+  grep -q -- "$words" "$W/err" || fail "message of '$*' lacks '$words': $(cat "$W/err")"
+  cases=$((cases + 1))
+}
+devices() { md5sum <"$S/block.ssd"; md5sum <"$S/block.hdd"; }
+# Size and modification time (ns): any write through any I/O path changes them.
+device_stamps() { stat -c '%n %s %y' "$S/block.ssd" "$S/block.hdd"; }
+state() { "$CT" digest --path "$S" && devices; }
+# unchanged WHAT: the store holds what it held before WHAT, and fsck --deep is clean.
+unchanged() {
+  state >"$W/now" || fail "cannot read the store after $1"
+  cmp -s "$W/before" "$W/now" || fail "$1 changed the store: $(diff "$W/before" "$W/now")"
+  "$TOOL" --path "$S" fsck --deep >/dev/null || fail "fsck --deep after $1"
+}
+# refused_untouched WORDS CMD...: refused, and the devices were not written meanwhile.
+refused_untouched() {
+  device_stamps >"$W/dev-before"
+  refused "$@"
+  device_stamps >"$W/dev-after"
+  cmp -s "$W/dev-before" "$W/dev-after" || fail "refused command wrote to a device: $*"
+}
+# flip FILE OFFSET: invert every bit of one byte (flipping twice restores it).
+flip() {
+  b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  # shellcheck disable=SC2059
+  printf "$(printf '\\%03o' $((255 - b)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+SIZES="--set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M"
+# shellcheck disable=SC2086
+"$TOOL" --path "$S" $SIZES mkfs >/dev/null
+# shellcheck disable=SC2086
+"$TOOL" --path "$S2" $SIZES mkfs >/dev/null
+head -c 300000 /dev/urandom >"$W/blob"
+cat >"$W/data.json" <<'JSON'
+[{"ops": [{"op": "mkcoll", "coll": "1.0_head"},
+          {"op": "write", "coll": "1.0_head", "oid": "small", "data": "some text"},
+          {"op": "setattrs", "coll": "1.0_head", "oid": "small", "attrs": {"_": "v1", "snapset": "s"}},
+          {"op": "omap_setkeys", "coll": "1.0_head", "oid": "small", "kv": {"a": "1", "b": "2"}},
+          {"op": "omap_setheader", "coll": "1.0_head", "oid": "small", "data": "hdr"},
+          {"op": "touch", "coll": "1.0_head", "oid": "big"},
+          {"op": "set_alloc_hint", "coll": "1.0_head", "oid": "big", "expected_object_size": 4194304,
+           "expected_write_size": 1048576, "flags": 1},
+          {"op": "write", "coll": "1.0_head", "oid": "big", "data_file": "blob"}]},
+ {"ops": [{"op": "clone", "coll": "1.0_head", "oid": "small", "dst": "copy"}]}]
+JSON
+"$TOOL" --path "$S" txn -q "$W/data.json"
+"$TOOL" --path "$S" df --json | grep -q '"objects": 3' || fail "setup"
+state >"$W/before"
+
+echo "labels: flipped bytes, zeroed"
+for dev in block.ssd block.hdd; do
+  for off in 0 9 17 18 20 22 23 30 41 60; do
+    flip "$S/$dev" $off
+    refused_untouched "label" "$TOOL" --path "$S" df
+    flip "$S/$dev" $off
+  done
+  flip "$S/$dev" 30
+  refused_untouched "label" "$TOOL" --path "$S" show-label
+  flip "$S/$dev" 30
+done
+dd if="$S/block.hdd" of="$W/label" bs=4096 count=1 2>/dev/null
+dd if=/dev/zero of="$S/block.hdd" bs=4096 count=1 conv=notrunc 2>/dev/null
+refused_untouched "no hybridstore label" "$TOOL" --path "$S" fsck
+dd if="$W/label" of="$S/block.hdd" bs=4096 count=1 conv=notrunc 2>/dev/null
+unchanged "corrupt labels"
+
+echo "devices: truncated, smaller than the label, missing, swapped, foreign, not a device"
+cp --sparse=always "$S/block.hdd" "$W/hdd"
+for size in 32M 4095 100 0; do
+  truncate -s $size "$S/block.hdd"
+  if [ $size = 32M ]; then words="truncated or wrong device"; else words="too small to hold a label"; fi
+  refused_untouched "$words" "$TOOL" --path "$S" df
+  cp --sparse=always "$W/hdd" "$S/block.hdd"
+done
+mv "$S/block.hdd" "$W/hdd-away"
+refused "cannot open device" "$TOOL" --path "$S" df
+mkdir "$S/block.hdd"
+refused "Is a directory" "$TOOL" --path "$S" df
+rmdir "$S/block.hdd"
+ln -s /dev/null "$S/block.hdd"
+refused "neither a regular file nor a block device" "$TOOL" --path "$S" df
+rm "$S/block.hdd"
+mv "$W/hdd-away" "$S/block.hdd"
+# The two devices of one store, each in the other's place.
+mv "$S/block.ssd" "$W/x" && mv "$S/block.hdd" "$S/block.ssd" && mv "$W/x" "$S/block.hdd"
+refused_untouched "labelled as the hdd device" "$TOOL" --path "$S" df
+mv "$S/block.ssd" "$W/x" && mv "$S/block.hdd" "$S/block.ssd" && mv "$W/x" "$S/block.hdd"
+# Devices of two different stores: HDDs swapped between them.
+mv "$S/block.hdd" "$W/x" && mv "$S2/block.hdd" "$S/block.hdd" && mv "$W/x" "$S2/block.hdd"
+refused_untouched "belongs to store" "$TOOL" --path "$S" df
+refused "belongs to store" "$TOOL" --path "$S2" fsck
+mv "$S/block.hdd" "$W/x" && mv "$S2/block.hdd" "$S/block.hdd" && mv "$W/x" "$S2/block.hdd"
+"$TOOL" --path "$S2" fsck >/dev/null || fail "the other store after the swap back"
+unchanged "damaged devices"
+
+echo "JSON transactions: garbage, truncated, hostile"
+bad_json() {  # WORDS CONTENT
+  printf '%s' "$2" >"$W/bad.json"
+  refused "$1" "$TOOL" --path "$S" txn "$W/bad.json"
+}
+: >"$W/bad.json"
+refused "not valid JSON" "$TOOL" --path "$S" txn "$W/bad.json"
+head -c 4096 /dev/urandom >"$W/bad.json"
+refused "not valid JSON" "$TOOL" --path "$S" txn "$W/bad.json"
+# The valid file cut short at several points.
+len=$(wc -c <"$W/data.json")
+for cut in 1 17 100 $((len / 2)) $((len - 3)); do
+  head -c $cut "$W/data.json" >"$W/cut.json"
+  refused "not valid JSON" "$TOOL" --path "$S" txn "$W/cut.json"
+done
+refused "not valid JSON" sh -c "head -c 200 '$W/data.json' | '$TOOL' --path '$S' txn -"
+bad_json "not valid JSON" '[{"ops": [{"op": "touch", "coll": "1.0_head", "oid": "x"}]}] trailing'
+bad_json "not valid JSON" "$(printf '[{"ops": [{"op": "touch", "coll": "1.0_head", "oid": "\377\376"}]}]')"
+bad_json "nests deeper" "$(head -c 5000 /dev/zero | tr '\0' '[')"
+bad_json "expected a JSON list" '{"ops": []}'
+bad_json "a transaction is an object" '[[1, 2]]'
+bad_json "unknown transaction field" '[{"ops": [], "extra": 1}]'
+bad_json "unknown op" '[{"ops": [{"op": "format_disk", "coll": "1.0_head"}]}]'
+bad_json "unknown field" '[{"ops": [{"op": "touch", "coll": "1.0_head", "oid": "x", "mode": 7}]}]'
+bad_json '"off" must be a non-negative integer' '[{"ops": [{"op": "write", "coll": "1.0_head", "oid": "x", "off": "ten", "data": "d"}]}]'
+bad_json '"len" must be a non-negative integer' '[{"ops": [{"op": "zero", "coll": "1.0_head", "oid": "x", "off": 0, "len": -1}]}]'
+bad_json '"size" must be a non-negative integer' '[{"ops": [{"op": "truncate", "coll": "1.0_head", "oid": "x", "size": 1.5}]}]'
+bad_json "not valid JSON" '[{"ops": [{"op": "truncate", "coll": "1.0_head", "oid": "x", "size": 1e999}]}]'
+bad_json "not valid base64" '[{"ops": [{"op": "write", "coll": "1.0_head", "oid": "x", "data_b64": "@@@"}]}]'
+bad_json "not a regular file" '[{"ops": [{"op": "write", "coll": "1.0_head", "oid": "x", "data_file": "/dev/zero"}]}]'
+bad_json "not a regular file" '[{"ops": [{"op": "write", "coll": "1.0_head", "oid": "x", "data_file": "missing"}]}]'
+bad_json '"hash" must be a 32-bit' '[{"ops": [{"op": "touch", "coll": "1.0_head", "oid": {"name": "x", "hash": 4294967296}}]}]'
+bad_json "not a valid collection name" '[{"ops": [{"op": "mkcoll", "coll": ""}]}]'
+# Well-formed, refused by the store: offsets whose end wraps past 2^64.
+bad_json "past the largest object size" '[{"ops": [{"op": "write", "coll": "1.0_head", "oid": "small", "off": 18446744073709551615, "data": "xy"}]}]'
+bad_json "destination range" '[{"ops": [{"op": "clone_range", "coll": "1.0_head", "oid": "small", "dst": "z", "len": 2, "dst_off": 18446744073709551615}]}]'
+bad_json "lies outside the source object" '[{"ops": [{"op": "clone_range", "coll": "1.0_head", "oid": "small", "dst": "z", "src_off": 18446744073709551615, "len": 2}]}]'
+unchanged "bad transactions"
+
+echo "options: invalid values, unknown names, broken config files"
+refused "below the minimum 4K" "$TOOL" --path "$S" --set hybridstore_ssd_alloc_unit=3K df
+refused "hybridstore_ssd_alloc_unit" "$TOOL" --path "$S" --set hybridstore_ssd_alloc_unit=banana df
+refused "unknown option 'hybridstore_no_such_thing'" "$TOOL" --path "$S" --set hybridstore_no_such_thing=1 df
+refused "key=value" "$TOOL" --path "$S" --set hybridstore_direct_io df
+refused "permitted values" "$TOOL" --path "$S" --set hybridstore_io_backend=floppy fsck
+refused "hybridstore_rocksdb_options" "$TOOL" --path "$S" --set hybridstore_rocksdb_options=garbage df
+refused "below the minimum 0" "$TOOL" --path "$S" --set hybridstore_debug_eio_on_flush=-1 df
+refused "not a size" "$TOOL" --path "$S" --set hybridstore_max_object_size=99999999999999999999999 txn "$W/data.json"
+refused "bad log level" "$TOOL" --path "$S" --log-level loud df
+refused "cannot read config file" "$TOOL" --path "$S" --conf "$W/missing.conf" df
+printf '[hybridstore\nx = 1\n' >"$W/bad.conf"
+refused "malformed section header" "$TOOL" --path "$S" --conf "$W/bad.conf" df
+printf '[hybridstore]\nhybridstore_hdd_alloc_unit = 12345\n' >"$W/bad.conf"
+refused "not a power of two" "$TOOL" --path "$S" --conf "$W/bad.conf" df
+refused "below the minimum 64M" "$TOOL" --path "$W/new" --set hybridstore_ssd_size=1M mkfs
+[ ! -e "$W/new" ] || fail "a refused mkfs created $W/new"
+unchanged "bad options"
+
+echo "bad input checks passed: $cases refused cleanly, nothing changed"

@@ -1,0 +1,103 @@
+#include "hybridstore/fault_device.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "hybridstore/common/log.h"
+#include "hybridstore/fault_injection.h"
+
+namespace hybridstore {
+
+namespace {
+constexpr uint64_t kTearBlock = 4096;
+}
+
+FaultInjectionDevice::FaultInjectionDevice(std::unique_ptr<BlockDevice> media,
+                                           std::shared_ptr<FaultInjector> injector)
+    : media_(std::move(media)), injector_(std::move(injector)) {
+  injector_->register_device(this);
+}
+
+FaultInjectionDevice::~FaultInjectionDevice() { injector_->unregister_device(this); }
+
+int FaultInjectionDevice::read(uint64_t offset, char* buf, uint64_t len) {
+  if (injector_->power_is_off()) return -EIO;
+  std::lock_guard<std::mutex> l(mutex_);
+  if (int r = media_->read(offset, buf, len); r < 0) return r;
+  const uint64_t end = offset + len;
+  for (const auto& w : cache_) {
+    const uint64_t wend = w.offset + w.data.size();
+    if (wend <= offset || w.offset >= end) continue;
+    const uint64_t b = std::max(offset, w.offset), e = std::min(end, wend);
+    std::memcpy(buf + (b - offset), w.data.data() + (b - w.offset), e - b);
+  }
+  return 0;
+}
+
+int FaultInjectionDevice::write(uint64_t offset, const char* buf, uint64_t len) {
+  switch (injector_->on_device_write()) {
+    case FaultInjector::Verdict::kFail:
+      return -EIO;
+    case FaultInjector::Verdict::kPowerCut:
+      if (injector_->tear()) land_torn(offset, buf, len);
+      return -EIO;
+    case FaultInjector::Verdict::kProceed:
+      break;
+  }
+  CachedWrite w{offset, AlignedBuffer(len, 4096, AlignedBuffer::kUninitialized)};
+  std::memcpy(w.data.data(), buf, len);
+  std::lock_guard<std::mutex> l(mutex_);
+  // A write that raced with the cut is as lost as the cache it joined.
+  if (injector_->power_is_off()) return -EIO;
+  cache_.push_back(std::move(w));
+  return 0;
+}
+
+int FaultInjectionDevice::flush() {
+  if (injector_->on_device_flush() != FaultInjector::Verdict::kProceed) return -EIO;
+  std::lock_guard<std::mutex> l(mutex_);
+  // A cut waits for this mutex, so a flush either completes before the cut
+  // (and is durable) or starts after it and fails.
+  if (injector_->power_is_off()) return -EIO;
+  size_t done = 0;
+  int r = 0;
+  for (; done < cache_.size(); ++done) {
+    const auto& w = cache_[done];
+    if ((r = media_->write(w.offset, w.data.data(), w.data.size())) < 0) break;
+  }
+  cache_.erase(cache_.begin(), cache_.begin() + static_cast<long>(done));
+  if (r < 0) return r;
+  return media_->flush();
+}
+
+int FaultInjectionDevice::discard(uint64_t, uint64_t) {
+  return injector_->power_is_off() ? -EIO : 0;
+}
+
+size_t FaultInjectionDevice::cached_writes() const {
+  std::lock_guard<std::mutex> l(mutex_);
+  return cache_.size();
+}
+
+void FaultInjectionDevice::drop_cache() {
+  std::lock_guard<std::mutex> l(mutex_);
+  cache_.clear();
+}
+
+void FaultInjectionDevice::land_torn(uint64_t offset, const char* buf, uint64_t len) {
+  const uint64_t blocks = len / kTearBlock;
+  uint64_t keep;
+  if (blocks >= 2)
+    keep = (1 + injector_->random_below(blocks - 1)) * kTearBlock;
+  else
+    keep = injector_->random_below(2) ? len : 0;
+  if (keep == 0) return;
+  std::lock_guard<std::mutex> l(mutex_);
+  if (media_->write(offset, buf, keep) < 0 || media_->flush() < 0)
+    HS_WARN("fault injection: could not land the torn write on {}", media_->path());
+  HS_INFO("fault injection: torn write on {}: {} of {} bytes at {} reached the media", media_->path(), keep, len,
+          offset);
+}
+
+}  // namespace hybridstore

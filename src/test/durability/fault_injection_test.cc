@@ -1,0 +1,273 @@
+// The fault injector itself: a power cut must lose exactly what the storage
+// stack did not promise to keep, or the durability tests built on it prove
+// nothing.
+#include "hybridstore/fault_injection.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <rocksdb/db.h>
+#include <rocksdb/file_system.h>
+
+#include "common_helpers.h"
+#include "hybridstore/fault_device.h"
+
+using namespace hybridstore;
+using hybridstore::test::TempDir;
+
+namespace {
+
+constexpr uint64_t kBlock = 4096;
+
+std::string read_file_range(const std::string& path, uint64_t off, uint64_t len) {
+  std::ifstream f(path, std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(off));
+  std::string s(len, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(len));
+  s.resize(static_cast<size_t>(f.gcount()));
+  return s;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+class FaultDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>("fault");
+    media_path_ = dir_->file("dev");
+    FaultSettings s;
+    s.enabled = true;
+    injector_ = std::make_shared<FaultInjector>(dir_->path(), s);
+    DeviceOpenOptions o;
+    o.create = true;
+    o.create_size = 16 << 20;
+    o.backend = IoBackend::kPosix;
+    std::string err;
+    auto media = open_block_device(media_path_, o, &err);
+    ASSERT_TRUE(media) << err;
+    dev_ = std::make_unique<FaultInjectionDevice>(std::move(media), injector_);
+  }
+  int write_pattern(uint64_t off, uint64_t len, char c) {
+    AlignedBuffer b(len);
+    std::memset(b.data(), c, len);
+    return dev_->write(off, b.data(), len);
+  }
+  std::string read_dev(uint64_t off, uint64_t len) {
+    AlignedBuffer b(len);
+    EXPECT_EQ(dev_->read(off, b.data(), len), 0);
+    return std::string(b.data(), len);
+  }
+
+  std::unique_ptr<TempDir> dir_;
+  std::string media_path_;
+  std::shared_ptr<FaultInjector> injector_;
+  std::unique_ptr<FaultInjectionDevice> dev_;
+};
+
+}  // namespace
+
+TEST_F(FaultDeviceTest, UnflushedWritesAreReadableButReachTheMediaOnlyAtFlush) {
+  ASSERT_EQ(write_pattern(8192, 8192, 'a'), 0);
+  ASSERT_EQ(write_pattern(12288, 4096, 'b'), 0);  // overlaps: the later write wins
+  EXPECT_EQ(read_dev(8192, 8192), std::string(4096, 'a') + std::string(4096, 'b'));
+  EXPECT_EQ(read_file_range(media_path_, 8192, 8192), std::string(8192, '\0'));
+  EXPECT_EQ(dev_->cached_writes(), 2u);
+  ASSERT_EQ(dev_->flush(), 0);
+  EXPECT_EQ(dev_->cached_writes(), 0u);
+  EXPECT_EQ(read_file_range(media_path_, 8192, 8192), std::string(4096, 'a') + std::string(4096, 'b'));
+}
+
+TEST_F(FaultDeviceTest, PowerCutLosesEveryUnflushedWriteAndFailsAllLaterIo) {
+  ASSERT_EQ(write_pattern(0, 4096, 'k'), 0);
+  ASSERT_EQ(dev_->flush(), 0);
+  ASSERT_EQ(write_pattern(4096, 4096, 'l'), 0);
+  ASSERT_EQ(write_pattern(0, 4096, 'x'), 0);
+  injector_->power_cut_now();
+  EXPECT_EQ(read_file_range(media_path_, 0, 8192), std::string(4096, 'k') + std::string(4096, '\0'));
+  AlignedBuffer b(4096);
+  EXPECT_EQ(dev_->read(0, b.data(), 4096), -EIO);
+  EXPECT_EQ(write_pattern(0, 4096, 'y'), -EIO);
+  EXPECT_EQ(dev_->flush(), -EIO);
+  EXPECT_EQ(read_file_range(media_path_, 0, 4096), std::string(4096, 'k'));
+}
+
+TEST_F(FaultDeviceTest, ArmedPowerCutTearsTheWriteInFlightAtBlockGranularity) {
+  ASSERT_EQ(write_pattern(0, 4096, 'u'), 0);  // cached, lost at the cut
+  injector_->powercut_after_writes(1, /*tear=*/true);
+  const uint64_t blocks = 8;
+  EXPECT_EQ(write_pattern(65536, blocks * kBlock, 't'), -EIO);
+  EXPECT_TRUE(injector_->power_is_off());
+  std::string media = read_file_range(media_path_, 65536, blocks * kBlock);
+  uint64_t landed = 0;
+  while (landed < blocks && media.substr(landed * kBlock, kBlock) == std::string(kBlock, 't')) ++landed;
+  EXPECT_GE(landed, 1u) << "a torn write lands part of itself";
+  EXPECT_LT(landed, blocks) << "a torn write does not land whole";
+  EXPECT_EQ(media.substr(landed * kBlock), std::string((blocks - landed) * kBlock, '\0'))
+      << "what lands is a prefix, in whole blocks";
+  EXPECT_EQ(read_file_range(media_path_, 0, 4096), std::string(4096, '\0'));
+}
+
+TEST_F(FaultDeviceTest, ChosenWriteAndFlushFailWithEioAndNothingElseDoes) {
+  injector_->fail_device_write_after(2);
+  EXPECT_EQ(write_pattern(0, 4096, '1'), 0);
+  EXPECT_EQ(write_pattern(4096, 4096, '2'), -EIO);
+  EXPECT_EQ(write_pattern(8192, 4096, '3'), 0);
+  EXPECT_EQ(read_dev(4096, 4096), std::string(4096, '\0')) << "a failed write writes nothing";
+  injector_->fail_device_flush_after(1);
+  EXPECT_EQ(dev_->flush(), -EIO);
+  EXPECT_EQ(dev_->cached_writes(), 2u) << "what a failed flush should have covered stays volatile";
+  EXPECT_EQ(read_file_range(media_path_, 0, 4096), std::string(4096, '\0'));
+  EXPECT_EQ(dev_->flush(), 0);
+  EXPECT_EQ(read_file_range(media_path_, 8192, 4096), std::string(4096, '3'));
+  EXPECT_FALSE(injector_->power_is_off());
+  EXPECT_EQ(injector_->counters().injected_errors, 2u);
+}
+
+// ---------------------------------------------------------------- RocksDB files
+
+namespace {
+
+class FaultKvTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::make_unique<TempDir>("faultkv");
+    FaultSettings s;
+    s.enabled = true;
+    injector_ = std::make_shared<FaultInjector>(dir_->path(), s);
+    fs_ = injector_->env()->GetFileSystem();
+  }
+  // Creates `name` with `data`, synced, and its directory entry made durable.
+  void durable_file(const std::string& name, const std::string& data) {
+    std::unique_ptr<rocksdb::FSWritableFile> f;
+    ASSERT_TRUE(fs_->NewWritableFile(path(name), rocksdb::FileOptions(), &f, nullptr).ok());
+    ASSERT_TRUE(f->Append(data, rocksdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(f->Sync(rocksdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(f->Close(rocksdb::IOOptions(), nullptr).ok());
+    sync_dir();
+  }
+  void sync_dir() {
+    std::unique_ptr<rocksdb::FSDirectory> d;
+    ASSERT_TRUE(fs_->NewDirectory(dir_->path(), rocksdb::IOOptions(), &d, nullptr).ok());
+    ASSERT_TRUE(d->Fsync(rocksdb::IOOptions(), nullptr).ok());
+  }
+  std::string path(const std::string& name) { return dir_->file(name); }
+  bool exists(const std::string& name) { return std::filesystem::exists(path(name)); }
+
+  std::unique_ptr<TempDir> dir_;
+  std::shared_ptr<FaultInjector> injector_;
+  std::shared_ptr<rocksdb::FileSystem> fs_;
+};
+
+}  // namespace
+
+TEST_F(FaultKvTest, PowerCutKeepsOnlyWhatALastSyncCovered) {
+  std::unique_ptr<rocksdb::FSWritableFile> f;
+  ASSERT_TRUE(fs_->NewWritableFile(path("wal"), rocksdb::FileOptions(), &f, nullptr).ok());
+  sync_dir();
+  ASSERT_TRUE(f->Append("synced-", rocksdb::IOOptions(), nullptr).ok());
+  ASSERT_TRUE(f->Sync(rocksdb::IOOptions(), nullptr).ok());
+  ASSERT_TRUE(f->Append("written-but-not-synced", rocksdb::IOOptions(), nullptr).ok());
+  injector_->power_cut_now();
+  EXPECT_FALSE(f->Append("after", rocksdb::IOOptions(), nullptr).ok());
+  EXPECT_FALSE(f->Sync(rocksdb::IOOptions(), nullptr).ok());
+  f.reset();
+  std::string err;
+  ASSERT_EQ(injector_->restore_power(&err), 0) << err;
+  EXPECT_EQ(slurp(path("wal")), "synced-");
+}
+
+TEST_F(FaultKvTest, NameChangesSinceTheLastDirectoryFsyncAreUndone) {
+  durable_file("kept", "old contents");
+  durable_file("deleted", "still here");
+  durable_file("renamed-from", "moved");
+  // Not covered by a directory fsync: all of it must be undone.
+  {
+    std::unique_ptr<rocksdb::FSWritableFile> f;
+    ASSERT_TRUE(fs_->NewWritableFile(path("created"), rocksdb::FileOptions(), &f, nullptr).ok());
+    ASSERT_TRUE(f->Append("new", rocksdb::IOOptions(), nullptr).ok());
+    ASSERT_TRUE(f->Sync(rocksdb::IOOptions(), nullptr).ok());
+  }
+  ASSERT_TRUE(fs_->DeleteFile(path("deleted"), rocksdb::IOOptions(), nullptr).ok());
+  ASSERT_TRUE(fs_->RenameFile(path("renamed-from"), path("kept"), rocksdb::IOOptions(), nullptr).ok());
+  EXPECT_FALSE(exists("deleted"));
+  EXPECT_EQ(slurp(path("kept")), "moved");
+  injector_->power_cut_now();
+  EXPECT_FALSE(fs_->DeleteFile(path("kept"), rocksdb::IOOptions(), nullptr).ok()) << "no name change after the cut";
+  std::string err;
+  ASSERT_EQ(injector_->restore_power(&err), 0) << err;
+  EXPECT_FALSE(exists("created"));
+  EXPECT_EQ(slurp(path("deleted")), "still here");
+  EXPECT_EQ(slurp(path("renamed-from")), "moved");
+  EXPECT_EQ(slurp(path("kept")), "old contents");
+  EXPECT_FALSE(exists(".fault-injection")) << "shadow links are cleaned up";
+}
+
+TEST_F(FaultKvTest, DirectoryFsyncMakesNameChangesDurable) {
+  durable_file("a", "x");
+  ASSERT_TRUE(fs_->RenameFile(path("a"), path("b"), rocksdb::IOOptions(), nullptr).ok());
+  sync_dir();
+  injector_->power_cut_now();
+  std::string err;
+  ASSERT_EQ(injector_->restore_power(&err), 0) << err;
+  EXPECT_FALSE(exists("a"));
+  EXPECT_EQ(slurp(path("b")), "x");
+}
+
+TEST_F(FaultKvTest, RocksDbLosesUnsyncedWritesButKeepsSyncedOnes) {
+  const std::string db_path = dir_->file("db");
+  {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    o.env = injector_->env();
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, db_path, &raw).ok());
+    std::unique_ptr<rocksdb::DB> db(raw);
+    rocksdb::WriteOptions synced;
+    synced.sync = true;
+    ASSERT_TRUE(db->Put(synced, "durable", "1").ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "volatile", "2").ok());
+    injector_->power_cut_now();
+    EXPECT_FALSE(db->Put(synced, "after", "3").ok()) << "writes fail once the power is off";
+    db->Close();
+  }
+  std::string err;
+  ASSERT_EQ(injector_->restore_power(&err), 0) << err;
+  rocksdb::Options o;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, db_path, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string v;
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "durable", &v).ok());
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "volatile", &v).IsNotFound());
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "after", &v).IsNotFound());
+}
+
+TEST_F(FaultKvTest, ChosenSyncFailsWithEio) {
+  std::unique_ptr<rocksdb::FSWritableFile> f;
+  ASSERT_TRUE(fs_->NewWritableFile(path("f"), rocksdb::FileOptions(), &f, nullptr).ok());
+  injector_->fail_kv_sync_after(2);
+  ASSERT_TRUE(f->Append("a", rocksdb::IOOptions(), nullptr).ok());
+  EXPECT_TRUE(f->Sync(rocksdb::IOOptions(), nullptr).ok());
+  ASSERT_TRUE(f->Append("b", rocksdb::IOOptions(), nullptr).ok());
+  rocksdb::IOStatus s = f->Sync(rocksdb::IOOptions(), nullptr);
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_TRUE(f->Sync(rocksdb::IOOptions(), nullptr).ok());
+}
+
+TEST(FaultSettingsTest, OptionsEnableInjectionOnlyWhenAsked) {
+  Config c;
+  EXPECT_FALSE(FaultSettings::from_config(c).enabled);
+  std::string err;
+  ASSERT_EQ(c.set("hybridstore_debug_eio_on_flush", "3", &err), 0) << err;
+  FaultSettings s = FaultSettings::from_config(c);
+  EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(s.eio_on_flush, 3u);
+  EXPECT_EQ(c.set("hybridstore_debug_powercut_after_writes", "-1", &err), -EINVAL);
+  EXPECT_NE(err.find("hybridstore_debug_powercut_after_writes"), std::string::npos) << err;
+}
