@@ -47,7 +47,7 @@ void add_section_options(std::vector<OptionSpec>* v) {
                 "fraction of free erase units under which sections with holes=fill put new "
                 "data into holes of written extents (in place) before taking clean extents",
                 "0", "1"});
-  v->push_back({"hybridstore_ssd_hotness_groups", T::kInt, "1",
+  v->push_back({"hybridstore_ssd_hotness_groups", T::kInt, "4",
                 "hotness groups: each erase unit holds data of one group only", "1", "16", {},
                 true});
   v->push_back({"hybridstore_ssd_cleaner_policy", T::kString, "cost-hotness",
