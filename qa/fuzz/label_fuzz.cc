@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "fuzz_common.h"
-#include "hybridstore/store_format.h"
+#include "hybridstore/format/store_format.h"
 
 using namespace hybridstore;
 using namespace hybridstore::fuzz;

@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "fuzz_common.h"
-#include "hybridstore/onode.h"
-#include "hybridstore/store_format.h"
+#include "hybridstore/format/onode.h"
+#include "hybridstore/format/store_format.h"
 
 using namespace hybridstore;
 using namespace hybridstore::fuzz;

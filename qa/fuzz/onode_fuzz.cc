@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "fuzz_common.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/onode.h"
 
 using namespace hybridstore;
 using namespace hybridstore::fuzz;

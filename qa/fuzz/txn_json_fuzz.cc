@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "fuzz_common.h"
-#include "hybridstore/txn_json.h"
+#include "hybridstore/txn_json/txn_json.h"
 
 using namespace hybridstore;
 using namespace hybridstore::fuzz;

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "ftl/flash_translation_layer.h"
-#include "hybridstore/common/block_device.h"
+#include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
 class Config;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common_helpers.h"
-#include "hybridstore/hybrid_store.h"
+#include "hybridstore/store/hybrid_store.h"
 
 namespace hybridstore::test {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/allocator.h"
+#include "hybridstore/alloc/allocator.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,11 +1,11 @@
-#include "hybridstore/freelist.h"
+#include "hybridstore/alloc/freelist.h"
 
 #include <cerrno>
 #include <memory>
 
 #include <fmt/format.h>
 
-#include "hybridstore/kv_schema.h"
+#include "hybridstore/kv/kv_schema.h"
 
 namespace hybridstore {
 

@@ -10,7 +10,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch_base.h>
 
-#include "hybridstore/onode.h"
+#include "hybridstore/format/onode.h"
 
 namespace hybridstore {
 

@@ -1,8 +1,8 @@
-#include "hybridstore/collection_id.h"
+#include "hybridstore/format/collection_id.h"
 
 #include <cstdlib>
 
-#include "hybridstore/object_id.h"
+#include "hybridstore/format/object_id.h"
 
 namespace hybridstore {
 

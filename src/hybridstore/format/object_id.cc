@@ -1,4 +1,4 @@
-#include "hybridstore/object_id.h"
+#include "hybridstore/format/object_id.h"
 
 #include <fmt/format.h>
 

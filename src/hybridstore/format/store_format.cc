@@ -1,4 +1,4 @@
-#include "hybridstore/store_format.h"
+#include "hybridstore/format/store_format.h"
 
 #include <uuid/uuid.h>
 

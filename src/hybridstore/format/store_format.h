@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "hybridstore/common/block_device.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/onode.h"
+#include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/common/block_device.h"
+#include "hybridstore/io/block_device.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>

@@ -1,4 +1,4 @@
-#include "hybridstore/deferred.h"
+#include "hybridstore/kv/deferred.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
-#include "hybridstore/kv_schema.h"
+#include "hybridstore/kv/kv_schema.h"
 
 namespace hybridstore {
 

@@ -37,9 +37,9 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch_base.h>
 
-#include "hybridstore/common/block_device.h"
-#include "hybridstore/kv_committer.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/onode.h"
+#include "hybridstore/io/block_device.h"
+#include "hybridstore/kv/kv_committer.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/kv_committer.h"
+#include "hybridstore/kv/kv_committer.h"
 
 #include <chrono>
 #include <cstring>

@@ -28,8 +28,8 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
-#include "hybridstore/common/block_device.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/onode.h"
+#include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/kv_schema.h"
+#include "hybridstore/kv/kv_schema.h"
 
 #include <cstring>
 

@@ -8,9 +8,9 @@
 
 #include <rocksdb/merge_operator.h>
 
-#include "hybridstore/collection_id.h"
-#include "hybridstore/object_id.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/format/onode.h"
 
 namespace hybridstore::kv {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/onode_cache.h"
+#include "hybridstore/kv/onode_cache.h"
 
 namespace hybridstore {
 

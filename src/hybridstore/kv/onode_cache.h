@@ -14,9 +14,9 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "hybridstore/collection_id.h"
-#include "hybridstore/object_id.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/format/onode.h"
 
 namespace hybridstore {
 

@@ -23,7 +23,7 @@
 #include <set>
 
 #include "hybridstore/common/encoding.h"
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/section_allocator.h"
 
 namespace hybridstore {
 

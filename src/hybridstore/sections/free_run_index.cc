@@ -1,9 +1,9 @@
-#include "hybridstore/free_run_index.h"
+#include "hybridstore/sections/free_run_index.h"
 
 #include <algorithm>
 #include <cassert>
 
-#include "hybridstore/segment_map.h"
+#include "hybridstore/sections/segment_map.h"
 
 namespace hybridstore {
 

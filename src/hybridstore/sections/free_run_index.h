@@ -15,7 +15,7 @@
 #include <memory>
 #include <vector>
 
-#include "hybridstore/extent_state.h"
+#include "hybridstore/sections/extent_state.h"
 
 namespace hybridstore {
 

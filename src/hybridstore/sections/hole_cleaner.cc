@@ -1,4 +1,4 @@
-#include "hybridstore/hole_cleaner.h"
+#include "hybridstore/sections/hole_cleaner.h"
 
 #include <algorithm>
 #include <limits>

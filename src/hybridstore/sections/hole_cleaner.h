@@ -30,7 +30,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/section_allocator.h"
 
 namespace hybridstore {
 

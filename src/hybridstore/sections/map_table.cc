@@ -1,4 +1,4 @@
-#include "hybridstore/map_table.h"
+#include "hybridstore/sections/map_table.h"
 
 #include <cassert>
 

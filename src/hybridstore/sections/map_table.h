@@ -18,9 +18,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "hybridstore/extent_state.h"
-#include "hybridstore/section_config.h"
-#include "hybridstore/segment_map.h"
+#include "hybridstore/sections/extent_state.h"
+#include "hybridstore/sections/section_config.h"
+#include "hybridstore/sections/segment_map.h"
 
 namespace hybridstore {
 

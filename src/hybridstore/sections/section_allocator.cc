@@ -2,7 +2,7 @@
 // Staging and writes: section_allocator_staging.cc; releases and the cleaner's
 // view: section_allocator_release.cc; persistence and rebuild:
 // allocator_records.cc; usage, verify and dump: section_allocator_inspect.cc.
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/section_allocator.h"
 
 #include <fmt/format.h>
 

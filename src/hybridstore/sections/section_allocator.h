@@ -55,11 +55,11 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/extent_state.h"
-#include "hybridstore/free_run_index.h"
-#include "hybridstore/map_table.h"
-#include "hybridstore/section_config.h"
-#include "hybridstore/segment_map.h"
+#include "hybridstore/sections/extent_state.h"
+#include "hybridstore/sections/free_run_index.h"
+#include "hybridstore/sections/map_table.h"
+#include "hybridstore/sections/section_config.h"
+#include "hybridstore/sections/segment_map.h"
 
 namespace hybridstore {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/section_allocator.h"
 
 namespace hybridstore {
 

@@ -7,7 +7,7 @@
 #include <cassert>
 #include <cerrno>
 
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/section_allocator.h"
 
 namespace hybridstore {
 

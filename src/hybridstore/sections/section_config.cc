@@ -1,4 +1,4 @@
-#include "hybridstore/section_config.h"
+#include "hybridstore/sections/section_config.h"
 
 #include <fmt/format.h>
 

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hybridstore/segment_map.h"
+#include "hybridstore/sections/segment_map.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/section_report.h"
+#include "hybridstore/sections/section_report.h"
 
 #include <fmt/format.h>
 

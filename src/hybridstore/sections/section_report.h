@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/section_allocator.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/section_rules.h"
+#include "hybridstore/sections/section_rules.h"
 
 #include <fmt/format.h>
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "hybridstore/section_config.h"
+#include "hybridstore/sections/section_config.h"
 
 namespace hybridstore {
 

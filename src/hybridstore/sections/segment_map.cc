@@ -1,4 +1,4 @@
-#include "hybridstore/segment_map.h"
+#include "hybridstore/sections/segment_map.h"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "hybridstore/ssd_cleaner.h"
+#include "hybridstore/sections/ssd_cleaner.h"
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/hybrid_store.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {
 

@@ -15,8 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hybridstore/collection_id.h"
-#include "hybridstore/object_id.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
 
 namespace hybridstore {
 

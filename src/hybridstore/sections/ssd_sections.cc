@@ -1,4 +1,4 @@
-#include "hybridstore/ssd_sections.h"
+#include "hybridstore/sections/ssd_sections.h"
 
 #include <chrono>
 #include <cstring>
@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/kv_schema.h"
-#include "hybridstore/section_report.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/sections/section_report.h"
 
 namespace hybridstore {
 

@@ -32,10 +32,10 @@
 #include <rocksdb/write_batch_base.h>
 
 #include "hybridstore/common/config.h"
-#include "hybridstore/hole_cleaner.h"
-#include "hybridstore/hotness_groups.h"
-#include "hybridstore/section_allocator.h"
-#include "hybridstore/section_rules.h"
+#include "hybridstore/sections/hole_cleaner.h"
+#include "hybridstore/sections/section_allocator.h"
+#include "hybridstore/sections/section_rules.h"
+#include "hybridstore/tier/hotness_groups.h"
 
 namespace hybridstore {
 

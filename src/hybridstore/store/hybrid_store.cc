@@ -1,11 +1,11 @@
 // The public facade: argument checks and forwarding to StoreImpl.
-#include "hybridstore/hybrid_store.h"
+#include "hybridstore/store/hybrid_store.h"
 
 #include <cstring>
 
-#include "hybridstore/migrator.h"
-#include "hybridstore/ssd_cleaner.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/store/store_impl.h"
+#include "hybridstore/tier/migrator.h"
 
 namespace hybridstore {
 

@@ -25,11 +25,11 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/collection_id.h"
 #include "hybridstore/common/config.h"
-#include "hybridstore/object_id.h"
-#include "hybridstore/onode.h"
-#include "hybridstore/transaction.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/format/onode.h"
+#include "hybridstore/store/transaction.h"
 
 namespace hybridstore {
 

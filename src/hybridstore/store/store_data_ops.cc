@@ -11,8 +11,8 @@
 
 #include "hybridstore/common/crc32c.h"
 #include "hybridstore/common/log.h"
-#include "hybridstore/kv_schema.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {
 

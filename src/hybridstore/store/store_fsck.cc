@@ -24,7 +24,7 @@
 #include <unordered_set>
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {
 

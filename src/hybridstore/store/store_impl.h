@@ -19,19 +19,19 @@
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/write_batch_with_index.h>
 
-#include "hybridstore/allocator.h"
-#include "hybridstore/common/block_device.h"
+#include "hybridstore/alloc/allocator.h"
+#include "hybridstore/alloc/freelist.h"
 #include "hybridstore/common/config.h"
-#include "hybridstore/deferred.h"
-#include "hybridstore/freelist.h"
-#include "hybridstore/heat_tracker.h"
-#include "hybridstore/hybrid_store.h"
-#include "hybridstore/kv_committer.h"
-#include "hybridstore/kv_schema.h"
-#include "hybridstore/onode_cache.h"
-#include "hybridstore/placement.h"
-#include "hybridstore/ssd_sections.h"
-#include "hybridstore/store_format.h"
+#include "hybridstore/format/store_format.h"
+#include "hybridstore/io/block_device.h"
+#include "hybridstore/kv/deferred.h"
+#include "hybridstore/kv/kv_committer.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/kv/onode_cache.h"
+#include "hybridstore/sections/ssd_sections.h"
+#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/tier/heat_tracker.h"
+#include "hybridstore/tier/placement.h"
 
 namespace hybridstore {
 

@@ -12,12 +12,12 @@
 #include <rocksdb/convenience.h>
 #include <rocksdb/options.h>
 
+#include "ftl/nand_block_device.h"
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
-#include "hybridstore/device_model.h"
-#include "hybridstore/fault_injection.h"
-#include "ftl/nand_block_device.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/store/store_impl.h"
+#include "hybridstore/testing/device_model.h"
+#include "hybridstore/testing/fault_injection.h"
 
 namespace fs = std::filesystem;
 

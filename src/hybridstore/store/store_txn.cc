@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/transaction.h"
+#include "hybridstore/store/transaction.h"
 
 namespace hybridstore {
 

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "hybridstore/collection_id.h"
-#include "hybridstore/object_id.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/format/onode.h"
 
 namespace hybridstore {
 

@@ -40,7 +40,7 @@
 #include <mutex>
 #include <string>
 
-#include "hybridstore/common/block_device.h"
+#include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
 

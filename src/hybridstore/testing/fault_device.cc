@@ -1,11 +1,11 @@
-#include "hybridstore/fault_device.h"
+#include "hybridstore/testing/fault_device.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/fault_injection.h"
+#include "hybridstore/testing/fault_injection.h"
 
 namespace hybridstore {
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/common/block_device.h"
+#include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/fault_injection.h"
+#include "hybridstore/testing/fault_injection.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,8 +7,8 @@
 #include <rocksdb/env.h>
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/fault_device.h"
-#include "hybridstore/fault_kv_fs.h"
+#include "hybridstore/testing/fault_device.h"
+#include "hybridstore/testing/fault_kv_fs.h"
 
 namespace hybridstore {
 

@@ -55,8 +55,8 @@
 
 #include <rocksdb/options.h>
 
-#include "hybridstore/common/block_device.h"
 #include "hybridstore/common/config.h"
+#include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
 

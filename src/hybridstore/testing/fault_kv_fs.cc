@@ -1,4 +1,4 @@
-#include "hybridstore/fault_kv_fs.h"
+#include "hybridstore/testing/fault_kv_fs.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/fault_injection.h"
+#include "hybridstore/testing/fault_injection.h"
 
 namespace hybridstore {
 

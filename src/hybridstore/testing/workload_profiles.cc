@@ -1,4 +1,4 @@
-#include "hybridstore/workload_profiles.h"
+#include "hybridstore/testing/workload_profiles.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "hybridstore/knapsack_planner.h"
+#include "hybridstore/tier/knapsack_planner.h"
 
 #include <algorithm>
 #include <cerrno>

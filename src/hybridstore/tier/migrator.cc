@@ -1,14 +1,14 @@
-#include "hybridstore/migrator.h"
+#include "hybridstore/tier/migrator.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/heat_tracker.h"
-#include "hybridstore/hybrid_store.h"
-#include "hybridstore/kv_schema.h"
-#include "hybridstore/ssd_cleaner.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/tier/heat_tracker.h"
 
 namespace hybridstore {
 

@@ -24,7 +24,7 @@
 #include <thread>
 
 #include "hybridstore/common/config.h"
-#include "hybridstore/knapsack_planner.h"
+#include "hybridstore/tier/knapsack_planner.h"
 
 namespace hybridstore {
 

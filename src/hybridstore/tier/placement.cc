@@ -1,8 +1,8 @@
-#include "hybridstore/placement.h"
+#include "hybridstore/tier/placement.h"
 
 #include <algorithm>
 
-#include "hybridstore/transaction.h"
+#include "hybridstore/store/transaction.h"
 
 namespace hybridstore {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "hybridstore/common/config.h"
-#include "hybridstore/onode.h"
+#include "hybridstore/format/onode.h"
 
 namespace hybridstore {
 

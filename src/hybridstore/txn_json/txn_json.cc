@@ -1,4 +1,4 @@
-#include "hybridstore/txn_json.h"
+#include "hybridstore/txn_json/txn_json.h"
 
 #include <cerrno>
 #include <filesystem>

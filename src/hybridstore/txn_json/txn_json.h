@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/collection_id.h"
-#include "hybridstore/object_id.h"
-#include "hybridstore/transaction.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/store/transaction.h"
 
 namespace hybridstore {
 

@@ -10,9 +10,9 @@
 
 #include "crash_model.h"
 #include "durability_helpers.h"
-#include "hybridstore/kv_schema.h"
-#include "hybridstore/store_format.h"
-#include "hybridstore/txn_json.h"
+#include "hybridstore/format/store_format.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/txn_json/txn_json.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

@@ -6,9 +6,9 @@
 
 #include <rocksdb/db.h>
 
-#include "hybridstore/deferred.h"
-#include "hybridstore/kv_schema.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/kv/deferred.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "crash_model.h"
-#include "hybridstore/hybrid_store.h"
+#include "hybridstore/store/hybrid_store.h"
 
 namespace hybridstore::test {
 

@@ -9,7 +9,7 @@
 
 #include "crash_model.h"
 #include "durability_helpers.h"
-#include "hybridstore/fault_injection.h"
+#include "hybridstore/testing/fault_injection.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

@@ -1,7 +1,7 @@
 // The fault injector itself: a power cut must lose exactly what the storage
 // stack did not promise to keep, or the durability tests built on it prove
 // nothing.
-#include "hybridstore/fault_injection.h"
+#include "hybridstore/testing/fault_injection.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <rocksdb/file_system.h>
 
 #include "common_helpers.h"
-#include "hybridstore/fault_device.h"
+#include "hybridstore/testing/fault_device.h"
 
 using namespace hybridstore;
 using hybridstore::test::TempDir;

@@ -9,8 +9,8 @@
 
 #include "crash_workload.h"
 #include "durability_helpers.h"
-#include "hybridstore/fault_injection.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/store/store_impl.h"
+#include "hybridstore/testing/fault_injection.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

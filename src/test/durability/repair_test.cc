@@ -4,8 +4,8 @@
 #include <rocksdb/db.h>
 
 #include "hybridstore/common/encoding.h"
-#include "hybridstore/deferred.h"
-#include "hybridstore/kv_schema.h"
+#include "hybridstore/kv/deferred.h"
+#include "hybridstore/kv/kv_schema.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

@@ -1,8 +1,8 @@
-#include "hybridstore/kv_schema.h"
+#include "hybridstore/kv/kv_schema.h"
 
 #include <gtest/gtest.h>
 
-#include "hybridstore/store_format.h"
+#include "hybridstore/format/store_format.h"
 
 using namespace hybridstore;
 

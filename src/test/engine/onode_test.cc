@@ -1,4 +1,4 @@
-#include "hybridstore/onode.h"
+#include "hybridstore/format/onode.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/section_allocator.h"
 
 namespace hybridstore::test {
 

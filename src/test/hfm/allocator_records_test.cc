@@ -8,7 +8,7 @@
 
 #include "allocator_fixture.h"
 #include "hybridstore/common/encoding.h"
-#include "hybridstore/section_rules.h"
+#include "hybridstore/sections/section_rules.h"
 
 namespace hybridstore {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "allocator_fixture.h"
-#include "hybridstore/hole_cleaner.h"
+#include "hybridstore/sections/hole_cleaner.h"
 
 namespace hybridstore {
 namespace {

@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "hybridstore/map_table.h"
+#include "hybridstore/sections/map_table.h"
 
 namespace hybridstore {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "allocator_fixture.h"
 #include "hybridstore/common/config.h"
-#include "hybridstore/section_report.h"
-#include "hybridstore/section_rules.h"
+#include "hybridstore/sections/section_report.h"
+#include "hybridstore/sections/section_rules.h"
 
 namespace hybridstore {
 namespace {

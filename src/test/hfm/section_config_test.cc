@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "hybridstore/common/config.h"
-#include "hybridstore/section_config.h"
-#include "hybridstore/section_rules.h"
+#include "hybridstore/sections/section_config.h"
+#include "hybridstore/sections/section_rules.h"
 
 namespace hybridstore {
 namespace {

@@ -6,8 +6,8 @@
 #include <thread>
 #include <unistd.h>
 
-#include "hybridstore/ssd_cleaner.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

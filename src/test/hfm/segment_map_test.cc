@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "hybridstore/segment_map.h"
+#include "hybridstore/sections/segment_map.h"
 
 namespace hybridstore {
 namespace {

@@ -1,4 +1,4 @@
-#include "hybridstore/device_model.h"
+#include "hybridstore/testing/device_model.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hybridstore/heat_tracker.h"
+#include "hybridstore/tier/heat_tracker.h"
 
 #include <gtest/gtest.h>
 #include <malloc.h>

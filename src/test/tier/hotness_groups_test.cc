@@ -1,4 +1,4 @@
-#include "hybridstore/hotness_groups.h"
+#include "hybridstore/tier/hotness_groups.h"
 
 #include <gtest/gtest.h>
 

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <thread>
 
-#include "hybridstore/heat_tracker.h"
-#include "hybridstore/kv_schema.h"
-#include "hybridstore/migrator.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/tier/heat_tracker.h"
+#include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

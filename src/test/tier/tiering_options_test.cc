@@ -3,9 +3,9 @@
 #include <cerrno>
 
 #include "hybridstore/common/config.h"
-#include "hybridstore/heat_tracker.h"
-#include "hybridstore/hotness_groups.h"
-#include "hybridstore/knapsack_planner.h"
+#include "hybridstore/tier/heat_tracker.h"
+#include "hybridstore/tier/hotness_groups.h"
+#include "hybridstore/tier/knapsack_planner.h"
 
 using namespace hybridstore;
 

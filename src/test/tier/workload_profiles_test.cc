@@ -1,11 +1,11 @@
-#include "hybridstore/workload_profiles.h"
+#include "hybridstore/testing/workload_profiles.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
 
-#include "hybridstore/heat_tracker.h"
+#include "hybridstore/tier/heat_tracker.h"
 
 using namespace hybridstore;
 

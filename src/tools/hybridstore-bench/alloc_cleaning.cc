@@ -14,9 +14,9 @@
 #include <stdexcept>
 
 #include "alloc_bench.h"
-#include "hybridstore/hole_cleaner.h"
-#include "hybridstore/hotness_groups.h"
-#include "hybridstore/section_allocator.h"
+#include "hybridstore/sections/hole_cleaner.h"
+#include "hybridstore/sections/section_allocator.h"
+#include "hybridstore/tier/hotness_groups.h"
 
 namespace hybridstore::bench {
 

@@ -8,8 +8,8 @@
 #include <stdexcept>
 
 #include "alloc_bench.h"
-#include "hybridstore/section_allocator.h"
-#include "hybridstore/section_rules.h"
+#include "hybridstore/sections/section_allocator.h"
+#include "hybridstore/sections/section_rules.h"
 
 namespace hybridstore::bench {
 namespace {

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 
 #include "alloc_bench.h"
-#include "hybridstore/section_allocator.h"
-#include "hybridstore/section_rules.h"
+#include "hybridstore/sections/section_allocator.h"
+#include "hybridstore/sections/section_rules.h"
 
 namespace hybridstore::bench {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/hybrid_store.h"
+#include "hybridstore/store/hybrid_store.h"
 
 namespace hybridstore::bench {
 

@@ -13,8 +13,8 @@
 
 #include "bench_command.h"
 #include "bench_util.h"
-#include "hybridstore/common/block_device.h"
 #include "hybridstore/common/config.h"
+#include "hybridstore/io/block_device.h"
 
 namespace hybridstore::bench {
 namespace {

@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/device_model.h"
-#include "hybridstore/heat_tracker.h"
-#include "hybridstore/knapsack_planner.h"
-#include "hybridstore/workload_profiles.h"
+#include "hybridstore/testing/device_model.h"
+#include "hybridstore/testing/workload_profiles.h"
+#include "hybridstore/tier/heat_tracker.h"
+#include "hybridstore/tier/knapsack_planner.h"
 
 namespace hybridstore::bench {
 

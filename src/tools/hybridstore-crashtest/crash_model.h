@@ -17,8 +17,8 @@
 #include <memory>
 #include <string>
 
-#include "hybridstore/hybrid_store.h"
-#include "hybridstore/transaction.h"
+#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/transaction.h"
 
 namespace hybridstore::crashtest {
 

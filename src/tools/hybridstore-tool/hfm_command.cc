@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "hybridstore/segment_map.h"
+#include "hybridstore/sections/segment_map.h"
 #include "tool_command.h"
 
 namespace hybridstore::tool {

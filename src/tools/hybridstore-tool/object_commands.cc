@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/txn_json.h"
+#include "hybridstore/txn_json/txn_json.h"
 #include "store_access.h"
 
 namespace hybridstore::tool {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "hybridstore/hybrid_store.h"
+#include "hybridstore/store/hybrid_store.h"
 #include "tool_command.h"
 
 namespace hybridstore::tool {

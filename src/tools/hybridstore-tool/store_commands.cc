@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/common/block_device.h"
 #include "hybridstore/common/config.h"
-#include "hybridstore/store_format.h"
+#include "hybridstore/format/store_format.h"
+#include "hybridstore/io/block_device.h"
 #include "store_access.h"
 
 namespace hybridstore::tool {

@@ -2,7 +2,7 @@
 #include <cstdio>
 
 #include "hybridstore/common/config.h"
-#include "hybridstore/migrator.h"
+#include "hybridstore/tier/migrator.h"
 #include "store_access.h"
 
 namespace hybridstore::tool {

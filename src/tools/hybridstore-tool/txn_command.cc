@@ -5,7 +5,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "hybridstore/txn_json.h"
+#include "hybridstore/txn_json/txn_json.h"
 #include "store_access.h"
 
 namespace hybridstore::tool {
