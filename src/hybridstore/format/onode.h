@@ -67,6 +67,21 @@ class ExtentMap {
   Map map_;
 };
 
+// CEPH_OSD_ALLOC_HINT_FLAG_*: set by a transaction, kept in the onode
+// (alloc_hint_flags), read by placement.
+enum AllocHintFlags : uint32_t {
+  kHintSequentialWrite = 1,
+  kHintRandomWrite = 2,
+  kHintSequentialRead = 4,
+  kHintRandomRead = 8,
+  kHintAppendOnly = 16,
+  kHintImmutable = 32,
+  kHintShortLived = 64,
+  kHintLongLived = 128,
+  kHintCompressible = 256,
+  kHintIncompressible = 512,
+};
+
 struct Onode {
   uint64_t size = 0;
   uint64_t nid = 0;  // omap id; 0 while the object has no omap

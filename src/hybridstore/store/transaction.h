@@ -21,20 +21,6 @@
 
 namespace hybridstore {
 
-// CEPH_OSD_ALLOC_HINT_FLAG_*
-enum AllocHintFlags : uint32_t {
-  kHintSequentialWrite = 1,
-  kHintRandomWrite = 2,
-  kHintSequentialRead = 4,
-  kHintRandomRead = 8,
-  kHintAppendOnly = 16,
-  kHintImmutable = 32,
-  kHintShortLived = 64,
-  kHintLongLived = 128,
-  kHintCompressible = 256,
-  kHintIncompressible = 512,
-};
-
 enum class OpCode {
   kNop,
   kTouch,

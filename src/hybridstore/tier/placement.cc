@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "hybridstore/store/transaction.h"
-
 namespace hybridstore {
 
 TierPlacement::TierPlacement(const Config& cfg)
