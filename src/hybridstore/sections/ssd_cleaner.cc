@@ -1,8 +1,7 @@
 #include "hybridstore/sections/ssd_cleaner.h"
 
 #include "hybridstore/common/log.h"
-#include "hybridstore/store/hybrid_store.h"
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/sections/ssd_sections.h"
 
 namespace hybridstore {
 
@@ -15,9 +14,8 @@ void SsdCleaner::rebuild_owners() {
 
 int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
   *rep = CleanerReport();
-  SsdSections* ssd = store_->impl()->ssd_.get();
-  if (!ssd) return 0;
-  if (!force && !ssd->cleaning_needed(started_)) {
+  if (!ssd_) return 0;
+  if (!force && !ssd_->cleaning_needed(started_)) {
     started_ = false;
     return 0;
   }
@@ -25,11 +23,11 @@ int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
   // Writes still staged in a victim's neighbourhood must be settled first,
   // so that live ranges and extents agree.
   if (int r = store_->flush(); r < 0) return r;
-  std::vector<uint32_t> victims = ssd->begin_cleaning(4);
+  std::vector<uint32_t> victims = ssd_->begin_cleaning(4);
   bool rescanned = false;
   for (uint32_t eu : victims) {
     ++rep->victims;
-    auto live = ssd->live_in(eu);
+    auto live = ssd_->live_in(eu);
     uint64_t lo = UINT64_MAX, hi = 0;
     for (const auto& l : live) {
       lo = std::min(lo, l.offset);
@@ -62,10 +60,10 @@ int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
     }
     // Freed space reaches the sections once the moves are durable.
     store_->flush();
-    if (ssd->erase_unit_free(eu))
+    if (ssd_->erase_unit_free(eu))
       ++rep->units_freed;
     else
-      ssd->end_cleaning(eu);
+      ssd_->end_cleaning(eu);
   }
   if (rep->victims)
     HS_INFO("SSD cleaner: {} victims, {} units freed, {} objects moved ({} bytes), {} skipped", rep->victims,

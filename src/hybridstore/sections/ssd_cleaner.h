@@ -4,23 +4,29 @@
 // When free erase units run short (hybridstore_ssd_cleaner_start_free) it
 // picks victims by the configured policy (SFS cost-hotness by default:
 // (1 - u) / (2 u H), see hole_cleaner.h), moves each victim's live data into
-// open extents through HybridStore::relocate — a transaction per object:
-// copy, verify, switch, free after, so a crash leaves every object whole — and
+// open extents through the store's relocate (HybridStore::relocate) — a
+// transaction per object: copy, verify, switch, free after, so a crash leaves
+// every object whole — and
 // the emptied erase units return to the free pool. It stops once enough units
 // are free again (hybridstore_ssd_cleaner_stop_free) and moves at most
 // `max_bytes` per pass, so cleaning never starves client I/O for long.
+//
+// The cleaner sits below the store: it reaches it only through
+// SsdCleaner::Store, which the store implements over its public calls.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
+#include "hybridstore/format/object_stat.h"
 
 namespace hybridstore {
 
-class HybridStore;
+class SsdSections;
 
 struct CleanerReport {
   size_t victims = 0;
@@ -32,7 +38,25 @@ struct CleanerReport {
 
 class SsdCleaner {
  public:
-  explicit SsdCleaner(HybridStore* store) : store_(store) {}
+  // What cleaning needs from the store that owns the sections.
+  class Store {
+   public:
+    virtual ~Store() = default;
+    // Waits until everything queued is durable: space freed by the moves
+    // has reached the sections.
+    virtual int flush() = 0;
+    // Every object of every collection, in key order.
+    virtual int for_each_object(
+        const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) = 0;
+    // Rewrites the object's SSD extents in the device range [ssd_begin,
+    // ssd_end) elsewhere on the SSD: 0, or -EAGAIN when it was written while
+    // being copied (nothing moved), or another negative errno.
+    virtual int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) = 0;
+  };
+
+  // `store` and `sections` outlive the cleaner; `sections` is null when the
+  // SSD uses plain extents (then there is nothing to clean).
+  SsdCleaner(Store* store, SsdSections* sections) : store_(store), ssd_(sections) {}
   // One pass; `force` cleans even when free units are plentiful (tests, tool).
   int run_pass(uint64_t max_bytes, bool force, CleanerReport* report);
 
@@ -40,7 +64,8 @@ class SsdCleaner {
   // Owner ids (ObjectIdHash of the object) back to objects, rebuilt from a
   // scan when an owner is not found.
   void rebuild_owners();
-  HybridStore* store_;
+  Store* store_;
+  SsdSections* ssd_;
   std::unordered_map<uint64_t, std::vector<std::pair<CollectionId, ObjectId>>> owners_;
   bool started_ = false;
 };

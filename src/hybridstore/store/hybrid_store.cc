@@ -9,8 +9,44 @@
 
 namespace hybridstore {
 
+// Forwards to the public calls only: the components get no more of the store
+// than any client has.
+class HybridStore::ComponentView final : public Migrator::Store, public SsdCleaner::Store {
+ public:
+  explicit ComponentView(HybridStore* store) : s_(store) {}
+
+  const Config& config() const override { return s_->config(); }
+  HeatTracker* heat() override { return s_->heat(); }
+  int ssd_space(uint64_t* total, uint64_t* unit) override {
+    StoreStats st;
+    if (int r = s_->statfs(&st); r < 0) return r;
+    *total = st.tier[tier_index(Tier::kSsd)].total;
+    *unit = st.tier[tier_index(Tier::kSsd)].unit;
+    return 0;
+  }
+  int for_each_object(
+      const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) override {
+    return s_->for_each_object(fn);
+  }
+  int migrate(const CollectionId& c, const ObjectId& o, Tier target) override { return s_->migrate(c, o, target); }
+  void tick() override {
+    s_->tick();
+    CleanerReport cleaned;
+    s_->clean_now(false, &cleaned);
+  }
+  int save_heat() override { return s_->save_heat(); }
+  int flush() override { return s_->flush(); }
+  int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) override {
+    return s_->relocate(c, o, ssd_begin, ssd_end);
+  }
+
+ private:
+  HybridStore* s_;
+};
+
 HybridStore::HybridStore(std::string path, Config cfg)
-    : impl_(std::make_unique<StoreImpl>(std::move(path), std::move(cfg))) {}
+    : impl_(std::make_unique<StoreImpl>(std::move(path), std::move(cfg))),
+      view_(std::make_unique<ComponentView>(this)) {}
 HybridStore::~HybridStore() { umount(); }
 
 const std::string& HybridStore::path() const { return impl_->path_; }
@@ -27,8 +63,8 @@ int HybridStore::mount(std::string* error) {
   int r = impl_->mount(&e);
   if (error) *error = e;
   if (r == 0) {
-    cleaner_ = std::make_unique<SsdCleaner>(this);
-    migrator_ = std::make_unique<Migrator>(this, impl_->cfg_);
+    cleaner_ = std::make_unique<SsdCleaner>(view_.get(), impl_->ssd_.get());
+    migrator_ = std::make_unique<Migrator>(view_.get(), impl_->cfg_);
     migrator_->start();
   }
   return r;

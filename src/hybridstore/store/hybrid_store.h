@@ -28,18 +28,11 @@
 #include "hybridstore/common/config.h"
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
+#include "hybridstore/format/object_stat.h"
 #include "hybridstore/format/onode.h"
 #include "hybridstore/store/transaction.h"
 
 namespace hybridstore {
-
-struct ObjectStat {
-  uint64_t size = 0;
-  uint64_t allocated = 0;  // bytes of device space held
-  uint64_t bytes_on[kNumTiers] = {0, 0};
-  uint32_t blksize = 4096;
-  uint64_t omap_id = 0;
-};
 
 struct TierStats {
   uint64_t total = 0;      // allocatable bytes
@@ -196,7 +189,11 @@ class HybridStore {
 
  private:
   int move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end);
+  // The store as the migrator and the SSD cleaner see it (their Store
+  // interfaces); outlives both.
+  class ComponentView;
   std::unique_ptr<StoreImpl> impl_;
+  std::unique_ptr<ComponentView> view_;
   std::unique_ptr<Migrator> migrator_;
   std::unique_ptr<SsdCleaner> cleaner_;
   std::mutex cleaner_mutex_;

@@ -6,8 +6,6 @@
 
 #include "hybridstore/common/log.h"
 #include "hybridstore/kv/kv_schema.h"
-#include "hybridstore/sections/ssd_cleaner.h"
-#include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/tier/heat_tracker.h"
 
 namespace hybridstore {
@@ -19,7 +17,7 @@ double now_sec() {
 constexpr int kMaxRetries = 3;
 }  // namespace
 
-Migrator::Migrator(HybridStore* store, const Config& cfg)
+Migrator::Migrator(Store* store, const Config& cfg)
     : store_(store),
       interval_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_interval_sec")) * 1000000),
       idle_ops_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_idle_ops"))),
@@ -57,10 +55,9 @@ int Migrator::run_once(MigrationReport* rep) {
   rep->policy = tier_policy_name(policy_);
   double t0 = now_sec();
   HeatTracker* heat = store_->heat();
-  StoreStats st;
-  if (int r = store_->statfs(&st); r < 0) return r;
-  PlannerOptions po = planner_options_from_config(store_->config(), st.tier[tier_index(Tier::kSsd)].total,
-                                                  st.tier[tier_index(Tier::kSsd)].unit);
+  uint64_t ssd_total = 0, ssd_unit = 0;
+  if (int r = store_->ssd_space(&ssd_total, &ssd_unit); r < 0) return r;
+  PlannerOptions po = planner_options_from_config(store_->config(), ssd_total, ssd_unit);
   rep->ssd_budget = po.ssd_budget;
   if (policy_ == TierPolicy::kNone) return 0;
 
@@ -169,9 +166,7 @@ void Migrator::run() {
       last_pass = now_sec();
       idle_pass_done = idle_due || idle_pass_done;
     }
-    store_->tick();  // staging timeouts of the SSD sections
-    CleanerReport cleaned;
-    store_->clean_now(false, &cleaned);
+    store_->tick();
     if (persist_us_ && (now - last_persist) * 1e6 >= static_cast<double>(persist_us_)) {
       store_->save_heat();
       last_persist = now;

@@ -6,29 +6,37 @@
 // the SSD within hybridstore_tier_ssd_target_ratio of its space, demotes what
 // fell out — as much as the promotions need room for, coldest first — then
 // promotes what came in, each object
-// through HybridStore::migrate — copy, verify, switch in one commit, free
-// after — at no more than hybridstore_tier_migrate_bandwidth bytes/s. An
-// object written while being copied is retried, never lost.
+// through the store's migrate (HybridStore::migrate) — copy, verify, switch in
+// one commit, free after — at no more than hybridstore_tier_migrate_bandwidth
+// bytes/s. An object written while being copied is retried, never lost.
 //
 // Passes run on a background thread every hybridstore_tier_migrate_interval_sec,
 // or once the store has been idle (fewer than hybridstore_tier_migrate_idle_ops
 // client ops/s) for hybridstore_tier_migrate_idle_sec, or on demand
 // (run_once, behind `hybridstore-tool migrate --now`). The same thread saves
 // the heat history every hybridstore_tier_heat_persist_interval_sec.
+//
+// The migrator sits below the store: it reaches it only through
+// Migrator::Store, which the store implements over its public calls.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "hybridstore/common/config.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/format/object_stat.h"
+#include "hybridstore/format/onode.h"
 #include "hybridstore/tier/knapsack_planner.h"
 
 namespace hybridstore {
 
-class HybridStore;
+class HeatTracker;
 
 struct MigrationReport {
   size_t objects = 0;        // candidates considered
@@ -44,7 +52,30 @@ struct MigrationReport {
 
 class Migrator {
  public:
-  Migrator(HybridStore* store, const Config& cfg);
+  // What migration needs from the store it runs in.
+  class Store {
+   public:
+    virtual ~Store() = default;
+    virtual const Config& config() const = 0;
+    virtual HeatTracker* heat() = 0;
+    // The SSD tier's allocatable bytes and allocation unit: the planner's
+    // budget. Everything queued is durable when it returns (it is statfs).
+    virtual int ssd_space(uint64_t* total, uint64_t* unit) = 0;
+    // Every object of every collection, in key order.
+    virtual int for_each_object(
+        const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) = 0;
+    // Moves all of an object's data to `target`: 0, or -EAGAIN when it was
+    // written while being copied (nothing moved), or another negative errno.
+    virtual int migrate(const CollectionId& c, const ObjectId& o, Tier target) = 0;
+    // The store's once-a-second chores, run on the migrator thread: staging
+    // timeouts of the SSD sections, then a cleaner pass if free erase units
+    // run short.
+    virtual void tick() = 0;
+    virtual int save_heat() = 0;
+  };
+
+  // `store` outlives the migrator.
+  Migrator(Store* store, const Config& cfg);
   ~Migrator();
 
   void start();
@@ -58,7 +89,7 @@ class Migrator {
   void run();
   void throttle(uint64_t bytes, double started);
 
-  HybridStore* store_;
+  Store* store_;
   TierPolicy policy_ = TierPolicy::kHro;
   uint64_t interval_us_, idle_ops_, idle_us_, bandwidth_, persist_us_;
   std::atomic<uint64_t> ops_{0};
