@@ -5,9 +5,12 @@
 #include <string>
 
 #include "hybridstore/common/log.h"
+#include "hybridstore/testing/test_storage_hooks.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // Tests drive fault injection and device models through store options.
+  hybridstore::install_test_storage_hooks();
   // --hs-set=key=value (repeatable) runs the suite under other store options:
   // gathered into HS_TEST_SET for small_store_config().
   std::string sets;

@@ -141,7 +141,6 @@ class StoreImpl {
   Superblock super_;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<BlockDevice> dev_[kNumTiers];
-  std::shared_ptr<class VirtualClock> model_clock_;  // set under hybridstore_device_model
   std::unique_ptr<Allocator> alloc_[kNumTiers];  // the SSD's is null under HFM sections
   std::unique_ptr<SsdSections> ssd_;             // SSD space under hybridstore_ssd_allocator=hfm
   // Gives space back to whichever allocator owns it.
@@ -181,6 +180,7 @@ class StoreImpl {
  private:
   // ---- transaction internals (store_txn.cc, store_object_ops.cc)
   friend struct OpApplier;
+  int check_storage_hooks(std::string* error) const;
   int open_db(bool create, std::string* error);
   int open_devices(bool create, std::string* error);
   void close_all();

@@ -15,9 +15,8 @@
 #include "ftl/nand_block_device.h"
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
+#include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_impl.h"
-#include "hybridstore/testing/device_model.h"
-#include "hybridstore/testing/fault_injection.h"
 
 namespace fs = std::filesystem;
 
@@ -120,8 +119,8 @@ int StoreImpl::open_db(bool create, std::string* error) {
     *error = "hybridstore_rocksdb_options: " + s.ToString();
     return -EINVAL;
   }
-  // Debug only (hybridstore_debug_*): power-cut and EIO injection; otherwise a no-op.
-  if (int r = fault_injection_setup_kv(path_, cfg_, &opts, error); r < 0) return r;
+  if (auto hooks = storage_hooks())
+    if (int r = hooks->setup_kv(path_, cfg_, &opts, error); r < 0) return r;
   rocksdb::DB* db = nullptr;
   s = rocksdb::DB::Open(opts, path_ + "/db", &db);
   if (!s.ok()) {
@@ -132,7 +131,19 @@ int StoreImpl::open_db(bool create, std::string* error) {
   return 0;
 }
 
+// Fault injection and device models are test machinery that test tools
+// install as hooks; a store without them must not run as if they were on.
+int StoreImpl::check_storage_hooks(std::string* error) const {
+  if (storage_hooks()) return 0;
+  std::string opt = option_needing_storage_hooks(cfg_);
+  if (opt.empty()) return 0;
+  *error = opt + " is set, but fault injection and device models are test features: only the test tools "
+           "(hybridstore-tool, hybridstore-bench, hybridstore-crashtest, unit tests) provide them";
+  return -EINVAL;
+}
+
 int StoreImpl::mkfs(std::string* error) {
+  if (int r = check_storage_hooks(error); r < 0) return r;
   std::error_code ec;
   fs::create_directories(path_, ec);
   if (ec) {
@@ -259,9 +270,9 @@ int StoreImpl::open_devices(bool create, std::string* error) {
     // The SSD may be raw NAND behind the embedded FTL: mkfs recorded which.
     auto kind = super_.mkfs_options.find("hybridstore_ssd_kind");
     if (tier == Tier::kSsd && kind != super_.mkfs_options.end() && kind->second == "nand")
-      dev_[t] = fault_injection_wrap_device(path_, ftl::open_nand_block_device(cfg_, p, false, error));
+      dev_[t] = ftl::open_nand_block_device(cfg_, p, false, error);
     else
-      dev_[t] = fault_injection_wrap_device(path_, open_block_device(p, o, error));
+      dev_[t] = open_block_device(p, o, error);
     if (!dev_[t]) return -ENOENT;
     DeviceLabel label;
     std::string why;
@@ -285,13 +296,8 @@ int StoreImpl::open_devices(bool create, std::string* error) {
                            tier_name(tier), p, dev_[t]->size(), label.size, super_.tier_size[t]);
       return -EINVAL;
     }
-    // Under hybridstore_device_model the device charges modelled time to a
-    // virtual clock, so policy experiments are deterministic on any machine.
-    if (auto model = make_device_model(cfg_, tier == Tier::kSsd ? DeviceRole::kSsd : DeviceRole::kHdd,
-                                       dev_[t]->size())) {
-      if (!model_clock_) model_clock_ = std::make_shared<VirtualClock>();
-      dev_[t] = std::make_unique<ModeledBlockDevice>(std::move(dev_[t]), std::move(model), model_clock_);
-    }
+    // Test tools put fault injection and device models in between here.
+    if (auto hooks = storage_hooks()) dev_[t] = hooks->wrap_device(path_, tier, cfg_, std::move(dev_[t]));
     // Section pieces smaller than a sector are written by read-modify-write;
     // the extent allocators write their units directly.
     bool sections = tier == Tier::kSsd && super_.mkfs_options.count("hybridstore_ssd_allocator") &&
@@ -311,6 +317,7 @@ int StoreImpl::mount(std::string* error) {
     *error = "already mounted";
     return -EBUSY;
   }
+  if (int r = check_storage_hooks(error); r < 0) return r;
   if (!fs::exists(path_ + "/db/CURRENT")) {
     *error = "no store at " + path_ + " (run mkfs first)";
     return -ENOENT;

@@ -6,8 +6,9 @@
 // and its RocksDB files, through FaultInjectionFileSystem (a
 // rocksdb::FileSystem wrapper that knows what was synced, fault_kv_fs.h).
 // It is enabled by the hybridstore_debug_* options
-// (common/options_durability.cc); with all of them off the engine never sees
-// any of these classes.
+// (common/options_durability.cc) and reaches the store through the storage
+// hooks test tools install (test_storage_hooks.h); with all of them off the
+// engine never sees any of these classes.
 //
 // What a power cut does (the model; each point is what the storage stack
 // promises and no more):
@@ -147,7 +148,7 @@ class FaultInjector {
   std::unique_ptr<rocksdb::Env> env_;
 };
 
-// ---- hooks (store_lifecycle.cc) and the test handle
+// ---- hooks (TestStorageHooks) and the test handle
 
 // Where RocksDB options are built: first restores the power of an injector
 // an earlier mount of this store left behind, then, when `cfg` enables fault

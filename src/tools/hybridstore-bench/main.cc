@@ -5,6 +5,7 @@
 
 #include "bench_command.h"
 #include "hybridstore/common/log.h"
+#include "hybridstore/testing/test_storage_hooks.h"
 
 namespace hybridstore::bench {
 
@@ -22,6 +23,8 @@ BenchCommand::BenchCommand(std::string name, std::string description, Setup setu
 int main(int argc, char** argv) {
   using namespace hybridstore::bench;
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  // Benchmarks may run the store under a device model (hybridstore_device_model).
+  hybridstore::install_test_storage_hooks();
   CLI::App app{"hybridstore-bench: HybridStore benchmarks (each subcommand prints a table)"};
   app.require_subcommand(1);
   std::map<CLI::App*, std::function<int()>> runners;

@@ -4,10 +4,13 @@
 #include <cstdio>
 
 #include "crashtest.h"
+#include "hybridstore/testing/test_storage_hooks.h"
 
 int main(int argc, char** argv) {
   using namespace hybridstore::crashtest;
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  // Power cuts are fault injection (hybridstore_debug_*).
+  hybridstore::install_test_storage_hooks();
   CLI::App app{"hybridstore-crashtest: kill a store mid-workload, recover it, check nothing acknowledged is lost "
                "and nothing is half-applied"};
   app.require_subcommand(1);

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "hybridstore/common/log.h"
+#include "hybridstore/testing/test_storage_hooks.h"
 #include "tool_command.h"
 
 namespace hybridstore::tool {
@@ -52,6 +53,9 @@ bool GlobalArgs::require_path() const {
 
 int main(int argc, char** argv) {
   using namespace hybridstore::tool;
+  // --set accepts the debug options (fault injection, device models) that
+  // qa scripts drive the store with.
+  hybridstore::install_test_storage_hooks();
   CLI::App app{"hybridstore-tool: create, inspect, check and drive a HybridStore"};
   app.require_subcommand(1);
   GlobalArgs args;
