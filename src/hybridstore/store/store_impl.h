@@ -128,7 +128,7 @@ class StoreImpl {
   bool repair_mode_ = false;
   std::vector<std::string> repair_log_;
 
-  // ---- data path (data_path.cc)
+  // ---- data path (store_data_ops.cc)
   // Reads logical [off, off+len) of `o` into out (holes as zeros), verifying
   // checksums. The range must lie within the object's allocated units or holes.
   int read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
