@@ -4,15 +4,13 @@
 // When free erase units run short (hybridstore_ssd_cleaner_start_free) it
 // picks victims by the configured policy (SFS cost-hotness by default:
 // (1 - u) / (2 u H), see hole_cleaner.h), moves each victim's live data into
-// open extents through the store's relocate (HybridStore::relocate) — a
-// transaction per object: copy, verify, switch, free after, so a crash leaves
-// every object whole — and
+// open extents through HybridStore::relocate — a transaction per object:
+// copy, verify, switch, free after, so a crash leaves every object whole — and
 // the emptied erase units return to the free pool. It stops once enough units
 // are free again (hybridstore_ssd_cleaner_stop_free) and moves at most
 // `max_bytes` per pass, so cleaning never starves client I/O for long.
 //
-// The cleaner sits below the store: it reaches it only through
-// SsdCleaner::Store, which the store implements over its public calls.
+// It reaches the store only through SsdCleaner::Store (the store implements it).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -42,20 +40,16 @@ class SsdCleaner {
   class Store {
    public:
     virtual ~Store() = default;
-    // Waits until everything queued is durable: space freed by the moves
-    // has reached the sections.
+    // Waits until everything queued is durable (freed space reached the sections).
     virtual int flush() = 0;
     // Every object of every collection, in key order.
     virtual int for_each_object(
         const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) = 0;
-    // Rewrites the object's SSD extents in the device range [ssd_begin,
-    // ssd_end) elsewhere on the SSD: 0, or -EAGAIN when it was written while
-    // being copied (nothing moved), or another negative errno.
+    // HybridStore::relocate: 0, -EAGAIN (written while copied), or an errno.
     virtual int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) = 0;
   };
 
-  // `store` and `sections` outlive the cleaner; `sections` is null when the
-  // SSD uses plain extents (then there is nothing to clean).
+  // Both outlive the cleaner; `sections` is null when the SSD uses plain extents.
   SsdCleaner(Store* store, SsdSections* sections) : store_(store), ssd_(sections) {}
   // One pass; `force` cleans even when free units are plentiful (tests, tool).
   int run_pass(uint64_t max_bytes, bool force, CleanerReport* report);

@@ -5,8 +5,8 @@
 // between (an emulated volatile write cache, injected EIO, power cuts,
 // modelled device time). That machinery lives in the hybridstore_testing
 // library, which the product library and a ceph-osd never contain. A test
-// binary or tool installs its hooks at startup (testing/test_storage_hooks.h);
-// the store calls them at the two points where it opens storage.
+// binary or tool installs its hooks (TestStorageHooks) at startup; the store
+// calls them at the two points where it opens storage.
 //
 // Without hooks (the product), the options that ask for this machinery —
 // any hybridstore_debug_* option away from its default, and

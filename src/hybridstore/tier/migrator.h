@@ -6,9 +6,9 @@
 // the SSD within hybridstore_tier_ssd_target_ratio of its space, demotes what
 // fell out — as much as the promotions need room for, coldest first — then
 // promotes what came in, each object
-// through the store's migrate (HybridStore::migrate) — copy, verify, switch in
-// one commit, free after — at no more than hybridstore_tier_migrate_bandwidth
-// bytes/s. An object written while being copied is retried, never lost.
+// through HybridStore::migrate — copy, verify, switch in one commit, free
+// after — at no more than hybridstore_tier_migrate_bandwidth bytes/s. An
+// object written while being copied is retried, never lost.
 //
 // Passes run on a background thread every hybridstore_tier_migrate_interval_sec,
 // or once the store has been idle (fewer than hybridstore_tier_migrate_idle_ops
@@ -16,8 +16,7 @@
 // (run_once, behind `hybridstore-tool migrate --now`). The same thread saves
 // the heat history every hybridstore_tier_heat_persist_interval_sec.
 //
-// The migrator sits below the store: it reaches it only through
-// Migrator::Store, which the store implements over its public calls.
+// It reaches the store only through Migrator::Store (the store implements it).
 #pragma once
 #include <atomic>
 #include <condition_variable>
