@@ -7,8 +7,9 @@
 # byte for byte with what was written. Prints the seed and, per object, the
 # wall time of `cat` of the whole object and of `stat` (the same mount and
 # umount without the data read) for comparison.
-# Usage: qa/fragmented.sh BUILD [PIECES...]   (default: 1 127 128 129 1000)
-# HS_FRAG_SEED (default 1) picks the data and the ranges; "random" draws one.
+# Usage: qa/short/fragmented.sh BUILD [PIECES...]   (default: 1 127 128 129 1000)
+# HS_FRAG_SEED (else HS_QA_SEED, else 1) picks the data and the ranges;
+# "random" draws one.
 # HS_FRAG_BACKENDS (default "uring posix"), HS_FRAG_SETS (extra --set k=v,
 # space separated, e.g. hybridstore_ssd_kind=nand), HS_FRAG_RANGES (ranges
 # read per object, default 8).
@@ -18,7 +19,7 @@ BUILD=${1:-build}
 PIECES=${*:-1 127 128 129 1000}
 BIN="$(cd "$BUILD/bin" && pwd)"
 TOOL="$BIN/hybridstore-tool"
-SEED=${HS_FRAG_SEED:-1}
+SEED=${HS_FRAG_SEED:-${HS_QA_SEED:-1}}
 [ "$SEED" = random ] && SEED=$(od -An -tu4 -N4 /dev/urandom | tr -d ' ')
 echo "fragmented objects: seed $SEED (reproduce with HS_FRAG_SEED=$SEED)"
 W=$(mktemp -d "${TMPDIR:-/tmp}/hs-frag.XXXXXX")
