@@ -488,8 +488,8 @@ class UringBlockDevice final : public FileDeviceBase {
   }
 
   void reap() {
-    std::vector<std::pair<Op*, int>> done;
-    std::vector<Op*> again;
+    std::vector<std::pair<Op*, int>> cqes, done;
+    std::vector<Op*> again, stuck;
     for (;;) {
       io_uring_cqe* cqe = nullptr;
       int r = io_uring_wait_cqe(&ring_, &cqe);
@@ -501,42 +501,51 @@ class UringBlockDevice final : public FileDeviceBase {
       }
       bool stop = false;
       unsigned head, seen = 0;
-      done.clear();
-      again.clear();
+      cqes.clear();
       io_uring_for_each_cqe(&ring_, head, cqe) {
         ++seen;
-        auto* op = static_cast<Op*>(io_uring_cqe_get_data(cqe));
-        if (!op) {
-          stop = true;
-          continue;
-        }
-        int res = cqe->res;
-        if (res == -EAGAIN || res == -EINTR) {
-          if (++op->retries <= kMaxRetries) {
-            again.push_back(op);
-          } else {
-            // Keeps saying "again": finish it synchronously rather than spin.
-            int e = transfer_sync(fd_, op->write, &op->span, max_transfer_, &device_ios_, &short_transfers_);
-            done.emplace_back(op, e);
-          }
-        } else if (res < 0) {
-          done.emplace_back(op, res);
-        } else if (res == 0) {
-          done.emplace_back(op, -EIO);  // past the end of the device
-        } else if (static_cast<uint64_t>(res) >= op->span.left) {
-          done.emplace_back(op, 0);
-        } else {
-          short_transfers_.fetch_add(1, std::memory_order_relaxed);
-          op->retries = 0;
-          op->span.advance(static_cast<uint64_t>(res));
-          again.push_back(op);
-        }
+        cqes.emplace_back(static_cast<Op*>(io_uring_cqe_get_data(cqe)), cqe->res);
       }
       io_uring_cq_advance(&ring_, seen);
-      if (!done.empty() || !again.empty()) {
+      done.clear();
+      again.clear();
+      stuck.clear();
+      {
+        // The ops are read under the lock their submitter filled them
+        // under: the kernel orders the two threads, but only the lock says
+        // so to the language (and to ThreadSanitizer).
         std::lock_guard<std::mutex> l(mu_);
+        for (auto [op, res] : cqes) {
+          if (!op) {
+            stop = true;
+          } else if (res == -EAGAIN || res == -EINTR) {
+            if (++op->retries <= kMaxRetries)
+              again.push_back(op);
+            else
+              stuck.push_back(op);  // keeps saying "again": finished synchronously below
+          } else if (res < 0) {
+            done.emplace_back(op, res);
+          } else if (res == 0) {
+            done.emplace_back(op, -EIO);  // past the end of the device
+          } else if (static_cast<uint64_t>(res) >= op->span.left) {
+            done.emplace_back(op, 0);
+          } else {
+            short_transfers_.fetch_add(1, std::memory_order_relaxed);
+            op->retries = 0;
+            op->span.advance(static_cast<uint64_t>(res));
+            again.push_back(op);
+          }
+        }
         in_flight_ -= static_cast<unsigned>(done.size());
         continued_.insert(continued_.end(), again.begin(), again.end());
+        pump_locked();
+      }
+      if (!stuck.empty()) {
+        for (Op* op : stuck)
+          done.emplace_back(op, transfer_sync(fd_, op->write, &op->span, max_transfer_, &device_ios_,
+                                              &short_transfers_));
+        std::lock_guard<std::mutex> l(mu_);
+        in_flight_ -= static_cast<unsigned>(stuck.size());
         pump_locked();
       }
       for (auto& [op, err] : done) finish(op, err);
