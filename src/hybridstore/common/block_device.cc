@@ -295,6 +295,29 @@ class FileDeviceBase : public BlockDevice {
     for (const auto& io : ios)
       if (io.offset > size_ || io.len > size_ - io.offset) return -EINVAL;
     requests_.fetch_add(ios.size(), std::memory_order_relaxed);
+    if (!write) return run_all(false, ios);
+    // Writes carried out together land in any order. A write overlapping an
+    // earlier one of the call starts a new wave; waves go one after another,
+    // so the later write's bytes win. (Callers rarely overlap: one wave.)
+    std::vector<Io> wave;
+    std::map<uint64_t, uint64_t> taken;  // the wave's ranges, begin -> end
+    for (const auto& io : ios) {
+      if (io.len == 0) continue;
+      auto it = taken.upper_bound(io.offset);
+      bool hit = it != taken.end() && it->first < io.offset + io.len;
+      if (!hit && it != taken.begin()) hit = std::prev(it)->second > io.offset;
+      if (hit) {
+        if (int r = run_all(true, wave); r < 0) return r;
+        wave.clear();
+        taken.clear();
+      }
+      wave.push_back(io);
+      taken.emplace(io.offset, io.offset + io.len);
+    }
+    return run_all(true, wave);
+  }
+  template <typename Io>
+  int run_all(bool write, const std::vector<Io>& ios) {
     std::vector<Span> spans = plan_spans(ios);
     if (spans.empty()) return 0;
     return run(write, std::move(spans));

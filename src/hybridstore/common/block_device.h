@@ -81,8 +81,9 @@ class BlockDevice {
   virtual int read(uint64_t offset, char* buf, uint64_t len) = 0;
   virtual int write(uint64_t offset, const char* buf, uint64_t len) = 0;
   // Several I/Os submitted together, any number; returns when all are done
-  // (first error wins). They may be carried out in any order and at once:
-  // overlapping writes in one call leave either's bytes.
+  // (first error wins). They may be carried out in any order and at once,
+  // except that writes overlapping each other land in the order given (the
+  // later one's bytes win).
   virtual int read_many(const std::vector<ReadIo>& ios);
   virtual int write_many(const std::vector<WriteIo>& ios);
   // Makes every write that completed before the call durable.
