@@ -6,13 +6,18 @@ JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 FUZZ_BUILD ?= $(BUILD)-fuzz
 FUZZ_SECONDS ?= 60
+# libFuzzer's seed for `make fuzz`; 0 draws one (printed in the summary).
+FUZZ_SEED  ?= 0
+# The seed of every randomised qa check in `make test`: fixed, so a failure
+# repeats (each check prints its own).
+QA_SEED    ?= 1
 
 # Debian packages the build, tests, fuzzers and tools need.
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git python3 \
   librocksdb-dev liburing-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
-  libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev gdb
 
-.PHONY: all deps build test demo bench crash-long fuzz clean help
+.PHONY: all deps build test demo bench crash-long fuzz tsan clean help
 
 all: build
 
@@ -24,6 +29,7 @@ help:
 	@echo "make bench  build and run the benchmarks (prints tables)"
 	@echo "make crash-long  300 kill/recover rounds of the crash-consistency harness (HS_CRASH_ROUNDS=N)"
 	@echo "make fuzz   build the libFuzzer targets with clang into $(FUZZ_BUILD) and run each $(FUZZ_SECONDS) s"
+	@echo "make tsan   build the I/O stress tests with ThreadSanitizer into $(BUILD)-tsan and run them"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
 deps:
@@ -45,7 +51,7 @@ build: deps $(BUILD)/build.ninja
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
-	qa/run-short.sh $(BUILD)
+	HS_QA_SEED=$(QA_SEED) qa/run-short.sh $(BUILD)
 
 demo: build
 	qa/demo.sh $(BUILD)
@@ -62,7 +68,11 @@ $(FUZZ_BUILD)/build.ninja: CMakeLists.txt | deps
 
 fuzz: deps $(FUZZ_BUILD)/build.ninja
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_all
-	qa/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+	qa/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_SEED)
+
+# Not part of `make test`: the instrumented build alone takes long.
+tsan: deps
+	JOBS=$(JOBS) qa/tsan.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(FUZZ_BUILD)

@@ -4,14 +4,18 @@
 # any) and prints executions per target. New inputs go to a scratch
 # directory, never into the committed corpus. A crash, a leak, a sanitizer
 # report or a timeout fails the run and keeps the input that caused it.
-# Usage: qa/fuzz/run.sh FUZZ_BUILD_DIR SECONDS   (make fuzz; qa/short/fuzz.sh)
+# Usage: qa/fuzz/run.sh FUZZ_BUILD_DIR SECONDS [SEED]   (make fuzz; qa/short/fuzz.sh)
+# SEED is libFuzzer's -seed (0 or none: libFuzzer draws one); each target's
+# seed is printed in the summary. Runs are cut by time, so the same seed
+# repeats the same inputs only as far as the slower run got.
 set -eu
 B=$(cd "$1" && pwd)
 SECS=$2
+SEED=${3:-0}
 cd "$(dirname "$0")/../.."
 W=$(mktemp -d "${TMPDIR:-/tmp}/hs-fuzz.XXXXXX")
 failed=""
-printf '%-10s %8s %12s %10s %8s  %s\n' target seconds executions "exec/s" corpus result >"$W/summary"
+printf '%-10s %8s %12s %10s %8s %11s  %s\n' target seconds executions "exec/s" corpus seed result >"$W/summary"
 for t in onode label txn_json; do
   mkdir -p "$W/$t"
   dict=""
@@ -19,15 +23,17 @@ for t in onode label txn_json; do
   echo "fuzzing $t for $SECS s"
   set +e
   # shellcheck disable=SC2086
-  "$B/bin/fuzz_$t" -max_total_time="$SECS" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
+  "$B/bin/fuzz_$t" -seed="$SEED" -max_total_time="$SECS" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$W/$t-" $dict "$W/$t" "qa/fuzz/corpus/$t" >"$W/$t.log" 2>&1
   rc=$?
   set -e
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$W/$t.log")
   rate=$(awk '/stat::average_exec_per_sec/ {print $2}' "$W/$t.log")
+  used=$(sed -n 's/^INFO: Seed: \([0-9]*\).*/\1/p' "$W/$t.log" | head -1)
   corpus=$(($(ls "$W/$t" | wc -l) + $(ls "qa/fuzz/corpus/$t" | wc -l)))
   if [ $rc -eq 0 ]; then result=ok; else result="FAILED (exit $rc)"; failed="$failed $t"; fi
-  printf '%-10s %8s %12s %10s %8s  %s\n' "$t" "$SECS" "${execs:-?}" "${rate:-?}" "$corpus" "$result" >>"$W/summary"
+  printf '%-10s %8s %12s %10s %8s %11s  %s\n' "$t" "$SECS" "${execs:-?}" "${rate:-?}" "$corpus" "${used:-?}" "$result" \
+    >>"$W/summary"
   if [ $rc -ne 0 ]; then
     echo "fuzz_$t failed; the end of its log:" >&2
     tail -40 "$W/$t.log" >&2

@@ -18,7 +18,18 @@ trap 'rm -rf "$W"' EXIT
 S="$W/store"
 S2="$W/other"
 cases=0
-fail() { echo "FAIL: $*" >&2; exit 1; }
+# The random data (an object's bytes, garbage JSON) comes from a seed, fixed
+# unless HS_BADINPUT_SEED (or HS_QA_SEED) names another.
+SEED=${HS_BADINPUT_SEED:-${HS_QA_SEED:-1}}
+echo "bad input seed: $SEED (reproduce with HS_BADINPUT_SEED=$SEED)"
+fail() { echo "FAIL (seed $SEED): $*" >&2; exit 1; }
+# seeded_bytes N: N pseudo-random bytes from the seed and a call counter.
+draws=0
+seeded_bytes() {
+  draws=$((draws + 1))
+  python3 -c 'import random, sys; sys.stdout.buffer.write(random.Random(sys.argv[1]).randbytes(int(sys.argv[2])))' \
+    "$SEED.$draws" "$1"
+}
 
 # refused WORDS CMD...: CMD fails cleanly and its message contains WORDS.
 refused() {
@@ -62,7 +73,7 @@ SIZES="--set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M"
 "$TOOL" --path "$S" $SIZES mkfs >/dev/null
 # shellcheck disable=SC2086
 "$TOOL" --path "$S2" $SIZES mkfs >/dev/null
-head -c 300000 /dev/urandom >"$W/blob"
+seeded_bytes 300000 >"$W/blob"
 cat >"$W/data.json" <<'JSON'
 [{"ops": [{"op": "mkcoll", "coll": "1.0_head"},
           {"op": "write", "coll": "1.0_head", "oid": "small", "data": "some text"},
@@ -132,7 +143,7 @@ bad_json() {  # WORDS CONTENT
 }
 : >"$W/bad.json"
 refused "not valid JSON" "$TOOL" --path "$S" txn "$W/bad.json"
-head -c 4096 /dev/urandom >"$W/bad.json"
+seeded_bytes 4096 >"$W/bad.json"
 refused "not valid JSON" "$TOOL" --path "$S" txn "$W/bad.json"
 # The valid file cut short at several points.
 len=$(wc -c <"$W/data.json")

@@ -10,5 +10,7 @@ if [ ! -f "$FUZZ_BUILD/build.ninja" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$FUZZ_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DHS_FUZZ=ON -DHS_BUILD_TESTS=OFF >/dev/null
 fi
-cmake --build "$FUZZ_BUILD" -j "${JOBS:-$(nproc)}" --target fuzz_all >/dev/null
-qa/fuzz/run.sh "$FUZZ_BUILD" "${HS_FUZZ_SECONDS:-10}"
+# Its progress lines show (qa/watchdog.py takes a silent check for a hung one).
+cmake --build "$FUZZ_BUILD" -j "${JOBS:-$(nproc)}" --target fuzz_all
+# A fixed seed (HS_FUZZ_SEED, else HS_QA_SEED, else 1); `make fuzz` draws one.
+qa/fuzz/run.sh "$FUZZ_BUILD" "${HS_FUZZ_SECONDS:-10}" "${HS_FUZZ_SEED:-${HS_QA_SEED:-1}}"

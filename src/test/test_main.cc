@@ -1,16 +1,62 @@
 // gtest entry point shared by every unit-test binary.
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "hybridstore/common/log.h"
 #include "hybridstore/testing/test_storage_hooks.h"
+
+extern char** environ;
+
+namespace {
+
+// ctest kills a test that runs past its TIMEOUT and shows nothing of where it
+// was stuck. With --hs-stacks-after=N (ctest passes it, a little below the
+// timeout) or HS_TEST_STACKS_AFTER=N the binary prints the stacks of all its
+// threads after N seconds, through gdb, and aborts: a hang fails with its
+// evidence.
+void start_stack_watchdog(double secs) {
+  if (secs <= 0) return;
+  std::thread([secs] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    fprintf(stderr, "\n*** still running after %.0f s (in %s.%s); the stacks of every thread follow\n", secs,
+            test ? test->test_suite_name() : "?", test ? test->name() : "?");
+    // Yama's ptrace_scope=1 lets only ancestors attach, unless we allow it.
+    prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+    std::string pid = std::to_string(getpid());
+    const char* args[] = {"gdb", "-batch", "-nx", "-p", pid.c_str(), "-ex", "set pagination off",
+                          "-ex", "thread apply all bt", nullptr};
+    pid_t child;
+    if (posix_spawnp(&child, "gdb", nullptr, nullptr, const_cast<char* const*>(args), environ) == 0) {
+      int status;
+      waitpid(child, &status, 0);
+    } else {
+      fprintf(stderr, "*** gdb not found (make deps installs it): no stacks\n");
+    }
+    std::abort();
+  }).detach();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // Tests drive fault injection and device models through store options.
   hybridstore::install_test_storage_hooks();
+  double stacks_after = 0;
+  if (const char* e = getenv("HS_TEST_STACKS_AFTER")) stacks_after = atof(e);
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).rfind("--hs-stacks-after=", 0) == 0) stacks_after = atof(argv[i] + 18);
+  start_stack_watchdog(stacks_after);
   // --hs-set=key=value (repeatable) runs the suite under other store options:
   // gathered into HS_TEST_SET for small_store_config().
   std::string sets;

@@ -5,12 +5,17 @@
 #include <liburing.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -130,32 +135,113 @@ bool parse_io_backend(const std::string& s, IoBackend* out) {
 
 namespace {
 
-int full_pread(int fd, char* buf, uint64_t len, uint64_t off) {
-  while (len > 0) {
-    ssize_t r = ::pread(fd, buf, len, static_cast<off_t>(off));
+// A single read or write handed to the kernel carries at most this much: the
+// kernel moves at most ~2 GiB per call, and io_uring's length is 32 bits.
+constexpr uint64_t kMaxIoBytes = 1ull << 30;
+// preadv/pwritev and IORING_OP_READV/WRITEV take at most this many buffers.
+constexpr size_t kMaxIov = IOV_MAX;
+
+// One device range [offset, offset + len) moved in one read or write, into
+// or out of the caller's buffers (several when the caller's requests are
+// physically adjacent), and how far the transfer has come: the kernel may
+// move less than asked (a short transfer), and the rest goes in another call.
+struct Span {
+  uint64_t offset = 0;
+  uint64_t left = 0;       // bytes not yet transferred
+  std::vector<iovec> iov;  // the buffers still to fill or drain, from `pos`
+  size_t pos = 0;
+
+  void advance(uint64_t n) {
+    offset += n;
+    left -= n;
+    while (n > 0) {
+      iovec& v = iov[pos];
+      if (n >= v.iov_len) {
+        n -= v.iov_len;
+        ++pos;
+      } else {
+        v.iov_base = static_cast<char*>(v.iov_base) + n;
+        v.iov_len -= n;
+        n = 0;
+      }
+    }
+  }
+  // The buffers of the next call: all that is left, or with a cap (tests'
+  // forced short transfers) at most `cap` bytes of it, copied into *scratch.
+  std::pair<const iovec*, unsigned> next(uint64_t cap, std::vector<iovec>* scratch) const {
+    if (cap == 0 || left <= cap) return {iov.data() + pos, static_cast<unsigned>(iov.size() - pos)};
+    scratch->clear();
+    for (size_t i = pos; cap > 0; ++i) {
+      iovec v = iov[i];
+      v.iov_len = std::min<uint64_t>(v.iov_len, cap);
+      cap -= v.iov_len;
+      scratch->push_back(v);
+    }
+    return {scratch->data(), static_cast<unsigned>(scratch->size())};
+  }
+};
+
+// The I/Os that carry out a batch of requests: sorted by device offset,
+// requests whose ranges follow each other on the device joined into one
+// vectored I/O (a fragmented object is often contiguous on the device),
+// buffers that also follow each other in memory joined into one iovec, and
+// requests above kMaxIoBytes cut. Overlapping requests are never joined.
+template <typename Io>
+std::vector<Span> plan_spans(const std::vector<Io>& ios) {
+  std::vector<const Io*> sorted;
+  sorted.reserve(ios.size());
+  for (const auto& io : ios)
+    if (io.len > 0) sorted.push_back(&io);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Io* a, const Io* b) { return a->offset < b->offset; });
+  std::vector<Span> spans;
+  for (const Io* io : sorted) {
+    for (uint64_t done = 0; done < io->len;) {
+      uint64_t off = io->offset + done;
+      char* buf = const_cast<char*>(static_cast<const char*>(io->buf)) + done;
+      uint64_t n = std::min(kMaxIoBytes, io->len - done);
+      Span* s = spans.empty() ? nullptr : &spans.back();
+      bool joins = s && s->offset + s->left == off && s->left + n <= kMaxIoBytes;
+      bool same_iov = joins && static_cast<char*>(s->iov.back().iov_base) + s->iov.back().iov_len == buf;
+      if (joins && (same_iov || s->iov.size() < kMaxIov)) {
+        if (same_iov)
+          s->iov.back().iov_len += n;
+        else
+          s->iov.push_back({buf, n});
+        s->left += n;
+      } else {
+        Span sp;
+        sp.offset = off;
+        sp.left = n;
+        sp.iov.push_back({buf, n});
+        spans.push_back(std::move(sp));
+      }
+      done += n;
+    }
+  }
+  return spans;
+}
+
+// Carries out a span with pread/pwrite (preadv/pwritev for several buffers),
+// continuing short transfers. 0 or -errno.
+int transfer_sync(int fd, bool write, Span* s, uint64_t cap, std::atomic<uint64_t>* calls,
+                  std::atomic<uint64_t>* shorts) {
+  std::vector<iovec> scratch;
+  while (s->left > 0) {
+    auto [v, n] = s->next(cap, &scratch);
+    const off_t off = static_cast<off_t>(s->offset);
+    ssize_t r;
+    if (n == 1)
+      r = write ? ::pwrite(fd, v->iov_base, v->iov_len, off) : ::pread(fd, v->iov_base, v->iov_len, off);
+    else
+      r = write ? ::pwritev(fd, v, static_cast<int>(n), off) : ::preadv(fd, v, static_cast<int>(n), off);
+    calls->fetch_add(1, std::memory_order_relaxed);
     if (r < 0) {
       if (errno == EINTR) continue;
       return -errno;
     }
     if (r == 0) return -EIO;  // past the end of the device
-    buf += r;
-    len -= static_cast<uint64_t>(r);
-    off += static_cast<uint64_t>(r);
-  }
-  return 0;
-}
-
-int full_pwrite(int fd, const char* buf, uint64_t len, uint64_t off) {
-  while (len > 0) {
-    ssize_t r = ::pwrite(fd, buf, len, static_cast<off_t>(off));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
-    }
-    if (r == 0) return -EIO;
-    buf += r;
-    len -= static_cast<uint64_t>(r);
-    off += static_cast<uint64_t>(r);
+    if (static_cast<uint64_t>(r) < s->left) shorts->fetch_add(1, std::memory_order_relaxed);
+    s->advance(static_cast<uint64_t>(r));
   }
   return 0;
 }
@@ -163,8 +249,8 @@ int full_pwrite(int fd, const char* buf, uint64_t len, uint64_t off) {
 // Shared by both file-backed devices: the descriptor, its size and alignment.
 class FileDeviceBase : public BlockDevice {
  public:
-  FileDeviceBase(int fd, std::string path, uint64_t size, bool direct)
-      : fd_(fd), path_(std::move(path)), size_(size), direct_(direct) {}
+  FileDeviceBase(int fd, std::string path, uint64_t size, bool direct, uint64_t max_transfer)
+      : fd_(fd), path_(std::move(path)), size_(size), direct_(direct), max_transfer_(max_transfer) {}
   ~FileDeviceBase() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -182,44 +268,101 @@ class FileDeviceBase : public BlockDevice {
                       static_cast<off_t>(len));
     return 0;
   }
+  BlockDeviceStats io_stats() const override {
+    BlockDeviceStats s;
+    s.requests = requests_.load();
+    s.device_ios = device_ios_.load();
+    s.short_transfers = short_transfers_.load();
+    s.max_in_flight = max_in_flight_.load();
+    return s;
+  }
+
+  int read(uint64_t offset, char* buf, uint64_t len) override {
+    return read_many({ReadIo{offset, buf, len}});
+  }
+  int write(uint64_t offset, const char* buf, uint64_t len) override {
+    return write_many({WriteIo{offset, buf, len}});
+  }
+  int read_many(const std::vector<ReadIo>& ios) override { return run_checked(false, ios); }
+  int write_many(const std::vector<WriteIo>& ios) override { return run_checked(true, ios); }
 
  protected:
-  int check_range(uint64_t offset, uint64_t len) const {
-    if (offset > size_ || len > size_ - offset) return -EINVAL;
-    return 0;
+  // Carries out every span; returns when all are done (first error wins).
+  virtual int run(bool write, std::vector<Span> spans) = 0;
+
+  template <typename Io>
+  int run_checked(bool write, const std::vector<Io>& ios) {
+    for (const auto& io : ios)
+      if (io.offset > size_ || io.len > size_ - io.offset) return -EINVAL;
+    requests_.fetch_add(ios.size(), std::memory_order_relaxed);
+    if (!write) return run_all(false, ios);
+    // Writes carried out together land in any order. A write overlapping an
+    // earlier one of the call starts a new wave; waves go one after another,
+    // so the later write's bytes win. (Callers rarely overlap: one wave.)
+    std::vector<Io> wave;
+    std::map<uint64_t, uint64_t> taken;  // the wave's ranges, begin -> end
+    for (const auto& io : ios) {
+      if (io.len == 0) continue;
+      auto it = taken.upper_bound(io.offset);
+      bool hit = it != taken.end() && it->first < io.offset + io.len;
+      if (!hit && it != taken.begin()) hit = std::prev(it)->second > io.offset;
+      if (hit) {
+        if (int r = run_all(true, wave); r < 0) return r;
+        wave.clear();
+        taken.clear();
+      }
+      wave.push_back(io);
+      taken.emplace(io.offset, io.offset + io.len);
+    }
+    return run_all(true, wave);
   }
+  template <typename Io>
+  int run_all(bool write, const std::vector<Io>& ios) {
+    std::vector<Span> spans = plan_spans(ios);
+    if (spans.empty()) return 0;
+    return run(write, std::move(spans));
+  }
+
   int fd_;
   std::string path_;
   uint64_t size_;
   bool direct_;
+  uint64_t max_transfer_;  // DeviceOpenOptions::debug_max_transfer
+  std::atomic<uint64_t> requests_{0}, device_ios_{0}, short_transfers_{0}, max_in_flight_{0};
 };
 
 class PosixBlockDevice final : public FileDeviceBase {
  public:
   using FileDeviceBase::FileDeviceBase;
   std::string backend() const override { return direct_ ? "posix+direct" : "posix"; }
-  int read(uint64_t offset, char* buf, uint64_t len) override {
-    if (int r = check_range(offset, len)) return r;
-    return full_pread(fd_, buf, len, offset);
-  }
-  int write(uint64_t offset, const char* buf, uint64_t len) override {
-    if (int r = check_range(offset, len)) return r;
-    return full_pwrite(fd_, buf, len, offset);
+
+ protected:
+  int run(bool write, std::vector<Span> spans) override {
+    max_in_flight_.store(std::max<uint64_t>(max_in_flight_.load(), 1));
+    for (auto& s : spans)
+      if (int r = transfer_sync(fd_, write, &s, max_transfer_, &device_ios_, &short_transfers_); r < 0) return r;
+    return 0;
   }
 };
 
-// One ring per device. Submitters take sq_mutex_ only to fill SQEs; a reaper
-// thread waits for completions and wakes the submitter whose batch finished.
-// A short transfer (legal for io_uring) is finished synchronously by the reaper.
+// One ring per device, at most `depth` I/Os on it at once (so completions
+// never overflow the completion queue). Submitters queue their batch and hand
+// the ring as many of its I/Os as there are free slots, then sleep until the
+// batch is done; the reaper thread takes completions, continues short
+// transfers, and hands freed slots to the queued batches, one bounded turn
+// each, so several threads with large batches share the ring. The submission
+// lock is only ever held to fill and submit SQEs, never while waiting.
 class UringBlockDevice final : public FileDeviceBase {
  public:
-  UringBlockDevice(int fd, std::string path, uint64_t size, bool direct, unsigned depth)
-      : FileDeviceBase(fd, std::move(path), size, direct), depth_(depth) {}
+  UringBlockDevice(int fd, std::string path, uint64_t size, bool direct, uint64_t max_transfer, unsigned depth)
+      : FileDeviceBase(fd, std::move(path), size, direct, max_transfer), depth_(std::max(depth, 1u)) {}
 
   // Sets up the ring and the reaper; returns -errno when io_uring is unusable.
   int start() {
     int r = io_uring_queue_init(depth_, &ring_, 0);
     if (r < 0) return r;
+    depth_ = std::min(depth_, ring_.sq.ring_entries);
+    turn_ = std::max(1u, depth_ / 4);
     started_ = true;
     reaper_ = std::thread([this] { reap(); });
     return 0;
@@ -228,16 +371,16 @@ class UringBlockDevice final : public FileDeviceBase {
   ~UringBlockDevice() override {
     if (!started_) return;
     {
-      std::lock_guard<std::mutex> l(sq_mutex_);
-      wait_for_slot_locked();
-      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-      while (!sqe) {
-        io_uring_submit(&ring_);
-        sqe = io_uring_get_sqe(&ring_);
+      // Every caller has returned, so the ring is idle and has room.
+      std::lock_guard<std::mutex> l(mu_);
+      io_uring_sqe* sqe = get_sqe_locked();
+      if (sqe) {
+        io_uring_prep_nop(sqe);
+        io_uring_sqe_set_data(sqe, nullptr);  // tells the reaper to stop
       }
-      io_uring_prep_nop(sqe);
-      io_uring_sqe_set_data(sqe, nullptr);  // tells the reaper to stop
-      io_uring_submit(&ring_);
+      for (int i = 0; io_uring_sq_ready(&ring_) > 0 && i < 1000; ++i)
+        if (io_uring_submit(&ring_) < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!sqe) HS_ERROR("io_uring on {}: no room to stop the reaper", path_);
     }
     reaper_.join();
     io_uring_queue_exit(&ring_);
@@ -245,136 +388,202 @@ class UringBlockDevice final : public FileDeviceBase {
 
   std::string backend() const override { return direct_ ? "uring+direct" : "uring"; }
 
-  int read(uint64_t offset, char* buf, uint64_t len) override {
-    return read_many({ReadIo{offset, buf, len}});
-  }
-  int write(uint64_t offset, const char* buf, uint64_t len) override {
-    return write_many({WriteIo{offset, buf, len}});
-  }
-  int read_many(const std::vector<ReadIo>& ios) override {
-    std::vector<Request> reqs(ios.size());
-    for (size_t i = 0; i < ios.size(); ++i) {
-      if (int r = check_range(ios[i].offset, ios[i].len)) return r;
-      reqs[i] = Request{false, ios[i].offset, ios[i].buf, nullptr, ios[i].len, nullptr};
-    }
-    return run(reqs);
-  }
-  int write_many(const std::vector<WriteIo>& ios) override {
-    std::vector<Request> reqs(ios.size());
-    for (size_t i = 0; i < ios.size(); ++i) {
-      if (int r = check_range(ios[i].offset, ios[i].len)) return r;
-      reqs[i] = Request{true, ios[i].offset, nullptr, ios[i].buf, ios[i].len, nullptr};
-    }
-    return run(reqs);
-  }
-
  private:
+  struct Batch;
+  struct Op {
+    Batch* batch;
+    bool write;
+    Span span;
+    std::vector<iovec> scratch;  // the capped buffers of a forced short transfer
+    unsigned retries = 0;        // -EAGAIN/-EINTR completions in a row
+  };
   struct Batch {
+    std::vector<Op> ops;
+    size_t next = 0;  // first op not yet handed to the ring (under mu_)
     std::mutex m;
     std::condition_variable cv;
-    size_t pending = 0;
-    int error = 0;
+    size_t pending = 0;  // ops not yet finished (under m)
+    int error = 0;       // first error (under m)
   };
-  struct Request {
-    bool is_write;
-    uint64_t offset;
-    char* rbuf;
-    const char* wbuf;
-    uint64_t len;
-    Batch* batch;
-  };
-  // io_uring takes at most 2^31 bytes per request on some kernels: split.
-  static constexpr uint64_t kMaxChunk = 1ull << 30;
+  // A completion saying "try again" this many times in a row sends the rest
+  // of that I/O through pread/pwrite instead.
+  static constexpr unsigned kMaxRetries = 16;
 
-  int run(std::vector<Request>& in) {
-    std::vector<Request> reqs;
-    for (auto& r : in) {
-      for (uint64_t done = 0; done < r.len;) {
-        uint64_t n = std::min(kMaxChunk, r.len - done);
-        Request c = r;
-        c.offset += done;
-        if (c.rbuf) c.rbuf += done;
-        if (c.wbuf) c.wbuf += done;
-        c.len = n;
-        reqs.push_back(c);
-        done += n;
-      }
-    }
-    if (reqs.empty()) return 0;
-    Batch batch;
-    batch.pending = reqs.size();
-    for (auto& r : reqs) r.batch = &batch;
+  int run(bool write, std::vector<Span> spans) override {
+    Batch b;
+    b.ops.reserve(spans.size());
+    for (auto& s : spans) b.ops.push_back(Op{&b, write, std::move(s), {}, 0});
+    b.pending = b.ops.size();
     {
-      std::lock_guard<std::mutex> l(sq_mutex_);
-      for (auto& r : reqs) {
-        wait_for_slot_locked();
-        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
-        while (!sqe) {
-          io_uring_submit(&ring_);
-          sqe = io_uring_get_sqe(&ring_);
-        }
-        if (r.is_write)
-          io_uring_prep_write(sqe, fd_, r.wbuf, static_cast<unsigned>(r.len), r.offset);
-        else
-          io_uring_prep_read(sqe, fd_, r.rbuf, static_cast<unsigned>(r.len), r.offset);
-        io_uring_sqe_set_data(sqe, &r);
-        in_flight_.fetch_add(1);
-      }
-      int s;
-      do {
-        s = io_uring_submit(&ring_);
-      } while (s == -EINTR || s == -EAGAIN);
-      if (s < 0) {
-        // Nothing was submitted; the kernel never saw these SQEs.
-        HS_ERROR("io_uring_submit on {} failed: {}", path_, strerror(-s));
-      }
+      std::lock_guard<std::mutex> l(mu_);
+      waiting_.push_back(&b);
+      pump_locked();
     }
-    std::unique_lock<std::mutex> l(batch.m);
-    batch.cv.wait(l, [&] { return batch.pending == 0; });
-    return batch.error;
+    std::unique_lock<std::mutex> l(b.m);
+    // Completions wake us. The timeout only matters when the kernel refused
+    // a submission (out of resources) with nothing else in flight, so that no
+    // completion will come to submit the rest: then retry it from here.
+    while (!b.cv.wait_for(l, std::chrono::milliseconds(100), [&] { return b.pending == 0; })) {
+      l.unlock();
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        if (io_uring_sq_ready(&ring_) > 0) submit_locked();
+        pump_locked();
+      }
+      l.lock();
+    }
+    return b.error;
   }
 
-  // Keeps in-flight requests under the ring depth so completions never overflow.
-  void wait_for_slot_locked() {
-    while (in_flight_.load() >= depth_) std::this_thread::yield();
+  io_uring_sqe* get_sqe_locked() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (!sqe) {
+      // Cannot happen while in-flight I/Os stay within the SQ size; should
+      // the kernel lag in consuming entries, hand them over and retry.
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
+  bool prep_locked(Op* op) {
+    io_uring_sqe* sqe = get_sqe_locked();
+    if (!sqe) return false;
+    auto [v, n] = op->span.next(max_transfer_, &op->scratch);
+    if (n == 1) {
+      if (op->write)
+        io_uring_prep_write(sqe, fd_, v->iov_base, static_cast<unsigned>(v->iov_len), op->span.offset);
+      else
+        io_uring_prep_read(sqe, fd_, v->iov_base, static_cast<unsigned>(v->iov_len), op->span.offset);
+    } else if (op->write) {
+      io_uring_prep_writev(sqe, fd_, v, n, op->span.offset);
+    } else {
+      io_uring_prep_readv(sqe, fd_, v, n, op->span.offset);
+    }
+    io_uring_sqe_set_data(sqe, op);
+    device_ios_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  void submit_locked() {
+    int r = io_uring_submit(&ring_);
+    // Entries the kernel did not take stay in the SQ; the next submission
+    // (another batch, the reaper, or a waiting submitter) hands them over.
+    if (r < 0 && r != -EAGAIN && r != -EBUSY && r != -EINTR)
+      HS_ERROR("io_uring_submit on {} failed: {}", path_, strerror(-r));
+  }
+
+  // Fills free slots: continued I/Os first (they keep the slot they had),
+  // then queued batches, a bounded turn each.
+  void pump_locked() {
+    bool added = false;
+    while (!continued_.empty()) {
+      if (!prep_locked(continued_.front())) break;
+      continued_.pop_front();
+      added = true;
+    }
+    bool stalled = !continued_.empty();
+    while (!stalled && in_flight_ < depth_ && !waiting_.empty()) {
+      Batch* b = waiting_.front();
+      waiting_.pop_front();
+      for (unsigned k = 0; k < turn_ && in_flight_ < depth_ && b->next < b->ops.size(); ++k) {
+        if (!prep_locked(&b->ops[b->next])) {
+          stalled = true;
+          break;
+        }
+        ++b->next;
+        ++in_flight_;
+        added = true;
+      }
+      if (b->next < b->ops.size()) waiting_.push_back(b);
+    }
+    if (in_flight_ > max_in_flight_.load(std::memory_order_relaxed)) max_in_flight_.store(in_flight_);
+    if (added) submit_locked();
+  }
+
+  void finish(Op* op, int err) {
+    Batch* b = op->batch;
+    // Notified under the lock: the submitter cannot return (destroying the
+    // batch) before we let go of it.
+    std::lock_guard<std::mutex> l(b->m);
+    if (err && !b->error) b->error = err;
+    if (--b->pending == 0) b->cv.notify_all();
   }
 
   void reap() {
+    std::vector<std::pair<Op*, int>> cqes, done;
+    std::vector<Op*> again, stuck;
     for (;;) {
       io_uring_cqe* cqe = nullptr;
       int r = io_uring_wait_cqe(&ring_, &cqe);
       if (r == -EINTR) continue;
       if (r < 0) {
         HS_ERROR("io_uring_wait_cqe on {} failed: {}", path_, strerror(-r));
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
         continue;
       }
-      auto* req = static_cast<Request*>(io_uring_cqe_get_data(cqe));
-      int res = cqe->res;
-      io_uring_cqe_seen(&ring_, cqe);
-      if (!req) return;
-      in_flight_.fetch_sub(1);
-      int err = 0;
-      if (res < 0 && res != -EINTR && res != -EAGAIN) {
-        err = res;
-      } else {
-        uint64_t done = res < 0 ? 0 : static_cast<uint64_t>(res);
-        if (done < req->len) {
-          err = req->is_write ? full_pwrite(fd_, req->wbuf + done, req->len - done, req->offset + done)
-                              : full_pread(fd_, req->rbuf + done, req->len - done, req->offset + done);
-        }
+      bool stop = false;
+      unsigned head, seen = 0;
+      cqes.clear();
+      io_uring_for_each_cqe(&ring_, head, cqe) {
+        ++seen;
+        cqes.emplace_back(static_cast<Op*>(io_uring_cqe_get_data(cqe)), cqe->res);
       }
-      Batch* b = req->batch;
-      std::lock_guard<std::mutex> l(b->m);
-      if (err && !b->error) b->error = err;
-      if (--b->pending == 0) b->cv.notify_all();
+      io_uring_cq_advance(&ring_, seen);
+      done.clear();
+      again.clear();
+      stuck.clear();
+      {
+        // The ops are read under the lock their submitter filled them
+        // under: the kernel orders the two threads, but only the lock says
+        // so to the language (and to ThreadSanitizer).
+        std::lock_guard<std::mutex> l(mu_);
+        for (auto [op, res] : cqes) {
+          if (!op) {
+            stop = true;
+          } else if (res == -EAGAIN || res == -EINTR) {
+            if (++op->retries <= kMaxRetries)
+              again.push_back(op);
+            else
+              stuck.push_back(op);  // keeps saying "again": finished synchronously below
+          } else if (res < 0) {
+            done.emplace_back(op, res);
+          } else if (res == 0) {
+            done.emplace_back(op, -EIO);  // past the end of the device
+          } else if (static_cast<uint64_t>(res) >= op->span.left) {
+            done.emplace_back(op, 0);
+          } else {
+            short_transfers_.fetch_add(1, std::memory_order_relaxed);
+            op->retries = 0;
+            op->span.advance(static_cast<uint64_t>(res));
+            again.push_back(op);
+          }
+        }
+        in_flight_ -= static_cast<unsigned>(done.size());
+        continued_.insert(continued_.end(), again.begin(), again.end());
+        pump_locked();
+      }
+      if (!stuck.empty()) {
+        for (Op* op : stuck)
+          done.emplace_back(op, transfer_sync(fd_, op->write, &op->span, max_transfer_, &device_ios_,
+                                              &short_transfers_));
+        std::lock_guard<std::mutex> l(mu_);
+        in_flight_ -= static_cast<unsigned>(stuck.size());
+        pump_locked();
+      }
+      for (auto& [op, err] : done) finish(op, err);
+      if (stop) return;
     }
   }
 
   io_uring ring_{};
   bool started_ = false;
   unsigned depth_;
-  std::mutex sq_mutex_;
-  std::atomic<unsigned> in_flight_{0};
+  unsigned turn_ = 1;
+  std::mutex mu_;              // the SQ side of the ring and everything below
+  unsigned in_flight_ = 0;     // I/Os holding a slot: prepared, submitted or being continued
+  std::deque<Batch*> waiting_; // batches with I/Os not yet handed to the ring
+  std::deque<Op*> continued_;  // I/Os to resubmit (short transfer, -EAGAIN); they keep their slot
   std::thread reaper_;
 };
 
@@ -446,7 +655,7 @@ std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
   }
   bool want_uring = opts.backend != IoBackend::kPosix;
   if (want_uring) {
-    auto dev = std::make_unique<UringBlockDevice>(fd, path, size, direct, opts.uring_depth);
+    auto dev = std::make_unique<UringBlockDevice>(fd, path, size, direct, opts.debug_max_transfer, opts.uring_depth);
     int r = dev->start();
     if (r == 0) return dev;
     if (opts.backend == IoBackend::kUring) {
@@ -461,7 +670,7 @@ std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
     dev.reset();
     HS_INFO("io_uring unavailable ({}), using pread/pwrite for {}", strerror(-r), path);
   }
-  return std::make_unique<PosixBlockDevice>(fd, path, size, direct);
+  return std::make_unique<PosixBlockDevice>(fd, path, size, direct, opts.debug_max_transfer);
 }
 
 }  // namespace hybridstore

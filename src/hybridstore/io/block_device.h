@@ -3,11 +3,15 @@
 // A BlockDevice reads and writes byte ranges at absolute offsets and makes
 // completed writes durable with flush(). Implementations:
 //   - UringBlockDevice: io_uring (liburing), one ring per device, a reaper thread
-//     completing requests, so many threads can have I/O in flight at once;
+//     completing requests, so many threads can have I/O in flight at once; at
+//     most uring_depth I/Os are on the ring, and a batch larger than that (or
+//     several at once) waits, asleep, for completions to free slots;
 //   - PosixBlockDevice: plain pread/pwrite, the fallback where io_uring is not
 //     available (old kernels, seccomp);
 // both on regular files or block devices, with O_DIRECT where the filesystem
-// allows it. Other devices (the NAND FTL, fault injection) implement the same
+// allows it. Both take batches of any size, join requests that follow each
+// other on the device into one vectored I/O, and continue short transfers.
+// Other devices (the NAND FTL, fault injection) implement the same
 // interface, so the engine never knows which it has.
 //
 // Callers must respect alignment(): offsets, lengths and buffer addresses are
@@ -56,6 +60,13 @@ struct ReadIo {
   uint64_t len;
 };
 
+struct BlockDeviceStats {
+  uint64_t requests = 0;         // ReadIo/WriteIo asked for (read() and write() count one)
+  uint64_t device_ios = 0;       // reads and writes handed to the kernel, after joining
+  uint64_t short_transfers = 0;  // kernel calls that moved less than asked, then continued
+  uint64_t max_in_flight = 0;    // most I/Os on the device at once
+};
+
 class BlockDevice {
  public:
   virtual ~BlockDevice() = default;
@@ -69,13 +80,18 @@ class BlockDevice {
   // Each returns 0 when the whole range was transferred, or -errno.
   virtual int read(uint64_t offset, char* buf, uint64_t len) = 0;
   virtual int write(uint64_t offset, const char* buf, uint64_t len) = 0;
-  // Several I/Os submitted together; returns when all are done (first error wins).
+  // Several I/Os submitted together, any number; returns when all are done
+  // (first error wins). They may be carried out in any order and at once,
+  // except that writes overlapping each other land in the order given (the
+  // later one's bytes win).
   virtual int read_many(const std::vector<ReadIo>& ios);
   virtual int write_many(const std::vector<WriteIo>& ios);
   // Makes every write that completed before the call durable.
   virtual int flush() = 0;
   // Tells the device a range holds no data any more (TRIM); advisory.
   virtual int discard(uint64_t offset, uint64_t len) { return 0; }
+  // Counters of the file-backed devices (others return zeros).
+  virtual BlockDeviceStats io_stats() const { return {}; }
 };
 
 enum class IoBackend { kAuto, kUring, kPosix };
@@ -87,6 +103,9 @@ struct DeviceOpenOptions {
   bool create = false;          // create a sparse file of create_size if missing
   uint64_t create_size = 0;
   unsigned uring_depth = 128;
+  // Tests: no read or write handed to the kernel moves more than this (a
+  // multiple of 4096), as if the kernel returned short; 0: no limit.
+  uint64_t debug_max_transfer = 0;
 };
 
 // Opens `path` (regular file or block device). On failure returns null and

@@ -228,26 +228,18 @@ void SsdSections::finish_locked(rocksdb::WriteBatchBase* batch, std::vector<Regi
   drain_locked(batch, regions, ev);
 }
 
-int SsdSections::tick(rocksdb::DB* db, std::vector<Region>* regions) {
-  std::lock_guard<std::mutex> l(mutex_);
+void SsdSections::tick_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions) {
   apply_releases_locked();
   AllocEvents ev;
   sa_->tick(now_us(), &ev);
-  rocksdb::WriteBatch b;
-  drain_locked(&b, regions, ev);
-  if (b.Count() == 0) return 0;
-  return db->Write(rocksdb::WriteOptions(), &b).ok() ? 0 : -EIO;
+  drain_locked(batch, regions, ev);
 }
 
-int SsdSections::flush(rocksdb::DB* db, std::vector<Region>* regions) {
-  std::lock_guard<std::mutex> l(mutex_);
+void SsdSections::flush_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions) {
   apply_releases_locked();
   AllocEvents ev;
   sa_->flush(now_us(), &ev);
-  rocksdb::WriteBatch b;
-  drain_locked(&b, regions, ev);
-  if (b.Count() == 0) return 0;
-  return db->Write(rocksdb::WriteOptions(), &b).ok() ? 0 : -EIO;
+  drain_locked(batch, regions, ev);
 }
 
 uint64_t SsdSections::live_bytes() {

@@ -78,9 +78,12 @@ class SsdSections {
   // Regions completed and allocator records changed since the last call.
   void finish_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions);
   // Staging timeout (tick) or everything staged (flush): regions to write and
-  // records, written straight to `db`.
-  int tick(rocksdb::DB* db, std::vector<Region>* regions);
-  int flush(rocksdb::DB* db, std::vector<Region>* regions);
+  // the changed records, into `batch`. As with finish_locked, the caller
+  // holds lock() until `batch` is submitted to the committer: written past
+  // it, the batch could land before an older state still queued there, which
+  // would then put back records without the allocations made in between.
+  void tick_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions);
+  void flush_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions);
 
   // Free = blocks the allocator could still hand out (free erase units,
   // open tails, gaps, holes); allocated = live object blocks.

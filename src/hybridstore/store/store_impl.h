@@ -148,6 +148,9 @@ class StoreImpl {
   // Writes the SSD write units the sections completed (staging timeout / all).
   void tick_sections();
   void flush_sections();
+  // The sections' changed state and completed regions (tick or flush):
+  // returns the state's commit sequence number, 0 when there was none.
+  uint64_t submit_sections_state(bool flush);
   std::unique_ptr<BitmapFreelist> freelist_[kNumTiers];
   uint64_t unit_[kNumTiers] = {4096, 4096};
   uint32_t csum_block_[kNumTiers] = {4096, 4096};

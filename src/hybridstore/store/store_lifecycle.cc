@@ -542,23 +542,33 @@ void StoreImpl::return_space(const PExtent& e) {
 
 void StoreImpl::tick_sections() {
   if (!ssd_ || !mounted_ || committer_->error()) return;
-  std::vector<SsdSections::Region> regions;
-  if (ssd_->tick(db_.get(), &regions) < 0) {
-    // Without their state the regions must not be written either.
-    committer_->fail(-EIO, "writing SSD section state failed");
-    return;
-  }
-  for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
+  submit_sections_state(false);
 }
 
 void StoreImpl::flush_sections() {
   if (!ssd_ || committer_->error()) return;
+  if (uint64_t seq = submit_sections_state(true)) committer_->wait_committed(seq);
+}
+
+uint64_t StoreImpl::submit_sections_state(bool flush) {
+  // Through the committer, drained and submitted under the sections' lock
+  // like a transaction's state: RocksDB then takes every state in the order
+  // it was drained (see SsdSections::tick_locked).
   std::vector<SsdSections::Region> regions;
-  if (ssd_->flush(db_.get(), &regions) < 0) {
-    committer_->fail(-EIO, "writing SSD section state failed");
-    return;
+  CommitWork work;
+  work.batch = std::make_unique<rocksdb::WriteBatch>();
+  uint64_t seq = 0;
+  {
+    std::lock_guard<std::mutex> l(ssd_->lock());
+    if (flush)
+      ssd_->flush_locked(work.batch.get(), &regions);
+    else
+      ssd_->tick_locked(work.batch.get(), &regions);
+    if (work.batch->Count() > 0 && (seq = committer_->submit(std::move(work))) == 0)
+      return 0;  // read-only: without their state the regions must not be written either
   }
   for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
+  return seq;
 }
 
 void StoreImpl::load_heat() {

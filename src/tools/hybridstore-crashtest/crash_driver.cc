@@ -175,6 +175,7 @@ int run_loop(const LoopArgs& a) {
     auto fail = [&](const std::string& why) {
       printf("round %d/%d FAILED (seed %llu, %s): %s\n", round, a.rounds, static_cast<unsigned long long>(seed),
              how.c_str(), why.c_str());
+      printf("reproduce with --seed %llu (base seed)\n", static_cast<unsigned long long>(seed0));
       printf("the store is kept at %s; the round's log at %s, the workload's messages at %s\n",
              store_path.c_str(), log.c_str(), err_log.c_str());
       return 1;
@@ -224,9 +225,10 @@ int run_loop(const LoopArgs& a) {
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  printf("\nsummary: %d rounds in %.0f s (%llu SIGKILLs, %llu power cuts, %llu workloads finished first)\n",
-         a.rounds, secs, static_cast<unsigned long long>(kills), static_cast<unsigned long long>(powercuts),
-         static_cast<unsigned long long>(clean_exits));
+  printf("\nsummary: %d rounds in %.0f s, base seed %llu (%llu SIGKILLs, %llu power cuts, %llu workloads finished "
+         "first)\n",
+         a.rounds, secs, static_cast<unsigned long long>(seed0), static_cast<unsigned long long>(kills),
+         static_cast<unsigned long long>(powercuts), static_cast<unsigned long long>(clean_exits));
   printf("  transactions verified present and whole: %llu (%llu acknowledged, %llu queued but not yet acknowledged)\n",
          static_cast<unsigned long long>(verified), static_cast<unsigned long long>(acked_total),
          static_cast<unsigned long long>(unacked_present));

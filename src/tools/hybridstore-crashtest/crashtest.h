@@ -38,7 +38,7 @@ int run_workload_process(const RunArgs& a);
 struct LoopArgs {
   std::string dir;
   int rounds = 20;
-  uint64_t seed = 0;  // 0: from the clock
+  uint64_t seed = 0;  // base seed; 0: draw one from the clock (and print it)
   int max_kill_ms = 1500;
   std::string mode = "kill";  // kill | powercut | mixed
   int max_inflight = 16;

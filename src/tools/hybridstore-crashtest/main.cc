@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <string>
 
 #include "crashtest.h"
 #include "hybridstore/testing/test_storage_hooks.h"
@@ -34,7 +35,19 @@ int main(int argc, char** argv) {
   CLI::App* loop = app.add_subcommand("loop", "the driver: kill/recover/verify rounds, then a summary");
   loop->add_option("--dir", la.dir, "work directory (the store and round logs go there)")->required();
   loop->add_option("--rounds", la.rounds, "kill/recover rounds")->check(CLI::Range(1, 1000000));
-  loop->add_option("--seed", la.seed, "base seed (default: from the clock; printed for reproduction)");
+  // Explicit, so that no run depends on the clock by accident: CI passes a
+  // fixed seed, long soaks pass "random" (the seed drawn is printed).
+  std::string loop_seed;
+  loop->add_option("--seed", loop_seed, "base seed: a number, or 'random' to draw one from the clock (printed "
+                                        "either way; rerun with it to reproduce)")
+      ->required()
+      ->check([](const std::string& s) {
+        if (s == "random") return std::string();
+        if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19 ||
+            std::stoull(s) == 0)
+          return std::string("a positive number or 'random'");
+        return std::string();
+      });
   loop->add_option("--max-kill-ms", la.max_kill_ms, "latest kill, in ms after the workload starts")
       ->check(CLI::Range(10, 600000));
   loop->add_option("--mode", la.mode, "kill: SIGKILL; powercut: injected power loss; mixed: either")
@@ -54,6 +67,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (digest->parsed()) return print_digest(dpath, dsets);
   if (run->parsed()) return run_workload_process(ra);
-  if (loop->parsed()) return run_loop(la);
+  if (loop->parsed()) {
+    la.seed = loop_seed == "random" ? 0 : std::stoull(loop_seed);
+    return run_loop(la);
+  }
   return 2;
 }
