@@ -62,7 +62,7 @@ resolve_ceph_osd() {
 osd_knows_hybridstore() {
     local osd=$1 out
     [ -x "$osd" ] || return 1
-    out=$("$osd" --no-mon-config -c /dev/null --osd-objectstore hybridstore \
+    out=$("$osd" --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore \
         --show-config-value osd_objectstore 2>/dev/null) || return 1
     [ "$out" = hybridstore ]
 }
@@ -202,6 +202,7 @@ conf_base() {
     conf_set "$dir" global "admin socket" "$dir/\$name.asok"
     conf_set "$dir" global "pid file" "$dir/\$name.pid"
     conf_set "$dir" global "log file" "$dir/\$name.log"
+    conf_set "$dir" global "mon cluster log file" "default=$dir/\$cluster.\$channel.log cluster=$dir/cluster.log"
     conf_set "$dir" global "mon data" "$dir/\$name"
     conf_set "$dir" global "mgr data" "$dir/\$name"
     conf_set "$dir" global "osd data" "$dir/\$name"
@@ -215,6 +216,10 @@ conf_base() {
     conf_set "$dir" global "mon data avail warn" 2
     conf_set "$dir" global "mon data avail crit" 1
     conf_set "$dir" global "ms bind ipv4" true
+    # A ceph-osd built from a pre-16.2.1 tree reclaims global ids the old
+    # way; the mon allows that by default, and here it should not warn.
+    conf_set "$dir" mon "mon warn on insecure global id reclaim" false
+    conf_set "$dir" mon "mon warn on insecure global id reclaim allowed" false
     conf_set "$dir" global "public addr" 127.0.0.1
     conf_set "$dir" mon "mon osd report timeout" 30
     conf_set "$dir" osd "osd memory target" 939524096
