@@ -81,6 +81,12 @@ def job_slug(job):
     return "%03d-%s" % (job.index, "-".join(os.path.splitext(p)[0] for p in parts[-3:]))[:80]
 
 
+def shown(path):
+    """A path relative to the working directory when it is below it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def run_job(job, args, osd_choice, archive):
     """Runs one job; returns (status, seconds, detail)."""
     start = time.monotonic()
@@ -107,11 +113,12 @@ def run_job(job, args, osd_choice, archive):
         if status == "passed":
             detail = "; ".join(n for n in ctx.notes if n.startswith("ceph:")) or "; ".join(ctx.notes)
         elif status == "FAILED":
-            detail += " (log: %s)" % os.path.relpath(log.name, os.getcwd())
+            detail += " (log: %s)" % shown(log.name)
     return status, time.monotonic() - start, detail
 
 
-def print_summary(rows, out=sys.stdout):
+def print_summary(rows, out=None):
+    out = out or sys.stdout
     out.write("\n%-4s %-8s %7s  %s\n" % ("#", "RESULT", "SECONDS", "JOB / DETAIL"))
     for job, status, seconds, detail in rows:
         out.write("%-4d %-8s %7.0f  %s\n" % (job.index, status, seconds, job.description))

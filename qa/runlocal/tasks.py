@@ -510,6 +510,7 @@ class Workunit(Task):
                         if not os.access(script, os.X_OK):
                             raise TaskFailed("workunit %s is missing or not executable" % script)
                         rel = os.path.relpath(script, TOP_DIR)
+                        rel = script if rel.startswith("..") else rel
                         start = self.log_offset(ctx)
                         rc = ctx.run([script], env, timeout, "workunit %s (%s)" % (rel, client))
                         if rc == 77:

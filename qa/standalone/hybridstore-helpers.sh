@@ -190,7 +190,8 @@ conf_render() {
 
 # conf_base DIR: the settings every cluster here shares.
 conf_base() {
-    local dir=$1 port=${CEPH_MON##*:}
+    local dir=$1 port=${CEPH_MON:?CEPH_MON is not set (run() sets it)}
+    port=${port##*:}
     local fsid
     fsid=$(cat "$dir/fsid")
     conf_set "$dir" global fsid "$fsid"
@@ -467,7 +468,7 @@ create_pool() {
         ceph_cli osd pool set "$pool" size "$size" --yes-i-really-mean-it > /dev/null || return 1
     fi
     ceph_cli osd pool application enable "$pool" rados > /dev/null || return 1
-    wait_for_clean
+    wait_for_clean "$HS_TIMEOUT"
 }
 
 all_pgs_clean() {

@@ -42,7 +42,7 @@ for script in "${scripts[@]}"; do
     124) results+=("$name|FAILED|$took|timed out after ${timeout_s}s"); failed=1 ;;
     *) results+=("$name|FAILED|$took|exit $rc, see $log"); failed=1 ;;
     esac
-    [ $rc -eq 0 ] || [ $rc -eq 77 ] || continue
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 77 ] || continue
     rm -f "$log"
 done
 

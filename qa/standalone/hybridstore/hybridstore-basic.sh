@@ -2,6 +2,7 @@
 # Basic life of a hybridstore OSD: mkfs and mount through ceph-osd, data and
 # omap round trips through rados, a clean restart with offline fsck by both
 # tools, and an OSD on loop devices (SSD rotational=0, HDD rotational=1).
+# shellcheck source=qa/standalone/hybridstore-helpers.sh
 source "$(dirname "$0")/../hybridstore-helpers.sh"
 
 run() {
@@ -66,12 +67,12 @@ TEST_put_get() {
     make_payload tail 5000 "$dir/tail" || return 1
     rados_cli -p test append obj-4096 "$dir/tail" || return 1
     make_payload obj-4096 4096 "$dir/want" && cat "$dir/tail" >> "$dir/want"
-    rados_cli -p test get obj-4096 "$dir/got" && cmp -s "$dir/want" "$dir/got" ||
-        { fail "append read back"; return 1; }
+    rados_cli -p test get obj-4096 "$dir/got" || return 1
+    cmp -s "$dir/want" "$dir/got" || { fail "append read back"; return 1; }
     rados_cli -p test truncate obj-4096 3000 || return 1
     head -c 3000 "$dir/want" > "$dir/want.t"
-    rados_cli -p test get obj-4096 "$dir/got" && cmp -s "$dir/want.t" "$dir/got" ||
-        { fail "truncate read back"; return 1; }
+    rados_cli -p test get obj-4096 "$dir/got" || return 1
+    cmp -s "$dir/want.t" "$dir/got" || { fail "truncate read back"; return 1; }
     rados_cli -p test rm obj-1 || return 1
     if rados_cli -p test stat obj-1 2> /dev/null; then fail "obj-1 still there after rm"; return 1; fi
 }
@@ -88,10 +89,10 @@ TEST_omap() {
     rados_cli -p test setxattr omapobj user.attr "attr value" || return 1
     check_omap() {
         [ "$(rados_cli -p test listomapkeys omapobj | wc -l)" -eq 99 ] || { fail "omap key count"; return 1; }
-        rados_cli -p test getomapval omapobj key-042 "$dir/v" > /dev/null && [ "$(cat "$dir/v")" = value-42 ] ||
-            { fail "omap value of key-042"; return 1; }
-        rados_cli -p test getomapheader omapobj "$dir/h" > /dev/null && [ "$(cat "$dir/h")" = "the header" ] ||
-            { fail "omap header"; return 1; }
+        rados_cli -p test getomapval omapobj key-042 "$dir/v" > /dev/null || return 1
+        [ "$(cat "$dir/v")" = value-42 ] || { fail "omap value of key-042"; return 1; }
+        rados_cli -p test getomapheader omapobj "$dir/h" > /dev/null || return 1
+        [ "$(cat "$dir/h")" = "the header" ] || { fail "omap header"; return 1; }
         [ "$(rados_cli -p test getxattr omapobj user.attr)" = "attr value" ] || { fail "xattr"; return 1; }
     }
     rados_cli -p test rmomapkey omapobj key-100 || return 1
@@ -130,10 +131,10 @@ TEST_loop_devices() {
     [ "$(wc -l < "$dir/loops")" -eq 2 ] || { fail "expected two loop devices"; return 1; }
     if [ "$HS_OBJECTSTORE" = hybridstore ]; then
         hybridstore_tool --path "$dir/osd.0" show-label > "$dir/labels.json" || return 1
-        for i in $(cat "$dir/loops"); do
+        while read -r i; do
             jq -e --arg d "$i" 'to_entries | any(.value.device == $d or .key == $d or (.key | endswith("block.ssd") or endswith("block.hdd")))' \
                 "$dir/labels.json" > /dev/null || { fail "no label for $i"; return 1; }
-        done
+        done < "$dir/loops"
     else
         [ "$(osd_metadata_field 0 bluefs_db_rotational)" = 0 ] || { fail "db device not rotational=0"; return 1; }
         [ "$(osd_metadata_field 0 bluestore_bdev_rotational)" = 1 ] || { fail "block device not rotational=1"; return 1; }

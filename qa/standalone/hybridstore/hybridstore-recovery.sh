@@ -2,6 +2,7 @@
 # Crashes under load: OSDs killed with SIGKILL while clients write, restarted,
 # and the cluster recovered; every object whose write was acknowledged must
 # read back with the bytes written.
+# shellcheck source=qa/standalone/hybridstore-helpers.sh
 source "$(dirname "$0")/../hybridstore-helpers.sh"
 
 run() {

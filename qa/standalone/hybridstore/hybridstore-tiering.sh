@@ -3,6 +3,7 @@
 # the HDD (and everything reads back), and the migrator's moves show in the
 # OSD's perf counters (section "hybridstore"; counter names are matched
 # loosely, see HS_MIGRATION_COUNTER_RE).
+# shellcheck source=qa/standalone/hybridstore-helpers.sh
 source "$(dirname "$0")/../hybridstore-helpers.sh"
 
 HS_MIGRATION_COUNTER_RE=${HS_MIGRATION_COUNTER_RE:-migrat|promot|demot}
@@ -61,12 +62,8 @@ migration_counter_sum() {
          | .value | if type == "object" then (.avgcount // .sum // 0) else . end] | add // 0'
 }
 
-migration_counters_moved() {
-    [ "$(migration_counter_sum "$1")" != 0 ]
-}
-
 TEST_migration_visible_in_perf_counters() {
-    local dir=$1 i round
+    local dir=$1 i
     require_hybridstore || return $?
     conf_set "$dir" osd "hybridstore tier policy" hot
     conf_set "$dir" osd "hybridstore tier migrate interval sec" 2
@@ -85,11 +82,11 @@ TEST_migration_visible_in_perf_counters() {
     for i in $(seq 1 12); do
         make_payload "big-$i" 4194304 "$dir/in" && rados_cli -p mig put "big-$i" "$dir/in" || return 1
     done
-    for round in $(seq 1 10); do
+    for _ in $(seq 1 10); do
         for i in 1 2 3; do rados_cli -p mig get "big-$i" "$dir/out" || return 1; done
     done
-    wait_until 120 "migration counters to move" \
-        eval '[ "$(migration_counter_sum 0)" != "$before" ]' ||
+    counters_changed() { [ "$(migration_counter_sum 0)" != "$before" ]; }
+    wait_until 120 "migration counters to move" counters_changed ||
         { perf_dump 0 | jq '.hybridstore' >&2; return 1; }
     log "migration counters: $before -> $(migration_counter_sum 0)"
     for i in $(seq 1 12); do check_object mig "big-$i" 4194304 "$dir" || return 1; done

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The ansible checks of `make ansible-test`: yamllint, ansible-lint
+# (offline), --syntax-check of every playbook, and real converges against
+# this machine in throwaway namespaces (converge.sh): the hybridstore
+# scenario always (OSDs started only with a hybridstore-capable CEPH_OSD),
+# the bluestore baseline with Debian's ceph-osd unless ANSIBLE_TEST_BASELINE=0.
+# Prints a summary; exits 1 on any failure.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+export ANSIBLE_VENV=${ANSIBLE_VENV:-$top/build/venv-ansible}
+export PATH=$ANSIBLE_VENV/bin:$PATH
+export ANSIBLE_CONFIG=$top/ansible/ansible.cfg
+results=$(mktemp /tmp/hs-ansible-results.XXXXXX)
+trap 'rm -f "$results"' EXIT
+failed=0
+
+record() {  # record STATUS STEP DETAIL
+    printf 'static|%s|%s|%s\n' "$1" "$2" "$3" >> "$results"
+    echo "$1: $2${3:+ ($3)}"
+    [ "$1" = FAILED ] && failed=1
+    return 0
+}
+
+cd "$top/ansible" || exit 1
+start=$SECONDS
+if yamllint -s -c .yamllint . > /tmp/hs-yamllint.log 2>&1; then
+    record passed yamllint "$((SECONDS - start))s"
+else
+    cat /tmp/hs-yamllint.log; record FAILED yamllint "see above"
+fi
+
+start=$SECONDS
+if ansible-lint --offline -q > /tmp/hs-ansible-lint.log 2>&1; then
+    record passed ansible-lint "production profile, $((SECONDS - start))s"
+else
+    cat /tmp/hs-ansible-lint.log; record FAILED ansible-lint "see above"
+fi
+
+start=$SECONDS
+syntax_ok=true
+for pb in site.yml infrastructure-playbooks/*.yml; do
+    if ! ansible-playbook -i inventory.example --syntax-check "$pb" > /tmp/hs-syntax.log 2>&1 ||
+       ! ansible-playbook -i inventory.example --list-tasks "$pb" > /dev/null 2>> /tmp/hs-syntax.log; then
+        cat /tmp/hs-syntax.log
+        syntax_ok=false
+    fi
+done
+$syntax_ok && record passed syntax-check "every playbook, $((SECONDS - start))s" || record FAILED syntax-check "see above"
+
+if [ "$(id -u)" != 0 ]; then
+    record SKIPPED converge "needs root (namespaces, loop devices)"
+else
+    scenarios=(hybridstore)
+    [ "${ANSIBLE_TEST_BASELINE:-1}" = 1 ] && scenarios+=(bluestore)
+    for s in "${scenarios[@]}"; do
+        start=$SECONDS
+        timeout --signal=TERM --kill-after=60 1200 bash "$here/converge.sh" "$s" "$results" || failed=1
+        echo "converge.sh $s: $((SECONDS - start))s"
+    done
+fi
+
+echo
+printf '%-12s %-8s %-22s %s\n' SCENARIO RESULT STEP DETAIL
+while IFS='|' read -r scenario status step detail; do
+    printf '%-12s %-8s %-22s %s\n' "$scenario" "$status" "$step" "$detail"
+done < "$results"
+grep -q '|FAILED|' "$results" && failed=1
+exit $failed
