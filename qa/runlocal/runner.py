@@ -192,6 +192,7 @@ def main(argv=None):
         len(jobs), args.suite, " (subset %d/%d)" % args.subset if args.subset else "",
         osd_choice.given or "none given", archive))
     rows = []
+    interrupted_at = None
     for job in jobs:
         reason = skip_reason(job, osd_choice)
         if reason:
@@ -199,11 +200,19 @@ def main(argv=None):
             print("[%d] skipped: %s" % (job.index, job.description))
             continue
         print("[%d] running: %s" % (job.index, job.description), flush=True)
-        status, seconds, detail = run_job(job, args, osd_choice, archive)
+        try:
+            status, seconds, detail = run_job(job, args, osd_choice, archive)
+        except KeyboardInterrupt:  # the job's tasks have been unwound
+            rows.append((job, "FAILED", 0.0, "interrupted"))
+            interrupted_at = job.index
+            break
         print("[%d] %s in %.0fs%s" % (job.index, status, seconds, (": " + detail) if status != "passed" else ""),
               flush=True)
         rows.append((job, status, seconds, detail))
     counts = print_summary(rows)
+    if interrupted_at is not None:
+        print("interrupted during job %d; the jobs after it did not run" % interrupted_at)
+        return 130
     with open(os.path.join(archive, "summary.json"), "w") as f:
         json.dump([{"index": j.index, "description": j.description, "result": s, "seconds": round(t, 1),
                     "detail": d} for j, s, t, d in rows], f, indent=1)
