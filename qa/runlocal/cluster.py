@@ -89,10 +89,8 @@ class Cluster:
         with open(os.path.join(self.dir, "conf.tsv"), "a") as f:
             f.writelines(conf_lines(conf))
         self.helper("conf_render %s" % d, timeout=60)
-        self.helper("run_mon %s a && run_mgr %s x" % (d, d), timeout=300)
-        for i in range(num_osds):
-            self.helper("run_osd %s %d" % (d, i), timeout=600)
-            self.osds.append(i)
+        self.osds = list(range(num_osds))
+        self.helper("run_cluster %s %d" % (d, num_osds), timeout=300 + 300 * num_osds)
 
     def ceph(self, *args, timeout=120):
         return self.helper("ceph_cli %s" % " ".join(shlex.quote(a) for a in args), timeout=timeout)

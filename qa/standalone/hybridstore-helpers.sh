@@ -405,11 +405,11 @@ osd_devices() {
     conf_render "$dir"
 }
 
-# run_osd DIR ID [ceph-osd args...]: register, mkfs and start osd.ID, then
-# wait until the mon sees it up. The data directory's `type` file names the
-# store before mkfs, so the store is selected even by a ceph-osd that falls
-# back to its default osd_objectstore.
-run_osd() {
+# create_osd DIR ID [ceph-osd args...]: register osd.ID and mkfs its store.
+# The data directory's `type` file names the store before mkfs, so the store
+# is selected even by a ceph-osd that falls back to its default
+# osd_objectstore.
+create_osd() {
     local dir=$1 id=$2 uuid got
     shift 2
     local data=$dir/osd.$id
@@ -423,17 +423,27 @@ run_osd() {
         > "$dir/osd.$id.mkfs.log" 2>&1 ||
         { tail -20 "$dir/osd.$id.mkfs.log" >&2; fail "ceph-osd --mkfs for osd.$id"; return 1; }
     echo "$*" > "$data/hs.args"
-    activate_osd "$dir" "$id"
+}
+
+# start_osd DIR ID: start an existing osd.ID without waiting for it.
+start_osd() {
+    local dir=$1 id=$2 args=()
+    [ -s "$dir/osd.$id/hs.args" ] && read -r -a args < "$dir/osd.$id/hs.args"
+    "$CEPH_OSD" -c "$dir/ceph.conf" -i "$id" "${args[@]}" ||
+        { tail -20 "$dir/osd.$id.log" >&2; fail "ceph-osd -i $id did not start"; return 1; }
+}
+
+# run_osd DIR ID [ceph-osd args...]: create osd.ID, start it, wait until the
+# mon sees it up.
+run_osd() {
+    create_osd "$@" && activate_osd "$1" "$2"
 }
 
 # activate_osd DIR ID: start an existing osd.ID (after run_osd or a stop) and
 # wait until it is up.
 activate_osd() {
-    local dir=$1 id=$2 args=()
-    [ -s "$dir/osd.$id/hs.args" ] && read -r -a args < "$dir/osd.$id/hs.args"
-    "$CEPH_OSD" -c "$dir/ceph.conf" -i "$id" "${args[@]}" ||
-        { tail -20 "$dir/osd.$id.log" >&2; fail "ceph-osd -i $id did not start"; return 1; }
-    wait_for_osd up "$id" || { tail -20 "$dir/osd.$id.log" >&2; return 1; }
+    start_osd "$1" "$2" || return 1
+    wait_for_osd up "$2" || { tail -20 "$1/osd.$2.log" >&2; return 1; }
 }
 
 # stop_osd DIR ID [SIGNAL]: stop osd.ID (TERM: clean shutdown; KILL: a crash).
@@ -447,13 +457,26 @@ restart_osd() {
     activate_osd "$1" "$2"
 }
 
-# run_cluster DIR NUM_OSDS: mon.a, mgr.x and osd.0..N-1.
+# run_cluster DIR NUM_OSDS: mon.a, mgr.x and osd.0..N-1. The OSDs are
+# created in parallel (one by one with loop devices, whose setup rewrites
+# ceph.conf), then started together.
 run_cluster() {
-    local dir=$1 n=$2 i
+    local dir=$1 n=$2 i pids=() rc=0
     run_mon "$dir" a || return 1
     run_mgr "$dir" x || return 1
     for ((i = 0; i < n; i++)); do
-        run_osd "$dir" "$i" || return 1
+        if [ "$HS_DEVICES" = loop ]; then
+            create_osd "$dir" "$i" || return 1
+        else
+            create_osd "$dir" "$i" &
+            pids+=($!)
+        fi
+    done
+    for i in "${pids[@]}"; do wait "$i" || rc=1; done
+    [ $rc = 0 ] || return 1
+    for ((i = 0; i < n; i++)); do start_osd "$dir" "$i" || return 1; done
+    for ((i = 0; i < n; i++)); do
+        wait_for_osd up "$i" || { tail -20 "$dir/osd.$i.log" >&2; return 1; }
     done
 }
 
