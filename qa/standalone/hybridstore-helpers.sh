@@ -237,10 +237,13 @@ conf_base() {
         conf_set "$dir" osd "bluestore block create" true
         conf_set "$dir" osd "bluestore fsck on mount" true ;;
     esac
-    # A ceph-osd built from a source tree loads its plugins from the tree.
-    local osd_bin=${CEPH_OSD:-}
+    # A ceph-osd built from a source tree loads its plugins (erasure code,
+    # compression, object classes) from the tree.
+    local osd_bin=${CEPH_OSD:-} lib
     if [ -n "$osd_bin" ] && [ -d "$(dirname "$osd_bin")/../lib" ] && [ "$(dirname "$osd_bin")" != /usr/bin ]; then
-        conf_set "$dir" osd "plugin dir" "$(cd "$(dirname "$osd_bin")/../lib" && pwd)"
+        lib=$(cd "$(dirname "$osd_bin")/../lib" && pwd)
+        conf_set "$dir" osd "plugin dir" "$lib"
+        conf_set "$dir" osd "osd class dir" "$lib"
     fi
 }
 
