@@ -13,7 +13,8 @@
 #              ceph-osd, else prepared only (hybridstore-tool mkfs).
 #     SCENARIO bluestore: the baseline with Debian's ceph-osd (OSDs start,
 #              rados bench runs) - never counted as a hybridstore result.
-# Environment: ANSIBLE_VENV (the venv with ansible-core), HYBRIDSTORE_TOOL.
+# Environment: ANSIBLE_VENV (the venv with ansible-core), HYBRIDSTORE_TOOL,
+# ANSIBLE_TEST_ARCHIVE (where the logs are copied; default build/ansible-test).
 set -uo pipefail
 
 scenario=$1
@@ -23,6 +24,7 @@ top=$(cd "$here/../.." && pwd)
 venv=${ANSIBLE_VENV:-$top/build/venv-ansible}
 tool=${HYBRIDSTORE_TOOL:-$top/build/bin/hybridstore-tool}
 work=$(mktemp -d /tmp/hs-ansible-"$scenario".XXXXXX)
+archive=${ANSIBLE_TEST_ARCHIVE:-$top/build/ansible-test}
 loops=()
 
 result() {  # result STATUS STEP DETAIL
@@ -38,6 +40,11 @@ cleanup() {
         chmod 0600 "$dev" 2> /dev/null
         losetup -d "$dev" 2> /dev/null || echo "converge.sh: could not detach $dev" >&2
     done
+    # the logs outlive the run: $archive/<scenario>/
+    if [ -d "$work" ]; then
+        rm -rf "${archive:?}/$scenario" && mkdir -p "$archive/$scenario" &&
+            cp "$work"/*.log "$work"/*.yml "$work"/*.ini "$archive/$scenario/" 2> /dev/null
+    fi
     if [ -n "${KEEP_WORK:-}" ]; then
         echo "converge.sh: kept $work"
     else

@@ -41,7 +41,7 @@ timed() {  # timed STEP COMMAND...: runs COMMAND, records passed/FAILED with sec
     if "$@"; then
         result passed "$step" "$((SECONDS - start))s"
     else
-        result FAILED "$step" "$((SECONDS - start))s, log: $work/${step// /-}.log"
+        result FAILED "$step" "$((SECONDS - start))s, log: $step.log"
         return 1
     fi
 }
@@ -57,11 +57,11 @@ if [ "$failed" = 0 ]; then
         if [ "$changed" = 0 ]; then
             result passed "second converge" "changed=0, $((SECONDS - start_s))s"
         else
-            result FAILED "second converge" "changed=$changed, log: $work/converge-again.log"
+            result FAILED "second converge" "changed=$changed, log: converge-again.log"
             grep -B3 '^changed:' "$work/converge-again.log" | head -40
         fi
     else
-        result FAILED "second converge" "log: $work/converge-again.log"
+        result FAILED "second converge" "log: converge-again.log"
         tail -30 "$work/converge-again.log"
     fi
 
@@ -69,9 +69,9 @@ if [ "$failed" = 0 ]; then
     if playbook check.log site.yml --check; then
         changed=$(recap check.log changed)
         [ "$changed" = 0 ] && result passed "check mode" "changed=0" ||
-            result FAILED "check mode" "changed=$changed, log: $work/check.log"
+            result FAILED "check mode" "changed=$changed, log: check.log"
     else
-        result FAILED "check mode" "log: $work/check.log"
+        result FAILED "check mode" "log: check.log"
         tail -30 "$work/check.log"
     fi
 
@@ -86,10 +86,10 @@ if playbook purge.log infrastructure-playbooks/purge-cluster.yml -e ireallymeani
     if [ "$left" = 0 ] && [ ! -e "/etc/ceph/ceph.conf" ] && [ -z "$(ls /var/lib/ceph/osd 2> /dev/null)" ]; then
         result passed purge "daemons stopped by pid file, state removed"
     else
-        result FAILED purge "$left ceph daemons still running or state left, log: $work/purge.log"
+        result FAILED purge "$left ceph daemons still running or state left, log: purge.log"
     fi
 else
-    result FAILED purge "log: $work/purge.log"
+    result FAILED purge "log: purge.log"
     tail -20 "$work/purge.log"
 fi
 exit $failed

@@ -65,5 +65,6 @@ printf '%-12s %-8s %-22s %s\n' SCENARIO RESULT STEP DETAIL
 while IFS='|' read -r scenario status step detail; do
     printf '%-12s %-8s %-22s %s\n' "$scenario" "$status" "$step" "$detail"
 done < "$results"
+echo "converge logs: ${ANSIBLE_TEST_ARCHIVE:-$top/build/ansible-test}/<scenario>/"
 grep -q '|FAILED|' "$results" && failed=1
 exit $failed
