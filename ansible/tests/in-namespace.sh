@@ -47,9 +47,13 @@ timed() {  # timed STEP COMMAND...: runs COMMAND, records passed/FAILED with sec
 }
 
 # --- first converge
-timed converge playbook converge.log site.yml || tail -40 "$work/converge.log"
+converged=0
+if timed converge playbook converge.log site.yml; then converged=1; else tail -40 "$work/converge.log"; fi
 
-if [ "$failed" = 0 ]; then
+if [ "$converged" = 1 ] && [ "${QUICK:-0}" = 1 ]; then
+    result SKIPPED "second converge, check mode" "quick run (ANSIBLE_TEST_BASELINE=1): the hybridstore scenario checks them"
+fi
+if [ "$converged" = 1 ] && [ "${QUICK:-0}" != 1 ]; then
     # --- idempotence: a second converge changes nothing
     start_s=$SECONDS
     if playbook converge-again.log site.yml; then
@@ -74,7 +78,8 @@ if [ "$failed" = 0 ]; then
         result FAILED "check mode" "log: check.log"
         tail -30 "$work/check.log"
     fi
-
+fi
+if [ "$converged" = 1 ]; then
     # --- the cluster as deployed
     bash "$here/verify.sh" "$work" "$scenario" "$start" "$results" > "$work/verify.log" 2>&1 || failed=1
     grep -E '^(passed|FAILED|SKIPPED):' "$work/verify.log"
