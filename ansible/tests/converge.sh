@@ -171,7 +171,7 @@ still=$(for dev in "${loops[@]}"; do losetup -a | grep "^$dev:" ; done)
 if [ -n "$still" ]; then
     result FAILED teardown "loop devices still attached: $still"
     rc=1
-elif [ $rc -eq 0 ]; then
+elif [ -z "$leftover" ]; then
     result passed teardown "no process and no loop device left"
 fi
 exit $rc

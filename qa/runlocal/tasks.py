@@ -200,6 +200,7 @@ class Ceph(Task):
             except HelperError as e:
                 raise TaskFailed("cluster start: %s" % e)
             ctx.cluster = cluster
+            self.check_objectstore(cluster, ctx.objectstore)
             if config.get("wait-for-healthy", True):
                 self.wait_healthy(cluster)
             # The log is checked from here on: while the runner adds OSDs one
@@ -218,6 +219,18 @@ class Ceph(Task):
                 shutil.rmtree(cdir, ignore_errors=True)
             if bad and not failed:
                 raise TaskFailed('"%s" in cluster log' % bad)
+
+    @staticmethod
+    def check_objectstore(cluster, objectstore):
+        """Every OSD must report the store the job asked for (a job is not a
+        hybridstore pass unless its OSDs say they run hybridstore)."""
+        for osd in cluster.osds:
+            try:
+                got = cluster.helper("osd_metadata_field %d osd_objectstore" % osd, timeout=120)
+            except HelperError as e:
+                raise TaskFailed("osd.%d metadata: %s" % (osd, e))
+            if got != objectstore:
+                raise TaskFailed("osd.%d reports osd_objectstore %r, not %s" % (osd, got, objectstore))
 
     def wait_healthy(self, cluster):
         deadline = time.monotonic() + self.healthy_timeout

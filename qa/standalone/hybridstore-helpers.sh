@@ -439,7 +439,7 @@ start_osd() {
 # run_osd DIR ID [ceph-osd args...]: create osd.ID, start it, wait until the
 # mon sees it up.
 run_osd() {
-    create_osd "$@" && activate_osd "$1" "$2"
+    create_osd "$@" && activate_osd "$1" "$2" && check_osd_objectstore "$2"
 }
 
 # activate_osd DIR ID: start an existing osd.ID (after run_osd or a stop) and
@@ -480,7 +480,16 @@ run_cluster() {
     for ((i = 0; i < n; i++)); do start_osd "$dir" "$i" || return 1; done
     for ((i = 0; i < n; i++)); do
         wait_for_osd up "$i" || { tail -20 "$dir/osd.$i.log" >&2; return 1; }
+        check_osd_objectstore "$i" || return 1
     done
+}
+
+# check_osd_objectstore ID: osd.ID reports the store under test (so a test
+# never passes on a ceph-osd that quietly ran another store).
+check_osd_objectstore() {
+    local got
+    got=$(osd_metadata_field "$1" osd_objectstore)
+    [ "$got" = "$HS_OBJECTSTORE" ] || { fail "osd.$1 reports osd_objectstore '$got', not $HS_OBJECTSTORE"; return 1; }
 }
 
 # ---------------------------------------------------------------------------
