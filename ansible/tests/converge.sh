@@ -58,7 +58,7 @@ port_in_use() { (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; }
 pick_port() {
     local i p
     for i in $(seq 0 99); do
-        p=$((18300 + (($$ + i) % 100) * 2))
+        p=$((port_base + (($$ + i) % 100) * 2))
         port_in_use "$p" || port_in_use $((p + 1)) || { echo "$p"; return 0; }
     done
     return 1
@@ -69,6 +69,7 @@ ceph_osd=${CEPH_OSD:-}
 [ -z "$ceph_osd" ] && [ -n "${CEPH_BUILD:-}" ] && ceph_osd=$CEPH_BUILD/bin/ceph-osd
 case $scenario in
 hybridstore)
+    port_base=18300
     objectstore=hybridstore
     if [ -n "$ceph_osd" ]; then
         start=true
@@ -77,6 +78,7 @@ hybridstore)
         ceph_osd=/usr/bin/ceph-osd
     fi ;;
 bluestore)
+    port_base=18500
     objectstore=bluestore
     ceph_osd=/usr/bin/ceph-osd
     start=true ;;
@@ -86,6 +88,8 @@ esac
 # --- devices: two OSDs, each a 1 GiB SSD (rotational 0) and a 4 GiB HDD
 devices_json="["
 allow_files=false
+exec 9> /tmp/hs-ansible-losetup.lock
+flock -w 120 9  # converges may run side by side: attach loop devices one run at a time
 for i in 0 1; do
     truncate -s 1G "$work/osd$i-ssd.img" && truncate -s 4G "$work/osd$i-hdd.img" || exit 1
     ssd=$(losetup --find --show "$work/osd$i-ssd.img" 2> /dev/null) && loops+=("$ssd")
@@ -102,6 +106,7 @@ for i in 0 1; do
     [ $i = 0 ] && devices_json+=", "
 done
 devices_json+="]"
+flock -u 9
 [ "$allow_files" = true ] && echo "converge.sh: loop devices unavailable; using image files"
 
 port=$(pick_port) || { result FAILED setup "no free port pair"; exit 1; }

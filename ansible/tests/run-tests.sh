@@ -54,25 +54,36 @@ $syntax_ok && record passed syntax-check "every playbook, $((SECONDS - start))s"
 if [ "$(id -u)" != 0 ]; then
     record SKIPPED converge "needs root (namespaces, loop devices)"
 else
+    # The two scenarios run side by side (own namespaces, ports and devices);
+    # their output is shown one after the other.
+    logs=$(mktemp -d /tmp/hs-ansible-out.XXXXXX)
     start=$SECONDS
-    timeout --signal=TERM --kill-after=60 1200 bash "$here/converge.sh" hybridstore "$results" || failed=1
-    echo "converge.sh hybridstore: $((SECONDS - start))s"
+    pids=()
+    timeout --signal=TERM --kill-after=60 1200 bash "$here/converge.sh" hybridstore "$results" \
+        > "$logs/hybridstore" 2>&1 &
+    pids+=($!)
     case ${ANSIBLE_TEST_BASELINE:-1} in
     0) record SKIPPED "bluestore baseline" "ANSIBLE_TEST_BASELINE=0" ;;
     *)
-        start=$SECONDS
         # 1: converge, verify, purge; full: also the second converge and --check
         QUICK=$([ "${ANSIBLE_TEST_BASELINE:-1}" = full ] && echo 0 || echo 1) \
-            timeout --signal=TERM --kill-after=60 1200 bash "$here/converge.sh" bluestore "$results" || failed=1
-        echo "converge.sh bluestore: $((SECONDS - start))s" ;;
+            timeout --signal=TERM --kill-after=60 1200 bash "$here/converge.sh" bluestore "$results" \
+            > "$logs/bluestore" 2>&1 &
+        pids+=($!) ;;
     esac
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+    cat "$logs"/hybridstore "$logs"/bluestore 2> /dev/null
+    rm -rf "$logs"
+    echo "converges: $((SECONDS - start))s"
 fi
 
 echo
 printf '%-12s %-8s %-22s %s\n' SCENARIO RESULT STEP DETAIL
-while IFS='|' read -r scenario status step detail; do
-    printf '%-12s %-8s %-22s %s\n' "$scenario" "$status" "$step" "$detail"
-done < "$results"
+for s in static hybridstore bluestore; do
+    grep "^$s|" "$results" | while IFS='|' read -r scenario status step detail; do
+        printf '%-12s %-8s %-22s %s\n' "$scenario" "$status" "$step" "$detail"
+    done
+done
 echo "converge logs: ${ANSIBLE_TEST_ARCHIVE:-$top/build/ansible-test}/<scenario>/"
 grep -q '|FAILED|' "$results" && failed=1
 exit $failed
