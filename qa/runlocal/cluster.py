@@ -107,10 +107,6 @@ class Cluster:
     def revive_osd(self, osd):
         self.helper("activate_osd %s %d" % (shlex.quote(self.dir), osd), timeout=600)
 
-    def osd_running(self, osd):
-        out = self.helper("daemon_pid %s osd.%d || true" % (shlex.quote(self.dir), osd), timeout=30)
-        return bool(out)
-
     def teardown(self, keep=False):
         """Stops every daemon and detaches loop devices; keeps DIR if keep."""
         if not os.path.isdir(self.dir):
