@@ -131,6 +131,9 @@ def print_summary(rows, out=None):
 
 
 def interrupted(signum, frame):
+    # Once: the cleanup that the exception starts must not be interrupted too.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt("signal %d" % signum)
 
 
@@ -174,6 +177,7 @@ def main(argv=None):
     # A TERM (a CI timeout) unwinds like ^C: every task's cleanup runs, so
     # daemons stop and loop devices are detached.
     signal.signal(signal.SIGTERM, interrupted)
+    signal.signal(signal.SIGINT, interrupted)
     osd_choice = OsdChoice(given_ceph_osd(args))
     if not jobs:
         print("no jobs selected")

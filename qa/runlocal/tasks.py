@@ -298,18 +298,24 @@ class Background:
     def join(self, abandon=False):
         deadline = time.monotonic() + self.timeout
         errors = []
-        for argv, p in self.procs:
-            if abandon:
-                stop_group(p, grace=30)
-                continue
-            try:
-                rc = p.wait(timeout=max(1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                stop_group(p)
-                errors.append("%s timed out after %ds" % (self.what, self.timeout))
-                continue
-            if rc != 0:
-                errors.append("%s exited %d (%s)" % (self.what, rc, " ".join(argv)))
+        try:
+            for argv, p in self.procs:
+                if abandon:
+                    stop_group(p, grace=30)
+                    continue
+                try:
+                    rc = p.wait(timeout=max(1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    stop_group(p)
+                    errors.append("%s timed out after %ds" % (self.what, self.timeout))
+                    continue
+                if rc != 0:
+                    errors.append("%s exited %d (%s)" % (self.what, rc, " ".join(argv)))
+        except BaseException:  # interrupted while waiting: none may outlive the job
+            for _, p in self.procs:
+                if p.poll() is None:
+                    stop_group(p, grace=30)
+            raise
         if errors:
             raise TaskFailed("; ".join(errors))
 
