@@ -147,9 +147,11 @@ wait_until() {
     done
 }
 
-# ceph and rados with a bound on every call (a down cluster must not hang a test).
-ceph_cli() { timeout "${HS_CMD_TIMEOUT:-90}" ceph "$@"; }
-rados_cli() { timeout "${HS_CMD_TIMEOUT:-90}" rados "$@"; }
+# ceph and rados with a bound on every call (a down cluster must not hang a
+# test). --foreground keeps them in the caller's process group, so stopping a
+# background load generator's group stops its client calls too.
+ceph_cli() { timeout --foreground "${HS_CMD_TIMEOUT:-90}" ceph "$@"; }
+rados_cli() { timeout --foreground "${HS_CMD_TIMEOUT:-90}" rados "$@"; }
 
 # ---------------------------------------------------------------------------
 # Configuration
@@ -302,10 +304,35 @@ kill_daemon() {
     rm -f "$dir/$name.pid"
 }
 
-# kill_daemons DIR [SIGNAL]: every daemon of the cluster, OSDs first.
+# run_in_background DIR NAME CMD...: a client process of the test (a load
+# generator) in a process group of its own, recorded so that teardown stops
+# it with everything it started.
+run_in_background() {
+    local dir=$1 name=$2
+    shift 2
+    set -m
+    "$@" &
+    echo $! > "$dir/$name.bgpid"
+    set +m
+}
+
+# kill_background DIR: the process groups run_in_background started.
+kill_background() {
+    local dir=$1 f pid
+    for f in "$dir"/*.bgpid; do
+        [ -e "$f" ] || continue
+        pid=$(cat "$f")
+        kill -KILL -- "-$pid" 2> /dev/null || true
+        rm -f "$f"
+    done
+}
+
+# kill_daemons DIR [SIGNAL]: the test's background processes, then every
+# daemon of the cluster, OSDs first.
 kill_daemons() {
     local dir=$1 sig=${2:-TERM} f name
     [ -d "$dir" ] || return 0
+    kill_background "$dir"
     for f in "$dir"/osd.*.pid "$dir"/mgr.*.pid "$dir"/mon.*.pid; do
         [ -e "$f" ] || continue
         name=$(basename "$f" .pid)

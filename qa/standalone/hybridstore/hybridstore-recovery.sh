@@ -20,7 +20,7 @@ writer() {
     local dir=$1 pool=$2 tag=$3 i=0 size
     local sizes=(4096 12288 65536 200000 1100000 3000000)
     mkdir -p "$dir/w-$tag"
-    while [ ! -e "$dir/stop-$tag" ]; do
+    while [ -d "$dir" ] && [ ! -e "$dir/stop-$tag" ]; do
         i=$((i + 1))
         size=${sizes[$((i % ${#sizes[@]}))]}
         make_payload "$tag-$i" "$size" "$dir/w-$tag/in" || return 1
@@ -31,20 +31,20 @@ writer() {
 }
 
 start_writer() {
-    writer "$@" &
-    echo $! > "$1/writer-$3.pid"
+    run_in_background "$1" "writer-$3" writer "$@"
 }
 
 stop_writer() {
     local dir=$1 tag=$2 pid
     touch "$dir/stop-$tag"
-    pid=$(cat "$dir/writer-$tag.pid")
+    pid=$(cat "$dir/writer-$tag.bgpid")
     local start=$SECONDS
     while kill -0 "$pid" 2> /dev/null; do
         if ((SECONDS - start > 180)); then fail "writer $tag did not stop"; kill "$pid"; return 1; fi
         sleep 0.5
     done
     wait "$pid" 2> /dev/null || true
+    rm -f "$dir/writer-$tag.bgpid"
 }
 
 # check_acked DIR POOL TAG: every acknowledged object reads back intact.
