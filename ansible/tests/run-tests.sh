@@ -51,6 +51,31 @@ for pb in site.yml infrastructure-playbooks/*.yml; do
 done
 $syntax_ok && record passed syntax-check "every playbook, $((SECONDS - start))s" || record FAILED syntax-check "see above"
 
+# Rendered files: ceph.conf with ceph_conf_overrides merged (an override
+# spelled with underscores replaces the rendered key), two monitors' addresses,
+# and the ceph-osd@ drop-in of the systemd mode (this machine has no systemd).
+start=$SECONDS
+render=$(mktemp -d /tmp/hs-ansible-render.XXXXXX)
+render_ok() {
+    local conf=$render/ceph.conf dropin=$render/10-hybridstore.conf
+    RENDER_DIR=$render ansible-playbook -i tests/render-inventory.ini tests/render.yml --limit mon-a \
+        > "$render/render.log" 2>&1 || { cat "$render/render.log"; return 1; }
+    [ "$(ceph-conf -c "$conf" --lookup osd_pool_default_size)" = 2 ] &&
+        [ "$(grep -c 'osd pool default size' "$conf")" = 1 ] &&
+        [ "$(ceph-conf -c "$conf" -s osd --lookup hybridstore_fsck_on_mount)" = true ] &&
+        [ "$(ceph-conf -c "$conf" --lookup mon_host)" = \
+          "[v2:10.0.0.11:3400,v1:10.0.0.11:6789],[v2:10.0.0.12:3400,v1:10.0.0.12:6789]" ] &&
+        grep -qx 'ExecStart=' "$dropin" &&
+        grep -qx 'ExecStart=/opt/hybridstore/bin/ceph-osd -f --cluster ${CLUSTER} --id %i --setuser ceph --setgroup ceph' \
+            "$dropin" || { cat "$conf" "$dropin"; return 1; }
+}
+if render_ok; then
+    record passed render "ceph.conf overrides, mon host, ceph-osd@ ExecStart drop-in; $((SECONDS - start))s"
+else
+    record FAILED render "see above"
+fi
+rm -rf "$render"
+
 if [ "$(id -u)" != 0 ]; then
     record SKIPPED converge "needs root (namespaces, loop devices)"
 else
