@@ -88,7 +88,8 @@ esac
 # --- devices: two OSDs, each a 1 GiB SSD (rotational 0) and a 4 GiB HDD
 devices_json="["
 allow_files=false
-exec 9> /tmp/hs-ansible-losetup.lock
+mkdir -p "$archive"
+exec 9> "$archive/.losetup.lock"
 flock -w 120 9  # converges may run side by side: attach loop devices one run at a time
 for i in 0 1; do
     truncate -s 1G "$work/osd$i-ssd.img" && truncate -s 4G "$work/osd$i-hdd.img" || exit 1

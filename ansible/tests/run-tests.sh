@@ -14,8 +14,11 @@ top=$(cd "$here/../.." && pwd)
 export ANSIBLE_VENV=${ANSIBLE_VENV:-$top/build/venv-ansible}
 export PATH=$ANSIBLE_VENV/bin:$PATH
 export ANSIBLE_CONFIG=$top/ansible/ansible.cfg
-results=$(mktemp /tmp/hs-ansible-results.XXXXXX)
-trap 'rm -f "$results"' EXIT
+archive=${ANSIBLE_TEST_ARCHIVE:-$top/build/ansible-test}
+mkdir -p "$archive/static"
+export ANSIBLE_TEST_ARCHIVE=$archive
+results=$archive/results
+: > "$results"
 failed=0
 
 record() {  # record STATUS STEP DETAIL
@@ -27,25 +30,25 @@ record() {  # record STATUS STEP DETAIL
 
 cd "$top/ansible" || exit 1
 start=$SECONDS
-if yamllint -s -c .yamllint . > /tmp/hs-yamllint.log 2>&1; then
+if yamllint -s -c .yamllint . > "$archive/static/yamllint.log" 2>&1; then
     record passed yamllint "$((SECONDS - start))s"
 else
-    cat /tmp/hs-yamllint.log; record FAILED yamllint "see above"
+    cat "$archive/static/yamllint.log"; record FAILED yamllint "see above"
 fi
 
 start=$SECONDS
-if ansible-lint --offline -q > /tmp/hs-ansible-lint.log 2>&1; then
+if ansible-lint --offline -q > "$archive/static/ansible-lint.log" 2>&1; then
     record passed ansible-lint "production profile, $((SECONDS - start))s"
 else
-    cat /tmp/hs-ansible-lint.log; record FAILED ansible-lint "see above"
+    cat "$archive/static/ansible-lint.log"; record FAILED ansible-lint "see above"
 fi
 
 start=$SECONDS
 syntax_ok=true
 for pb in site.yml infrastructure-playbooks/*.yml; do
-    if ! ansible-playbook -i inventory.example --syntax-check "$pb" > /tmp/hs-syntax.log 2>&1 ||
-       ! ansible-playbook -i inventory.example --list-tasks "$pb" > /dev/null 2>> /tmp/hs-syntax.log; then
-        cat /tmp/hs-syntax.log
+    if ! ansible-playbook -i inventory.example --syntax-check "$pb" > "$archive/static/syntax.log" 2>&1 ||
+       ! ansible-playbook -i inventory.example --list-tasks "$pb" > /dev/null 2>> "$archive/static/syntax.log"; then
+        cat "$archive/static/syntax.log"
         syntax_ok=false
     fi
 done
@@ -109,6 +112,6 @@ for s in static hybridstore bluestore; do
         printf '%-12s %-8s %-22s %s\n' "$scenario" "$status" "$step" "$detail"
     done
 done
-echo "converge logs: ${ANSIBLE_TEST_ARCHIVE:-$top/build/ansible-test}/<scenario>/"
+echo "logs: $archive/<scenario>/"
 grep -q '|FAILED|' "$results" && failed=1
 exit $failed
