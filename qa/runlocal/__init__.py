@@ -1,0 +1,1 @@
+"""The local suite runner behind qa/run-local (see runner.py)."""
