@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "common_helpers.h"
-#include "hybridstore/common/block_device.h"
+#include "hybridstore/io/block_device.h"
 
 using namespace hybridstore;
 using hybridstore::test::TempDir;

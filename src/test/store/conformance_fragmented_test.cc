@@ -14,9 +14,9 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "hybridstore/common/block_device.h"
-#include "hybridstore/ssd_cleaner.h"
-#include "hybridstore/store_impl.h"
+#include "hybridstore/io/block_device.h"
+#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;
