@@ -11,6 +11,7 @@ namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kWarn)};
 std::mutex g_mutex;
 FILE* g_file = nullptr;
+std::function<void(LogLevel, const std::string&)> g_sink;
 const char* kNames[] = {"error", "warn", "info", "debug"};
 }  // namespace
 
@@ -35,7 +36,23 @@ bool parse_log_level(const std::string& s, LogLevel* out) {
   return false;
 }
 
+void set_log_sink(std::function<void(LogLevel, const std::string&)> sink) {
+  std::lock_guard<std::mutex> l(g_mutex);
+  g_sink = std::move(sink);
+}
+
 void log_line(LogLevel level, const std::string& msg) {
+  {
+    std::function<void(LogLevel, const std::string&)> sink;
+    {
+      std::lock_guard<std::mutex> l(g_mutex);
+      sink = g_sink;
+    }
+    if (sink) {
+      sink(level, msg);
+      return;
+    }
+  }
   auto now = std::chrono::system_clock::now();
   auto us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
   time_t secs = static_cast<time_t>(us / 1000000);

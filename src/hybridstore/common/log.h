@@ -2,6 +2,7 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <functional>
 #include <string>
 
 namespace hybridstore {
@@ -14,6 +15,9 @@ LogLevel log_level();
 bool set_log_file(const std::string& path);
 void log_line(LogLevel level, const std::string& msg);
 bool parse_log_level(const std::string& s, LogLevel* out);
+// Sends log lines to `sink` instead of stderr or the file (the Ceph adapter
+// routes them into Ceph's log); an empty function restores the default.
+void set_log_sink(std::function<void(LogLevel, const std::string&)> sink);
 
 }  // namespace hybridstore
 

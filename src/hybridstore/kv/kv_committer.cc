@@ -52,6 +52,13 @@ int KvCommitter::wait_committed(uint64_t seq) {
   return error_;
 }
 
+bool KvCommitter::call_when_committed(uint64_t seq, std::function<void()> cb) {
+  std::lock_guard<std::mutex> l(mutex_);
+  if (committed_.load(std::memory_order_acquire) >= seq) return false;
+  waiters_.emplace(seq, std::move(cb));
+  return true;
+}
+
 uint64_t KvCommitter::last_seq() const {
   std::lock_guard<std::mutex> l(mutex_);
   return next_seq_ - 1;
@@ -136,13 +143,23 @@ void KvCommitter::commit_loop() {
     }
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
                   .count();
+    std::vector<std::function<void()>> woken;
     {
       std::lock_guard<std::mutex> l(mutex_);
       committed_.store(group.back().seq, std::memory_order_release);
+      auto end = waiters_.upper_bound(group.back().seq);
+      for (auto it = waiters_.begin(); it != end; ++it) woken.push_back(std::move(it->second));
+      waiters_.erase(waiters_.begin(), end);
       stats_.transactions += group.size();
       stats_.groups += 1;
       stats_.device_flushes += flushes;
       stats_.commit_latency_ns_total += static_cast<uint64_t>(ns);
+    }
+    // After the group's on_commit callbacks, which are already queued.
+    if (!woken.empty()) {
+      std::lock_guard<std::mutex> l(fin_mutex_);
+      for (auto& cb : woken) fin_queue_.push_back(std::move(cb));
+      fin_cv_.notify_one();
     }
     committed_cv_.notify_all();
   }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +80,9 @@ class KvCommitter {
   uint64_t last_seq() const;
   // Blocks until every callback handed to the finisher so far has run.
   void drain_callbacks();
+  // False when `seq` is already durable (cb is dropped); otherwise cb runs on
+  // the finisher once it is, after the on_commit callbacks of its group.
+  bool call_when_committed(uint64_t seq, std::function<void()> cb);
   int error() const { return error_.load(); }
   // Makes the error sticky as a failed commit does. For the synced RocksDB
   // writes the store makes outside the committer (omap id reservation): once
@@ -102,6 +106,7 @@ class KvCommitter {
   std::condition_variable space_cv_;      // queue has room
   std::condition_variable committed_cv_;  // committed_ moved or failure
   std::deque<CommitWork> queue_;
+  std::multimap<uint64_t, std::function<void()>> waiters_;  // call_when_committed
   uint64_t next_seq_ = 1;
   bool stopping_ = false;
   std::atomic<uint64_t> committed_{0};

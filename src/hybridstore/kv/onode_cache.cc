@@ -67,6 +67,22 @@ void OnodeCache::trim(uint64_t committed_seq) {
   }
 }
 
+size_t OnodeCache::drop_committed(uint64_t committed_seq) {
+  std::lock_guard<std::mutex> l(mutex_);
+  size_t n = 0;
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    auto m = map_.find(*it);
+    if (m->second.seq > committed_seq) {
+      ++it;
+      continue;
+    }
+    map_.erase(m);
+    it = lru_.erase(it);
+    ++n;
+  }
+  return n;
+}
+
 void OnodeCache::clear() {
   std::lock_guard<std::mutex> l(mutex_);
   map_.clear();

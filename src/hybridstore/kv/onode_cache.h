@@ -35,6 +35,9 @@ class OnodeCache {
   void erase(const CollectionId& c, const ObjectId& o);
   // Evicts least recently used committed entries beyond capacity.
   void trim(uint64_t committed_seq);
+  // Evicts every entry that RocksDB already holds (an operator's cache
+  // drop); returns how many went.
+  size_t drop_committed(uint64_t committed_seq);
   void clear();
   size_t size() const;
 

@@ -45,11 +45,18 @@ class HybridStore::ComponentView final : public Migrator::Store, public SsdClean
 };
 
 HybridStore::HybridStore(std::string path, Config cfg)
-    : impl_(std::make_unique<StoreImpl>(std::move(path), std::move(cfg))),
+    : perf_(std::make_unique<PerfCounterSet>("hybridstore")),
+      impl_(std::make_unique<StoreImpl>(std::move(path), std::move(cfg))),
       view_(std::make_unique<ComponentView>(this)) {}
 HybridStore::~HybridStore() { umount(); }
 
 const std::string& HybridStore::path() const { return impl_->path_; }
+int HybridStore::set_fsid(const std::string& uuid) {
+  Uuid u;
+  if (!parse_uuid(uuid, &u) || u == Uuid{}) return -EINVAL;
+  impl_->requested_fsid_ = u;
+  return 0;
+}
 const Config& HybridStore::config() const { return impl_->cfg_; }
 
 int HybridStore::mkfs(std::string* error) {
@@ -118,6 +125,11 @@ int HybridStore::apply_transaction(Transaction t, TxnError* error) {
   return r;
 }
 int HybridStore::flush() { return impl_->flush(); }
+bool HybridStore::flush_commit(const CollectionId& c, std::function<void()> on_durable) {
+  if (!impl_->mounted_) return true;
+  const uint64_t seq = impl_->coll_state(c)->last_seq.load();
+  return !impl_->committer_->call_when_committed(seq, std::move(on_durable));
+}
 
 std::vector<CollectionId> HybridStore::list_collections() { return impl_->list_collections(); }
 bool HybridStore::collection_exists(const CollectionId& c) { return impl_->collection_exists(c); }
@@ -155,9 +167,11 @@ int HybridStore::stat(const CollectionId& c, const ObjectId& o, ObjectStat* st) 
   return 0;
 }
 
-int HybridStore::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out) {
+int HybridStore::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
+                      uint32_t read_flags) {
+  // Background reads are load all the same: the migrator waits for idle.
   if (migrator_) migrator_->note_op();
-  return impl_->read(c, o, off, len, out);
+  return impl_->read(c, o, off, len, out, read_flags);
 }
 
 int HybridStore::fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
@@ -335,7 +349,31 @@ int HybridStore::for_each_object(
   }
   return 0;
 }
-int HybridStore::fsck(bool deep, FsckReport* report) { return impl_->fsck(deep, report); }
+int HybridStore::fsck(bool deep, FsckReport* report) {
+  if (impl_->mounted_) return impl_->fsck(deep, report);
+  std::string error;
+  if (int r = mount(&error); r < 0) {
+    report->problems.push_back("cannot mount for fsck: " + error);
+    return r;
+  }
+  int r = impl_->fsck(deep, report);
+  int u = umount();
+  return r < 0 ? r : (u < 0 ? u : r);
+}
+int HybridStore::compact() {
+  if (!impl_->mounted_) return -ENOTCONN;
+  rocksdb::CompactRangeOptions o;
+  return impl_->db_->CompactRange(o, nullptr, nullptr).ok() ? 0 : -EIO;
+}
+void HybridStore::drop_caches() {
+  if (!impl_->mounted_) return;
+  impl_->cache_->drop_committed(impl_->committer_->committed_seq());
+}
+std::string HybridStore::kv_statistics() {
+  std::string s;
+  if (impl_->mounted_) impl_->db_->GetProperty(rocksdb::DB::Properties::kStats, &s);
+  return s;
+}
 int HybridStore::mount_for_repair(std::string* error, std::vector<std::string>* dropped) {
   impl_->repair_mode_ = true;
   int r = mount(error);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "hybridstore/common/config.h"
+#include "hybridstore/common/perf_counters.h"
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
 #include "hybridstore/format/object_stat.h"
@@ -55,6 +56,39 @@ struct StoreStats {
   uint64_t deferred_applied = 0;        // ... and since written to their devices
   uint64_t deferred_device_writes = 0;  // device writes those took (adjacent ones merged)
   uint64_t deferred_pending_bytes = 0;
+  uint64_t omap_bytes = 0;      // approximate: RocksDB's size of the omap key range
+  uint64_t metadata_bytes = 0;  // the rest of RocksDB (onodes, allocation state, logs)
+  bool read_only = false;       // after an I/O error (see README's guarantees)
+};
+
+// Read flags (HybridStore::read).
+enum ReadFlags : uint32_t {
+  // Not a client access: scrub, recovery, backfill. The object's heat is left
+  // alone, so background reads do not pull cold data onto the SSD.
+  kReadNoHeat = 1,
+};
+
+// What a store directory holds, read without mounting it (what the Ceph
+// adapter answers before mount: devices, rotational, min_alloc_size).
+struct StoreProbe {
+  struct Device {
+    std::string path;      // as configured or <store>/block.{ssd,hdd}
+    std::string resolved;  // symlinks followed
+    bool exists = false;
+    bool is_block = false;
+    std::string kind;      // "block", "file" or "nand" (raw flash through the FTL)
+    uint64_t size = 0;
+    bool rotational = true;
+    // Kernel devices behind it ("sdb", "nvme0n1", "loop3"): the device
+    // itself, or the one holding the file.
+    std::vector<std::string> kernel_devices;
+  };
+  Device tier[kNumTiers];
+  bool exists = false;          // mkfs has completed here
+  bool in_use = false;          // another process has it mounted
+  std::string fsid;
+  uint64_t min_alloc_size = 0;  // the finest allocation unit of either tier
+  bool kv_rotational = true;    // the filesystem RocksDB lives on
 };
 
 struct FsckReport {
@@ -99,6 +133,14 @@ class HybridStore {
 
   const std::string& path() const;
   const Config& config() const;
+  // The identity mkfs gives a new store (a Ceph OSD passes its osd uuid);
+  // without it mkfs generates one. Ignored for an existing store.
+  int set_fsid(const std::string& uuid);
+
+  // Reads what `path` holds without mounting; works while another process
+  // has it mounted. 0, or -ENOENT when there is no store there yet (the
+  // devices are still described from cfg).
+  static int probe(const std::string& path, const Config& cfg, StoreProbe* out, std::string* error);
 
   // Creates a store at path(). Harmless on an existing store of the same
   // configuration (returns 0 and leaves it as it is).
@@ -118,6 +160,10 @@ class HybridStore {
   int apply_transaction(Transaction t, TxnError* error = nullptr);
   // Blocks until everything queued so far is durable and its callbacks ran.
   int flush();
+  // True when everything queued on `c` so far is durable (`on_durable` is
+  // dropped); otherwise false, and `on_durable` runs once it is, after the
+  // on_commit callbacks of those transactions.
+  bool flush_commit(const CollectionId& c, std::function<void()> on_durable);
 
   std::vector<CollectionId> list_collections();
   bool collection_exists(const CollectionId& c);
@@ -132,7 +178,8 @@ class HybridStore {
   int stat(const CollectionId& c, const ObjectId& o, ObjectStat* st);
   // Returns bytes read. Reading at or past EOF returns 0; off=0,len=0 reads
   // the whole object; holes read as zeros; a checksum mismatch is -EIO.
-  int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out);
+  int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
+           uint32_t read_flags = 0);
   // Allocated ranges {offset: length} within [off, off+len).
   int fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
              std::map<uint64_t, uint64_t>* out);
@@ -165,8 +212,14 @@ class HybridStore {
   int statfs(StoreStats* st);
   // Checks metadata (every extent referenced once, allocation state agrees
   // with the onodes, omap owned); deep also reads and verifies all data.
-  // Returns the number of errors (0 = clean) or a negative errno.
+  // Returns the number of errors (0 = clean) or a negative errno. On a store
+  // that is not mounted, it mounts it for the check and unmounts it again.
   int fsck(bool deep, FsckReport* report);
+  // Maintenance: compacts RocksDB; drops the clean onodes kept in memory;
+  // RocksDB's own statistics, as text.
+  int compact();
+  void drop_caches();
+  std::string kv_statistics();
   // Offline repair: mount_for_repair() instead of mount(), then repair().
   // *changes lists every change made; returns how many, or a negative errno.
   int mount_for_repair(std::string* error, std::vector<std::string>* dropped);
@@ -185,6 +238,10 @@ class HybridStore {
   int clean_now(bool force, CleanerReport* report);
   int save_heat();
 
+  // The engine's performance counters (group "hybridstore"): all of them
+  // exist from construction, so their schema is known before mount.
+  PerfCounterSet& perf() { return *perf_; }
+
   StoreImpl* impl() { return impl_.get(); }
 
  private:
@@ -192,6 +249,7 @@ class HybridStore {
   // The store as the migrator and the SSD cleaner see it (their Store
   // interfaces); outlives both.
   class ComponentView;
+  std::unique_ptr<PerfCounterSet> perf_;
   std::unique_ptr<StoreImpl> impl_;
   std::unique_ptr<ComponentView> view_;
   std::unique_ptr<Migrator> migrator_;

@@ -244,6 +244,11 @@ static bool owned_on(const Onode& o, Tier tier, uint64_t a, uint64_t b) {
 
 int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
                           std::string_view data) {
+  return write_data(c, oid, o, off, ScatterData::view(data));
+}
+
+int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
+                          const ScatterData& data) {
   const uint64_t end = off + data.size();
   Tier preferred = s.placement_->choose(o, end);
   if (preferred == Tier::kSsd && s.ssd_ && o.extents.empty() &&
@@ -289,7 +294,7 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
         std::memset(buf.data() + (end - a), 0, b - end);
       }
     }
-    std::memcpy(buf.data() + (off - a), data.data(), data.size());
+    data.copy_out(0, data.size(), buf.data() + (off - a));
 
     if (in_place) {
       overwrite_deferred(tier, o, a, buf.data(), len);

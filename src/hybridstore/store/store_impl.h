@@ -112,7 +112,8 @@ class StoreImpl {
                       std::vector<ObjectId>* out, ObjectId* next);
   int get_onode_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
                          std::shared_lock<std::shared_mutex>* lock);
-  int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out);
+  int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
+           uint32_t read_flags = 0);
   int omap_read(const CollectionId& c, const ObjectId& o,
                 const std::function<int(rocksdb::DB*, uint64_t nid)>& fn);
   std::unique_ptr<OmapIterator> omap_iterator(const CollectionId& c, const ObjectId& o);
@@ -179,6 +180,8 @@ class StoreImpl {
   uint64_t allocate_nid();     // 0 on failure
 
   uint64_t max_object_size_ = 0;
+  // The fsid mkfs gives a new store (set_fsid); zero: generate one.
+  Uuid requested_fsid_{};
 
  private:
   // ---- transaction internals (store_txn.cc, store_object_ops.cc)
@@ -212,6 +215,8 @@ struct OpApplier {
   // Data-changing primitives (store_data_ops.cc).
   int write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
                  std::string_view data);
+  int write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
+                 const ScatterData& data);
   int zero_range(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off, uint64_t len);
   int truncate(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t size);
   void release_all_data(Onode& o);

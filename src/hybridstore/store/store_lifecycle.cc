@@ -11,6 +11,7 @@
 
 #include <rocksdb/convenience.h>
 #include <rocksdb/options.h>
+#include <rocksdb/version.h>
 
 #include "ftl/nand_block_device.h"
 #include "hybridstore/common/encoding.h"
@@ -112,9 +113,15 @@ int StoreImpl::open_db(bool create, std::string* error) {
   base.merge_operator = kv::make_merge_operator();
   base.max_background_jobs = 2;
   rocksdb::Options opts;
+  // Inside ceph-osd the engine is built against Ceph's bundled RocksDB (6.8),
+  // which parses option strings without a ConfigOptions (docs/ceph.md).
+#if ROCKSDB_MAJOR > 6 || (ROCKSDB_MAJOR == 6 && ROCKSDB_MINOR >= 11)
   rocksdb::ConfigOptions co;
   co.ignore_unknown_options = false;
   rocksdb::Status s = rocksdb::GetOptionsFromString(co, base, cfg_.get_str("hybridstore_rocksdb_options"), &opts);
+#else
+  rocksdb::Status s = rocksdb::GetOptionsFromString(base, cfg_.get_str("hybridstore_rocksdb_options"), &opts);
+#endif
   if (!s.ok()) {
     *error = "hybridstore_rocksdb_options: " + s.ToString();
     return -EINVAL;
@@ -166,7 +173,7 @@ int StoreImpl::mkfs(std::string* error) {
   }
 
   Superblock sb;
-  sb.fsid = generate_uuid();
+  sb.fsid = requested_fsid_ != Uuid{} ? requested_fsid_ : generate_uuid();
   sb.created_us = now_us();
   sb.csum_block = static_cast<uint32_t>(cfg_.get_size("hybridstore_csum_block"));
   for (const auto& o : option_registry())
@@ -644,6 +651,18 @@ int StoreImpl::statfs(StoreStats* st) {
   auto cs = committer_->stats();
   st->transactions_committed = cs.transactions;
   st->commit_groups = cs.groups;
+  st->read_only = committer_->error() != 0;
+  // RocksDB's own estimate of the omap key range, and all of its files.
+  const std::string omap_begin(1, kv::kOmap), omap_end = kv::prefix_end(omap_begin);
+  rocksdb::Range omap_range(omap_begin, omap_end);
+  uint64_t omap = 0;
+  db_->GetApproximateSizes(rocksdb::SizeApproximationOptions(), db_->DefaultColumnFamily(), &omap_range, 1, &omap);
+  uint64_t sst = 0, mem = 0;
+  db_->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst);
+  db_->GetIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &mem);
+  const uint64_t total = sst + mem;
+  st->omap_bytes = std::min(omap, total);
+  st->metadata_bytes = total - st->omap_bytes;
   return 0;
 }
 

@@ -230,7 +230,7 @@ int OpApplier::apply(const Op& op, std::string* why) {
     case OpCode::kCreate:
       return new_object(&o);
     case OpCode::kWrite: {
-      std::string_view data = op.payload();
+      const ScatterData& data = op.scatter;
       if (too_big(op.off, data.size())) return -E2BIG;
       if (int r = new_object(&o); r < 0) return r;
       if (data.empty()) return 0;  // creates the object; size unchanged

@@ -62,7 +62,8 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
   return 0;
 }
 
-int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out) {
+int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
+                    uint32_t read_flags) {
   OnodeRef on;
   std::shared_lock<std::shared_mutex> lock;
   out->clear();
@@ -71,7 +72,7 @@ int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint
   if (len == 0 || len > on->size - off) len = on->size - off;
   if (len > (1ull << 31)) return -E2BIG;  // the return value is a byte count
   out->resize(len);
-  note_access(c, o, AccessType::kRead, off, len, on->size);
+  if (!(read_flags & kReadNoHeat)) note_access(c, o, AccessType::kRead, off, len, on->size);
   if (int r = read_data(c, o, *on, off, len, out->data()); r < 0) {
     out->clear();
     return r;

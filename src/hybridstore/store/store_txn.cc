@@ -10,29 +10,6 @@
 
 namespace hybridstore {
 
-namespace {
-
-// Errors Ceph's ObjectStore absorbs: ops on missing objects that are defined
-// as no-ops (see the contract's "tolerated ENOENT").
-bool tolerated_enoent(OpCode c) {
-  switch (c) {
-    case OpCode::kTruncate:
-    case OpCode::kRemove:
-    case OpCode::kRmAttrs:
-    case OpCode::kOmapClear:
-    case OpCode::kOmapRmKeys:
-    case OpCode::kOmapRmKeyRange:
-    case OpCode::kCollMoveRename:
-    case OpCode::kTryRename:
-    case OpCode::kSetAllocHint:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
-
 int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out) {
   if (!mounted_) return -ENOTCONN;
   if (int e = committer_->error(); e) {
@@ -73,7 +50,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     for (size_t oi = 0; oi < ops.size(); ++oi) {
       std::string why;
       int r = ap.apply(ops[oi], &why);
-      if (r == -ENOENT && tolerated_enoent(ops[oi].code)) r = 0;
+      if (r == -ENOENT && ops[oi].enoent_ok) r = 0;
       if (r < 0) {
         rollback();
         if (error) {

@@ -1,5 +1,8 @@
 #include "hybridstore/store/transaction.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace hybridstore {
 
 const char* op_name(OpCode c) {
@@ -34,11 +37,73 @@ const char* op_name(OpCode c) {
   return "unknown";
 }
 
+bool default_enoent_tolerated(OpCode c) {
+  switch (c) {
+    case OpCode::kTruncate:
+    case OpCode::kRemove:
+    case OpCode::kRmAttrs:
+    case OpCode::kOmapClear:
+    case OpCode::kOmapRmKeys:
+    case OpCode::kOmapRmKeyRange:
+    case OpCode::kCollMoveRename:
+    case OpCode::kTryRename:
+    case OpCode::kSetAllocHint:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint64_t ScatterData::size() const {
+  uint64_t n = 0;
+  for (const auto& s : segments) n += s.size();
+  return n;
+}
+
+void ScatterData::copy_out(uint64_t off, uint64_t len, char* dst) const {
+  for (const auto& s : segments) {
+    if (len == 0) return;
+    if (off >= s.size()) {
+      off -= s.size();
+      continue;
+    }
+    uint64_t n = std::min<uint64_t>(len, s.size() - off);
+    std::memcpy(dst, s.data() + off, n);
+    dst += n;
+    len -= n;
+    off = 0;
+  }
+}
+
+std::string ScatterData::to_string() const {
+  std::string out(size(), '\0');
+  copy_out(0, out.size(), out.data());
+  return out;
+}
+
+ScatterData ScatterData::of(std::string data) {
+  return of(std::make_shared<const std::string>(std::move(data)));
+}
+
+ScatterData ScatterData::of(std::shared_ptr<const std::string> data) {
+  ScatterData d;
+  if (!data->empty()) d.segments.emplace_back(*data);
+  d.owner = std::move(data);
+  return d;
+}
+
+ScatterData ScatterData::view(std::string_view bytes) {
+  ScatterData d;
+  if (!bytes.empty()) d.segments.push_back(bytes);
+  return d;
+}
+
 Op& Transaction::add(OpCode code, const CollectionId& c) {
   ops_.emplace_back();
   Op& op = ops_.back();
   op.code = code;
   op.cid = c;
+  op.enoent_ok = default_enoent_tolerated(code);
   return op;
 }
 
@@ -47,20 +112,19 @@ void Transaction::touch(const CollectionId& c, const ObjectId& o) { add(OpCode::
 void Transaction::create(const CollectionId& c, const ObjectId& o) { add(OpCode::kCreate, c).oid = o; }
 void Transaction::write(const CollectionId& c, const ObjectId& o, uint64_t off, std::string data,
                         uint32_t fadvise_flags) {
+  write(c, o, off, ScatterData::of(std::move(data)), fadvise_flags);
+}
+void Transaction::write(const CollectionId& c, const ObjectId& o, uint64_t off,
+                        std::shared_ptr<const std::string> data, uint32_t fadvise_flags) {
+  write(c, o, off, ScatterData::of(std::move(data)), fadvise_flags);
+}
+void Transaction::write(const CollectionId& c, const ObjectId& o, uint64_t off, ScatterData data,
+                        uint32_t fadvise_flags) {
   Op& op = add(OpCode::kWrite, c);
   op.oid = o;
   op.off = off;
   op.len = data.size();
-  op.data = std::move(data);
-  op.flags = fadvise_flags;
-}
-void Transaction::write(const CollectionId& c, const ObjectId& o, uint64_t off,
-                        std::shared_ptr<const std::string> data, uint32_t fadvise_flags) {
-  Op& op = add(OpCode::kWrite, c);
-  op.oid = o;
-  op.off = off;
-  op.len = data->size();
-  op.shared_data = std::move(data);
+  op.scatter = std::move(data);
   op.flags = fadvise_flags;
 }
 void Transaction::zero(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len) {
@@ -197,7 +261,7 @@ void Transaction::append(Transaction&& other) {
 
 uint64_t Transaction::data_bytes() const {
   uint64_t n = 0;
-  for (const auto& op : ops_) n += op.payload().size();
+  for (const auto& op : ops_) n += op.code == OpCode::kWrite ? op.scatter.size() : op.payload().size();
   return n;
 }
 

@@ -50,6 +50,29 @@ enum class OpCode {
   kMigrate,  // engine-internal: move an object's data to another tier
 };
 const char* op_name(OpCode c);
+// Whether an op on a missing object is skipped rather than failing the
+// transaction, by default: Ceph's "tolerated ENOENT" cases plus omap key
+// removal. The Ceph adapter sets each op's flag to Ceph's exact list.
+bool default_enoent_tolerated(OpCode c);
+
+// A write payload in memory the caller owns (a Ceph bufferlist's buffers, a
+// string): segments in order, kept alive by `owner` until the transaction is
+// destroyed, and not changed meanwhile (Ceph's rule for bufferlists). The
+// engine copies out of it once, into the aligned buffers it writes from.
+struct ScatterData {
+  std::vector<std::string_view> segments;
+  std::shared_ptr<const void> owner;
+
+  uint64_t size() const;
+  bool empty() const { return size() == 0; }
+  // Copies the bytes [off, off+len) to dst; the range must lie inside.
+  void copy_out(uint64_t off, uint64_t len, char* dst) const;
+  std::string to_string() const;
+  static ScatterData of(std::string data);
+  static ScatterData of(std::shared_ptr<const std::string> data);
+  // A view of bytes that outlive it (no owner).
+  static ScatterData view(std::string_view bytes);
+};
 
 struct Op {
   OpCode code = OpCode::kNop;
@@ -60,9 +83,9 @@ struct Op {
   uint64_t off = 0;        // write/zero/truncate(size)/clone_range src offset
   uint64_t len = 0;
   uint64_t dst_off = 0;    // clone_range
-  std::string data;        // write payload, omap header
-  // A write payload shared with the caller instead of copied (see write()).
-  std::shared_ptr<const std::string> shared_data;
+  ScatterData scatter;     // write payload
+  std::string data;        // omap header
+  std::shared_ptr<const std::string> shared_data;  // migrate: the object's image
   std::string_view payload() const { return shared_data ? std::string_view(*shared_data) : std::string_view(data); }
   std::map<std::string, std::string> kv;  // setattrs, omap_setkeys
   std::vector<std::string> keys;          // omap_rmkeys
@@ -73,6 +96,7 @@ struct Op {
   uint64_t expected_object_size = 0;
   uint64_t expected_write_size = 0;
   uint32_t flags = 0;      // alloc hint flags, fadvise flags
+  bool enoent_ok = false;  // skipped when its object is missing (set from default_enoent_tolerated)
 };
 
 class Transaction {
@@ -88,6 +112,9 @@ class Transaction {
   // destroyed and must not change meanwhile (Ceph's rule for bufferlists).
   void write(const CollectionId& c, const ObjectId& o, uint64_t off,
              std::shared_ptr<const std::string> data, uint32_t fadvise_flags = 0);
+  // The same from scattered memory (a Ceph bufferlist), without a copy.
+  void write(const CollectionId& c, const ObjectId& o, uint64_t off, ScatterData data,
+             uint32_t fadvise_flags = 0);
   void zero(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len);
   void truncate(const CollectionId& c, const ObjectId& o, uint64_t size);
   void remove(const CollectionId& c, const ObjectId& o);

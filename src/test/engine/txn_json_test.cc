@@ -46,7 +46,7 @@ TEST(TxnJson, ParsesEveryDocumentedOp) {
   ASSERT_EQ(txns.size(), 1u);
   const auto& ops = txns[0].ops();
   ASSERT_EQ(ops.size(), 25u);
-  EXPECT_EQ(ops[2].data, std::string("\0\1\2", 3));
+  EXPECT_EQ(ops[2].scatter.to_string(), std::string("\0\1\2", 3));
   EXPECT_EQ(ops[6].kv.at("bin"), std::string("\0\xff", 2));
   EXPECT_EQ(ops[20].oid.hash, 7u);
   EXPECT_EQ(ops[20].oid.nspace, "ns");

@@ -98,7 +98,7 @@ int StoreModel::apply_op(const Op& op, std::string* why) {
       if (!cur) mutable_obj(mc, op.oid);
       return 0;
     case OpCode::kWrite: {
-      std::string_view d = op.payload();
+      const std::string d = op.scatter.to_string();
       if (op.off + d.size() > kMaxObjectSize) return fail(-E2BIG, "past the largest object size");
       ObjectState* o = mutable_obj(mc, op.oid);
       if (d.empty()) return 0;

@@ -87,6 +87,12 @@ const ObjectId* WorkloadGenerator::pick_existing(const StoreModel& m, const std:
 }
 
 bool WorkloadGenerator::try_op(Transaction* t, StoreModel* work, Op op) {
+  // Ops built field by field get what Transaction's builders give them.
+  op.enoent_ok = default_enoent_tolerated(op.code);
+  if (op.code == OpCode::kWrite && op.scatter.segments.empty()) {
+    op.scatter = ScatterData::of(std::move(op.data));
+    op.data.clear();
+  }
   std::string why;
   if (work->apply_op(op, &why) < 0) return false;
   t->mutable_ops().push_back(std::move(op));

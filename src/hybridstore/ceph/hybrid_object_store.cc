@@ -1,0 +1,734 @@
+// Lifecycle, configuration, collections and the transaction path of the
+// Ceph adapter; reads and omap are in hybrid_object_store_read.cc.
+#include "hybridstore/ceph/hybrid_object_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/Formatter.h"
+#include "common/debug.h"
+#include "common/errno.h"
+#include "include/ceph_assert.h"
+#include "include/uuid.h"
+
+#include "hybridstore/ceph/ceph_ids.h"
+#include "hybridstore/ceph/op_codes_check.h"
+#include "hybridstore/ceph/op_policy.h"
+#include "hybridstore/ceph/perf_bridge.h"
+#include "hybridstore/common/log.h"
+
+#define dout_context cct
+#define dout_subsys ceph_subsys_hybridstore
+#undef dout_prefix
+#define dout_prefix *_dout << "hybridstore(" << path << ") "
+
+namespace hybridstore::ceph_adapter {
+
+HybridObjectStore::Collection::Collection(HybridObjectStore* s, const coll_t& c)
+    : CollectionImpl(s->cct, c), store(s), id(to_engine(c)) {}
+
+bool HybridObjectStore::Collection::flush_commit(Context* c) {
+  ceph::ref_t<Collection> self(this);
+  return store->engine_->flush_commit(id, [self, c] {
+    std::list<Context*> ls{c};
+    self->store->deliver(self.get(), ls);
+  });
+}
+
+namespace {
+
+// Engine log lines go to Ceph's log under "debug hybridstore".
+void route_engine_log(CephContext* cct) {
+  // The engine filters before formatting: let through what `debug
+  // hybridstore` would print.
+  const int gather = cct->_conf->subsys.get_gather_level(ceph_subsys_hybridstore);
+  set_log_level(gather >= 20 ? LogLevel::kDebug : gather >= 5 ? LogLevel::kInfo : LogLevel::kWarn);
+  static std::once_flag once;
+  std::call_once(once, [cct] {
+    set_log_sink([cct](LogLevel level, const std::string& msg) {
+      const int ceph_level = level == LogLevel::kError ? -1
+                             : level == LogLevel::kWarn ? 0
+                             : level == LogLevel::kInfo ? 5
+                                                        : 20;
+      ldout(cct, ceph::dout::need_dynamic(ceph_level)) << msg << dendl;
+    });
+  });
+}
+
+// Exponentially weighted mean, for `ceph osd perf`.
+void update_mean(std::atomic<uint64_t>* mean, uint64_t sample_ns) {
+  uint64_t old = mean->load(std::memory_order_relaxed);
+  uint64_t next = old == 0 ? sample_ns : (old * 7 + sample_ns) / 8;
+  mean->store(next, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+HybridObjectStore::HybridObjectStore(CephContext* cct, const std::string& path)
+    : ObjectStore(cct, path), finisher_(cct, "hybridstore_finisher", "hs_fin") {
+  route_engine_log(cct);
+  Config cfg;
+  std::string error;
+  if (build_engine_config(&cfg, &error) < 0) {
+    // Reported again by mkfs/mount, which fail; queries keep working.
+    derr << "configuration: " << error << dendl;
+    cfg = Config();
+  }
+  replace_engine(std::move(cfg));
+}
+
+void HybridObjectStore::replace_engine(Config cfg) {
+  // The bridge holds the engine's counter names: it goes first.
+  perf_bridge_.reset();
+  logger_ = nullptr;
+  engine_ = std::make_unique<HybridStore>(path, std::move(cfg));
+  perf_bridge_ = std::make_unique<PerfBridge>(cct, &engine_->perf());
+  logger_ = perf_bridge_->logger();
+}
+
+HybridObjectStore::~HybridObjectStore() {
+  if (mounted_) umount();
+  perf_bridge_.reset();
+}
+
+int HybridObjectStore::build_engine_config(Config* cfg, std::string* error) const {
+  Config defaults;
+  for (const auto& spec : option_registry()) {
+    std::string text;
+    switch (spec.type) {
+      case OptionType::kBool: text = cct->_conf.get_val<bool>(spec.name) ? "true" : "false"; break;
+      case OptionType::kInt: text = std::to_string(cct->_conf.get_val<int64_t>(spec.name)); break;
+      case OptionType::kSize: text = std::to_string(cct->_conf.get_val<Option::size_t>(spec.name).value); break;
+      case OptionType::kDouble: text = std::to_string(cct->_conf.get_val<double>(spec.name)); break;
+      case OptionType::kString: text = cct->_conf.get_val<std::string>(spec.name); break;
+    }
+    // Only what the operator changed: an option that matters at mkfs only is
+    // then compared with the store's own value only when it was asked for.
+    Config probe;
+    if (probe.set(spec.name, text, error) < 0) return -EINVAL;
+    if (probe.get_text(spec.name) == defaults.get_text(spec.name)) continue;
+    if (cfg->set(spec.name, text, error) < 0) return -EINVAL;
+  }
+  return 0;
+}
+
+// ---- lifecycle --------------------------------------------------------------
+
+bool HybridObjectStore::test_mount_in_use() {
+  StoreProbe p;
+  std::string error;
+  if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return false;
+  return p.in_use;
+}
+
+int HybridObjectStore::mkfs() {
+  std::string error;
+  Config cfg;
+  if (build_engine_config(&cfg, &error) < 0) {
+    derr << "mkfs: " << error << dendl;
+    return -EINVAL;
+  }
+  if (mounted_) return -EBUSY;
+  replace_engine(std::move(cfg));
+  if (!fsid_.is_zero()) engine_->set_fsid(fsid_.to_string());
+  int r = engine_->mkfs(&error);
+  if (r < 0) {
+    derr << "mkfs failed: " << error << " (" << cpp_strerror(r) << ")" << dendl;
+    return r;
+  }
+  uuid_d got;
+  if (!got.parse(engine_->fsid().c_str())) {
+    derr << "mkfs: the engine reports an unparsable fsid " << engine_->fsid() << dendl;
+    return -EIO;
+  }
+  if (!fsid_.is_zero() && got != fsid_) {
+    derr << "mkfs: the store at " << path << " already belongs to " << got << ", not to " << fsid_ << dendl;
+    return -EEXIST;
+  }
+  fsid_ = got;
+  // The engine wrote <path>/type ("hybridstore", what ceph-osd and
+  // ceph-objectstore-tool read to pick this store) and <path>/fsid.
+  dout(1) << "mkfs done, fsid " << fsid_ << dendl;
+  return 0;
+}
+
+int HybridObjectStore::open_engine(std::string* error) {
+  Config cfg;
+  if (build_engine_config(&cfg, error) < 0) return -EINVAL;
+  // A fresh engine object: umount leaves the old one unusable for a mount.
+  if (engine_->is_mounted()) return -EBUSY;
+  replace_engine(std::move(cfg));
+  return engine_->mount(error);
+}
+
+int HybridObjectStore::mount() {
+  std::string error;
+  int r = open_engine(&error);
+  if (r < 0) {
+    derr << "mount failed: " << error << " (" << cpp_strerror(r) << ")" << dendl;
+    return r;
+  }
+  if (!fsid_.parse(engine_->fsid().c_str())) {
+    derr << "mount: unparsable fsid " << engine_->fsid() << dendl;
+    engine_->umount();
+    return -EIO;
+  }
+  finisher_.start();
+  mounted_ = true;
+  dout(1) << "mounted, fsid " << fsid_ << dendl;
+  return 0;
+}
+
+int HybridObjectStore::umount() {
+  if (!mounted_) return 0;
+  dout(1) << "umount" << dendl;
+  // Every commit callback has been delivered once the engine is down.
+  int r = engine_->umount();
+  finisher_.wait_for_empty();
+  finisher_.stop();
+  {
+    std::unique_lock l{coll_lock_};
+    coll_map_.clear();
+    new_coll_map_.clear();
+  }
+  mounted_ = false;
+  return r;
+}
+
+int HybridObjectStore::fsck(bool deep) {
+  FsckReport report;
+  // The engine mounts and unmounts the store itself when it is not mounted.
+  int r = engine_->fsck(deep, &report);
+  for (const auto& p : report.problems) derr << "fsck: " << p << dendl;
+  if (r < 0) return r;
+  dout(1) << "fsck" << (deep ? " --deep" : "") << ": " << report.errors << " errors, " << report.warnings
+          << " warnings, " << report.objects << " objects" << dendl;
+  return static_cast<int>(report.errors);
+}
+
+int HybridObjectStore::repair(bool deep) {
+  if (mounted_) return -EBUSY;
+  std::string error;
+  std::vector<std::string> dropped, changes;
+  int r = engine_->mount_for_repair(&error, &dropped);
+  if (r < 0) {
+    derr << "repair: " << error << dendl;
+    return r;
+  }
+  for (const auto& d : dropped) derr << "repair: dropped " << d << dendl;
+  FsckReport found;
+  r = engine_->repair(&found, &changes);
+  for (const auto& c : changes) dout(0) << "repair: " << c << dendl;
+  engine_->umount();
+  if (r < 0) return r;
+  // What is left after the repair, as fsck counts it.
+  return fsck(deep);
+}
+
+int HybridObjectStore::quick_fix() { return repair(false); }
+
+// ---- limits and hardware ---------------------------------------------------
+
+int HybridObjectStore::validate_hobject_key(const hobject_t& obj) const {
+  // RocksDB takes keys of any size, but an object's key is repeated in every
+  // omap key; keep it well below what makes that unreasonable.
+  constexpr size_t kMaxKeyBytes = 64 * 1024;
+  return encode_object_key(to_engine(ghobject_t(obj))).size() > kMaxKeyBytes ? -ENAMETOOLONG : 0;
+}
+
+uint64_t HybridObjectStore::get_min_alloc_size() const {
+  StoreProbe p;
+  std::string error;
+  if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return 0;
+  return p.min_alloc_size;
+}
+
+int HybridObjectStore::get_devices(std::set<std::string>* devls) {
+  StoreProbe p;
+  std::string error;
+  if (int r = HybridStore::probe(path, engine_->config(), &p, &error); r < 0) return r;
+  for (const auto& t : p.tier)
+    for (const auto& d : t.kernel_devices) devls->insert(d);
+  return 0;
+}
+
+bool HybridObjectStore::is_rotational() {
+  // The capacity tier decides: the OSD's _hdd tunables suit a store whose
+  // bulk data lives on the HDD, as for BlueStore with an SSD block.db.
+  StoreProbe p;
+  std::string error;
+  if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return true;
+  return p.tier[static_cast<int>(Tier::kHdd)].rotational;
+}
+
+bool HybridObjectStore::is_journal_rotational() {
+  // Commits go to RocksDB's WAL, in the data directory.
+  StoreProbe p;
+  std::string error;
+  if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return true;
+  return p.kv_rotational;
+}
+
+uint64_t HybridObjectStore::estimate_objects_overhead(uint64_t num_objects) {
+  // An onode record and its key in RocksDB; data has no per-object slack on
+  // the SSD (256-byte blocks) and at most one HDD unit on the HDD.
+  return num_objects * 300;
+}
+
+// ---- statistics and admin hooks -------------------------------------------
+
+int HybridObjectStore::statfs(store_statfs_t* buf, osd_alert_list_t* alerts) {
+  buf->reset();
+  StoreStats st;
+  if (int r = engine_->statfs(&st); r < 0) return r;
+  for (const auto& t : st.tier) {
+    buf->total += t.total;
+    buf->available += t.free;
+    buf->allocated += t.allocated;
+    // Space freed but not reusable yet (SSD sections before cleaning).
+    buf->internally_reserved += t.consumed > t.allocated ? t.consumed - t.allocated : 0;
+  }
+  buf->data_stored = st.data_bytes;
+  buf->omap_allocated = st.omap_bytes;
+  buf->internal_metadata = st.metadata_bytes;
+  if (alerts && st.read_only) (*alerts)["HYBRIDSTORE_READ_ONLY"] = "store is read-only after an I/O error";
+  return 0;
+}
+
+int HybridObjectStore::pool_statfs(uint64_t, store_statfs_t*, bool*) {
+  // The OSD asserts on any other error: this is how a store says "no
+  // per-pool statistics", as MemStore and KStore do.
+  return -ENOTSUP;
+}
+
+void HybridObjectStore::collect_metadata(std::map<std::string, std::string>* pm) {
+  StoreProbe p;
+  std::string error;
+  if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return;
+  const char* names[] = {"ssd", "hdd"};
+  for (int t = 0; t < kNumTiers; ++t) {
+    const auto& d = p.tier[t];
+    std::string prefix = std::string("hybridstore_") + names[t] + "_";
+    (*pm)[prefix + "path"] = d.resolved;
+    (*pm)[prefix + "size"] = std::to_string(d.size);
+    (*pm)[prefix + "rotational"] = d.rotational ? "1" : "0";
+    (*pm)[prefix + "type"] = d.is_block ? "block" : "file";
+    (*pm)[prefix + "kind"] = d.kind;
+    std::string devs;
+    for (const auto& k : d.kernel_devices) devs += (devs.empty() ? "" : ",") + k;
+    (*pm)[prefix + "dev_node"] = devs;
+  }
+  (*pm)["hybridstore_kv_rotational"] = p.kv_rotational ? "1" : "0";
+}
+
+objectstore_perf_stat_t HybridObjectStore::get_cur_stats() {
+  objectstore_perf_stat_t s;
+  s.os_commit_latency_ns = commit_lat_ns_.load(std::memory_order_relaxed);
+  s.os_apply_latency_ns = apply_lat_ns_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void HybridObjectStore::get_db_statistics(ceph::Formatter* f) {
+  f->open_object_section("hybridstore_kv");
+  f->dump_string("rocksdb_stats", engine_->kv_statistics());
+  f->close_section();
+}
+
+void HybridObjectStore::dump_perf_counters(ceph::Formatter* f) {
+  f->open_object_section("perf_counters");
+  logger_->dump_formatted(f, false);
+  f->close_section();
+}
+
+int HybridObjectStore::flush_cache(std::ostream* os) {
+  if (!mounted_) return -EINVAL;
+  engine_->drop_caches();
+  if (os) *os << "hybridstore: onode cache dropped";
+  return 0;
+}
+
+void HybridObjectStore::compact() {
+  if (!mounted_) return;
+  dout(1) << "compacting RocksDB" << dendl;
+  engine_->compact();
+}
+
+// ---- collections -----------------------------------------------------------
+
+HybridObjectStore::CollectionRef HybridObjectStore::lookup(const coll_t& cid) {
+  std::shared_lock l{coll_lock_};
+  auto it = coll_map_.find(cid);
+  return it == coll_map_.end() ? CollectionRef() : it->second;
+}
+
+ObjectStore::CollectionHandle HybridObjectStore::open_collection(const coll_t& cid) {
+  if (!engine_->collection_exists(to_engine(cid))) return CollectionHandle();
+  std::unique_lock l{coll_lock_};
+  auto& slot = coll_map_[cid];
+  if (!slot) slot = ceph::make_ref<Collection>(this, cid);
+  return slot;
+}
+
+ObjectStore::CollectionHandle HybridObjectStore::create_new_collection(const coll_t& cid) {
+  std::unique_lock l{coll_lock_};
+  auto c = ceph::make_ref<Collection>(this, cid);
+  new_coll_map_[cid] = c;
+  return c;
+}
+
+void HybridObjectStore::set_collection_commit_queue(const coll_t& cid, ContextQueue* commit_queue) {
+  // Called right after create_new_collection, before the mkcoll is queued.
+  std::shared_lock l{coll_lock_};
+  for (auto* m : {&coll_map_, &new_coll_map_}) {
+    auto it = m->find(cid);
+    if (it != m->end()) it->second->commit_queue.store(commit_queue);
+  }
+}
+
+int HybridObjectStore::list_collections(std::vector<coll_t>& ls) {
+  for (const auto& c : engine_->list_collections()) {
+    coll_t cid;
+    if (to_ceph(c, &cid)) ls.push_back(cid);
+    else dout(0) << "skipping collection with a non-Ceph name " << c.name << dendl;
+  }
+  std::sort(ls.begin(), ls.end());
+  return 0;
+}
+
+bool HybridObjectStore::collection_exists(const coll_t& c) { return engine_->collection_exists(to_engine(c)); }
+
+int HybridObjectStore::collection_empty(CollectionHandle& ch, bool* empty) {
+  return engine_->collection_empty(static_cast<Collection*>(ch.get())->id, empty);
+}
+
+int HybridObjectStore::collection_bits(CollectionHandle& ch) {
+  return engine_->collection_bits(static_cast<Collection*>(ch.get())->id);
+}
+
+int HybridObjectStore::collection_list(CollectionHandle& ch, const ghobject_t& start, const ghobject_t& end,
+                                       int max, std::vector<ghobject_t>* ls, ghobject_t* pnext) {
+  const uint64_t t0 = perf_now_ns();
+  std::vector<ObjectId> out;
+  ObjectId next;
+  int r = engine_->collection_list(static_cast<Collection*>(ch.get())->id, to_engine(start), to_engine(end),
+                                   max, &out, &next);
+  if (r < 0) return r;
+  ls->reserve(ls->size() + out.size());
+  for (const auto& o : out) ls->push_back(to_ceph(o));
+  if (pnext) *pnext = to_ceph(next);
+  logger_->tinc(l_hs_clist_lat, ceph::make_timespan((perf_now_ns() - t0) / 1e9));
+  return 0;
+}
+
+int HybridObjectStore::set_collection_opts(CollectionHandle&, const pool_opts_t&) {
+  // Pool options are about compression and checksums, which this store
+  // decides by itself (crc32c on every block, no compression).
+  return 0;
+}
+
+// ---- transactions ----------------------------------------------------------
+
+void HybridObjectStore::deliver(Collection* c, std::list<Context*>& ls) {
+  if (ls.empty()) return;
+  if (ContextQueue* q = c ? c->commit_queue.load() : nullptr) q->queue(ls);
+  else finisher_.queue(ls);
+}
+
+void HybridObjectStore::abort_transaction(std::vector<Transaction>& tls, const TxnError& err) {
+  derr << "transaction failed: " << err.op << " (transaction " << err.txn_index << ", op " << err.op_index
+       << "): " << err.message << " (" << cpp_strerror(err.code) << ")" << dendl;
+  derr << "aborting before anything of it is applied; the transaction was:" << dendl;
+  JSONFormatter f(true);
+  f.open_array_section("transactions");
+  for (auto& t : tls) {
+    f.open_object_section("transaction");
+    t.dump(&f);
+    f.close_section();
+  }
+  f.close_section();
+  std::ostringstream os;
+  f.flush(os);
+  derr << os.str() << dendl;
+  ceph_abort_msg("hybridstore: unexpected error in a transaction");
+}
+
+namespace {
+
+// Decodes one Ceph op into the engine's terms.
+DecodedOp decode_op(ObjectStore::Transaction::iterator& i, const ObjectStore::Transaction::Op* op) {
+  using CT = ObjectStore::Transaction;
+  DecodedOp d;
+  d.code = op->op;
+  auto cid = [&] { return to_engine(i.get_cid(op->cid)); };
+  auto oid = [&] { return to_engine(i.get_oid(op->oid)); };
+  switch (op->op) {
+    case CT::OP_NOP:
+    case CT::OP_COLL_RENAME:
+      break;
+    case CT::OP_CREATE:
+    case CT::OP_TOUCH:
+    case CT::OP_REMOVE:
+    case CT::OP_RMATTRS:
+    case CT::OP_OMAP_CLEAR:
+    case CT::OP_COLL_REMOVE:
+      d.cid = cid();
+      d.oid = oid();
+      break;
+    case CT::OP_WRITE: {
+      d.cid = cid();
+      d.oid = oid();
+      d.off = op->off;
+      auto owner = std::make_shared<ceph::buffer::list>();
+      i.decode_bl(*owner);
+      // The engine keeps the bufferlist's buffers, not a copy.
+      for (const auto& p : owner->buffers())
+        if (p.length()) d.data.segments.emplace_back(p.c_str(), p.length());
+      d.data.owner = owner;
+      break;
+    }
+    case CT::OP_ZERO:
+    case CT::OP_TRIMCACHE:
+      d.cid = cid();
+      d.oid = oid();
+      d.off = op->off;
+      d.len = op->len;
+      break;
+    case CT::OP_TRUNCATE:
+      d.cid = cid();
+      d.oid = oid();
+      d.off = op->off;
+      break;
+    case CT::OP_SETATTR: {
+      d.cid = cid();
+      d.oid = oid();
+      d.name = i.decode_string();
+      ceph::buffer::list bl;
+      i.decode_bl(bl);
+      d.blob = bl.to_str();
+      break;
+    }
+    case CT::OP_SETATTRS:
+    case CT::OP_OMAP_SETKEYS: {
+      d.cid = cid();
+      d.oid = oid();
+      std::map<std::string, ceph::buffer::list> aset;
+      i.decode_attrset(aset);
+      for (auto& [k, v] : aset) d.kv.emplace(k, v.to_str());
+      break;
+    }
+    case CT::OP_RMATTR:
+      d.cid = cid();
+      d.oid = oid();
+      d.name = i.decode_string();
+      break;
+    case CT::OP_CLONE:
+      d.cid = cid();
+      d.oid = oid();
+      d.dest_oid = to_engine(i.get_oid(op->dest_oid));
+      break;
+    case CT::OP_CLONERANGE:
+      d.cid = cid();
+      d.oid = oid();
+      d.dest_oid = to_engine(i.get_oid(op->dest_oid));
+      d.off = op->off;
+      d.len = op->len;
+      break;
+    case CT::OP_CLONERANGE2:
+      d.cid = cid();
+      d.oid = oid();
+      d.dest_oid = to_engine(i.get_oid(op->dest_oid));
+      d.off = op->off;
+      d.len = op->len;
+      d.dest_off = op->dest_off;
+      break;
+    case CT::OP_MKCOLL:
+      d.cid = cid();
+      d.bits = op->split_bits;
+      break;
+    case CT::OP_RMCOLL:
+      d.cid = cid();
+      break;
+    case CT::OP_COLL_HINT: {
+      // Advice only; its payload is decoded so the ops after it decode right.
+      d.cid = cid();
+      d.hint_type = op->hint;
+      ceph::buffer::list hint;
+      i.decode_bl(hint);
+      break;
+    }
+    case CT::OP_COLL_SET_BITS:
+      d.cid = cid();
+      d.bits = op->split_bits;
+      break;
+    case CT::OP_COLL_ADD:
+    case CT::OP_COLL_MOVE:
+      d.cid = cid();
+      d.dest_cid = to_engine(i.get_cid(op->dest_cid));
+      d.oid = oid();
+      break;
+    case CT::OP_COLL_SETATTR: {
+      d.cid = cid();
+      d.name = i.decode_string();
+      ceph::buffer::list bl;
+      i.decode_bl(bl);
+      break;
+    }
+    case CT::OP_COLL_RMATTR:
+      d.cid = cid();
+      d.name = i.decode_string();
+      break;
+    case CT::OP_COLL_SETATTRS: {
+      d.cid = cid();
+      std::map<std::string, ceph::buffer::ptr> aset;
+      i.decode_attrset(aset);
+      break;
+    }
+    case CT::OP_OMAP_RMKEYS: {
+      d.cid = cid();
+      d.oid = oid();
+      std::set<std::string> keys;
+      i.decode_keyset(keys);
+      d.keys.assign(keys.begin(), keys.end());
+      break;
+    }
+    case CT::OP_OMAP_SETHEADER: {
+      d.cid = cid();
+      d.oid = oid();
+      ceph::buffer::list bl;
+      i.decode_bl(bl);
+      d.blob = bl.to_str();
+      break;
+    }
+    case CT::OP_SPLIT_COLLECTION:
+    case CT::OP_SPLIT_COLLECTION2:
+      d.cid = cid();
+      d.bits = op->split_bits;
+      d.rem = op->split_rem;
+      d.dest_cid = to_engine(i.get_cid(op->dest_cid));
+      break;
+    case CT::OP_MERGE_COLLECTION:
+      d.cid = cid();
+      d.bits = op->split_bits;
+      d.dest_cid = to_engine(i.get_cid(op->dest_cid));
+      break;
+    case CT::OP_OMAP_RMKEYRANGE:
+      d.cid = cid();
+      d.oid = oid();
+      d.name = i.decode_string();
+      d.name2 = i.decode_string();
+      break;
+    case CT::OP_COLL_MOVE_RENAME:
+      d.cid = cid();
+      d.oid = oid();
+      d.dest_cid = to_engine(i.get_cid(op->dest_cid));
+      d.dest_oid = to_engine(i.get_oid(op->dest_oid));
+      break;
+    case CT::OP_TRY_RENAME:
+      d.cid = cid();
+      d.oid = oid();
+      d.dest_oid = to_engine(i.get_oid(op->dest_oid));
+      break;
+    case CT::OP_SETALLOCHINT:
+      d.cid = cid();
+      d.oid = oid();
+      d.expected_object_size = op->expected_object_size;
+      d.expected_write_size = op->expected_write_size;
+      d.alloc_hint_flags = op->hint;
+      break;
+    default:
+      break;  // translate_op refuses the unknown code
+  }
+  return d;
+}
+
+}  // namespace
+
+int HybridObjectStore::queue_transactions(CollectionHandle& ch, std::vector<Transaction>& tls, TrackedOpRef op,
+                                          ThreadPool::TPHandle* handle) {
+  const uint64_t t0 = perf_now_ns();
+  auto* coll = static_cast<Collection*>(ch.get());
+  std::list<Context*> on_applied, on_commit, on_applied_sync;
+  Transaction::collect_contexts(tls, &on_applied, &on_commit, &on_applied_sync);
+  if (tls.empty()) {
+    for (Context* c : on_applied_sync) c->complete(0);
+    deliver(coll, on_applied);
+    deliver(coll, on_commit);
+    return 0;
+  }
+
+  std::vector<hybridstore::Transaction> ets(tls.size());
+  std::vector<CollectionId> created, removed;
+  for (size_t ti = 0; ti < tls.size(); ++ti) {
+    auto& t = tls[ti];
+    const uint32_t fadvise = t.get_fadvise_flags();
+    auto it = t.begin();
+    int op_index = 0;
+    while (it.have_op()) {
+      Transaction::Op* cop = it.decode_op();
+      DecodedOp d = decode_op(it, cop);
+      if (cop->op == Transaction::OP_MKCOLL) created.push_back(d.cid);
+      if (cop->op == Transaction::OP_RMCOLL) removed.push_back(d.cid);
+      if (cop->op == Transaction::OP_MERGE_COLLECTION) removed.push_back(d.cid);
+      std::string why;
+      if (int r = translate_op(std::move(d), fadvise, &ets[ti], &why); r < 0) {
+        const OpRule* rule = find_op_rule(cop->op);
+        abort_transaction(tls, TxnError{r, static_cast<int>(ti), op_index, rule ? rule->name : "unknown", why});
+      }
+      ++op_index;
+    }
+  }
+
+  // Durable: deliver on_commit in the collection's order, and time it.
+  ets.back().register_on_commit([this, c = CollectionRef(coll), on_commit, t0, op]() mutable {
+    const uint64_t lat = perf_now_ns() - t0;
+    logger_->tinc(l_hs_commit_lat, ceph::make_timespan(lat / 1e9));
+    update_mean(&commit_lat_ns_, lat);
+    if (op) op->mark_event("hybridstore_committed");
+    deliver(c.get(), on_commit);
+  });
+
+  if (handle) handle->suspend_tp_timeout();
+  TxnError err;
+  int r = engine_->queue_transactions(std::move(ets), &err);
+  if (handle) handle->reset_tp_timeout();
+  if (r < 0) abort_transaction(tls, err);
+
+  if (!created.empty() || !removed.empty()) {
+    std::unique_lock l{coll_lock_};
+    for (const auto& c : removed) {
+      coll_t cid;
+      if (to_ceph(c, &cid)) coll_map_.erase(cid);
+    }
+    for (const auto& c : created) {
+      coll_t cid;
+      if (!to_ceph(c, &cid)) continue;
+      auto it = new_coll_map_.find(cid);
+      if (it != new_coll_map_.end()) {
+        coll_map_[cid] = it->second;
+        new_coll_map_.erase(it);
+      } else if (!coll_map_.count(cid)) {
+        coll_map_[cid] = ceph::make_ref<Collection>(this, cid);
+      }
+    }
+  }
+
+  const uint64_t lat = perf_now_ns() - t0;
+  logger_->tinc(l_hs_apply_lat, ceph::make_timespan(lat / 1e9));
+  logger_->inc(l_hs_queue_txns, tls.size());
+  update_mean(&apply_lat_ns_, lat);
+  // Visible now: on_applied_sync runs here, on_applied never under the
+  // caller's locks.
+  for (Context* c : on_applied_sync) c->complete(0);
+  deliver(coll, on_applied);
+  return 0;
+}
+
+}  // namespace hybridstore::ceph_adapter
+
+ObjectStore* make_hybridstore(CephContext* cct, const std::string& path) {
+  return new hybridstore::ceph_adapter::HybridObjectStore(cct, path);
+}

@@ -1,0 +1,179 @@
+// HybridObjectStore: Ceph's ObjectStore (Pacific) over the HybridStore engine.
+//
+// Built only inside a Ceph tree (src/tools/ceph-integrate links it into the
+// `os` library and registers the name "hybridstore" in ObjectStore::create).
+// The OSD's data directory is the engine's store directory: RocksDB in db/,
+// the devices as block.ssd and block.hdd (symlinks to devices, or sparse
+// files mkfs creates), Ceph's meta files (type, fsid, whoami, ...) beside them.
+//
+// How the contract maps onto the engine:
+//  - A transaction vector is translated op by op (op_policy.h) into one engine
+//    transaction vector, applied atomically: visible to reads when
+//    queue_transactions returns (is_sync_onreadable), durable when the engine
+//    commits it. on_applied_sync runs before returning; on_applied and
+//    on_commit go to the collection's commit queue when the OSD set one, and
+//    to the store's finisher otherwise: never inline under the caller's locks.
+//  - Collections are the engine's ordering domain; flush() has nothing to
+//    wait for, flush_commit() asks the engine whether anything queued on the
+//    collection is not yet durable.
+//  - A failed transaction aborts the daemon, as Ceph's stores do, after
+//    logging the failing op and the whole transaction; nothing of it is
+//    applied (the engine applies all or nothing).
+//  - Configuration: every hybridstore_* option is declared in Ceph's option
+//    table (ceph_options.cc), so ceph.conf [osd]/[osd.N] and the mon's config
+//    database reach it; the adapter copies the values that differ from the
+//    engine's defaults into the engine's Config at mkfs and mount.
+#pragma once
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "common/Finisher.h"
+#include "common/ceph_mutex.h"
+#include "common/perf_counters.h"
+#include "os/ObjectStore.h"
+
+#include "hybridstore/store/hybrid_store.h"
+
+namespace hybridstore::ceph_adapter {
+
+class PerfBridge;
+
+class HybridObjectStore : public ObjectStore {
+ public:
+  struct Collection;
+  using CollectionRef = ceph::ref_t<Collection>;
+
+  HybridObjectStore(CephContext* cct, const std::string& path);
+  ~HybridObjectStore() override;
+
+  std::string get_type() override { return "hybridstore"; }
+
+  // Lifecycle.
+  bool test_mount_in_use() override;
+  int mkfs() override;
+  int mount() override;
+  int umount() override;
+  int fsck(bool deep) override;
+  int repair(bool deep) override;
+  int quick_fix() override;
+  int mkjournal() override { return 0; }
+  bool needs_journal() override { return false; }
+  bool wants_journal() override { return false; }
+  bool allows_journal() override { return false; }
+  void set_fsid(uuid_d u) override { fsid_ = u; }
+  uuid_d get_fsid() override { return fsid_; }
+
+  // Limits and hardware; every one of these works before mount.
+  int validate_hobject_key(const hobject_t& obj) const override;
+  unsigned get_max_attr_name_length() override { return 256; }
+  uint64_t get_min_alloc_size() const override;
+  int get_devices(std::set<std::string>* devls) override;
+  bool is_rotational() override;
+  bool is_journal_rotational() override;
+  uint64_t estimate_objects_overhead(uint64_t num_objects) override;
+  bool has_builtin_csum() const override { return true; }
+
+  // Statistics and admin hooks.
+  int statfs(store_statfs_t* buf, osd_alert_list_t* alerts = nullptr) override;
+  int pool_statfs(uint64_t pool_id, store_statfs_t* buf, bool* per_pool_omap) override;
+  void collect_metadata(std::map<std::string, std::string>* pm) override;
+  objectstore_perf_stat_t get_cur_stats() override;
+  const PerfCounters* get_perf_counters() const override { return logger_; }
+  void get_db_statistics(ceph::Formatter* f) override;
+  void dump_perf_counters(ceph::Formatter* f) override;
+  int flush_cache(std::ostream* os = nullptr) override;
+  void compact() override;
+
+  // Collections.
+  CollectionHandle open_collection(const coll_t& cid) override;
+  CollectionHandle create_new_collection(const coll_t& cid) override;
+  void set_collection_commit_queue(const coll_t& cid, ContextQueue* commit_queue) override;
+  int list_collections(std::vector<coll_t>& ls) override;
+  bool collection_exists(const coll_t& c) override;
+  int collection_empty(CollectionHandle& c, bool* empty) override;
+  int collection_bits(CollectionHandle& c) override;
+  int collection_list(CollectionHandle& c, const ghobject_t& start, const ghobject_t& end, int max,
+                      std::vector<ghobject_t>* ls, ghobject_t* next) override;
+  int set_collection_opts(CollectionHandle& c, const pool_opts_t& opts) override;
+
+  // Objects.
+  bool exists(CollectionHandle& c, const ghobject_t& oid) override;
+  int stat(CollectionHandle& c, const ghobject_t& oid, struct stat* st, bool allow_eio = false) override;
+  int read(CollectionHandle& c, const ghobject_t& oid, uint64_t offset, size_t len, ceph::buffer::list& bl,
+           uint32_t op_flags = 0) override;
+  int fiemap(CollectionHandle& c, const ghobject_t& oid, uint64_t offset, size_t len,
+             ceph::buffer::list& bl) override;
+  int fiemap(CollectionHandle& c, const ghobject_t& oid, uint64_t offset, size_t len,
+             std::map<uint64_t, uint64_t>& destmap) override;
+  int getattr(CollectionHandle& c, const ghobject_t& oid, const char* name, ceph::buffer::ptr& value) override;
+  int getattrs(CollectionHandle& c, const ghobject_t& oid, std::map<std::string, ceph::buffer::ptr>& aset) override;
+
+  // Omap.
+  int omap_get(CollectionHandle& c, const ghobject_t& oid, ceph::buffer::list* header,
+               std::map<std::string, ceph::buffer::list>* out) override;
+  int omap_get_header(CollectionHandle& c, const ghobject_t& oid, ceph::buffer::list* header,
+                      bool allow_eio = false) override;
+  int omap_get_keys(CollectionHandle& c, const ghobject_t& oid, std::set<std::string>* keys) override;
+  int omap_get_values(CollectionHandle& c, const ghobject_t& oid, const std::set<std::string>& keys,
+                      std::map<std::string, ceph::buffer::list>* out) override;
+  int omap_check_keys(CollectionHandle& c, const ghobject_t& oid, const std::set<std::string>& keys,
+                      std::set<std::string>* out) override;
+  ObjectMap::ObjectMapIterator get_omap_iterator(CollectionHandle& c, const ghobject_t& oid) override;
+
+  // Transactions.
+  int queue_transactions(CollectionHandle& ch, std::vector<Transaction>& tls,
+                         TrackedOpRef op = TrackedOpRef(), ThreadPool::TPHandle* handle = nullptr) override;
+
+  // The engine (tests and the admin hooks look at it).
+  HybridStore* engine() { return engine_.get(); }
+
+ private:
+  friend struct Collection;
+  // The engine's Config: its defaults, overridden by every hybridstore_*
+  // value Ceph's configuration holds that differs from the default.
+  int build_engine_config(Config* cfg, std::string* error) const;
+  int open_engine(std::string* error);
+  void replace_engine(Config cfg);
+  // Delivers contexts the way the OSD asked for the collection: its commit
+  // queue, else the finisher.
+  void deliver(Collection* c, std::list<Context*>& ls);
+  [[noreturn]] void abort_transaction(std::vector<Transaction>& tls, const TxnError& err);
+  CollectionRef lookup(const coll_t& cid);
+
+  uuid_d fsid_;
+  std::unique_ptr<HybridStore> engine_;
+  Finisher finisher_;
+  PerfCounters* logger_ = nullptr;
+  std::unique_ptr<PerfBridge> perf_bridge_;
+  bool mounted_ = false;
+
+  ceph::shared_mutex coll_lock_ = ceph::make_shared_mutex("HybridObjectStore::coll_lock");
+  std::map<coll_t, CollectionRef> coll_map_;      // collections that exist (or existed: see open_collection)
+  std::map<coll_t, CollectionRef> new_coll_map_;  // created by create_new_collection, mkcoll not yet queued
+
+  // For `ceph osd perf`: the mean commit and apply latencies of recent
+  // transactions (exponentially weighted).
+  std::atomic<uint64_t> commit_lat_ns_{0};
+  std::atomic<uint64_t> apply_lat_ns_{0};
+};
+
+// A collection handle: the ordering domain the OSD queues transactions on.
+struct HybridObjectStore::Collection : public ObjectStore::CollectionImpl {
+  HybridObjectStore* store;
+  const CollectionId id;
+  // Where on_applied/on_commit go once the OSD sets it (its shard's queue).
+  std::atomic<ContextQueue*> commit_queue{nullptr};
+
+  Collection(HybridObjectStore* s, const coll_t& c);
+  // Reads see a transaction as soon as queue_transactions returns, so there
+  // is never anything to wait for here.
+  void flush() override {}
+  bool flush_commit(Context* c) override;
+};
+
+}  // namespace hybridstore::ceph_adapter
+
+// The factory ObjectStore::create() calls for type "hybridstore".
+ObjectStore* make_hybridstore(CephContext* cct, const std::string& path);

@@ -1,0 +1,45 @@
+// The engine's counters as Ceph PerfCounters (section "hybridstore" of
+// `ceph daemon osd.N perf dump` / `perf schema`), plus the adapter's own
+// latencies, among them commit_lat, which `ceph osd perf` reports.
+#pragma once
+#include <memory>
+
+#include "common/perf_counters.h"
+
+#include "hybridstore/common/perf_counters.h"
+
+namespace hybridstore::ceph_adapter {
+
+// The adapter's counters, placed before the engine's mirrored ones.
+enum {
+  l_hs_first = 732000,
+  l_hs_commit_lat,       // queue_transactions until durable (on_commit)
+  l_hs_apply_lat,        // queue_transactions until visible (it returns)
+  l_hs_queue_txns,       // transactions queued
+  l_hs_read_lat,
+  l_hs_read_bytes,
+  l_hs_read_noheat_ops,  // reads flagged DONTNEED/NOCACHE (scrub, recovery): not counted as heat
+  l_hs_omap_iter_lat,    // get_omap_iterator (seek included)
+  l_hs_clist_lat,        // collection_list
+  l_hs_engine_first,     // engine counters follow, in the engine's order
+};
+
+class PerfBridge : public PerfSink {
+ public:
+  // Registers "hybridstore" with cct's collection; engine may be null (its
+  // counters are then left out).
+  PerfBridge(CephContext* cct, PerfCounterSet* engine);
+  ~PerfBridge() override;
+  PerfCounters* logger() { return logger_; }
+
+  void on_inc(int id, uint64_t v) override { logger_->inc(l_hs_engine_first + id, v); }
+  void on_set(int id, uint64_t v) override { logger_->set(l_hs_engine_first + id, v); }
+  void on_latency(int id, uint64_t ns) override;
+
+ private:
+  CephContext* cct_;
+  PerfCounterSet* engine_;
+  PerfCounters* logger_ = nullptr;
+};
+
+}  // namespace hybridstore::ceph_adapter

@@ -1,0 +1,162 @@
+// HybridStore::probe: what a store directory holds, without mounting it.
+//
+// A Ceph OSD asks before mount which devices it runs on, whether they spin
+// and what the allocation unit is (its _hdd/_ssd tunables depend on it), and
+// whether another process holds the store. All of it comes from the
+// directory, the devices' sysfs entries and, for the allocation units, the
+// superblock read from a read-only open of RocksDB (allowed while another
+// process has the store mounted).
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <rocksdb/db.h>
+
+#include "hybridstore/format/store_format.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/store/hybrid_store.h"
+
+namespace hybridstore {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_sys(const std::string& path) {
+  std::ifstream f(path);
+  std::string v;
+  if (f) std::getline(f, v);
+  return v;
+}
+
+// The whole-disk sysfs directory for a block device number: a partition's
+// queue/ lives in its parent.
+std::string sys_block_dir(dev_t dev) {
+  std::string link = "/sys/dev/block/" + std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
+  std::error_code ec;
+  fs::path p = fs::canonical(link, ec);
+  if (ec) return {};
+  if (!fs::exists(p / "queue") && fs::exists(p / "partition")) p = p.parent_path();
+  return p.string();
+}
+
+void describe(const std::string& path, bool default_rotational, StoreProbe::Device* d) {
+  d->path = path;
+  d->rotational = default_rotational;
+  std::error_code ec;
+  fs::path real = fs::canonical(path, ec);
+  d->resolved = ec ? path : real.string();
+  struct stat st;
+  if (::stat(d->resolved.c_str(), &st) < 0) return;
+  d->exists = true;
+  d->is_block = S_ISBLK(st.st_mode);
+  if (d->kind.empty()) d->kind = d->is_block ? "block" : "file";
+  dev_t holder = d->is_block ? st.st_rdev : st.st_dev;
+  if (d->is_block) {
+    int fd = ::open(d->resolved.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      uint64_t bytes = 0;
+      if (::ioctl(fd, BLKGETSIZE64, &bytes) == 0) d->size = bytes;
+      ::close(fd);
+    }
+  } else {
+    d->size = static_cast<uint64_t>(st.st_size);
+  }
+  std::string dir = sys_block_dir(holder);
+  if (dir.empty()) return;  // tmpfs, overlay: no device to name
+  d->kernel_devices.push_back(fs::path(dir).filename().string());
+  std::string rot = read_sys(dir + "/queue/rotational");
+  if (rot == "0" || rot == "1") d->rotational = rot == "1";
+}
+
+// True when another open file description holds the store's fsid lock (the
+// one mount takes).
+bool locked_by_other(const std::string& fsid_path) {
+  int fd = ::open(fsid_path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock fl;
+  std::memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  bool busy = ::fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type != F_UNLCK;
+  ::close(fd);
+  return busy;
+}
+
+int read_superblock(const std::string& path, Superblock* sb, std::string* error) {
+  rocksdb::Options opts;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(opts, path + "/db", &raw);
+  if (!s.ok()) {
+    *error = "cannot open RocksDB at " + path + "/db read-only: " + s.ToString();
+    return -EIO;
+  }
+  std::unique_ptr<rocksdb::DB> db(raw);
+  std::string v;
+  s = db->Get(rocksdb::ReadOptions(), kv::superblock_key(), &v);
+  if (!s.ok()) {
+    *error = "no superblock in " + path + "/db";
+    return -EIO;
+  }
+  return decode_superblock(v, sb, error);
+}
+
+}  // namespace
+
+int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* out, std::string* error) {
+  *out = StoreProbe();
+  const char* links[kNumTiers] = {"block.ssd", "block.hdd"};
+  const char* options[kNumTiers] = {"hybridstore_ssd_path", "hybridstore_hdd_path"};
+  std::string dummy;
+  if (!error) error = &dummy;
+
+  std::error_code ec;
+  out->exists = fs::exists(path + "/db/CURRENT", ec) && fs::exists(path + "/fsid", ec);
+  Superblock sb;
+  bool have_super = false;
+  if (out->exists) {
+    out->fsid = read_sys(path + "/fsid");
+    out->in_use = locked_by_other(path + "/fsid");
+    have_super = read_superblock(path, &sb, error) == 0;
+  }
+  std::string ssd_kind = have_super && sb.mkfs_options.count("hybridstore_ssd_kind")
+                             ? sb.mkfs_options.at("hybridstore_ssd_kind")
+                             : cfg.get_str("hybridstore_ssd_kind");
+  for (int t = 0; t < kNumTiers; ++t) {
+    // The link mkfs made wins; before mkfs, what mkfs would use.
+    std::string p = path + "/" + links[t];
+    if (!fs::exists(p, ec) && !cfg.get_str(options[t]).empty()) p = cfg.get_str(options[t]);
+    StoreProbe::Device& d = out->tier[t];
+    if (t == tier_index(Tier::kSsd) && ssd_kind == "nand") d.kind = "nand";
+    // A file or a device sysfs says nothing about keeps the role it plays.
+    describe(p, t == tier_index(Tier::kHdd), &d);
+  }
+  if (have_super) {
+    out->min_alloc_size = std::min(sb.alloc_unit[0], sb.alloc_unit[1]);
+  } else {
+    // What mkfs would choose (StoreImpl::mkfs).
+    const uint64_t ssd = cfg.get_str("hybridstore_ssd_allocator") == "hfm" ? cfg.get_size("hybridstore_ssd_block_size")
+                                                                            : cfg.get_size("hybridstore_ssd_alloc_unit");
+    out->min_alloc_size = std::min(ssd, cfg.get_size("hybridstore_hdd_alloc_unit"));
+  }
+  struct stat st;
+  std::string kv_dir = fs::exists(path + "/db", ec) ? path + "/db" : path;
+  if (::stat(kv_dir.c_str(), &st) == 0) {
+    std::string dir = sys_block_dir(st.st_dev);
+    std::string rot = dir.empty() ? "" : read_sys(dir + "/queue/rotational");
+    out->kv_rotational = rot != "0";
+  }
+  return out->exists ? 0 : -ENOENT;
+}
+
+}  // namespace hybridstore
