@@ -15,8 +15,10 @@
 #   - Daemons are stopped only through their pid files, and only if the pid
 #     still names a ceph daemon; loop devices are detached only if this
 #     library attached them (DIR/loops). teardown does both.
-#   - Authentication is off (as in Ceph's standalone tests); the mon uses the
-#     two ports of CEPH_MON (v2 on the port given, v1 on the next one).
+#   - Authentication is off (as in Ceph's standalone tests) unless
+#     HS_AUTH=cephx: then every daemon and the admin client get keys, as in a
+#     real cluster. The mon uses the two ports of CEPH_MON (v2 on the port
+#     given, v1 on the next one).
 #
 # Environment:
 #   CEPH_MON        127.0.0.1:PORT, set by the script's run() (pick_mon_port)
@@ -31,6 +33,7 @@
 #   HYBRIDSTORE_TOOL  the project's hybridstore-tool (found in build/bin if unset)
 
 HS_TIMEOUT=${HS_TIMEOUT:-120}
+HS_AUTH=${HS_AUTH:-none}
 HS_OBJECTSTORE=${HS_OBJECTSTORE:-hybridstore}
 HS_DEVICES=${HS_DEVICES:-file}
 HS_SSD_SIZE=${HS_SSD_SIZE:-1G}
@@ -198,9 +201,16 @@ conf_base() {
     fsid=$(cat "$dir/fsid")
     conf_set "$dir" global fsid "$fsid"
     conf_set "$dir" global "mon host" "[v2:127.0.0.1:$port,v1:127.0.0.1:$((port + 1))]"
-    conf_set "$dir" global "auth cluster required" none
-    conf_set "$dir" global "auth service required" none
-    conf_set "$dir" global "auth client required" none
+    conf_set "$dir" global "auth cluster required" "$HS_AUTH"
+    conf_set "$dir" global "auth service required" "$HS_AUTH"
+    conf_set "$dir" global "auth client required" "$HS_AUTH"
+    if [ "$HS_AUTH" = cephx ]; then
+        # mon. and client.admin in one keyring; mgr and OSDs keep theirs in
+        # their data directories.
+        conf_set "$dir" global keyring "$dir/keyring"
+        conf_set "$dir" mgr keyring "$dir/\$name/keyring"
+        conf_set "$dir" osd keyring "$dir/\$name/keyring"
+    fi
     conf_set "$dir" global "run dir" "$dir"
     conf_set "$dir" global "admin socket" "$dir/\$name.asok"
     conf_set "$dir" global "pid file" "$dir/\$name.pid"
@@ -379,6 +389,11 @@ teardown() {
 run_mon() {
     local dir=$1 id=${2:-a} port=${CEPH_MON##*:}
     port_in_use "$port" && { fail "mon port $port is in use"; return 1; }
+    if [ "$HS_AUTH" = cephx ]; then
+        ceph-authtool --create-keyring "$dir/keyring" --gen-key -n mon. --cap mon 'allow *' > /dev/null &&
+            ceph-authtool "$dir/keyring" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' \
+                --cap mgr 'allow *' --cap mds 'allow *' > /dev/null || { fail "keyrings"; return 1; }
+    fi
     monmaptool --create --fsid "$(cat "$dir/fsid")" \
         --addv "$id" "[v2:127.0.0.1:$port,v1:127.0.0.1:$((port + 1))]" "$dir/monmap" > /dev/null || return 1
     ceph-mon -c "$dir/ceph.conf" -i "$id" --mkfs --monmap "$dir/monmap" > "$dir/mon.$id.mkfs.log" 2>&1 ||
@@ -394,6 +409,10 @@ mgr_available() {
 run_mgr() {
     local dir=$1 id=${2:-x}
     mkdir -p "$dir/mgr.$id"
+    if [ "$HS_AUTH" = cephx ]; then
+        ceph_cli auth get-or-create "mgr.$id" mon 'allow profile mgr' osd 'allow *' mds 'allow *' \
+            > "$dir/mgr.$id/keyring" || { fail "mgr.$id key"; return 1; }
+    fi
     ceph-mgr -c "$dir/ceph.conf" -i "$id" || { fail "ceph-mgr -i $id did not start"; return 1; }
     wait_until "$HS_TIMEOUT" "mgr.$id to be available" mgr_available
 }
@@ -447,7 +466,16 @@ create_osd() {
     mkdir -p "$data" || return 1
     echo "$HS_OBJECTSTORE" > "$data/type"
     osd_devices "$dir" "$id" || return 1
-    got=$(ceph_cli osd new "$uuid" "$id") || { fail "ceph osd new $uuid $id"; return 1; }
+    if [ "$HS_AUTH" = cephx ]; then
+        # The key goes in with the OSD (`osd new -i`), as ceph-volume does.
+        local key
+        key=$(ceph-authtool --gen-print-key) || return 1
+        printf '[osd.%s]\n\tkey = %s\n' "$id" "$key" > "$data/keyring"
+        printf '{"cephx_secret": "%s"}\n' "$key" > "$data/new.json"
+        got=$(ceph_cli osd new "$uuid" "$id" -i "$data/new.json") || { fail "ceph osd new $uuid $id"; return 1; }
+    else
+        got=$(ceph_cli osd new "$uuid" "$id") || { fail "ceph osd new $uuid $id"; return 1; }
+    fi
     [ "$got" = "$id" ] || { fail "ceph osd new gave id $got, wanted $id"; return 1; }
     "$CEPH_OSD" -c "$dir/ceph.conf" -i "$id" --mkfs --osd-uuid "$uuid" --osd-data "$data" "$@" \
         > "$dir/osd.$id.mkfs.log" 2>&1 ||

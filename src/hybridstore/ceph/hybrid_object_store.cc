@@ -54,7 +54,9 @@ void route_engine_log(CephContext* cct) {
                              : level == LogLevel::kWarn ? 0
                              : level == LogLevel::kInfo ? 5
                                                         : 20;
-      ldout(cct, ceph::dout::need_dynamic(ceph_level)) << msg << dendl;
+      // Not ldout: its prefix names a store, and these lines have none.
+      dout_impl(cct, ceph_subsys_hybridstore, ceph::dout::need_dynamic(ceph_level)) *_dout << "hybridstore: " << msg
+                                                                                         << dendl;
     });
   });
 }
