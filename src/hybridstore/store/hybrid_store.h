@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "hybridstore/common/config.h"
+#include "hybridstore/common/perf_counters.h"
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
 #include "hybridstore/format/object_stat.h"
@@ -184,6 +185,12 @@ class HybridStore {
   // short); `force` cleans even when they do not.
   int clean_now(bool force, CleanerReport* report);
   int save_heat();
+
+  // The store's performance counters (group "hybridstore"): registered when
+  // the object is constructed, so the schema is there before mount; they
+  // live as long as the object and keep counting across remounts (gauges
+  // are set again at mount). Names and meanings: store/store_perf.cc.
+  PerfCounterSet& perf();
 
   StoreImpl* impl() { return impl_.get(); }
 
