@@ -13,7 +13,7 @@ FUZZ_SEED  ?= 0
 QA_SEED    ?= 1
 
 # Debian packages the build, tests, fuzzers and tools need.
-DEB_PACKAGES := build-essential cmake ninja-build pkg-config git python3 \
+DEB_PACKAGES := build-essential cmake ninja-build pkg-config git python3 python3-matplotlib \
   librocksdb-dev liburing-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
   libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev gdb
 
@@ -25,7 +25,7 @@ help:
 	@echo "make deps   install build dependencies (apt-get, needs root)"
 	@echo "make build  configure and build into $(BUILD)/ (binaries in $(BUILD)/bin)"
 	@echo "make test   build and run the unit tests and the short qa checks"
-	@echo "make demo   build, create a file-backed store and run the demo workload"
+	@echo "make demo   build, then rados-bench-style runs on a fresh file-backed store, with a plotted report"
 	@echo "make bench  build and run the benchmarks (prints tables)"
 	@echo "make crash-long  300 kill/recover rounds of the crash-consistency harness (HS_CRASH_ROUNDS=N)"
 	@echo "make fuzz   build the libFuzzer targets with clang into $(FUZZ_BUILD) and run each $(FUZZ_SECONDS) s"

@@ -9,6 +9,8 @@ mkdir -p "$OUT"
 BIN="$BUILD/bin/hybridstore-bench"
 echo "== core: bandwidth against the raw device, group commit"
 "$BIN" core --dir "$OUT/core-store" --json "$OUT/core.json"
+echo "== rados: write, seq and rand with 4 MiB and 4 KiB objects, 16 in flight, against the raw ceiling"
+BENCH_DIR="$OUT" qa/rados-bench.sh "$BUILD"
 for sub in alloc tier; do
   if "$BIN" --help 2>/dev/null | grep -q "^  $sub "; then
     echo "== $sub"

@@ -43,6 +43,31 @@ int NandBlockDevice::read(uint64_t offset, char* buf, uint64_t len) {
   return r;
 }
 
+void NandBlockDevice::set_perf(const FtlPerf& p) {
+  std::lock_guard<std::mutex> g(mu_);
+  perf_ = p;
+  // Only what happens from now on counts.
+  perf_.set = nullptr;
+  count_locked();
+  perf_.set = p.set;
+}
+
+void NandBlockDevice::count_locked() {
+  const PolicyStats& st = ftl_->context().stats;
+  uint64_t merges = st.merges[0] + st.merges[1] + st.merges[2];
+  uint64_t erases = ftl_->wear_leveler()->erase_count_total();
+  if (perf_.set) {
+    perf_.set->inc(perf_.merges, merges - seen_merges_);
+    perf_.set->inc(perf_.erases, erases - seen_erases_);
+    perf_.set->inc(perf_.pages_copied, st.pages_copied - seen_copied_);
+    perf_.set->inc(perf_.host_pages_written, st.host_pages_written - seen_host_);
+  }
+  seen_merges_ = merges;
+  seen_erases_ = erases;
+  seen_copied_ = st.pages_copied;
+  seen_host_ = st.host_pages_written;
+}
+
 void NandBlockDevice::pace(int64_t t0) {
   if (!ftl_->options().emulate_latency) return;
   int64_t ns = ftl_->clock()->now_ns() - t0;
@@ -55,6 +80,7 @@ int NandBlockDevice::write(uint64_t offset, const char* buf, uint64_t len) {
   uint32_t a = ftl_->sector_size();
   int64_t t0 = ftl_->clock()->now_ns();
   int r = ftl_->write_sectors(offset / a, len / a, buf);
+  count_locked();
   pace(t0);
   return r;
 }
@@ -63,6 +89,7 @@ int NandBlockDevice::flush() {
   std::lock_guard<std::mutex> g(mu_);
   int64_t t0 = ftl_->clock()->now_ns();
   int r = ftl_->flush();
+  count_locked();
   pace(t0);
   return r;
 }
@@ -76,6 +103,7 @@ int NandBlockDevice::discard(uint64_t offset, uint64_t len) {
   if (end > ftl_->sector_count()) return -EINVAL;
   int64_t t0 = ftl_->clock()->now_ns();
   int r = ftl_->trim_sectors(first, end - first);
+  count_locked();
   pace(t0);
   return r;
 }

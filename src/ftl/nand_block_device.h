@@ -15,6 +15,7 @@
 #include <string>
 
 #include "ftl/flash_translation_layer.h"
+#include "hybridstore/common/perf_counters.h"
 #include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
@@ -22,6 +23,13 @@ class Config;
 }
 
 namespace hybridstore::ftl {
+
+// Counter ids the device updates from the FTL's own statistics after each
+// call; without a set it counts nothing.
+struct FtlPerf {
+  PerfCounterSet* set = nullptr;
+  int merges = -1, erases = -1, pages_copied = -1, host_pages_written = -1;
+};
 
 class NandBlockDevice : public BlockDevice {
  public:
@@ -44,15 +52,20 @@ class NandBlockDevice : public BlockDevice {
   uint64_t erase_block_bytes() const { return ftl_->leb_bytes(); }
   // For tools (ftl info); do not use while other threads do I/O.
   Ftl* ftl() { return ftl_.get(); }
+  void set_perf(const FtlPerf& p);
 
  private:
   bool aligned(uint64_t offset, uint64_t len) const;
   // Sleeps for the virtual time spent since `t0` when emulating latency.
   void pace(int64_t t0);
+  // Adds what the FTL did since the last call to the counters (under mu_).
+  void count_locked();
 
   mutable std::mutex mu_;
   std::unique_ptr<Ftl> ftl_;
   std::string path_;
+  FtlPerf perf_;
+  uint64_t seen_merges_ = 0, seen_erases_ = 0, seen_copied_ = 0, seen_host_ = 0;
 };
 
 // Opens the flash file at `path`: attaches (scan) when it exists; when it does

@@ -70,6 +70,11 @@ uint64_t DeferredWriter::stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64
   batch->Put(deferred_key(seq), encode_deferred(tier, offset, data));
   max_entry_len_ = std::max<uint64_t>(max_entry_len_, data.size());
   pending_bytes_ += data.size();
+  if (perf_.set) {
+    perf_.set->inc(perf_.write_ops);
+    perf_.set->inc(perf_.write_bytes, data.size());
+    perf_.set->inc(perf_.queue_bytes, data.size());
+  }
   by_offset_[tier_index(tier)].emplace(offset, seq);
   entries_.emplace(seq, Entry{tier, offset, std::make_shared<const std::string>(std::move(data)), false, held});
   return seq;
@@ -92,6 +97,7 @@ void DeferredWriter::erase_locked(std::map<uint64_t, Entry>::iterator it) {
       break;
     }
   pending_bytes_ -= it->second.data->size();
+  if (perf_.set) perf_.set->dec(perf_.queue_bytes, it->second.data->size());
   if (it->second.committed && !it->second.held) committed_bytes_ -= it->second.data->size();
   entries_.erase(it);
 }
@@ -355,6 +361,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
     }
   }
   in_flight_ = true;
+  const uint64_t t0_ns = perf_.set ? perf_now_ns() : 0;
   l.unlock();
 
   int err = 0;
@@ -487,6 +494,11 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
     stats_.bytes_applied += bytes;
     stats_.device_writes += writes;
     stats_.batches += 1;
+    if (perf_.set) {
+      perf_.set->inc(perf_.apply_ops, batch.size() + covered.size());
+      perf_.set->inc(perf_.apply_bytes, bytes);
+      perf_.set->tinc(perf_.apply_lat, perf_now_ns() - t0_ns);
+    }
     if (committed_bytes_) oldest_committed_ = std::chrono::steady_clock::now();
   }
   release_ready_locked(&ready);

@@ -37,6 +37,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch_base.h>
 
+#include "hybridstore/common/perf_counters.h"
 #include "hybridstore/format/onode.h"
 #include "hybridstore/io/block_device.h"
 #include "hybridstore/kv/kv_committer.h"
@@ -58,6 +59,12 @@ struct DeferredStats {
   uint64_t records_discarded = 0;  // staged data that died before its unit was written
 };
 
+// Counter ids the deferred writer updates; without a set it counts nothing.
+struct DeferredPerf {
+  PerfCounterSet* set = nullptr;
+  int write_ops = -1, write_bytes = -1, queue_bytes = -1, apply_ops = -1, apply_bytes = -1, apply_lat = -1;
+};
+
 class DeferredWriter {
  public:
   using Release = std::function<void(const PExtent&)>;
@@ -65,6 +72,8 @@ class DeferredWriter {
                  Release release, DeferredOptions opts);
   ~DeferredWriter();
 
+  // Before start().
+  void set_perf(const DeferredPerf& p) { perf_ = p; }
   void start();
   // The store's failure state: `failed` says whether the store already
   // failed (then nothing more is written), `report` fails it.
@@ -186,6 +195,7 @@ class DeferredWriter {
   int error_ = 0;
   std::chrono::steady_clock::time_point oldest_committed_{};
   DeferredStats stats_;
+  DeferredPerf perf_;
   std::thread thread_;
 };
 

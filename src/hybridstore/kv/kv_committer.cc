@@ -1,5 +1,6 @@
 #include "hybridstore/kv/kv_committer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -39,6 +40,7 @@ uint64_t KvCommitter::submit(CommitWork work) {
   space_cv_.wait(l, [&] { return queue_.size() < max_queued_ || stopping_ || error_; });
   if (error_ || stopping_) return 0;
   work.seq = next_seq_++;
+  if (perf_.set) work.submit_ns = perf_now_ns();
   uint64_t seq = work.seq;
   queue_.push_back(std::move(work));
   queue_cv_.notify_one();
@@ -97,6 +99,9 @@ void KvCommitter::commit_loop() {
     space_cv_.notify_all();
     if (error_) continue;  // never acknowledge anything after a failure
     auto t0 = std::chrono::steady_clock::now();
+    const uint64_t t0_ns = perf_.set ? perf_now_ns() : 0;
+    if (perf_.set)
+      for (const auto& w : group) perf_.set->tinc(perf_.kv_queued_lat, t0_ns - std::min(t0_ns, w.submit_ns));
 
     // Data first: every write these transactions made completed before they
     // were queued, so one flush per written device covers them all.
@@ -116,6 +121,7 @@ void KvCommitter::commit_loop() {
         }
       }
     }
+    const uint64_t flushed_ns = perf_.set ? perf_now_ns() : 0;
     // Then metadata: all batches, the last one synced (which syncs the WAL
     // records of the earlier ones too).
     for (size_t i = 0; i < group.size() && ok; ++i) {
@@ -128,6 +134,12 @@ void KvCommitter::commit_loop() {
       }
     }
     if (!ok) continue;
+    if (perf_.set) {
+      uint64_t now = perf_now_ns();
+      perf_.set->tinc(perf_.kv_flush_lat, flushed_ns - t0_ns);
+      perf_.set->tinc(perf_.kv_commit_lat, now - flushed_ns);
+      perf_.set->tinc(perf_.kv_sync_lat, now - t0_ns);
+    }
 
     std::vector<std::function<void()>> callbacks;
     for (auto& w : group) {
@@ -162,6 +174,15 @@ void KvCommitter::commit_loop() {
       fin_cv_.notify_one();
     }
     committed_cv_.notify_all();
+    if (perf_.set) {
+      uint64_t now = perf_now_ns();
+      perf_.set->inc(perf_.txc, group.size());
+      perf_.set->inc(perf_.groups);
+      for (const auto& w : group) {
+        perf_.set->tinc(perf_.kv_committing_lat, now - t0_ns);
+        if (w.start_ns) perf_.set->tinc(perf_.commit_lat, now - std::min(now, w.start_ns));
+      }
+    }
   }
 }
 

@@ -29,6 +29,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include "hybridstore/common/perf_counters.h"
 #include "hybridstore/format/onode.h"
 #include "hybridstore/io/block_device.h"
 
@@ -52,6 +53,15 @@ struct CommitWork {
   // (returns freed space to the allocators).
   std::function<void()> after_commit;
   uint64_t seq = 0;
+  uint64_t start_ns = 0;  // when the transaction entered the store (commit_lat)
+  uint64_t submit_ns = 0;  // set by submit()
+};
+
+// Counter ids the committer updates; without a set it counts nothing.
+struct CommitterPerf {
+  PerfCounterSet* set = nullptr;
+  int txc = -1, groups = -1, commit_lat = -1, kv_queued_lat = -1, kv_committing_lat = -1;
+  int kv_flush_lat = -1, kv_commit_lat = -1, kv_sync_lat = -1;
 };
 
 struct CommitterStats {
@@ -67,6 +77,8 @@ class KvCommitter {
               size_t max_queued);
   ~KvCommitter();
 
+  // Before start().
+  void set_perf(const CommitterPerf& p) { perf_ = p; }
   void start();
   // Drains the queue and joins the threads.
   void stop();
@@ -113,6 +125,7 @@ class KvCommitter {
   std::atomic<int> error_{0};
   std::string error_message_;
   CommitterStats stats_;
+  CommitterPerf perf_;
 
   std::mutex fin_mutex_;
   std::condition_variable fin_cv_;

@@ -58,7 +58,16 @@ bool decode_bitmap_key(std::string_view k, Tier* t, uint64_t* chunk);
 std::string prefix_end(std::string_view prefix);
 
 // Counters kept with ADD merges: index into the stats vector.
-enum Stat : int { kStatObjects = 0, kStatBytes = 1, kStatOmapBytes = 2, kStatCount = 3 };
+// Objects per tier (by the tier holding most of an object's data) came
+// later: a record without them decodes them as 0 and mount recounts them.
+enum Stat : int {
+  kStatObjects = 0,
+  kStatBytes = 1,
+  kStatOmapBytes = 2,
+  kStatSsdObjects = 3,  // + tier_index(tier)
+  kStatHddObjects = 4,
+  kStatCount = 5
+};
 std::string encode_stat_delta(const int64_t (&delta)[kStatCount]);
 bool decode_stats(std::string_view v, int64_t (&out)[kStatCount]);
 

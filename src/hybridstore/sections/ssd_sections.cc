@@ -138,6 +138,34 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
   return 0;
 }
 
+std::vector<std::string> SsdSections::section_names() const {
+  std::vector<std::string> out;
+  for (int i = 0; i < sa_->section_count(); ++i) out.push_back(sa_->section(i).name);
+  return out;
+}
+
+void SsdSections::set_perf(SectionPerf p) {
+  std::lock_guard<std::mutex> l(mutex_);
+  perf_ = std::move(p);
+  if (perf_.set) perf_.set->set(perf_.free_erase_units, sa_->free_erase_units());
+}
+
+void SsdSections::count_locked(const AllocEvents& ev, const std::vector<WriteRegion>& regions) {
+  if (!perf_.set) return;
+  for (uint64_t block : ev.sealed) {
+    perf_.set->inc(perf_.seals);
+    uint32_t eu = static_cast<uint32_t>((block - sa_->erase_unit_block(0)) / sa_->erase_unit_blocks());
+    int sec = sa_->erase_unit_info(eu).section;
+    if (sec >= 0 && static_cast<size_t>(sec) < perf_.section_seals.size() && perf_.section_seals[sec] >= 0)
+      perf_.set->inc(perf_.section_seals[sec]);
+  }
+  for (const auto& r : regions) {
+    perf_.set->inc(perf_.write_units);
+    if (r.forced) perf_.set->inc(perf_.write_units_forced);
+  }
+  perf_.set->set(perf_.free_erase_units, sa_->free_erase_units());
+}
+
 bool SsdSections::bypass(const ObjectPlacementKey& key, uint64_t object_bytes) const {
   return router_.route(key, std::max<uint64_t>(object_bytes, 1)) == SectionRouter::kBypass;
 }
@@ -186,7 +214,13 @@ int SsdSections::allocate(const ObjectPlacementKey& key, uint64_t object_bytes, 
   // Write units this call completed or forced out (staging cap) are handed
   // to the engine at the next finish, failed allocation or not.
   for (const auto& reg : ev.regions) forced_.push_back(reg);
+  count_locked(ev, {});
   if (r < 0) return r;
+  if (perf_.set) {
+    perf_.set->inc(perf_.allocs);
+    if (used >= 0 && static_cast<size_t>(used) < perf_.section_allocs.size() && perf_.section_allocs[used] >= 0)
+      perf_.set->inc(perf_.section_allocs[used]);
+  }
   // A piece may run across write units (whole extents of a large object);
   // staged data is written per unit, so pieces are cut at unit boundaries.
   size_t first = out->size();
@@ -209,6 +243,9 @@ void SsdSections::release(uint64_t offset, uint64_t len) {
 
 void SsdSections::drain_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions, const AllocEvents& ev) {
   for (const auto& r : forced_) regions->push_back({r.block * block_size_, (r.block + r.blocks) * block_size_});
+  // Regions count when handed out; allocate() counted its seals already.
+  count_locked(AllocEvents{{}, ev.sealed}, forced_);
+  count_locked({}, ev.regions);
   forced_.clear();
   for (const auto& r : ev.regions)
     regions->push_back({r.block * block_size_, (r.block + r.blocks) * block_size_});

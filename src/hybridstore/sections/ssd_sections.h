@@ -32,12 +32,21 @@
 #include <rocksdb/write_batch_base.h>
 
 #include "hybridstore/common/config.h"
+#include "hybridstore/common/perf_counters.h"
 #include "hybridstore/sections/hole_cleaner.h"
 #include "hybridstore/sections/section_allocator.h"
 #include "hybridstore/sections/section_rules.h"
 #include "hybridstore/tier/hotness_groups.h"
 
 namespace hybridstore {
+
+// Counter ids the sections update; without a set they count nothing.
+// section_allocs/section_seals are indexed like the store's sections.
+struct SectionPerf {
+  PerfCounterSet* set = nullptr;
+  int allocs = -1, seals = -1, write_units = -1, write_units_forced = -1, free_erase_units = -1;
+  std::vector<int> section_allocs, section_seals;
+};
 
 class SsdSections {
  public:
@@ -60,6 +69,9 @@ class SsdSections {
                   std::string* error);
 
   uint32_t block_size() const { return block_size_; }
+  // Names of the store's sections, in allocator order.
+  std::vector<std::string> section_names() const;
+  void set_perf(SectionPerf p);
   // True when the object belongs on the HDD (a bypass section).
   bool bypass(const ObjectPlacementKey& key, uint64_t object_bytes) const;
   // Allocates `len` bytes (block multiple) for an object; -ENOSPC when the
@@ -111,6 +123,8 @@ class SsdSections {
   uint64_t now_us() const;
   void drain_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions, const AllocEvents& ev);
   uint32_t group_of_locked(double hotness);
+  // Seals and handed-out regions of `ev`, and the free erase units now.
+  void count_locked(const AllocEvents& ev, const std::vector<WriteRegion>& regions);
 
   std::mutex mutex_;
   std::unique_ptr<SectionAllocator> sa_;
@@ -122,6 +136,7 @@ class SsdSections {
   std::vector<double> hotness_sample_;
   std::vector<WriteRegion> forced_;  // regions allocate() reported, not yet handed out
   bool groups_dirty_ = false;
+  SectionPerf perf_;
 
   std::mutex release_mutex_;  // only for pending_release_
   std::vector<std::pair<uint64_t, uint64_t>> pending_release_;  // blocks

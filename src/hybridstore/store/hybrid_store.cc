@@ -10,7 +10,7 @@
 namespace hybridstore {
 
 // Forwards to the public calls only: the components get no more of the store
-// than any client has.
+// than any client has (on_pass only adds to the store's counters).
 class HybridStore::ComponentView final : public Migrator::Store, public SsdCleaner::Store {
  public:
   explicit ComponentView(HybridStore* store) : s_(store) {}
@@ -35,6 +35,13 @@ class HybridStore::ComponentView final : public Migrator::Store, public SsdClean
     s_->clean_now(false, &cleaned);
   }
   int save_heat() override { return s_->save_heat(); }
+  void on_pass(const MigrationReport& rep) override {
+    StorePerf& p = *s_->impl_->perf_;
+    p.set.inc(p.migration_passes);
+    p.set.tinc(p.migration_lat, static_cast<uint64_t>(rep.seconds * 1e9));
+    p.set.inc(p.migrate_retries, rep.retries);
+    p.set.inc(p.migrate_skipped, rep.skipped);
+  }
   int flush() override { return s_->flush(); }
   int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) override {
     return s_->relocate(c, o, ssd_begin, ssd_end);
@@ -45,8 +52,7 @@ class HybridStore::ComponentView final : public Migrator::Store, public SsdClean
 };
 
 HybridStore::HybridStore(std::string path, Config cfg)
-    : perf_(std::make_unique<PerfCounterSet>("hybridstore")),
-      impl_(std::make_unique<StoreImpl>(std::move(path), std::move(cfg))),
+    : impl_(std::make_unique<StoreImpl>(std::move(path), std::move(cfg))),
       view_(std::make_unique<ComponentView>(this)) {}
 HybridStore::~HybridStore() { umount(); }
 
@@ -85,6 +91,7 @@ int HybridStore::umount() {
   return impl_->umount();
 }
 HeatTracker* HybridStore::heat() { return impl_->heat_.get(); }
+PerfCounterSet& HybridStore::perf() { return impl_->perf_->set; }
 std::string HybridStore::sections_report() {
   if (!impl_->ssd_) return {};
   impl_->flush();
@@ -96,7 +103,18 @@ int HybridStore::clean_now(bool force, CleanerReport* report) {
   std::lock_guard<std::mutex> l(cleaner_mutex_);
   if (!cleaner_) return -ENOTCONN;
   uint64_t cap = impl_->cfg_.get_size("hybridstore_tier_migrate_bandwidth");
-  return cleaner_->run_pass(cap ? cap : (64ull << 20), force, report);
+  uint64_t t0 = perf_now_ns();
+  int r = cleaner_->run_pass(cap ? cap : (64ull << 20), force, report);
+  if (report->victims) {
+    StorePerf& p = *impl_->perf_;
+    p.set.inc(p.cleaner_passes);
+    p.set.tinc(p.cleaner_lat, perf_now_ns() - t0);
+    p.set.inc(p.cleaner_victims, report->victims);
+    p.set.inc(p.cleaner_units_freed, report->units_freed);
+    p.set.inc(p.cleaner_objects_moved, report->objects_moved);
+    p.set.inc(p.cleaner_bytes_moved, report->bytes_moved);
+  }
+  return r;
 }
 int HybridStore::migrate_now(MigrationReport* report) {
   if (!migrator_) return -ENOTCONN;
@@ -297,6 +315,7 @@ int HybridStore::relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd
 int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end) {
   constexpr uint64_t kMaxMove = 256ull << 20;
   std::string fingerprint;
+  uint64_t moving = 0;  // bytes not yet on the target tier (migrate)
   auto image = std::make_shared<std::string>();
   {
     OnodeRef on;
@@ -306,6 +325,7 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     bool nothing = true;
     for (const auto& [off, e] : on->extents.extents()) {
       last = std::max(last, e.logical_end());
+      if (e.tier != target) moving += e.length;
       if (begin == end)
         nothing &= e.tier == target;
       else
@@ -325,7 +345,14 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     t.migrate(c, o, target, std::move(fingerprint), std::move(image));
   else
     t.relocate(c, o, target, begin, end, std::move(fingerprint), std::move(image));
-  return apply_transaction(std::move(t));
+  int r = apply_transaction(std::move(t));
+  if (r == 0 && begin == end) {
+    StorePerf& p = *impl_->perf_;
+    bool up = target == Tier::kSsd;
+    p.set.inc(up ? p.migrate_up_ops : p.migrate_down_ops);
+    p.set.inc(up ? p.migrate_up_bytes : p.migrate_down_bytes, moving);
+  }
+  return r;
 }
 
 int HybridStore::for_each_object(

@@ -238,9 +238,11 @@ class HybridStore {
   int clean_now(bool force, CleanerReport* report);
   int save_heat();
 
-  // The engine's performance counters (group "hybridstore"): all of them
-  // exist from construction, so their schema is known before mount.
-  PerfCounterSet& perf() { return *perf_; }
+  // The store's performance counters (group "hybridstore"): registered when
+  // the object is constructed, so the schema is there before mount; they
+  // live as long as the object and keep counting across remounts (gauges
+  // are set again at mount). Names and meanings: store/store_perf.cc.
+  PerfCounterSet& perf();
 
   StoreImpl* impl() { return impl_.get(); }
 
@@ -249,7 +251,6 @@ class HybridStore {
   // The store as the migrator and the SSD cleaner see it (their Store
   // interfaces); outlives both.
   class ComponentView;
-  std::unique_ptr<PerfCounterSet> perf_;
   std::unique_ptr<StoreImpl> impl_;
   std::unique_ptr<ComponentView> view_;
   std::unique_ptr<Migrator> migrator_;

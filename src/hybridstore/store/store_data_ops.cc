@@ -61,6 +61,9 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     for (auto& p : reads)
       if (tier_index(p.e->tier) == t) ios.push_back({p.phys_begin, p.buf.data(), p.buf.size()});
     if (ios.empty()) continue;
+    uint64_t bytes = 0;
+    for (const auto& io : ios) bytes += io.len;
+    perf_->set.inc(perf_->device_read_bytes[t], bytes);
     if (int r = dev_[t]->read_many(ios); r < 0) {
       HS_ERROR("read error on {} device for object {} in {}: {}", tier_name(static_cast<Tier>(t)),
                oid.to_string(), c.name, strerror(-r));
@@ -84,6 +87,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     for (uint64_t blk = p.first_block; blk < p.last_block; ++blk) {
       const char* data = p.buf.data() + (e.physical + blk * cb - p.phys_begin);
       if (crc32c(0, data, cb) != e.csums[blk]) {
+        perf_->set.inc(perf_->csum_errors);
         HS_ERROR("checksum mismatch in object {} of {} at offset {} ({} device offset {})",
                  oid.to_string(), c.name, e.logical + blk * cb, tier_name(e.tier), e.physical + blk * cb);
         return -EIO;
@@ -130,6 +134,8 @@ int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<P
     };
     if (int r = s.ssd_->allocate(key, object_size, len, hotness, ObjectIdHash()(oid), &pieces, stage); r < 0)
       return r;
+    s.perf_->set.inc(s.perf_->write_bytes[t], len);
+    s.perf_->set.inc(s.perf_->bytes_used[t], len);
     for (const auto& pc : pieces) {
       PExtent p{tier, pc.offset, pc.length, pc.staged};
       out->push_back(p);
@@ -140,6 +146,8 @@ int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<P
   }
   std::vector<Interval> iv;
   if (int r = s.alloc_[t]->allocate(len, hint, &iv); r < 0) return r;
+  s.perf_->set.inc(s.perf_->write_bytes[t], len);
+  s.perf_->set.inc(s.perf_->bytes_used[t], len);
   for (const auto& i : iv) {
     PExtent p{tier, i.offset, i.length};
     out->push_back(p);
@@ -302,7 +310,10 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       return 0;
     }
     int r = allocate_on(tier, len, hint, &where, c, oid, std::max(o.size, end), buf.data());
-    if (r == -ENOSPC) continue;  // spill to the other tier
+    if (r == -ENOSPC) {
+      if (tier == preferred) s.perf_->set.inc(s.perf_->tier_spill_ops);
+      continue;  // spill to the other tier
+    }
     if (r < 0) return r;
     std::vector<PExtent> freed;
     o.extents.punch(a, b, &freed);

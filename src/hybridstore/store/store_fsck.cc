@@ -104,6 +104,7 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   for (int t = 0; t < kNumTiers; ++t) used.emplace_back(super_.tier_size[t] / unit_[t]);
   std::unordered_set<uint64_t> nids;
   int64_t objects = 0, bytes = 0;
+  int64_t on_tier[kNumTiers] = {0, 0};
   std::set<CollectionId> colls;
   for (const auto& c : list_collections()) colls.insert(c);
   rep->collections = colls.size();
@@ -176,6 +177,9 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
       for (uint64_t off : drop) o.extents.mutable_extents().erase(off);
       plan->batch.Put(it->key(), encode_onode(o));
     }
+    // As the transactions count it: after repair cut out any bad extents.
+    for (uint64_t off : drop) o.extents.mutable_extents().erase(off);
+    if (int h = home_tier(o); h >= 0) ++on_tier[h];
   }
   if (!it->status().ok()) problem("iterating onodes: " + it->status().ToString());
 
@@ -268,13 +272,17 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   std::string v;
   int64_t stats[kv::kStatCount];
   bool stats_ok = db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() && kv::decode_stats(v, stats);
-  if (!stats_ok || stats[kv::kStatObjects] != objects || stats[kv::kStatBytes] != bytes) {
-    problem(stats_ok ? fmt::format("statistics say {} objects / {} bytes, onodes hold {} / {}", stats[kv::kStatObjects],
-                                   stats[kv::kStatBytes], objects, bytes)
+  const int64_t ssd = on_tier[tier_index(Tier::kSsd)], hdd = on_tier[tier_index(Tier::kHdd)];
+  if (!stats_ok || stats[kv::kStatObjects] != objects || stats[kv::kStatBytes] != bytes ||
+      stats[kv::kStatSsdObjects] != ssd || stats[kv::kStatHddObjects] != hdd) {
+    problem(stats_ok ? fmt::format("statistics say {} objects / {} bytes / {} on ssd / {} on hdd, onodes hold "
+                                   "{} / {} / {} / {}",
+                                   stats[kv::kStatObjects], stats[kv::kStatBytes], stats[kv::kStatSsdObjects],
+                                   stats[kv::kStatHddObjects], objects, bytes, ssd, hdd)
                      : std::string("statistics record missing or corrupt"));
-    int64_t fixed[kv::kStatCount] = {objects, bytes, 0};
+    int64_t fixed[kv::kStatCount] = {objects, bytes, 0, ssd, hdd};
     if (plan) plan->batch.Put(kv::stats_key(), kv::encode_stat_delta(fixed));
-    change(fmt::format("rewrote statistics: {} objects, {} bytes", objects, bytes));
+    change(fmt::format("rewrote statistics: {} objects, {} bytes, {} on ssd, {} on hdd", objects, bytes, ssd, hdd));
   }
   return static_cast<int>(std::min<uint64_t>(rep->errors, INT32_MAX));
 }

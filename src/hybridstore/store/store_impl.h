@@ -30,6 +30,7 @@
 #include "hybridstore/kv/onode_cache.h"
 #include "hybridstore/sections/ssd_sections.h"
 #include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/store_perf.h"
 #include "hybridstore/tier/heat_tracker.h"
 #include "hybridstore/tier/placement.h"
 
@@ -46,6 +47,15 @@ struct CollectionState {
   std::atomic<uint64_t> last_seq{0};  // last transaction that touched it
 };
 
+// The tier an object counts on (kStatSsdObjects + home): the one holding most
+// of its data, the SSD on a tie; -1 when it holds no data.
+inline int home_tier(const Onode& o) {
+  uint64_t on[kNumTiers] = {0, 0};
+  for (const auto& [off, e] : o.extents.extents()) on[tier_index(e.tier)] += e.length;
+  if (!on[0] && !on[1]) return -1;
+  return on[tier_index(Tier::kSsd)] >= on[tier_index(Tier::kHdd)] ? tier_index(Tier::kSsd) : tier_index(Tier::kHdd);
+}
+
 using ObjectKey = std::pair<std::string, ObjectId>;  // (collection name, object)
 struct ObjectKeyHash {
   size_t operator()(const ObjectKey& k) const {
@@ -59,6 +69,7 @@ struct TxnContext {
   std::unique_ptr<rocksdb::WriteBatchWithIndex> batch;
   // Objects touched: a private copy, or null when removed in this txn.
   std::unordered_map<ObjectKey, std::shared_ptr<Onode>, ObjectKeyHash> onodes;
+  std::unordered_map<ObjectKey, int, ObjectKeyHash> home_before;  // home_tier() when first loaded
   std::set<ObjectKey> dirty;  // onodes to write to the batch
   struct CollChange {
     bool exists;
@@ -94,6 +105,8 @@ class StoreImpl {
   int mount(std::string* error);
   int umount();
   int statfs(StoreStats* st);
+  // Sets the gauges of space and objects per tier at mount.
+  int init_perf_gauges(std::string* error);
   int flush();
   // flush() plus every staged SSD write unit written out and every held free
   // returned: what umount and fsck need (a sync does not force partly filled
@@ -138,6 +151,8 @@ class StoreImpl {
 
   const std::string path_;
   Config cfg_;
+  // Lives as long as the store object; registered before mkfs and mount.
+  std::unique_ptr<StorePerf> perf_;
   bool mounted_ = false;
   Superblock super_;
   std::unique_ptr<rocksdb::DB> db_;

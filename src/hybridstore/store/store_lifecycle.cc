@@ -55,7 +55,8 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
-StoreImpl::StoreImpl(std::string path, Config cfg) : path_(std::move(path)), cfg_(std::move(cfg)) {}
+StoreImpl::StoreImpl(std::string path, Config cfg)
+    : path_(std::move(path)), cfg_(std::move(cfg)), perf_(std::make_unique<StorePerf>(cfg_)) {}
 
 StoreImpl::~StoreImpl() {
   if (mounted_) umount();
@@ -281,6 +282,9 @@ int StoreImpl::open_devices(bool create, std::string* error) {
     else
       dev_[t] = open_block_device(p, o, error);
     if (!dev_[t]) return -ENOENT;
+    if (auto* nand = dynamic_cast<ftl::NandBlockDevice*>(dev_[t].get()))
+      nand->set_perf({&perf_->set, perf_->ftl_merges, perf_->ftl_erases, perf_->ftl_pages_copied,
+                      perf_->ftl_host_pages_written});
     DeviceLabel label;
     std::string why;
     if (read_label(dev_[t].get(), &label, &why) < 0) {
@@ -442,6 +446,7 @@ int StoreImpl::mount(std::string* error) {
   max_object_size_ = cfg_.get_size("hybridstore_max_object_size");
   committer_ = std::make_unique<KvCommitter>(db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()},
                                              &write_tracker_, 4096);
+  committer_->set_perf(perf_->committer());
   committer_->start();
   DeferredOptions dopts;
   dopts.batch_bytes = cfg_.get_size("hybridstore_deferred_batch_bytes");
@@ -456,7 +461,10 @@ int StoreImpl::mount(std::string* error) {
   // failed WAL write) and the store is read-only.
   deferred_->set_store_failure([this] { return committer_->error(); },
                                [this](int err, const std::string& why) { committer_->fail(err, why); });
+  deferred_->set_perf(perf_->deferred());
   deferred_->start();
+  if (ssd_) ssd_->set_perf(perf_->sections(ssd_->section_names()));
+  if (int r = init_perf_gauges(error); r < 0) return fail(r);
   heat_ = std::make_unique<HeatTracker>(heat_tracker_options_from_config(cfg_));
   load_heat();
   mounted_ = true;
@@ -541,6 +549,7 @@ void StoreImpl::note_access(const CollectionId& c, const ObjectId& o, AccessType
 }
 
 void StoreImpl::return_space(const PExtent& e) {
+  perf_->set.dec(perf_->bytes_used[tier_index(e.tier)], e.length);
   if (e.tier == Tier::kSsd && ssd_)
     ssd_->release(e.offset, e.length);
   else

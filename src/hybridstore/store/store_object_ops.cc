@@ -20,14 +20,19 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
   OnodeRef cached;
   switch (s.cache_->get(c, o, &cached)) {
     case OnodeCache::Lookup::kHit: {
+      s.perf_->set.inc(s.perf_->onode_hits);
       auto copy = std::make_shared<Onode>(*cached);
       tx.onodes[key] = copy;
+      tx.home_before[key] = home_tier(*copy);
       return copy;
     }
     case OnodeCache::Lookup::kTombstone:
+      s.perf_->set.inc(s.perf_->onode_hits);
       tx.onodes[key] = nullptr;
+      tx.home_before[key] = -1;
       return nullptr;
     case OnodeCache::Lookup::kMiss:
+      s.perf_->set.inc(s.perf_->onode_misses);
       break;
   }
   std::string v;
@@ -49,6 +54,7 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
     return nullptr;
   }
   tx.onodes[key] = on;
+  tx.home_before[key] = on ? home_tier(*on) : -1;
   return on;
 }
 

@@ -41,10 +41,13 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
   if (!st->exists) return -ENOENT;
   switch (cache_->get(c, o, out)) {
     case OnodeCache::Lookup::kHit:
+      perf_->set.inc(perf_->onode_hits);
       return 0;
     case OnodeCache::Lookup::kTombstone:
+      perf_->set.inc(perf_->onode_hits);
       return -ENOENT;
     case OnodeCache::Lookup::kMiss:
+      perf_->set.inc(perf_->onode_misses);
       break;
   }
   std::string v;
@@ -64,6 +67,7 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
 
 int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
                     uint32_t read_flags) {
+  const uint64_t t0 = perf_now_ns();
   OnodeRef on;
   std::shared_lock<std::shared_mutex> lock;
   out->clear();
@@ -75,8 +79,11 @@ int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint
   if (!(read_flags & kReadNoHeat)) note_access(c, o, AccessType::kRead, off, len, on->size);
   if (int r = read_data(c, o, *on, off, len, out->data()); r < 0) {
     out->clear();
+    if (r == -EIO) perf_->set.inc(perf_->read_eio);
     return r;
   }
+  perf_->set.tinc(perf_->read_lat, perf_now_ns() - t0);
+  perf_->set.inc(perf_->read_bytes, len);
   return static_cast<int>(len);
 }
 

@@ -12,11 +12,15 @@ namespace hybridstore {
 
 int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out) {
   if (!mounted_) return -ENOTCONN;
+  PerfCounterSet& perf = perf_->set;
+  const uint64_t t_start = perf_now_ns();
   if (int e = committer_->error(); e) {
     if (error) *error = TxnError{-EROFS, -1, -1, "", "store is read-only after an I/O error: " + committer_->error_message()};
     return -EROFS;
   }
   deferred_->throttle();
+  uint64_t t_phase = perf_now_ns();
+  perf.tinc(perf_->throttle_lat, t_phase - t_start);
   // Every collection the transactions name, locked in name order.
   std::set<CollectionId> names;
   for (const auto& t : ts)
@@ -66,10 +70,15 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     }
   }
   // Every op succeeded: now, and only now, the data goes to the devices.
-  if (int r = ap.write_pending(); r < 0) {
+  uint64_t t_now = perf_now_ns();
+  perf.tinc(perf_->state_prepare_lat, t_now - t_phase);
+  t_phase = t_now;
+  int wr = ap.write_pending();
+  perf.tinc(perf_->state_aio_wait_lat, perf_now_ns() - t_phase);
+  if (wr < 0) {
     rollback();
-    if (error) *error = TxnError{r, -1, -1, "", "device write failed"};
-    return r;
+    if (error) *error = TxnError{wr, -1, -1, "", "device write failed"};
+    return wr;
   }
   ap.sync_dirty();
   for (const auto& [c, ch] : tx.colls) {
@@ -78,11 +87,23 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     else
       tx.batch->Delete(kv::collection_key(c));
   }
+  // Objects per tier follow the tier holding most of each object's data.
+  int64_t home_delta[kNumTiers] = {0, 0};
+  for (const auto& [key, on] : tx.onodes) {
+    auto b = tx.home_before.find(key);
+    int before = b == tx.home_before.end() ? -1 : b->second;
+    int after = on ? home_tier(*on) : -1;
+    if (before == after) continue;
+    if (before >= 0) --home_delta[before];
+    if (after >= 0) ++home_delta[after];
+  }
+  for (int t = 0; t < kNumTiers; ++t) tx.stat_delta[kv::kStatSsdObjects + t] += home_delta[t];
   bool any_stat = false;
   for (auto v : tx.stat_delta) any_stat |= v != 0;
   if (any_stat) tx.batch->Merge(kv::stats_key(), kv::encode_stat_delta(tx.stat_delta));
 
   CommitWork work;
+  work.start_ns = t_start;
   work.batch.reset(new rocksdb::WriteBatch(*tx.batch->GetWriteBatch()));
   for (auto& t : ts)
     for (auto& cb : t.take_on_commit()) work.on_commit.push_back(std::move(cb));
@@ -128,6 +149,10 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   }
   for (auto& [c, st] : tx.locked) st->last_seq = seq;
   locks.clear();
+  for (int t = 0; t < kNumTiers; ++t) {
+    if (home_delta[t] > 0) perf.inc(perf_->objects[t], static_cast<uint64_t>(home_delta[t]));
+    if (home_delta[t] < 0) perf.dec(perf_->objects[t], static_cast<uint64_t>(-home_delta[t]));
+  }
 
   std::vector<Transaction::Callback> applied;
   for (auto& t : ts)
@@ -135,6 +160,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   for (auto& cb : applied) cb();
   cache_->trim(committer_->committed_seq());
   if (seq_out) *seq_out = seq;
+  perf.tinc(perf_->submit_lat, perf_now_ns() - t_start);
   return 0;
 }
 

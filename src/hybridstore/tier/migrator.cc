@@ -131,6 +131,7 @@ int Migrator::run_once(MigrationReport* rep) {
   }
   for (size_t i : plan.promote) move(i, Tier::kSsd);
   rep->seconds = now_sec() - t0;
+  store_->on_pass(*rep);
   HS_INFO("migration ({}): {} objects, {} promoted, {} demoted, {} skipped, {} moved in {:.1f} s", rep->policy,
           rep->objects, rep->promoted, rep->demoted, rep->skipped, rep->bytes_moved, rep->seconds);
   return 0;

@@ -71,6 +71,8 @@ class Migrator {
     // run short.
     virtual void tick() = 0;
     virtual int save_heat() = 0;
+    // A pass finished (for the store's counters).
+    virtual void on_pass(const MigrationReport&) {}
   };
 
   // `store` outlives the migrator.

@@ -1,136 +1,211 @@
-// demo: the main job on a fresh machine — a file-backed store, a few thousand
-// objects of mixed sizes written, read back and verified, per-tier usage.
-#include <atomic>
+// demo: the main job on a fresh machine (`make demo`). A file-backed store
+// with the embedded defaults, then three rados-style runs on it:
+//  1. write: objects of mixed sizes, small ones to the SSD, large ones to
+//     the HDD, so both tiers fill; kept for the next run;
+//  2. rand: random whole-object reads, every byte checked;
+//  3. mixed: the office profile with its files starting on the HDD; the
+//     migrator's passes at each trace day's end move the hot ones up;
+// then the usage per tier, the perf counter deltas of the three runs and the
+// report (plots and index.html).
 #include <cstdio>
-#include <random>
-#include <thread>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "bench_command.h"
-#include "bench_util.h"
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/crc32c.h"
+#include "rados_common.h"
 
 namespace hybridstore::bench {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct DemoArgs {
   std::string dir = "demo-store";
-  int objects = 3000;
-  int threads = 4;
+  std::string report = "demo-report";
+  double write_seconds = 20, read_seconds = 10, mixed_seconds = 25;
+  int64_t max_objects = 10000;
+  int threads = 16;
   uint64_t seed = 1;
   std::vector<std::string> sets;
 };
 
-// Mostly small objects (the SSD's business), some medium, a few large ones
-// that the placement sends to the HDD.
-uint64_t pick_size(std::mt19937_64& rng) {
-  int r = static_cast<int>(rng() % 100);
-  if (r < 70) return 512 + rng() % (16 << 10);
-  if (r < 95) return (16 << 10) + rng() % (512 << 10);
-  return (1 << 20) + rng() % (7 << 20);
+RadosArgs phase_args(const DemoArgs& d, RadosMode mode, double seconds, const std::string& json) {
+  RadosArgs a;
+  a.mode = mode;
+  a.path = d.dir;
+  a.concurrent = d.threads;
+  a.seconds = seconds;
+  a.seed = d.seed;
+  a.sets = d.sets;
+  a.json = json;
+  a.raw_seconds = 2;
+  return a;
 }
 
-std::string payload(uint64_t seed, uint64_t n) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (size_t i = 0; i < n; i += 8) {
-    uint64_t v = rng();
-    for (size_t k = 0; k < 8 && i + k < n; ++k) s[i + k] = static_cast<char>(v >> (8 * k));
-  }
-  return s;
-}
-
-int run_demo(const DemoArgs& a) {
-  printf("HybridStore demo: store in %s, %d objects, %d writer threads\n", a.dir.c_str(), a.objects, a.threads);
-  auto store = make_store(a.dir, a.sets, true);
-  if (!store) return 1;
-  printf("created store %s (devices are sparse files in %s)\n", store->fsid().c_str(), a.dir.c_str());
-  const int colls = 8;
-  for (int c = 0; c < colls; ++c) {
-    Transaction t;
-    t.create_collection(CollectionId("1." + std::to_string(c) + "_head"), 3);
-    if (store->apply_transaction(std::move(t)) < 0) return 1;
-  }
-  std::vector<uint64_t> sizes(static_cast<size_t>(a.objects));
-  std::mt19937_64 rng(a.seed);
-  uint64_t total = 0;
-  for (auto& s : sizes) total += (s = pick_size(rng));
-
-  auto coll_of = [&](int i) { return CollectionId("1." + std::to_string(i % colls) + "_head"); };
-  auto name_of = [](int i) { return ObjectId::from_name("demo_object_" + std::to_string(i), 1); };
-  std::atomic<int> next{0}, done{0}, failed{0};
-  double t0 = now_sec();
-  std::vector<std::thread> th;
-  for (int w = 0; w < a.threads; ++w)
-    th.emplace_back([&] {
-      for (int i; (i = next++) < a.objects;) {
-        Transaction t;
-        t.write(coll_of(i), name_of(i), 0, payload(a.seed * 1000003 + static_cast<uint64_t>(i), sizes[static_cast<size_t>(i)]));
-        t.setattr(coll_of(i), name_of(i), "_", "demo");
-        if (i % 10 == 0) t.omap_setkeys(coll_of(i), name_of(i), {{"index", std::to_string(i)}});
-        TxnError e;
-        if (store->apply_transaction(std::move(t), &e) < 0) {
-          fprintf(stderr, "write %d failed: %s\n", i, e.message.c_str());
-          ++failed;
-        }
-        int d = ++done;
-        if (d % 500 == 0) fprintf(stderr, "  written %d/%d objects\n", d, a.objects);
+// Sums the perf deltas of the runs: counts add up, latencies pool.
+void print_perf_deltas(const std::vector<std::string>& files) {
+  std::map<std::string, nlohmann::json> total;
+  std::vector<std::string> order;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    if (j.is_discarded() || !j.contains("perf")) continue;
+    for (auto& [name, v] : j["perf"]["delta"]["hybridstore"].items()) {
+      if (!total.count(name)) order.push_back(name);
+      auto& t = total[name];
+      if (v.is_object()) {
+        if (t.is_null()) t = {{"avgcount", 0}, {"sum", 0.0}};
+        t["avgcount"] = t["avgcount"].get<uint64_t>() + v["avgcount"].get<uint64_t>();
+        t["sum"] = t["sum"].get<double>() + v["sum"].get<double>();
+      } else {
+        t = (t.is_null() ? 0 : t.get<int64_t>()) + v.get<int64_t>();
       }
-    });
-  for (auto& x : th) x.join();
-  double wt = now_sec() - t0;
-  if (failed) return 1;
-  printf("wrote %d objects, %s, in %.2f s (%.1f MiB/s)\n", a.objects, format_size(total).c_str(), wt,
-         static_cast<double>(total) / (1 << 20) / wt);
+    }
+  }
+  std::vector<std::string> lines;
+  for (const auto& n : order) {
+    const auto& v = total[n];
+    char buf[160];
+    if (v.is_object()) {
+      uint64_t c = v["avgcount"].get<uint64_t>();
+      if (!c) continue;
+      snprintf(buf, sizeof(buf), "%-26s %9llu x %9.3f ms", n.c_str(), (unsigned long long)c,
+               1e3 * v["sum"].get<double>() / static_cast<double>(c));
+    } else {
+      if (v.get<int64_t>() == 0) continue;
+      snprintf(buf, sizeof(buf), "%-26s %24lld", n.c_str(), (long long)v.get<int64_t>());
+    }
+    lines.push_back(buf);
+  }
+  size_t half = (lines.size() + 1) / 2;
+  for (size_t i = 0; i < half; ++i)
+    printf("  %-52s %s\n", lines[i].c_str(), i + half < lines.size() ? lines[i + half].c_str() : "");
+}
 
-  // Read back through a fresh mount, so the data comes from the devices.
-  store->umount();
-  store = std::make_unique<HybridStore>(a.dir, store->config());
+// Where the data is after a phase, from the run's record.
+void print_tiers(const char* after, const ModeRun& m) {
+  printf("-- tiers after %s:", after);
+  for (const char* t : {"ssd", "hdd"}) {
+    const auto& x = m.tiers[t];
+    printf(" %s %s in %llu objects%s", t, format_size(x["allocated"].get<uint64_t>()).c_str(),
+           (unsigned long long)x["objects"].get<uint64_t>(), t[0] == 's' ? "," : "\n");
+  }
+}
+
+int run_demo(const DemoArgs& d) {
+  std::string why;
+  if (!report_tools_available(&why)) {
+    fprintf(stderr, "hybridstore-bench demo: %s\n", why.c_str());
+    return 2;
+  }
+  std::error_code ec;
+  fs::remove_all(d.dir, ec);
+  fs::remove_all(d.report, ec);
+  fs::create_directories(d.report, ec);
+  if (ec) {
+    fprintf(stderr, "hybridstore-bench demo: cannot make %s: %s\n", d.report.c_str(), ec.message().c_str());
+    return 2;
+  }
+  printf("HybridStore demo: a file-backed store in %s (sparse 8 GiB SSD and 64 GiB HDD files), seed %llu\n\n",
+         d.dir.c_str(), (unsigned long long)d.seed);
+  std::vector<std::string> jsons;
+
+  printf("== 1/3 write: objects of 4K to 4M (small ones go to the SSD, 1M and more to the HDD), "
+         "%d in flight, up to %.0f s or %lld objects\n",
+         d.threads, d.write_seconds, (long long)d.max_objects);
+  RadosArgs w = phase_args(d, RadosMode::kWrite, d.write_seconds, d.report + "/write.json");
+  w.object_mix_text = "4K:45,16K:20,64K:15,256K:8,1M:8,4M:4";
+  w.max_objects = d.max_objects;
+  w.no_cleanup = true;
+  ModeRun wm(&w);
+  if (int rc = run_write(&w, &wm); rc) return rc;
+  print_tiers("write", wm);
+  jsons.push_back(w.json);
+
+  printf("\n== 2/3 rand: random whole objects read back, every byte checked, %d in flight, %.0f s\n", d.threads,
+         d.read_seconds);
+  RadosArgs r = phase_args(d, RadosMode::kRand, d.read_seconds, d.report + "/rand.json");
+  ModeRun rm(&r);
+  if (int rc = run_read(&r, &rm); rc) return rc;
+  print_tiers("rand", rm);
+  jsons.push_back(r.json);
+
+  printf("\n== 3/3 mixed: the office profile (HRO Table I) replayed, its files starting on the HDD; "
+         "a migration pass at each trace day's end, up to %.0f s\n",
+         d.mixed_seconds);
+  RadosArgs m = phase_args(d, RadosMode::kMixed, d.mixed_seconds, d.report + "/mixed.json");
+  m.no_cleanup = true;
+  ModeRun mm(&m);
+  if (int rc = run_mixed(&m, &mm); rc) return rc;
+  print_tiers("mixed", mm);
+  jsons.push_back(m.json);
+
+  // The store as the runs left it.
+  Config cfg;
   std::string err;
-  if (store->mount(&err) < 0) {
-    fprintf(stderr, "remount failed: %s\n", err.c_str());
+  for (const auto& s : d.sets) cfg.set_from_arg(s, &err);
+  HybridStore store(d.dir, cfg);
+  if (store.mount(&err) < 0) {
+    fprintf(stderr, "hybridstore-bench demo: remount: %s\n", err.c_str());
     return 1;
   }
-  t0 = now_sec();
-  int bad = 0;
-  for (int i = 0; i < a.objects; ++i) {
-    std::string data;
-    int r = store->read(coll_of(i), name_of(i), 0, 0, &data);
-    if (r < 0 || data != payload(a.seed * 1000003 + static_cast<uint64_t>(i), sizes[static_cast<size_t>(i)])) {
-      fprintf(stderr, "object %d read back wrong (r=%d)\n", i, r);
-      ++bad;
-    }
-    if ((i + 1) % 1000 == 0) fprintf(stderr, "  verified %d/%d objects\n", i + 1, a.objects);
-  }
-  double rt = now_sec() - t0;
-  printf("read back and verified %d objects in %.2f s: %s\n", a.objects, rt, bad ? "MISMATCHES" : "all correct");
-
   StoreStats st;
-  store->statfs(&st);
-  printf("\n%-5s %12s %12s %12s %8s\n", "TIER", "SIZE", "USED", "AVAIL", "USE%");
+  store.statfs(&st);
+  printf("\n== usage per tier\n%-5s %12s %12s %12s %8s %9s\n", "TIER", "SIZE", "USED", "AVAIL", "USE%", "OBJECTS");
   for (int t = 0; t < kNumTiers; ++t) {
     const auto& ts = st.tier[t];
-    printf("%-5s %12s %12s %12s %7.2f%%\n", tier_name(static_cast<Tier>(t)), format_size(ts.total).c_str(),
+    std::string tn = tier_name(static_cast<Tier>(t));
+    printf("%-5s %12s %12s %12s %7.2f%% %9llu\n", tn.c_str(), format_size(ts.total).c_str(),
            format_size(ts.allocated).c_str(), format_size(ts.free).c_str(),
-           100.0 * static_cast<double>(ts.allocated) / static_cast<double>(ts.total));
+           100.0 * static_cast<double>(ts.allocated) / static_cast<double>(ts.total),
+           (unsigned long long)store.perf().get(store.perf().find(tn + "_objects")));
   }
   printf("objects: %llu, logical data: %s\n", (unsigned long long)st.objects, format_size(st.data_bytes).c_str());
   FsckReport rep;
-  int errors = store->fsck(false, &rep);
+  int errors = store.fsck(false, &rep);
   printf("fsck: %s\n", errors == 0 ? "clean" : "ERRORS");
-  store->umount();
-  printf("\ninspect it with: build/bin/hybridstore-tool --path %s df | list --coll 1.0_head | fsck --deep\n",
-         a.dir.c_str());
-  return bad || errors ? 1 : 0;
+  store.umount();
+
+  printf("\n== perf counter deltas of the three runs (counts; latencies as samples x mean)\n");
+  print_perf_deltas(jsons);
+
+  printf("\n== report\n");
+  if (make_report(d.report, jsons) != 0) return 1;
+  std::string index = fs::absolute(d.report + "/index.html").lexically_normal().string();
+  printf("report: %s\n", index.c_str());
+  printf("\nlook at the store with: build/bin/hybridstore-tool --path %s df | perf dump | fsck --deep\n",
+         d.dir.c_str());
+  return errors ? 1 : 0;
 }
 
-BenchCommand demo("demo", "create a file-backed store, write and verify mixed-size objects, print per-tier usage",
+BenchCommand demo("demo",
+                  "make demo: a fresh file-backed store, a mixed-size write, a verified rand read-back, a mixed "
+                  "tiering run; usage per tier, perf counter deltas and a plotted report",
                   [](CLI::App* sub) {
                     auto a = std::make_shared<DemoArgs>();
-                    sub->add_option("--dir", a->dir, "store directory (recreated)");
-                    sub->add_option("--objects", a->objects, "number of objects")->check(CLI::Range(1, 10000000));
-                    sub->add_option("--threads", a->threads, "writer threads")->check(CLI::Range(1, 256));
-                    sub->add_option("--seed", a->seed, "random seed");
+                    sub->add_option("--dir", a->dir, "store directory (removed and made again)")->capture_default_str();
+                    sub->add_option("--report", a->report, "report directory (removed and made again)")
+                        ->capture_default_str();
+                    sub->add_option("--write-seconds", a->write_seconds, "length of the write run")
+                        ->capture_default_str()
+                        ->check(CLI::Range(1.0, 3600.0));
+                    sub->add_option("--read-seconds", a->read_seconds, "length of the rand run")
+                        ->capture_default_str()
+                        ->check(CLI::Range(1.0, 3600.0));
+                    sub->add_option("--mixed-seconds", a->mixed_seconds, "longest the mixed run may take")
+                        ->capture_default_str()
+                        ->check(CLI::Range(1.0, 3600.0));
+                    sub->add_option("--max-objects", a->max_objects, "objects the write run stops at")
+                        ->capture_default_str()
+                        ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+                    sub->add_option("-t,--concurrent-ios", a->threads, "operations in flight")
+                        ->capture_default_str()
+                        ->check(CLI::Range(1, 256));
+                    sub->add_option("--seed", a->seed, "random seed (printed)")->capture_default_str();
                     sub->add_option("--set", a->sets, "store option key=value (repeatable)");
                     return [a] { return run_demo(*a); };
                   });

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "bench_command.h"
+#include "bench_output.h"
 #include "hybridstore/common/log.h"
 #include "hybridstore/testing/test_storage_hooks.h"
 
@@ -23,6 +24,7 @@ BenchCommand::BenchCommand(std::string name, std::string description, Setup setu
 int main(int argc, char** argv) {
   using namespace hybridstore::bench;
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  set_command_line(argc, argv);
   // Benchmarks may run the store under a device model (hybridstore_device_model).
   hybridstore::install_test_storage_hooks();
   CLI::App app{"hybridstore-bench: HybridStore benchmarks (each subcommand prints a table)"};
@@ -32,7 +34,15 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(b.name, b.description);
     runners[sub] = b.setup(sub);
   }
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors exit 2, as the modes' own checks do; --help exits 0.
+    int r = app.exit(e);
+    if (r != 0 && app.get_subcommands().empty() && argc > 1 && argv[1][0] != '-')
+      fprintf(stderr, "hybridstore-bench: unknown mode '%s' (hybridstore-bench --help lists them)\n", argv[1]);
+    return r == 0 ? 0 : 2;
+  }
   for (auto& [sub, run] : runners)
     if (sub->parsed()) return run();
   return 2;

@@ -1,0 +1,194 @@
+#!/bin/sh
+# hybridstore-bench's rados-style modes as an operator runs them: bad input
+# refused before anything is written (exit 2, or 1 when there is nothing to
+# read), a short run of each mode printing rados bench's lines and summary,
+# the JSON record's schema, reads that catch wrong bytes, the plotted report,
+# and `hybridstore-tool perf dump|schema`. Seeds are fixed and printed by
+# the bench.
+set -eu
+BUILD=${1:-build}
+BIN="$(cd "$BUILD/bin" && pwd)"
+B="$BIN/hybridstore-bench"
+TOOL="$BIN/hybridstore-tool"
+W=$(mktemp -d "${TMPDIR:-/tmp}/hs-bench.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+S="$W/store"
+SMALL="--set hybridstore_ssd_size=256M --set hybridstore_hdd_size=2G"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# refused RC WORDS CMD...: CMD exits with RC and says WORDS on stderr.
+refused() {
+  want=$1 words=$2
+  shift 2
+  set +e
+  "$@" >"$W/out" 2>"$W/err" </dev/null
+  rc=$?
+  set -e
+  [ "$rc" = "$want" ] || fail "exit $rc (want $want): $* :: $(cat "$W/err")"
+  grep -q -- "$words" "$W/err" || fail "message lacks '$words': $* :: $(cat "$W/err")"
+}
+
+# --help everywhere.
+"$B" --help | grep -q "randwrite" || fail "--help lists the modes"
+for m in write seq rand randwrite mixed demo report core; do
+  "$B" "$m" --help >/dev/null || fail "$m --help"
+done
+"$B" write --help | grep -q -- "--concurrent-ios" || fail "write --help shows -t"
+"$TOOL" perf --help | grep -q "schema" || fail "perf --help"
+"$TOOL" perf dump --help >/dev/null || fail "perf dump --help"
+
+# Bad input: refused before a store or a file is made.
+refused 2 "unknown mode" "$B" nosuchmode
+refused 2 "block-size" "$B" write -b 0 --path "$W/s0"
+refused 2 "block-size" "$B" write --block-size=-4096 --path "$W/s0"
+refused 2 "block-size" "$B" write -b 4X --path "$W/s0"
+refused 2 "object-size" "$B" write -b 4K -O 6K --path "$W/s0"
+refused 2 "concurrent-ios" "$B" write -t 0 --path "$W/s0"
+refused 2 "seconds" "$B" write --seconds 0 --path "$W/s0"
+refused 2 "seconds" "$B" rand --seconds -3 --path "$W/s0"
+refused 2 "max-objects" "$B" randwrite --max-objects 0 --path "$W/s0"
+refused 2 "object-mix" "$B" write --object-mix 4K:0 --path "$W/s0"
+refused 2 "profile" "$B" mixed --profile nosuch --path "$W/s0"
+refused 2 "give --path" "$B" seq
+: >"$W/afile"
+refused 2 "report" "$B" write --report "$W/afile/sub" --path "$W/s0"
+refused 2 "json" "$B" write --json "$W/nodir/x.json" --path "$W/s0"
+[ ! -e "$W/s0" ] || fail "a refused command made $W/s0"
+refused 1 "no store" "$B" seq --path "$W/s0"
+[ ! -e "$W/s0" ] || fail "seq made a store"
+"$TOOL" --path "$S" $SMALL mkfs >/dev/null
+refused 1 "Must write data before running a read benchmark" "$B" seq --path "$S"
+
+# write: rados bench's lines and summary, in its order, then the raw ceiling.
+"$B" write -b 64K -t 4 --seconds 2 --no-cleanup --path "$S" --raw-seconds 1 --json "$W/write.json" \
+  >"$W/write.out" 2>"$W/write.err" || fail "write: $(cat "$W/write.err")"
+grep -q "^  sec Cur ops   started  finished  avg MB/s  cur MB/s last lat(s)  avg lat(s)$" "$W/write.out" ||
+  fail "write: status header"
+grep -qE "^    1 +[0-9]+ +[0-9]+ +[0-9]+ " "$W/write.out" || fail "write: a status line per second"
+grep -q "^Maintaining 4 concurrent writes of 65536 bytes to objects of size 65536 for up to 2 seconds or 0 objects$" \
+  "$W/write.out" || fail "write: preamble"
+in_order() {  # in_order FILE LABEL...: each label starts a line, in this order
+  f=$1
+  shift
+  last=0
+  for l in "$@"; do
+    n=$(grep -n -F -- "$l" "$f" | head -1 | cut -d: -f1)
+    [ -n "$n" ] && [ "$n" -gt "$last" ] || fail "$f: '$l' missing or out of order"
+    last=$n
+  done
+}
+in_order "$W/write.out" "Total time run:         " "Total writes made:      " "Write size:             65536" \
+  "Object size:            65536" "Bandwidth (MB/sec):     " "Stddev Bandwidth:       " "Max bandwidth (MB/sec): " \
+  "Min bandwidth (MB/sec): " "Average IOPS:           " "Stddev IOPS:            " "Max IOPS:               " \
+  "Min IOPS:               " "Average Latency(s):     " "Stddev Latency(s):      " "Max latency(s):         " \
+  "Min latency(s):         " "Raw ceiling (MB/sec):   " "Store / raw ceiling:    "
+
+# seq and rand read it back, every byte checked.
+for m in seq rand; do
+  "$B" "$m" -t 4 --seconds 2 --path "$S" --raw-seconds 1 --json "$W/$m.json" >"$W/$m.out" 2>"$W/$m.err" ||
+    fail "$m: $(cat "$W/$m.err")"
+  in_order "$W/$m.out" "Total time run:       " "Total reads made:     " "Read size:            65536" \
+    "Object size:          65536" "Bandwidth (MB/sec):   " "Average IOPS:         " "Stddev IOPS:          " \
+    "Max IOPS:             " "Min IOPS:             " "Average Latency(s):   " "Max latency(s):       " \
+    "Min latency(s):       " "Raw ceiling (MB/sec): "
+done
+
+# The JSON record: every field the report and docs rely on, consistent.
+python3 - "$W/write.json" "$W/seq.json" "$W/rand.json" <<'PY' || fail "JSON schema"
+import json, sys
+for path in sys.argv[1:]:
+    j = json.load(open(path))
+    assert j["schema"] == "hybridstore-bench/1", path
+    mode = j["mode"]
+    for k in ("command", "date", "seed", "machine", "store", "options", "summary", "latency_percentiles",
+              "latency_cdf", "series", "raw_ceiling", "store_over_raw", "perf", "tiers"):
+        assert k in j, (path, k)
+    s = j["summary"]
+    made = s["total_writes_made"] if mode == "write" else s["total_reads_made"]
+    assert made > 0 and s["bytes"] == made * 65536, (path, s)
+    assert s["verify_errors"] == 0
+    p = j["latency_percentiles"]
+    assert s["min_latency"] <= p["p50"] <= p["p90"] <= p["p99"] <= p["p99.9"] <= s["max_latency"], p
+    cdf = j["latency_cdf"]
+    assert cdf[-1][1] == 1.0 and all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(cdf, cdf[1:]))
+    ser = j["series"]
+    n = len(ser["sec"])
+    # A line a second from 0; seq may read everything within the first.
+    assert n >= (2 if mode == "write" else 1) and ser["sec"] == list(range(n)), ser["sec"]
+    for k in ("cur_ops", "started", "finished", "avg_mb_s", "cur_mb_s", "iops", "last_lat", "avg_lat"):
+        assert len(ser[k]) == n, k
+    for k, v in ser["perf"].items():
+        assert len(v) == n, k
+    assert ser["finished"] == sorted(ser["finished"]) and ser["finished"][-1] <= made
+    raw = j["raw_ceiling"]
+    assert raw["mb_s"] > 0 and raw["queue_depth"] == 4 and raw["block_size"] == 65536, raw
+    assert abs(j["store_over_raw"] - s["bandwidth"] / raw["mb_s"]) < 1e-6
+    d = j["perf"]["delta"]["hybridstore"]
+    if mode == "write":
+        assert d["txc"] >= made and d["commit_lat"]["avgcount"] >= made, d["txc"]
+    else:
+        assert d["read_lat"]["avgcount"] == made and d["read_bytes"] == s["bytes"], d["read_lat"]
+    assert j["tiers"]["ssd"]["total"] > 0 and j["tiers"]["hdd"]["total"] > 0
+PY
+
+# A wrong byte is caught: overwrite the start of object 0 behind the bench's back.
+prefix=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["run"]["prefix"])' "$W/write.json")
+cat >"$W/damage.json" <<JSON
+[{"ops": [{"op": "write", "coll": "1.0_head", "oid": {"name": "${prefix}_object0", "pool": 1}, "off": 100,
+           "data": "not the pattern"}]}]
+JSON
+"$TOOL" --path "$S" txn "$W/damage.json" >/dev/null || fail "damage txn"
+set +e
+"$B" seq -t 2 --seconds 2 --path "$S" --raw-seconds 0 >"$W/bad.out" 2>"$W/bad.err"
+rc=$?
+set -e
+[ "$rc" = 1 ] || fail "seq over a damaged object exits $rc"
+grep -q "${prefix}_object0 is not correct!" "$W/bad.err" || fail "seq names the damaged object"
+grep -q "^Verification errors:" "$W/bad.out" || fail "seq reports verification errors"
+
+# perf dump and schema: Ceph's shapes.
+"$TOOL" --path "$S" perf dump >"$W/dump.json" || fail "perf dump"
+"$TOOL" --path "$S" perf schema >"$W/schema.json" || fail "perf schema"
+python3 - "$W/dump.json" "$W/schema.json" <<'PY' || fail "perf JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))["hybridstore"]
+s = json.load(open(sys.argv[2]))["hybridstore"]
+assert set(d) == set(s) and len(d) > 40
+assert set(d["commit_lat"]) == {"avgcount", "sum", "avgtime"}
+assert s["commit_lat"]["type"] == 5 and s["txc"]["type"] == 10 and s["ssd_bytes_used"]["type"] == 2
+assert d["ssd_bytes_used"] + d["hdd_bytes_used"] > 0 and d["ssd_objects"] + d["hdd_objects"] > 0
+PY
+
+# write without --no-cleanup removes its objects and its metadata.
+"$B" write -b 4K -t 2 --seconds 1 --path "$W/s2" $SMALL --raw-seconds 0 >"$W/w2.out" 2>&1 || fail "write 2"
+grep -q "^Removed [0-9]* objects$" "$W/w2.out" || fail "cleanup line"
+refused 1 "Must write data" "$B" seq --path "$W/s2"
+
+# randwrite: small overwrites (the RBD pattern), every block checked against
+# its last write.
+"$B" randwrite -t 4 --seconds 2 --max-objects 4 -O 1M -b 4K --path "$W/s3" $SMALL --raw-seconds 0 \
+  >"$W/rw.out" 2>"$W/rw.err" || fail "randwrite: $(cat "$W/rw.err")"
+grep -q "^Verified 4 objects: every block as last written$" "$W/rw.out" || fail "randwrite verification"
+grep -q "^Total writes made:      " "$W/rw.out" || fail "randwrite summary"
+
+# mixed: a short trace on a fresh temporary store; migration passes run.
+"$B" mixed -t 4 --seconds 8 --scale 0.002 --days 2 --raw-seconds 0 --json "$W/mixed.json" \
+  >"$W/mixed.out" 2>"$W/mixed.err" || fail "mixed: $(cat "$W/mixed.err")"
+grep -q "^Migration passes:       [1-9]" "$W/mixed.out" || fail "mixed: migration passes"
+python3 - "$W/mixed.json" <<'PY' || fail "mixed JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = j["mixed"]
+assert m["migration_passes"] >= 1 and m["reads"] + m["writes"] + m["metadata_ops"] == j["summary"]["total_ops_made"]
+assert j["perf"]["delta"]["hybridstore"]["migration_passes"] == m["migration_passes"]
+PY
+
+# The report: a PNG per plot and an index naming them.
+"$B" report --out "$W/rep" "$W/write.json" "$W/rand.json" "$W/mixed.json" >/dev/null 2>"$W/rep.err" ||
+  fail "report: $(cat "$W/rep.err")"
+for f in write-throughput write-latency-cdf write-tiers write-tiering rand-throughput mixed-tiering; do
+  head -c 8 "$W/rep/$f.png" | od -An -c | grep -q "P   N   G" || fail "report: $f.png"
+  grep -q "$f.png" "$W/rep/index.html" || fail "index.html lacks $f.png"
+done
+grep -q "Raw ceiling (MB/sec)" "$W/rep/index.html" || fail "index.html summary table"
+echo "bench: all checks passed"

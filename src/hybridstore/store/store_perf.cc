@@ -1,0 +1,185 @@
+#include "hybridstore/store/store_perf.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "hybridstore/sections/section_config.h"
+#include "hybridstore/store/store_impl.h"
+
+namespace hybridstore {
+
+StorePerf::StorePerf(const Config& cfg) {
+  using K = PerfKind;
+  auto c = [&](const char* n, const char* d) { return set.add(n, K::kCounter, d); };
+  auto g = [&](const char* n, const char* d) { return set.add(n, K::kGauge, d); };
+  auto l = [&](const char* n, const char* d) { return set.add(n, K::kLatency, d); };
+
+  txc = c("txc", "transactions committed (durable)");
+  kv_commit_groups = c("kv_commit_groups", "commit groups: one device flush and one RocksDB sync each");
+  submit_lat = l("submit_lat", "queue_transaction: from entry until the transaction is applied and queued");
+  throttle_lat = l("throttle_lat", "waiting for the deferred queue to drain below its limit");
+  state_prepare_lat = l("state_prepare_lat", "locking the collections and applying the ops to the overlay");
+  state_aio_wait_lat = l("state_aio_wait_lat", "writing the transaction's new data to the devices");
+  state_kv_queued_lat = l("state_kv_queued_lat", "queued until the committer takes the transaction's group");
+  state_kv_committing_lat = l("state_kv_committing_lat", "the group's device flush and RocksDB sync, per transaction");
+  commit_lat = l("commit_lat", "from queue_transaction until the transaction is durable");
+  kv_flush_lat = l("kv_flush_lat", "device flushes of one commit group");
+  kv_commit_lat = l("kv_commit_lat", "RocksDB writes and WAL sync of one commit group");
+  kv_sync_lat = l("kv_sync_lat", "device flush plus RocksDB sync of one commit group");
+
+  deferred_write_ops = c("deferred_write_ops", "writes staged through RocksDB and applied later (small overwrites, SSD section data)");
+  deferred_write_bytes = c("deferred_write_bytes", "bytes of deferred writes staged");
+  deferred_queue_bytes = g("deferred_queue_bytes", "bytes staged and not yet on their devices");
+  deferred_apply_ops = c("deferred_apply_ops", "deferred records applied to the devices");
+  deferred_apply_bytes = c("deferred_apply_bytes", "bytes of deferred records applied");
+  deferred_apply_lat = l("deferred_apply_lat", "one batch of deferred writes: device writes, flush, record deletion");
+
+  read_lat = l("read_lat", "object reads");
+  read_bytes = c("read_bytes", "bytes returned by object reads");
+  read_eio = c("read_eio", "object reads that returned EIO");
+  csum_errors = c("csum_errors", "checksum mismatches found reading object data");
+  onode_hits = c("onode_hits", "onode lookups served by the cache");
+  onode_misses = c("onode_misses", "onode lookups that went to RocksDB");
+
+  for (int t = 0; t < kNumTiers; ++t) {
+    std::string tn = tier_name(static_cast<Tier>(t));
+    bytes_used[t] = set.add(tn + "_bytes_used", K::kGauge, "bytes allocated on the " + tn + " tier");
+    bytes_total[t] = set.add(tn + "_bytes_total", K::kGauge, "allocatable bytes of the " + tn + " tier");
+    objects[t] = set.add(tn + "_objects", K::kGauge, "objects holding most of their data on the " + tn + " tier");
+    write_bytes[t] = set.add(tn + "_write_bytes", K::kCounter,
+                             "bytes of data placed on the " + tn + " tier (writes, migrations, cleaning)");
+    device_read_bytes[t] = set.add(tn + "_read_bytes", K::kCounter, "bytes read from the " + tn + " device for objects");
+  }
+  tier_spill_ops = c("tier_spill_ops", "writes that went to the other tier because the preferred one was full");
+
+  section_allocs = c("ssd_section_allocs", "SSD section allocations");
+  section_seals = c("ssd_section_seals", "SSD section extents sealed");
+  write_units = c("ssd_write_units", "SSD write units written whole");
+  write_units_forced = c("ssd_write_units_forced", "SSD write units written partly filled (timeout, cap, sync)");
+  free_erase_units = g("ssd_free_erase_units", "SSD erase units free");
+  std::vector<SectionSpec> specs;
+  std::string err;
+  if (parse_sections(cfg.get_str("hybridstore_ssd_sections"), SectionDefaults::from_config(cfg), &specs, &err) == 0)
+    for (const auto& sp : specs) {
+      if (sp.bypass()) continue;
+      int a = set.add("section_" + sp.name + "_allocs", K::kCounter, "allocations in SSD section " + sp.name);
+      int s = set.add("section_" + sp.name + "_seals", K::kCounter, "extents sealed in SSD section " + sp.name);
+      per_section.push_back({sp.name, {a, s}});
+    }
+
+  migration_passes = c("migration_passes", "migrator passes (plan and move)");
+  migration_lat = l("migration_lat", "one migrator pass");
+  migrate_up_ops = c("migrate_up_ops", "objects moved HDD -> SSD");
+  migrate_up_bytes = c("migrate_up_bytes", "bytes moved HDD -> SSD");
+  migrate_down_ops = c("migrate_down_ops", "objects moved SSD -> HDD");
+  migrate_down_bytes = c("migrate_down_bytes", "bytes moved SSD -> HDD");
+  migrate_retries = c("migrate_retries", "migration copies redone because the object was written meanwhile");
+  migrate_skipped = c("migrate_skipped", "planned migrations not done (gone, no space, busy)");
+  cleaner_passes = c("cleaner_passes", "SSD cleaner passes that cleaned");
+  cleaner_lat = l("cleaner_lat", "one SSD cleaner pass that cleaned");
+  cleaner_victims = c("cleaner_victims", "erase units picked for cleaning");
+  cleaner_units_freed = c("cleaner_units_freed", "erase units emptied by cleaning");
+  cleaner_objects_moved = c("cleaner_objects_moved", "objects whose data the cleaner relocated");
+  cleaner_bytes_moved = c("cleaner_bytes_moved", "bytes the cleaner relocated");
+
+  ftl_merges = c("ftl_merges", "FTL merges (raw NAND SSD only)");
+  ftl_erases = c("ftl_erases", "NAND block erases (raw NAND SSD only)");
+  ftl_pages_copied = c("ftl_pages_copied", "NAND pages copied by merges and relocation (raw NAND SSD only)");
+  ftl_host_pages_written = c("ftl_host_pages_written", "NAND pages written for the host (raw NAND SSD only)");
+}
+
+CommitterPerf StorePerf::committer() {
+  CommitterPerf p;
+  p.set = &set;
+  p.txc = txc;
+  p.groups = kv_commit_groups;
+  p.commit_lat = commit_lat;
+  p.kv_queued_lat = state_kv_queued_lat;
+  p.kv_committing_lat = state_kv_committing_lat;
+  p.kv_flush_lat = kv_flush_lat;
+  p.kv_commit_lat = kv_commit_lat;
+  p.kv_sync_lat = kv_sync_lat;
+  return p;
+}
+
+DeferredPerf StorePerf::deferred() {
+  DeferredPerf p;
+  p.set = &set;
+  p.write_ops = deferred_write_ops;
+  p.write_bytes = deferred_write_bytes;
+  p.queue_bytes = deferred_queue_bytes;
+  p.apply_ops = deferred_apply_ops;
+  p.apply_bytes = deferred_apply_bytes;
+  p.apply_lat = deferred_apply_lat;
+  return p;
+}
+
+SectionPerf StorePerf::sections(const std::vector<std::string>& names) {
+  SectionPerf p;
+  p.set = &set;
+  p.allocs = section_allocs;
+  p.seals = section_seals;
+  p.write_units = write_units;
+  p.write_units_forced = write_units_forced;
+  p.free_erase_units = free_erase_units;
+  for (const auto& n : names) {
+    int a = -1, s = -1;
+    for (const auto& [name, ids] : per_section)
+      if (name == n) std::tie(a, s) = ids;
+    p.section_allocs.push_back(a);
+    p.section_seals.push_back(s);
+  }
+  return p;
+}
+
+// ------------------------------------------------------------------ gauges
+
+int StoreImpl::init_perf_gauges(std::string* error) {
+  PerfCounterSet& ps = perf_->set;
+  for (int t = 0; t < kNumTiers; ++t) {
+    uint64_t total = super_.tier_size[t] - super_.reserved[t];
+    ps.set(perf_->bytes_total[t], total);
+    if (t == tier_index(Tier::kSsd) && ssd_)
+      ps.set(perf_->bytes_used[t], ssd_->live_bytes());
+    else
+      ps.set(perf_->bytes_used[t], total - std::min(total, alloc_[t]->free_bytes()));
+  }
+  std::string v;
+  int64_t stats[kv::kStatCount];
+  if (!db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() || !kv::decode_stats(v, stats)) {
+    // fsck reports (and repair rewrites) a missing or corrupt record.
+    for (int t = 0; t < kNumTiers; ++t) ps.set(perf_->objects[t], 0);
+    return 0;
+  }
+  if (v.size() < 8 * kv::kStatCount) {
+    // Made before objects were counted per tier: count them once.
+    int64_t delta[kv::kStatCount] = {};
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    std::string prefix(1, kv::kOnode);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      Onode o;
+      std::string why;
+      if (!decode_onode(it->value().ToStringView(), &o, &why)) continue;  // fsck's business
+      if (int h = home_tier(o); h >= 0) ++delta[kv::kStatSsdObjects + h];
+    }
+    if (!it->status().ok()) {
+      *error = "counting objects per tier: " + it->status().ToString();
+      return -EIO;
+    }
+    it.reset();
+    rocksdb::WriteBatch b;
+    b.Merge(kv::stats_key(), kv::encode_stat_delta(delta));
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (!db_->Write(wo, &b).ok()) {
+      *error = "writing the per-tier object counts failed";
+      return -EIO;
+    }
+    for (int t = 0; t < kNumTiers; ++t) stats[kv::kStatSsdObjects + t] = delta[kv::kStatSsdObjects + t];
+  }
+  for (int t = 0; t < kNumTiers; ++t)
+    ps.set(perf_->objects[t], static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatSsdObjects + t])));
+  return 0;
+}
+
+}  // namespace hybridstore

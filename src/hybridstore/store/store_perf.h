@@ -1,0 +1,60 @@
+// The store's performance counters: one PerfCounterSet, group "hybridstore",
+// registered when the HybridStore is constructed (before mkfs or mount), so
+// a client can build its own view of the schema (the Ceph adapter makes
+// Ceph PerfCounters from it) before the store is mounted.
+//
+// Names follow BlueStore's where the concept is the same (commit_lat,
+// kv_flush_lat, state_*_lat, deferred_write_ops, onode_hits, ...); the rest
+// are HybridStore's own (tiers, sections, migration, cleaning, FTL). The
+// components get the ids they update (CommitterPerf, DeferredPerf,
+// SectionPerf, FtlPerf) at mount; every update is an atomic add.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "hybridstore/common/config.h"
+#include "hybridstore/common/perf_counters.h"
+#include "hybridstore/kv/deferred.h"
+#include "hybridstore/kv/kv_committer.h"
+#include "hybridstore/sections/ssd_sections.h"
+
+namespace hybridstore {
+
+struct StorePerf {
+  // Per-section counters are registered for the sections `cfg` names; a
+  // store made with other sections counts those in the totals only.
+  explicit StorePerf(const Config& cfg);
+
+  PerfCounterSet set{"hybridstore"};
+
+  // Transactions (store_txn.cc) and the group committer.
+  int txc, kv_commit_groups;
+  int submit_lat, throttle_lat, state_prepare_lat, state_aio_wait_lat, state_kv_queued_lat,
+      state_kv_committing_lat, commit_lat, kv_flush_lat, kv_commit_lat, kv_sync_lat;
+  // Deferred writes.
+  int deferred_write_ops, deferred_write_bytes, deferred_queue_bytes, deferred_apply_ops,
+      deferred_apply_bytes, deferred_apply_lat;
+  // Reads and the onode cache.
+  int read_lat, read_bytes, read_eio, csum_errors, onode_hits, onode_misses;
+  // Tiers: space (gauges), objects by the tier holding most of their data
+  // (gauges, persisted with the store's statistics), data placed and read.
+  int bytes_used[kNumTiers], bytes_total[kNumTiers], objects[kNumTiers];
+  int write_bytes[kNumTiers], device_read_bytes[kNumTiers], tier_spill_ops;
+  // SSD sections.
+  int section_allocs, section_seals, write_units, write_units_forced, free_erase_units;
+  std::vector<std::pair<std::string, std::pair<int, int>>> per_section;  // name -> (allocs, seals)
+  // Migration and cleaning.
+  int migration_passes, migration_lat, migrate_up_ops, migrate_up_bytes, migrate_down_ops,
+      migrate_down_bytes, migrate_retries, migrate_skipped;
+  int cleaner_passes, cleaner_lat, cleaner_victims, cleaner_units_freed, cleaner_objects_moved,
+      cleaner_bytes_moved;
+  // Raw NAND under the embedded FTL.
+  int ftl_merges, ftl_erases, ftl_pages_copied, ftl_host_pages_written;
+
+  CommitterPerf committer();
+  DeferredPerf deferred();
+  // Ids of the sections named, in that order (-1 for a section not registered).
+  SectionPerf sections(const std::vector<std::string>& names);
+};
+
+}  // namespace hybridstore
