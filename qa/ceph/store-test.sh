@@ -59,8 +59,9 @@ except OSError:
     sys.exit(0)
 for m in re.finditer(r'TEST_P\((\w+),\s*(\w+)\)\s*\{(.{0,400})', s, re.S):
     body = m.group(3)
-    if re.search(r'if\s*\(\s*string\(GetParam\(\)\)\s*!=\s*"(bluestore|filestore)"\)', body):
-        print(f"{m.group(1)}.{m.group(2)} ({re.search(r'!=\s*\"(\w+)\"', body).group(1)} only)")
+    only = re.search(r'if\s*\(\s*string\(GetParam\(\)\)\s*!=\s*"(bluestore|filestore)"\)', body)
+    if only:
+        print("%s.%s (%s only)" % (m.group(1), m.group(2), only.group(1)))
 PY
 )
 echo

@@ -84,6 +84,8 @@ int HybridObjectStore::read(CollectionHandle& ch, const ghobject_t& oid, uint64_
     if (r == -EIO) derr << "read " << oid << " " << offset << "~" << len << ": checksum or media error" << dendl;
     return r;
   }
+  // The result replaces what bl held (callers reuse one bufferlist).
+  bl.clear();
   bl.append(data);
   if (flags & kReadNoHeat) logger_->inc(l_hs_read_noheat_ops);
   logger_->inc(l_hs_read_bytes, r);
@@ -131,8 +133,13 @@ int HybridObjectStore::omap_get(CollectionHandle& ch, const ghobject_t& oid, cep
   std::map<std::string, std::string> m;
   int r = engine_->omap_get(cid_of(ch), to_engine(oid), &h, &m);
   if (r < 0) return r;
+  header->clear();
   header->append(h);
-  for (auto& [k, v] : m) (*out)[k].append(v);
+  for (auto& [k, v] : m) {
+    ceph::buffer::list& dst = (*out)[k];
+    dst.clear();
+    dst.append(v);
+  }
   return 0;
 }
 
@@ -141,6 +148,7 @@ int HybridObjectStore::omap_get_header(CollectionHandle& ch, const ghobject_t& o
   std::string h;
   int r = engine_->omap_get_header(cid_of(ch), to_engine(oid), &h);
   if (r < 0) return r;
+  header->clear();
   header->append(h);
   return 0;
 }
@@ -155,7 +163,11 @@ int HybridObjectStore::omap_get_values(CollectionHandle& ch, const ghobject_t& o
   std::map<std::string, std::string> m;
   int r = engine_->omap_get_values(cid_of(ch), to_engine(oid), keys, &m);
   if (r < 0) return r;
-  for (auto& [k, v] : m) (*out)[k].append(v);
+  for (auto& [k, v] : m) {
+    ceph::buffer::list& dst = (*out)[k];
+    dst.clear();
+    dst.append(v);
+  }
   return 0;
 }
 

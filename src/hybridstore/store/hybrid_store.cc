@@ -121,7 +121,14 @@ int HybridStore::migrate_now(MigrationReport* report) {
   return migrator_->run_once(report);
 }
 bool HybridStore::is_mounted() const { return impl_->mounted_; }
-std::string HybridStore::fsid() const { return uuid_to_string(impl_->super_.fsid); }
+std::string HybridStore::fsid() const {
+  if (impl_->mounted_) return uuid_to_string(impl_->super_.fsid);
+  // Not mounted (after mkfs, say): what the store directory says.
+  StoreProbe p;
+  std::string error;
+  if (probe(impl_->path_, impl_->cfg_, &p, &error) == 0 && !p.fsid.empty()) return p.fsid;
+  return uuid_to_string(Uuid{});
+}
 
 int HybridStore::queue_transaction(Transaction t, TxnError* error) {
   if (migrator_) migrator_->note_op();

@@ -149,6 +149,7 @@ class HybridStore {
   // Waits for every queued transaction to be durable, then closes.
   int umount();
   bool is_mounted() const;
+  // The store's fsid; all zeros when there is no store at path() yet.
   std::string fsid() const;
 
   // Applies the transaction(s) atomically; 0 or negative errno with *error
@@ -170,7 +171,8 @@ class HybridStore {
   int collection_bits(const CollectionId& c);  // bits, or -ENOENT
   int collection_empty(const CollectionId& c, bool* empty);
   // Objects o with start <= o < end in ghobject order, at most max; *next is
-  // the first object not returned, or ObjectId::make_max() when done.
+  // the first object not returned (when stopped by `end`, the first object at
+  // or after it), or ObjectId::make_max() when the collection has no more.
   int collection_list(const CollectionId& c, const ObjectId& start, const ObjectId& end, int max,
                       std::vector<ObjectId>* out, ObjectId* next);
 

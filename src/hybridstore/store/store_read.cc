@@ -102,7 +102,7 @@ int StoreImpl::collection_list(const CollectionId& c, const ObjectId& start, con
   std::string prefix = kv::onode_prefix(c);
   std::string lo = prefix + encode_object_key(start);
   std::string hi = end.max ? kv::prefix_end(prefix) : prefix + encode_object_key(end);
-  if (lo >= hi) return 0;
+  std::string coll_end = kv::prefix_end(prefix);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
   for (it->Seek(lo); it->Valid() && it->key().compare(hi) < 0; it->Next()) {
     CollectionId kc;
@@ -114,7 +114,14 @@ int StoreImpl::collection_list(const CollectionId& c, const ObjectId& start, con
     }
     out->push_back(std::move(o));
   }
-  return it->status().ok() ? 0 : -EIO;
+  if (!it->status().ok()) return -EIO;
+  // Stopped by `end` while the collection has more: *next is the first object
+  // at or after `end`, as BlueStore answers; max only when nothing is left.
+  if (next && it->Valid() && it->key().compare(coll_end) < 0) {
+    CollectionId kc;
+    if (!kv::decode_onode_key(it->key().ToStringView(), &kc, next)) return -EIO;
+  }
+  return 0;
 }
 
 int StoreImpl::omap_read(const CollectionId& c, const ObjectId& o,

@@ -4,6 +4,7 @@
 // of omap and metadata, maintenance calls and the log sink.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -26,6 +27,7 @@ TEST_F(AdapterSupport, MkfsTakesTheFsidItIsGiven) {
   ASSERT_EQ(store_->set_fsid(osd_uuid), 0);
   std::string err;
   ASSERT_EQ(store_->mkfs(&err), 0) << err;
+  EXPECT_EQ(store_->fsid(), osd_uuid);  // before mount too: the OSD checks it after mkfs
   ASSERT_EQ(store_->mount(&err), 0) << err;
   EXPECT_EQ(store_->fsid(), osd_uuid);
   store_->umount();
@@ -166,6 +168,42 @@ TEST_F(AdapterSupport, StatfsCountsOmapAndMetadataAndMaintenanceCallsWork) {
   std::string header;
   ASSERT_EQ(store_->omap_get(coll_, obj("o"), &header, &got), 0);
   EXPECT_EQ(got.size(), 2000u);
+}
+
+TEST_F(AdapterSupport, AListingStoppedByItsEndNamesTheNextObjectAndAnExhaustedOneMax) {
+  make_coll(coll_);
+  std::vector<ObjectId> objs;
+  Transaction t;
+  for (int i = 0; i < 5; ++i) {
+    objs.push_back(obj("o" + std::to_string(i)));
+    t.touch(coll_, objs.back());
+  }
+  apply(std::move(t));
+  std::sort(objs.begin(), objs.end());
+  std::vector<ObjectId> out;
+  ObjectId next;
+  ASSERT_EQ(store_->collection_list(coll_, objs[0], objs[3], 100, &out, &next), 0);
+  EXPECT_EQ(out, std::vector<ObjectId>(objs.begin(), objs.begin() + 3));
+  EXPECT_EQ(next, objs[3]);
+  // An end that is not an object: *next is the first object after it.
+  ObjectId between = objs[2];
+  between.name.clear();  // same hash as objs[2], sorts just before it
+  ASSERT_LT(objs[1], between);
+  out.clear();
+  ASSERT_EQ(store_->collection_list(coll_, objs[0], between, 100, &out, &next), 0);
+  EXPECT_EQ(out, std::vector<ObjectId>(objs.begin(), objs.begin() + 2));
+  EXPECT_EQ(next, objs[2]);
+  out.clear();
+  ASSERT_EQ(store_->collection_list(coll_, objs[3], ObjectId::make_max(), 100, &out, &next), 0);
+  EXPECT_EQ(out.size(), 2u);
+  EXPECT_TRUE(next.max);
+  // An end past the last object: nothing remains, so max.
+  out.clear();
+  ObjectId past = objs[4];
+  past.name += "~";
+  ASSERT_EQ(store_->collection_list(coll_, objs[0], past, 100, &out, &next), 0);
+  EXPECT_EQ(out.size(), 5u);
+  EXPECT_TRUE(next.max);
 }
 
 TEST(LogSink, LinesGoToTheSinkWhileOneIsSet) {
