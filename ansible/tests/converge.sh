@@ -160,6 +160,7 @@ ceph_conf_overrides:
     hybridstore hdd size: 4G
 ${plugin_dir:+    plugin dir: $plugin_dir}
 ${plugin_dir:+    osd class dir: $plugin_dir}
+${plugin_dir:+    erasure code dir: $plugin_dir}
 EOF
 
 echo "converge.sh: $scenario in $work (mon port $port, ceph-osd $ceph_osd, start OSDs: $start)"

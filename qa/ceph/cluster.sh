@@ -21,6 +21,8 @@
 #     project's hybridstore-tool fsck.
 # The bench table goes to stdout and, with REPORT.md, to that file.
 set -u
+# Before the helpers, whose defaults (1G + 8G) a 30 s 4 MiB write bench fills.
+export HS_SSD_SIZE=${HS_SSD_SIZE:-4G} HS_HDD_SIZE=${HS_HDD_SIZE:-24G}
 source "$(dirname "$0")/common.sh"
 # shellcheck source=qa/standalone/hybridstore-helpers.sh
 source "$HS_TOP/qa/standalone/hybridstore-helpers.sh"
@@ -36,7 +38,6 @@ done
 
 export HS_AUTH=cephx
 HS_BENCH_SECONDS=${HS_BENCH_SECONDS:-30}
-export HS_SSD_SIZE=${HS_SSD_SIZE:-4G} HS_HDD_SIZE=${HS_HDD_SIZE:-24G}
 if [ "$(id -u)" = 0 ] && [ -e /dev/loop-control ]; then export HS_DEVICES=loop; else export HS_DEVICES=file; fi
 export HS_TIMEOUT=${HS_TIMEOUT:-300}
 base=$(mktemp -d "${TMPDIR:-/tmp}/hs-cluster.XXXXXX")

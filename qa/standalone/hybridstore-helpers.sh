@@ -255,6 +255,7 @@ conf_base() {
     if [ -n "$osd_bin" ] && [ -d "$(dirname "$osd_bin")/../lib" ] && [ "$(dirname "$osd_bin")" != /usr/bin ]; then
         lib=$(cd "$(dirname "$osd_bin")/../lib" && pwd)
         conf_set "$dir" osd "plugin dir" "$lib"
+        conf_set "$dir" osd "erasure code dir" "$lib"
         conf_set "$dir" osd "osd class dir" "$lib"
     fi
 }
