@@ -11,6 +11,7 @@
 
 #include <rocksdb/convenience.h>
 #include <rocksdb/options.h>
+#include <rocksdb/table.h>
 #include <rocksdb/version.h>
 
 #include "ftl/nand_block_device.h"
@@ -113,6 +114,14 @@ int StoreImpl::open_db(bool create, std::string* error) {
   base.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
   base.merge_operator = kv::make_merge_operator();
   base.max_background_jobs = 2;
+  // Table files any RocksDB from 6.8 (Ceph's bundled one, inside ceph-osd)
+  // to Debian's 7.x (the standalone tools) reads: newer releases default to
+  // an XXH3 block checksum that 6.8 rejects as corruption, so a store the
+  // standalone hybridstore-tool touched would no longer mount in the OSD.
+  rocksdb::BlockBasedTableOptions table;
+  table.checksum = rocksdb::kCRC32c;
+  table.format_version = 4;
+  base.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   rocksdb::Options opts;
   // Inside ceph-osd the engine is built against Ceph's bundled RocksDB (6.8),
   // which parses option strings without a ConfigOptions (docs/ceph.md).
