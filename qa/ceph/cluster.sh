@@ -22,7 +22,7 @@
 # The bench table goes to stdout and, with REPORT.md, to that file.
 set -u
 # Before the helpers, whose defaults (1G + 8G) a 30 s 4 MiB write bench fills.
-export HS_SSD_SIZE=${HS_SSD_SIZE:-4G} HS_HDD_SIZE=${HS_HDD_SIZE:-24G}
+export HS_SSD_SIZE=${HS_SSD_SIZE:-4G} HS_HDD_SIZE=${HS_HDD_SIZE:-24G} HS_TIMEOUT=${HS_TIMEOUT:-300}
 source "$(dirname "$0")/common.sh"
 # shellcheck source=qa/standalone/hybridstore-helpers.sh
 source "$HS_TOP/qa/standalone/hybridstore-helpers.sh"
@@ -39,7 +39,6 @@ done
 export HS_AUTH=cephx
 HS_BENCH_SECONDS=${HS_BENCH_SECONDS:-30}
 if [ "$(id -u)" = 0 ] && [ -e /dev/loop-control ]; then export HS_DEVICES=loop; else export HS_DEVICES=file; fi
-export HS_TIMEOUT=${HS_TIMEOUT:-300}
 base=$(mktemp -d "${TMPDIR:-/tmp}/hs-cluster.XXXXXX")
 results=$base/results.tsv
 : > "$results"
@@ -149,6 +148,11 @@ run_store() {
     CEPH_MON=127.0.0.1:$(pick_mon_port 17600) || return 1
     export CEPH_MON
     setup "$dir" || return 1
+    # The OSDs report rotational (the HDD decides, as for BlueStore with an
+    # SSD block.db), so Ceph would sleep 0.1 s between recovery ops: minutes
+    # for the objects written while an OSD is down. Loop files need no pacing.
+    conf_set "$dir" osd "osd recovery sleep hdd" 0
+    conf_set "$dir" osd "osd recovery sleep hybrid" 0
     log "=== $store: mon, mgr, 3 OSDs ($HS_DEVICES devices, SSD $HS_SSD_SIZE, HDD $HS_HDD_SIZE, cephx)"
     run_cluster "$dir" 3 || return 1
     bench_all "$store" || return 1
