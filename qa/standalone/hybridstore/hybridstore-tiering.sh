@@ -25,13 +25,15 @@ TEST_ssd_full_spills_to_hdd() {
     local dir=$1
     require_hybridstore || return $?
     # 256 MiB of SSD; 64 KiB objects (below the HDD placement threshold, so
-    # they belong on the SSD) until about 400 MiB are written.
+    # they belong on the SSD) until about 400 MiB are written. --no-hints:
+    # rados bench otherwise marks every object sequential and append-only,
+    # and such objects go straight to the HDD.
     conf_set "$dir" osd "hybridstore ssd size" 256M
     conf_set "$dir" osd "hybridstore hdd size" 4G
     conf_render "$dir"
     run_cluster "$dir" 1 || return 1
     create_pool fill 8 || return 1
-    timeout 600 rados -p fill bench 300 write -b 65536 -t 16 --max-objects 6400 --no-cleanup \
+    timeout 600 rados -p fill bench 300 write -b 65536 -t 16 --max-objects 6400 --no-cleanup --no-hints \
         --run-name spill > "$dir/bench-write.out" 2>&1 ||
         { tail -20 "$dir/bench-write.out" >&2; fail "rados bench write"; return 1; }
     local objects
