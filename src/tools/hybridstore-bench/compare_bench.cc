@@ -49,6 +49,10 @@ struct CompareArgs {
   int onode_cache = 1024;
   std::string json;
   std::vector<std::string> sets;
+  // Rows to run (for profiling one of them): create1 overwrite1 createN
+  // overwriteN write4m randread seqread; empty runs all.
+  std::vector<std::string> rows;
+  bool want(const std::string& r) const { return rows.empty() || std::find(rows.begin(), rows.end(), r) != rows.end(); }
 };
 
 struct Row {
@@ -123,33 +127,35 @@ class KindRun {
     const int n = a_.writers;
 
     // 1 writer.
-    RawFigure sync1 = raw(RawPattern::kSyncWrite, 4096, 1, true);
+    const bool one = a_.want("create1") || a_.want("overwrite1") || a_.want("randread");
+    RawFigure sync1 = one ? raw(RawPattern::kSyncWrite, 4096, 1, true) : RawFigure{};
     counts_1_ = 0;
     Row c1{"4 KiB creates, 1 writer", "ops/s", sync1, 0, 0.9};
-    c1.store = timed(1, a_.seconds, [&](int, uint64_t i) {
+    if (one) c1.store = timed(1, a_.seconds, [&](int, uint64_t i) {
       Transaction t;
       t.write(coll(0), small_name(1, 0, i), 0, small_);
       bool ok = store_->apply_transaction(std::move(t)) == 0;
       if (ok) counts_1_ = i + 1;
       return ok;
     }, &c1.cpu_us);
-    rows->push_back(c1);
+    if (a_.want("create1")) rows->push_back(c1);
     Row o1{"4 KiB overwrites, 1 writer", "ops/s", sync1, 0, 0.9};
     std::mt19937_64 rng1(11);
-    o1.store = timed(1, a_.seconds, [&](int, uint64_t) {
+    if (a_.want("overwrite1")) o1.store = timed(1, a_.seconds, [&](int, uint64_t) {
       Transaction t;
       t.write(coll(0), small_name(1, 0, rng1() % std::max<uint64_t>(counts_1_, 1)), 0, over_);
       return store_->apply_transaction(std::move(t)) == 0;
     }, &o1.cpu_us);
-    rows->push_back(o1);
+    if (a_.want("overwrite1")) rows->push_back(o1);
 
     // N writers: group commit against N independent synchronous writers.
-    RawFigure syncn = raw(RawPattern::kSyncWrite, 4096, n, kind_ == "nand");
+    const bool many = a_.want("createN") || a_.want("overwriteN") || a_.want("randread");
+    RawFigure syncn = many ? raw(RawPattern::kSyncWrite, 4096, n, kind_ == "nand") : RawFigure{};
     counts_n_.assign(static_cast<size_t>(n), 0);
     Row cn{"4 KiB creates, " + std::to_string(n) + " writers", "ops/s", syncn, 0, 1.5};
     StoreStats before, after;
     store_->statfs(&before);
-    cn.store = timed(n, a_.seconds, [&](int w, uint64_t i) {
+    if (many) cn.store = timed(n, a_.seconds, [&](int w, uint64_t i) {
       Transaction t;
       t.write(coll(w), small_name(n, w, i), 0, small_);
       bool ok = store_->apply_transaction(std::move(t)) == 0;
@@ -158,10 +164,10 @@ class KindRun {
     }, &cn.cpu_us);
     store_->statfs(&after);
     cn.txns_per_group = per_group(before, after);
-    rows->push_back(cn);
+    if (a_.want("createN")) rows->push_back(cn);
     Row on{"4 KiB overwrites, " + std::to_string(n) + " writers", "ops/s", syncn, 0, 1.5};
     store_->statfs(&before);
-    on.store = timed(n, a_.seconds, [&](int w, uint64_t i) {
+    if (a_.want("overwriteN")) on.store = timed(n, a_.seconds, [&](int w, uint64_t i) {
       Transaction t;
       uint64_t have = std::max<uint64_t>(counts_n_[static_cast<size_t>(w)], 1);
       uint64_t pick = (i * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(w)) % have;
@@ -170,11 +176,11 @@ class KindRun {
     }, &on.cpu_us);
     store_->statfs(&after);
     on.txns_per_group = per_group(before, after);
-    rows->push_back(on);
+    if (a_.want("overwriteN")) rows->push_back(on);
 
     // 4 MiB writes (HDD tier) on the file kind only: the NAND kind's HDD is
     // the same kind of file, so its rows would repeat these.
-    const bool big = kind_ == "file";
+    const bool big = kind_ == "file" && (a_.want("write4m") || a_.want("seqread"));
     if (big) {
       RawFigure w4 = raw(RawPattern::kWrite, 4 << 20, n, false, true);
       auto four = std::make_shared<const std::string>(4 << 20, 'b');
@@ -190,20 +196,20 @@ class KindRun {
           }
         });
       for (auto& x : th) x.join();
-      rows->push_back({"4 MiB writes, " + std::to_string(n) + " in flight", "MiB/s", w4,
+ if (a_.want("write4m")) rows->push_back({"4 MiB writes, " + std::to_string(n) + " in flight", "MiB/s", w4,
                        a_.big_objects * 4.0 / (now_sec() - t0), 0.9});
     }
 
     // 4 KiB random reads over every small object (far more than the onode
     // cache holds).
-    RawFigure rr = raw(RawPattern::kRandRead, 4096, n, true);
+    RawFigure rr = a_.want("randread") ? raw(RawPattern::kRandRead, 4096, n, true) : RawFigure{};
     uint64_t total_n = 0;
     for (auto c : counts_n_) total_n += c;
     std::atomic<uint64_t> bad_reads{0};
     Row r4{"4 KiB random reads, " + std::to_string(n) + " in flight", "ops/s", rr, 0, 0.8};
     std::vector<std::mt19937_64> rngs;
     for (int w = 0; w < n; ++w) rngs.emplace_back(1000 + w);
-    r4.store = timed(n, a_.seconds, [&](int w, uint64_t) {
+    if (a_.want("randread")) r4.store = timed(n, a_.seconds, [&](int w, uint64_t) {
       auto& g = rngs[static_cast<size_t>(w)];
       uint64_t k = g() % (counts_1_ + total_n);
       CollectionId c = coll(0);
@@ -223,9 +229,9 @@ class KindRun {
     });
     r4.work += " (" + std::to_string(counts_1_ + total_n) + " objects, onode cache " +
                std::to_string(a_.onode_cache) + ")";
-    rows->push_back(r4);
+    if (a_.want("randread")) rows->push_back(r4);
 
-    if (big) {
+    if (big && a_.want("seqread")) {
       RawFigure sr = raw(RawPattern::kSeqRead, 4 << 20, n, false, true);
       std::atomic<uint64_t> next{0};
       Row s4{"4 MiB sequential reads, " + std::to_string(n) + " in flight", "MiB/s", sr, 0, 0.9};
@@ -411,6 +417,9 @@ BenchCommand compare(
           ->check(CLI::Range(64, 100000000));
       sub->add_option("--json", a->json, "also write the rows as JSON to FILE");
       sub->add_option("--set", a->sets, "store option key=value (repeatable)");
+      sub->add_option("--rows", a->rows,
+                      "rows to run (default all): create1 overwrite1 createN overwriteN write4m randread seqread")
+          ->delimiter(',');
       return [a] { return run_compare(*a); };
     });
 
