@@ -67,20 +67,36 @@ void KvCommitter::stop() {
   if (finisher_thread_.joinable()) finisher_thread_.join();
 }
 
-uint64_t KvCommitter::submit(CommitWork work) {
+uint64_t KvCommitter::submit(CommitWork work, bool caller_waits) {
   std::unique_lock<std::mutex> l(mutex_);
   space_cv_.wait(l, [&] { return queue_.size() < max_queued_ || stopping_ || error_; });
   if (error_ || stopping_) return 0;
   work.seq = next_seq_++;
   if (perf_.set) work.submit_ns = perf_now_ns();
   uint64_t seq = work.seq;
+  // Nothing else to commit and the caller is about to wait for it: the
+  // caller commits it itself (wait_committed), so that a lone writer does
+  // not pay two thread switches per transaction for the committer thread.
+  const bool self = caller_waits && queue_.empty() && !busy_ && flights_.empty();
   queue_.push_back(std::move(work));
-  queue_cv_.notify_one();
+  if (!self) queue_cv_.notify_one();
   return seq;
 }
 
 int KvCommitter::wait_committed(uint64_t seq) {
   std::unique_lock<std::mutex> l(mutex_);
+  if (committed_.load() < seq && !error_ && !busy_ && !queue_.empty() && flights_.empty() &&
+      queue_.back().seq >= seq) {
+    auto f = std::make_shared<Flight>();
+    f->group.swap(queue_);
+    busy_ = true;
+    l.unlock();
+    process_group(f);
+    l.lock();
+    busy_ = false;
+    // What arrived meanwhile is the committer thread's.
+    if (!queue_.empty()) queue_cv_.notify_one();
+  }
   if (committed_.load() < seq && !error_) {
     SyncWaiter w;
     auto it = sync_waiters_.emplace(seq, &w);
@@ -135,101 +151,113 @@ void KvCommitter::commit_loop() {
       std::unique_lock<std::mutex> l(mutex_);
       // At most lanes_ groups in flight: the next waits (and grows) meanwhile.
       queue_cv_.wait(l, [&] {
-        return (!queue_.empty() && flights_.size() < static_cast<size_t>(lanes_)) || (stopping_ && queue_.empty());
+        return (!queue_.empty() && !busy_ && flights_.size() < static_cast<size_t>(lanes_)) ||
+               (stopping_ && queue_.empty() && !busy_);
       });
       if (queue_.empty() && stopping_) return;
       f->group.swap(queue_);
+      busy_ = true;
     }
-    space_cv_.notify_all();
-    if (error_) continue;  // never acknowledge anything after a failure
-    f->t0 = std::chrono::steady_clock::now();
-    f->t0_ns = perf_.set ? perf_now_ns() : 0;
-    if (perf_.set)
-      for (const auto& w : f->group) perf_.set->tinc(perf_.kv_queued_lat, f->t0_ns - std::min(f->t0_ns, w.submit_ns));
-
-    // Data first: every write these transactions made completed before they
-    // were queued, so one flush per written device covers them all.
-    bool ok = true;
-    for (int t = 0; t < kNumTiers && ok; ++t) {
-      uint64_t w = tracker_->written(t);
-      if (w != flushed_[t] && devices_[t]) {
-        int r = devices_[t]->flush();
-        ++f->flushes;
-        if (r < 0) {
-          fail(r, fmt::format("flush of {} device failed: {}", tier_name(static_cast<Tier>(t)),
-                              strerror(-r)));
-          ok = false;
-        } else {
-          flushed_[t] = w;
-        }
-      }
-    }
-    f->flushed_ns = perf_.set ? perf_now_ns() : 0;
-    // Then metadata. With a journal each batch records its journal number
-    // and none is synced: the journal record makes the group durable.
-    // Without one, the last batch is synced, which syncs the WAL records of
-    // the earlier ones too.
-    std::vector<JournalEntry> entries;
-    if (journal_)
-      for (auto& w : f->group) {
-        std::string n;
-        put_fixed64(&n, next_journal_seq_);
-        w.batch->Put(kv::journal_seq_key(), n);
-        entries.push_back({next_journal_seq_++, w.batch->Data()});
-      }
-    for (size_t i = 0; i < f->group.size() && ok; ++i) {
-      rocksdb::WriteOptions wo;
-      wo.sync = !journal_ && i + 1 == f->group.size();
-      rocksdb::Status s = db_->Write(wo, f->group[i].batch.get());
-      if (!s.ok()) {
-        fail(-EIO, "RocksDB commit failed: " + s.ToString());
-        ok = false;
-      }
-    }
-    if (!ok) continue;
-    if (journal_) {
-      f->record = journal_->encode(entries);
-      bool sync_now = f->record.size() > journal_->max_record();
-      bool checkpoint = false;
-      if (!sync_now) f->pos = journal_->reserve(f->record.size(), &checkpoint);
-      if (sync_now || checkpoint) {
-        // Every batch reserved so far was written to RocksDB above: one WAL
-        // sync makes them all durable there.
-        rocksdb::Status s = db_->SyncWAL();
-        if (!s.ok()) {
-          fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
-          continue;
-        }
-        journal_->checkpoint();
-        std::lock_guard<std::mutex> l(mutex_);
-        ++stats_.journal_checkpoints;
-      }
-      if (sync_now) f->record.clear();
-    }
-    bool alone = false;
+    process_group(f);
     {
       std::lock_guard<std::mutex> l(mutex_);
-      alone = flights_.empty();
+      busy_ = false;
     }
-    if (!f->record.empty() && alone && f->group.size() == 1) {
-      // One writer: nothing to overlap with, and handing the record to a
-      // lane would only add a thread switch to its latency.
-      f->err = journal_->write(f->pos, f->record);
-      if (f->err < 0) fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
-      f->record.clear();
-      std::lock_guard<std::mutex> l(mutex_);
-      if (f->err == 0) ++stats_.journal_records;
-    }
-    {
-      std::lock_guard<std::mutex> l(mutex_);
-      f->done = f->record.empty();
-      flights_.push_back(f);
-    }
-    if (f->done)
-      complete_ready();
-    else
-      lane_cv_.notify_one();
   }
+}
+
+// Everything between taking a group and handing it on, in queue order (one
+// thread at a time: busy_).
+void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
+  space_cv_.notify_all();
+  if (error_) return;  // never acknowledge anything after a failure
+  f->t0 = std::chrono::steady_clock::now();
+  f->t0_ns = perf_.set ? perf_now_ns() : 0;
+  if (perf_.set)
+    for (const auto& w : f->group) perf_.set->tinc(perf_.kv_queued_lat, f->t0_ns - std::min(f->t0_ns, w.submit_ns));
+
+  // Data first: every write these transactions made completed before they
+  // were queued, so one flush per written device covers them all.
+  bool ok = true;
+  for (int t = 0; t < kNumTiers && ok; ++t) {
+    uint64_t w = tracker_->written(t);
+    if (w != flushed_[t] && devices_[t]) {
+      int r = devices_[t]->flush();
+      ++f->flushes;
+      if (r < 0) {
+        fail(r, fmt::format("flush of {} device failed: {}", tier_name(static_cast<Tier>(t)),
+                            strerror(-r)));
+        ok = false;
+      } else {
+        flushed_[t] = w;
+      }
+    }
+  }
+  f->flushed_ns = perf_.set ? perf_now_ns() : 0;
+  // Then metadata. With a journal each batch records its journal number
+  // and none is synced: the journal record makes the group durable.
+  // Without one, the last batch is synced, which syncs the WAL records of
+  // the earlier ones too.
+  std::vector<JournalEntry> entries;
+  if (journal_)
+    for (auto& w : f->group) {
+      std::string n;
+      put_fixed64(&n, next_journal_seq_);
+      w.batch->Put(kv::journal_seq_key(), n);
+      entries.push_back({next_journal_seq_++, w.batch->Data()});
+    }
+  for (size_t i = 0; i < f->group.size() && ok; ++i) {
+    rocksdb::WriteOptions wo;
+    wo.sync = !journal_ && i + 1 == f->group.size();
+    rocksdb::Status s = db_->Write(wo, f->group[i].batch.get());
+    if (!s.ok()) {
+      fail(-EIO, "RocksDB commit failed: " + s.ToString());
+      ok = false;
+    }
+  }
+  if (!ok) return;
+  if (journal_) {
+    f->record = journal_->encode(entries);
+    bool sync_now = f->record.size() > journal_->max_record();
+    bool checkpoint = false;
+    if (!sync_now) f->pos = journal_->reserve(f->record.size(), &checkpoint);
+    if (sync_now || checkpoint) {
+      // Every batch reserved so far was written to RocksDB above: one WAL
+      // sync makes them all durable there.
+      rocksdb::Status s = db_->SyncWAL();
+      if (!s.ok()) {
+        fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
+        return;
+      }
+      journal_->checkpoint();
+      std::lock_guard<std::mutex> l(mutex_);
+      ++stats_.journal_checkpoints;
+    }
+    if (sync_now) f->record.clear();
+  }
+  bool alone = false;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    alone = flights_.empty();
+  }
+  if (!f->record.empty() && alone && f->group.size() == 1) {
+    // One writer: nothing to overlap with, and handing the record to a
+    // lane would only add a thread switch to its latency.
+    f->err = journal_->write(f->pos, f->record);
+    if (f->err < 0) fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
+    f->record.clear();
+    std::lock_guard<std::mutex> l(mutex_);
+    if (f->err == 0) ++stats_.journal_records;
+  }
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    f->done = f->record.empty();
+    flights_.push_back(f);
+  }
+  if (f->done)
+    complete_ready();
+  else
+    lane_cv_.notify_one();
 }
 
 void KvCommitter::lane_loop() {

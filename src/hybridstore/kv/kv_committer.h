@@ -101,7 +101,9 @@ class KvCommitter {
 
   // Queues work; blocks while max_queued transactions are waiting. Returns the
   // sequence number, or 0 when the store has failed (see error()).
-  uint64_t submit(CommitWork work);
+  // `caller_waits`: the caller calls wait_committed(seq) next, which may
+  // then commit the group itself instead of waking the committer thread.
+  uint64_t submit(CommitWork work, bool caller_waits = false);
   // Blocks until `seq` is durable; returns 0, or the sticky error.
   int wait_committed(uint64_t seq);
   uint64_t committed_seq() const { return committed_.load(std::memory_order_acquire); }
@@ -132,6 +134,7 @@ class KvCommitter {
     std::chrono::steady_clock::time_point t0;
   };
   void commit_loop();
+  void process_group(const std::shared_ptr<Flight>& f);
   void lane_loop();
   // Acknowledges, in queue order, every group at the front that is durable.
   void complete_ready();
@@ -160,6 +163,7 @@ class KvCommitter {
   std::deque<std::shared_ptr<Flight>> flights_;  // queue order; guarded by mutex_
   std::condition_variable lane_cv_;              // a record to write / lanes stop
   bool lanes_stopping_ = false;
+  bool busy_ = false;  // a thread is in process_group (groups are processed in queue order)
   std::mutex complete_mutex_;  // one thread acknowledges at a time (taken before mutex_)
   CommitJournal* journal_ = nullptr;
   uint64_t next_journal_seq_ = 1;  // committer thread only

@@ -115,7 +115,9 @@ class StoreImpl {
   int settle();
 
   // ---- transactions (store_txn.cc)
-  int queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out);
+  // `caller_waits`: the caller waits for the commit next (apply_transaction).
+  int queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out,
+                         bool caller_waits = false);
   int wait_committed(uint64_t seq) { return committer_->wait_committed(seq); }
 
   // ---- reads (store_read.cc)

@@ -275,3 +275,48 @@ TEST_F(CommitJournalReplay, AcknowledgedTransactionsComeBackFromTheJournalAlone)
 }
 
 }  // namespace
+
+namespace {
+// Callers that wait commit their own group when the committer is idle
+// (submit(..., true) then wait_committed); mixed with callers that do not
+// wait, every transaction is still acknowledged once, in queue order.
+TEST_F(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingTheOrder) {
+  auto db = open_db(dir_.file("db"));
+  auto j = open_journal(64 * CommitJournal::kBlock);
+  WriteTracker tracker;
+  KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
+  c.set_journal(j.get(), 1, 4);
+  c.start();
+  std::mutex order_mu;
+  std::vector<uint64_t> acked;
+  std::vector<std::thread> th;
+  for (int w = 0; w < 6; ++w)
+    th.emplace_back([&, w] {
+      for (int i = 0; i < 150; ++i) {
+        CommitWork work;
+        work.batch = std::make_unique<rocksdb::WriteBatch>();
+        work.batch->Put("c" + std::to_string(w) + "_" + std::to_string(i), "v");
+        auto seq = std::make_shared<uint64_t>(0);
+        work.after_commit = [&, seq] {
+          std::lock_guard<std::mutex> l(order_mu);
+          acked.push_back(*seq);
+        };
+        const bool waits = w % 2 == 0 || i % 3 == 0;
+        std::lock_guard<std::mutex> l(order_mu);
+        *seq = c.submit(std::move(work), waits);
+        ASSERT_GT(*seq, 0u);
+        if (waits) {
+          order_mu.unlock();
+          EXPECT_EQ(c.wait_committed(*seq), 0);
+          EXPECT_GE(c.committed_seq(), *seq);
+          order_mu.lock();
+        }
+      }
+    });
+  for (auto& t : th) t.join();
+  ASSERT_EQ(c.wait_committed(c.last_seq()), 0);
+  c.stop();
+  ASSERT_EQ(acked.size(), 900u);
+  for (size_t i = 0; i < acked.size(); ++i) ASSERT_EQ(acked[i], i + 1) << "acknowledged out of order";
+}
+}  // namespace
