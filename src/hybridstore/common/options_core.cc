@@ -57,7 +57,7 @@ void add_core_options(std::vector<OptionSpec>* v) {
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "
                 "they are acknowledged in order)",
-                "1", "4"});
+                "1", "16"});
   v->push_back({"hybridstore_onode_cache_size", T::kInt, "200000",
                 "onodes kept in memory across all collections", "64", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,

@@ -76,10 +76,10 @@ class CommitJournal {
 
   uint64_t size() const { return size_; }
   std::string encode(const std::vector<JournalEntry>& entries) const { return encode_journal_record(fsid_, entries); }
-  // Records larger than this go through a RocksDB sync instead. Small
-  // enough that the records of every lane in flight never reach around the
-  // ring onto each other.
-  uint64_t max_record() const { return size_ / 8; }
+  // Records larger than this go through a RocksDB sync instead: small
+  // enough that the records of `lanes` groups in flight never reach around
+  // the ring onto each other.
+  uint64_t max_record(int lanes) const { return size_ / (2 * static_cast<uint64_t>(lanes)) / kBlock * kBlock; }
 
   // Where the next record of `len` bytes goes. *needs_checkpoint says that
   // RocksDB must be synced (checkpoint()) before the record is written:

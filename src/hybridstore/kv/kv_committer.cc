@@ -21,7 +21,7 @@ KvCommitter::~KvCommitter() { stop(); }
 void KvCommitter::set_journal(CommitJournal* journal, uint64_t next_journal_seq, int lanes) {
   journal_ = journal;
   next_journal_seq_ = next_journal_seq;
-  lanes_ = journal ? std::clamp(lanes, 1, 4) : 1;
+  lanes_ = journal ? std::clamp(lanes, 1, kMaxLanes) : 1;
 }
 
 void KvCommitter::start() {
@@ -218,7 +218,7 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
   if (!ok) return;
   if (journal_) {
     f->record = journal_->encode(entries);
-    bool sync_now = f->record.size() > journal_->max_record();
+    bool sync_now = f->record.size() > journal_->max_record(lanes_);
     bool checkpoint = false;
     if (!sync_now) f->pos = journal_->reserve(f->record.size(), &checkpoint);
     if (sync_now || checkpoint) {

@@ -85,6 +85,7 @@ struct CommitterStats {
 
 class KvCommitter {
  public:
+  static constexpr int kMaxLanes = 16;
   KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, WriteTracker* tracker,
               size_t max_queued);
   ~KvCommitter();
