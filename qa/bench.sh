@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 OUT=${BENCH_DIR:-bench-out}
 mkdir -p "$OUT"
 BIN="$BUILD/bin/hybridstore-bench"
+# fio gives the raw figures of the file-backed tiers (make deps installs it);
+# without it the bench measures them in process with the same I/O pattern.
+FIO=""
+command -v fio >/dev/null 2>&1 && FIO=--fio-compare
+echo "== compare: the store against the raw device, row by row (file-backed SSD and raw NAND)"
+"$BIN" compare --dir "$OUT/compare-store" $FIO --json "$OUT/compare.json"
 echo "== core: bandwidth against the raw device, group commit"
 "$BIN" core --dir "$OUT/core-store" --json "$OUT/core.json"
 echo "== rados: write, seq and rand with 4 MiB and 4 KiB objects, 16 in flight, against the raw ceiling"

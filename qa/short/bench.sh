@@ -30,12 +30,22 @@ refused() {
 
 # --help everywhere.
 "$B" --help | grep -q "randwrite" || fail "--help lists the modes"
-for m in write seq rand randwrite mixed demo report core; do
+for m in write seq rand randwrite mixed demo report core compare; do
   "$B" "$m" --help >/dev/null || fail "$m --help"
 done
 "$B" write --help | grep -q -- "--concurrent-ios" || fail "write --help shows -t"
 "$TOOL" perf --help | grep -q "schema" || fail "perf --help"
 "$TOOL" perf dump --help >/dev/null || fail "perf dump --help"
+
+# compare: a short run of the small-write rows on both SSD kinds (raw figures
+# in process, so no fio needed): the table with its ratios, and a clean deep
+# fsck after each kind.
+refused 2 "unknown SSD kind" "$B" compare --kinds disk --dir "$W/c0"
+"$B" compare --dir "$W/cmp" --rows create1,createN --writers 4 --seconds 1 --raw-seconds 1 \
+  $SMALL --json "$W/cmp.json" >"$W/cmp.out" 2>&1 || fail "compare: $(tail -5 "$W/cmp.out")"
+grep -q "store / raw" "$W/cmp.out" || fail "compare prints its table"
+[ "$(grep -c "fsck --deep after the run: clean" "$W/cmp.out")" = 2 ] || fail "compare: deep fsck after both kinds"
+[ ! -e "$W/c0" ] || fail "compare made something before refusing"
 
 # Bad input: refused before a store or a file is made.
 refused 2 "unknown mode" "$B" nosuchmode

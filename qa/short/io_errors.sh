@@ -69,11 +69,14 @@ done
 
 # SSD sections (the default): small data is staged in RocksDB and written out
 # in whole units later. A failed write-out makes the store read-only, loses
-# nothing acknowledged, and the next mount replays the staged records.
+# nothing acknowledged, and the next mount replays the staged records. The
+# commit journal is off for this run, so that the first device write is the
+# write-out's (the journal's own writes are device writes too: next check).
 S2="$W/sections"
 "$TOOL" --path "$S2" --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M mkfs >/dev/null
 "$TOOL" --path "$S2" txn -q "$W/base.json"
-if "$TOOL" --path "$S2" --set hybridstore_debug_eio_on_write=1 txn -q "$W/next.json" >/dev/null 2>"$W/err"; then
+if "$TOOL" --path "$S2" --set hybridstore_commit_journal_size=0 --set hybridstore_debug_eio_on_write=1 \
+  txn -q "$W/next.json" >/dev/null 2>"$W/err"; then
   fail "sections: a failed write-out went unreported"
 fi
 grep -q "read-only" "$W/err" || fail "sections: no read-only message: $(cat "$W/err")"
@@ -82,4 +85,22 @@ objs=$("$TOOL" --path "$S2" list --coll 1.0_head | sort | tr '\n' ' ')
 [ "$("$TOOL" --path "$S2" cat --coll 1.0_head --oid c)" = "second" ] || fail "sections: clone data lost"
 "$TOOL" --path "$S2" fsck --deep >/dev/null || fail "sections: fsck --deep after replay"
 
-echo "io error checks passed: $cuts power cuts, transactions surviving each:$seen; sections write-out EIO replayed"
+# The commit journal: its write failing fails the transaction it carried,
+# which is never acknowledged (it may survive, whole, from RocksDB's unsynced
+# write), and the store turns read-only with a message saying why.
+S3="$W/journal"
+"$TOOL" --path "$S3" --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M mkfs >/dev/null
+"$TOOL" --path "$S3" txn -q "$W/base.json"
+if "$TOOL" --path "$S3" --set hybridstore_debug_eio_on_write=1 txn -q "$W/next.json" >/dev/null 2>"$W/err"; then
+  fail "journal: a failed journal write went unreported"
+fi
+grep -q "transaction 0 failed: not made durable: commit journal write failed" "$W/err" ||
+  fail "journal: message: $(cat "$W/err")"
+objs=$("$TOOL" --path "$S3" list --coll 1.0_head | sort | tr '\n' ' ')
+case "$objs" in
+  "base "|"a base ") ;;
+  *) fail "journal: after a failed journal write the store holds '$objs'" ;;
+esac
+"$TOOL" --path "$S3" fsck --deep >/dev/null || fail "journal: fsck --deep"
+
+echo "io error checks passed: $cuts power cuts, transactions surviving each:$seen; sections write-out EIO replayed; journal write EIO"

@@ -64,6 +64,33 @@ __attribute__((target("sse4.2"))) uint32_t crc32c_sse42(uint32_t crc, const uint
   return ~c32;
 }
 
+// Three blocks at once: the crc32 instruction has a latency of about three
+// cycles and a throughput of one, so one dependency chain uses a third of
+// the unit. Independent blocks need no combining step.
+__attribute__((target("sse4.2"))) void crc32c_sse42_x3(const uint8_t* a, const uint8_t* b, const uint8_t* c,
+                                                       size_t len, uint32_t* out) {
+  uint64_t ca = 0xffffffffu, cb = 0xffffffffu, cc = 0xffffffffu;
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    uint64_t wa, wb, wc;
+    std::memcpy(&wa, a + i, 8);
+    std::memcpy(&wb, b + i, 8);
+    std::memcpy(&wc, c + i, 8);
+    ca = _mm_crc32_u64(ca, wa);
+    cb = _mm_crc32_u64(cb, wb);
+    cc = _mm_crc32_u64(cc, wc);
+  }
+  uint32_t ra = static_cast<uint32_t>(ca), rb = static_cast<uint32_t>(cb), rc = static_cast<uint32_t>(cc);
+  for (; i < len; ++i) {
+    ra = _mm_crc32_u8(ra, a[i]);
+    rb = _mm_crc32_u8(rb, b[i]);
+    rc = _mm_crc32_u8(rc, c[i]);
+  }
+  out[0] = ~ra;
+  out[1] = ~rb;
+  out[2] = ~rc;
+}
+
 bool detect_hardware() { return __builtin_cpu_supports("sse4.2"); }
 #else
 bool detect_hardware() { return false; }
@@ -79,6 +106,16 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t len) {
   if (kHardware) return crc32c_sse42(crc, p, len);
 #endif
   return crc32c_software(crc, p, len);
+}
+
+void crc32c_blocks(const void* data, size_t block, size_t count, uint32_t* out) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  size_t i = 0;
+#if defined(__x86_64__)
+  if (kHardware)
+    for (; i + 3 <= count; i += 3) crc32c_sse42_x3(p + i * block, p + (i + 1) * block, p + (i + 2) * block, block, out + i);
+#endif
+  for (; i < count; ++i) out[i] = crc32c(0, p + i * block, block);
 }
 
 bool crc32c_hardware() { return kHardware; }

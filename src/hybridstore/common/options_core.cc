@@ -49,6 +49,15 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "...or once the oldest committed deferred write is this old", "1", "60000"});
   v->push_back({"hybridstore_deferred_max_pending", T::kSize, "256M",
                 "transactions wait while this many deferred bytes are not yet applied", "1M", ""});
+  v->push_back({"hybridstore_commit_journal_size", T::kSize, "16M",
+                "ring file <store>/journal that makes each commit group durable with one write and "
+                "flush instead of a RocksDB WAL sync; 0 = sync RocksDB per group (a journal left by "
+                "an earlier mount is still replayed)",
+                "0", "1G"});
+  v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
+                "commit groups in flight at once through the commit journal (their flushes overlap; "
+                "they are acknowledged in order)",
+                "1", "16"});
   v->push_back({"hybridstore_onode_cache_size", T::kInt, "200000",
                 "onodes kept in memory across all collections", "64", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,

@@ -410,6 +410,12 @@ class UringBlockDevice final : public FileDeviceBase {
   static constexpr unsigned kMaxRetries = 16;
 
   int run(bool write, std::vector<Span> spans) override {
+    // One contiguous I/O gains nothing from the ring: the caller would only
+    // sleep until the reaper wakes it. Done in the caller's thread it costs
+    // two thread switches less (a third of a 4 KiB random read's CPU here);
+    // callers that want many I/Os in flight are the batches, which still go
+    // through the ring.
+    if (spans.size() == 1) return transfer_sync(fd_, write, &spans[0], max_transfer_, &device_ios_, &short_transfers_);
     Batch b;
     b.ops.reserve(spans.size());
     for (auto& s : spans) b.ops.push_back(Op{&b, write, std::move(s), {}, 0});

@@ -1,5 +1,7 @@
 #include "hybridstore/kv/deferred.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -45,7 +47,12 @@ DeferredWriter::DeferredWriter(rocksdb::DB* db, std::array<BlockDevice*, kNumTie
 
 DeferredWriter::~DeferredWriter() { stop(); }
 
-void DeferredWriter::start() { thread_ = std::thread([this] { run(); }); }
+void DeferredWriter::start() {
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hs-deferred");
+    run();
+  });
+}
 
 void DeferredWriter::stop(bool write_out) {
   {

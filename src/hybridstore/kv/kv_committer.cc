@@ -1,10 +1,14 @@
 #include "hybridstore/kv/kv_committer.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
+#include "hybridstore/kv/kv_schema.h"
 
 namespace hybridstore {
 
@@ -14,9 +18,28 @@ KvCommitter::KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> de
 
 KvCommitter::~KvCommitter() { stop(); }
 
+void KvCommitter::set_journal(CommitJournal* journal, uint64_t next_journal_seq, int lanes) {
+  journal_ = journal;
+  next_journal_seq_ = next_journal_seq;
+  lanes_ = journal ? std::clamp(lanes, 1, kMaxLanes) : 1;
+}
+
 void KvCommitter::start() {
-  commit_thread_ = std::thread([this] { commit_loop(); });
-  finisher_thread_ = std::thread([this] { finisher_loop(); });
+  // Named, so that a profile (perf report --sort comm) shows who spends what.
+  commit_thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hs-commit");
+    commit_loop();
+  });
+  if (journal_)
+    for (int i = 0; i < lanes_; ++i)
+      lane_threads_.emplace_back([this] {
+        pthread_setname_np(pthread_self(), "hs-journal");
+        lane_loop();
+      });
+  finisher_thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hs-finisher");
+    finisher_loop();
+  });
 }
 
 void KvCommitter::stop() {
@@ -27,6 +50,15 @@ void KvCommitter::stop() {
   queue_cv_.notify_all();
   space_cv_.notify_all();
   if (commit_thread_.joinable()) commit_thread_.join();
+  // Lanes write every record handed to them before they end.
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    lanes_stopping_ = true;
+  }
+  lane_cv_.notify_all();
+  for (auto& t : lane_threads_)
+    if (t.joinable()) t.join();
+  lane_threads_.clear();
   {
     std::lock_guard<std::mutex> l(fin_mutex_);
     fin_stopping_ = true;
@@ -35,21 +67,42 @@ void KvCommitter::stop() {
   if (finisher_thread_.joinable()) finisher_thread_.join();
 }
 
-uint64_t KvCommitter::submit(CommitWork work) {
+uint64_t KvCommitter::submit(CommitWork work, bool caller_waits) {
   std::unique_lock<std::mutex> l(mutex_);
   space_cv_.wait(l, [&] { return queue_.size() < max_queued_ || stopping_ || error_; });
   if (error_ || stopping_) return 0;
   work.seq = next_seq_++;
   if (perf_.set) work.submit_ns = perf_now_ns();
   uint64_t seq = work.seq;
+  // Nothing else to commit and the caller is about to wait for it: the
+  // caller commits it itself (wait_committed), so that a lone writer does
+  // not pay two thread switches per transaction for the committer thread.
+  const bool self = caller_waits && queue_.empty() && !busy_ && flights_.empty();
   queue_.push_back(std::move(work));
-  queue_cv_.notify_one();
+  if (!self) queue_cv_.notify_one();
   return seq;
 }
 
 int KvCommitter::wait_committed(uint64_t seq) {
   std::unique_lock<std::mutex> l(mutex_);
-  committed_cv_.wait(l, [&] { return committed_.load() >= seq || error_; });
+  if (committed_.load() < seq && !error_ && !busy_ && !queue_.empty() && flights_.empty() &&
+      queue_.back().seq >= seq) {
+    auto f = std::make_shared<Flight>();
+    f->group.swap(queue_);
+    busy_ = true;
+    l.unlock();
+    process_group(f);
+    l.lock();
+    busy_ = false;
+    // What arrived meanwhile is the committer thread's.
+    if (!queue_.empty()) queue_cv_.notify_one();
+  }
+  if (committed_.load() < seq && !error_) {
+    SyncWaiter w;
+    auto it = sync_waiters_.emplace(seq, &w);
+    w.cv.wait(l, [&] { return w.woken || committed_.load() >= seq || error_; });
+    if (!w.woken) sync_waiters_.erase(it);
+  }
   if (committed_.load() >= seq) return 0;
   return error_;
 }
@@ -83,105 +136,231 @@ void KvCommitter::fail(int err, const std::string& msg) {
     error_message_ = msg;
     HS_ERROR("{}; the store is now read-only and acknowledges no further transactions", msg);
   }
-  committed_cv_.notify_all();
+  for (auto& [seq, w] : sync_waiters_) {
+    w->woken = true;
+    w->cv.notify_one();
+  }
+  sync_waiters_.clear();
   space_cv_.notify_all();
 }
 
 void KvCommitter::commit_loop() {
   for (;;) {
-    std::deque<CommitWork> group;
+    auto f = std::make_shared<Flight>();
     {
       std::unique_lock<std::mutex> l(mutex_);
-      queue_cv_.wait(l, [&] { return !queue_.empty() || stopping_; });
+      // At most lanes_ groups in flight: the next waits (and grows) meanwhile.
+      queue_cv_.wait(l, [&] {
+        return (!queue_.empty() && !busy_ && flights_.size() < static_cast<size_t>(lanes_)) ||
+               (stopping_ && queue_.empty() && !busy_);
+      });
       if (queue_.empty() && stopping_) return;
-      group.swap(queue_);
+      f->group.swap(queue_);
+      busy_ = true;
     }
-    space_cv_.notify_all();
-    if (error_) continue;  // never acknowledge anything after a failure
-    auto t0 = std::chrono::steady_clock::now();
-    const uint64_t t0_ns = perf_.set ? perf_now_ns() : 0;
-    if (perf_.set)
-      for (const auto& w : group) perf_.set->tinc(perf_.kv_queued_lat, t0_ns - std::min(t0_ns, w.submit_ns));
-
-    // Data first: every write these transactions made completed before they
-    // were queued, so one flush per written device covers them all.
-    uint64_t flushes = 0;
-    bool ok = true;
-    for (int t = 0; t < kNumTiers && ok; ++t) {
-      uint64_t w = tracker_->written(t);
-      if (w != flushed_[t] && devices_[t]) {
-        int r = devices_[t]->flush();
-        ++flushes;
-        if (r < 0) {
-          fail(r, fmt::format("flush of {} device failed: {}", tier_name(static_cast<Tier>(t)),
-                              strerror(-r)));
-          ok = false;
-        } else {
-          flushed_[t] = w;
-        }
-      }
-    }
-    const uint64_t flushed_ns = perf_.set ? perf_now_ns() : 0;
-    // Then metadata: all batches, the last one synced (which syncs the WAL
-    // records of the earlier ones too).
-    for (size_t i = 0; i < group.size() && ok; ++i) {
-      rocksdb::WriteOptions wo;
-      wo.sync = (i + 1 == group.size());
-      rocksdb::Status s = db_->Write(wo, group[i].batch.get());
-      if (!s.ok()) {
-        fail(-EIO, "RocksDB commit failed: " + s.ToString());
-        ok = false;
-      }
-    }
-    if (!ok) continue;
-    if (perf_.set) {
-      uint64_t now = perf_now_ns();
-      perf_.set->tinc(perf_.kv_flush_lat, flushed_ns - t0_ns);
-      perf_.set->tinc(perf_.kv_commit_lat, now - flushed_ns);
-      perf_.set->tinc(perf_.kv_sync_lat, now - t0_ns);
-    }
-
-    std::vector<std::function<void()>> callbacks;
-    for (auto& w : group) {
-      if (w.after_commit) w.after_commit();
-      for (auto& cb : w.on_commit) callbacks.push_back(std::move(cb));
-    }
-    // Callbacks reach the finisher before committed_ moves, so whoever sees
-    // the commit and then drains the finisher (flush) also sees them run.
-    if (!callbacks.empty()) {
-      std::lock_guard<std::mutex> l(fin_mutex_);
-      for (auto& cb : callbacks) fin_queue_.push_back(std::move(cb));
-      fin_cv_.notify_one();
-    }
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-                  .count();
-    std::vector<std::function<void()>> woken;
+    process_group(f);
     {
       std::lock_guard<std::mutex> l(mutex_);
-      committed_.store(group.back().seq, std::memory_order_release);
-      auto end = waiters_.upper_bound(group.back().seq);
-      for (auto it = waiters_.begin(); it != end; ++it) woken.push_back(std::move(it->second));
-      waiters_.erase(waiters_.begin(), end);
-      stats_.transactions += group.size();
-      stats_.groups += 1;
-      stats_.device_flushes += flushes;
-      stats_.commit_latency_ns_total += static_cast<uint64_t>(ns);
+      busy_ = false;
     }
-    // After the group's on_commit callbacks, which are already queued.
-    if (!woken.empty()) {
-      std::lock_guard<std::mutex> l(fin_mutex_);
-      for (auto& cb : woken) fin_queue_.push_back(std::move(cb));
-      fin_cv_.notify_one();
-    }
-    committed_cv_.notify_all();
-    if (perf_.set) {
-      uint64_t now = perf_now_ns();
-      perf_.set->inc(perf_.txc, group.size());
-      perf_.set->inc(perf_.groups);
-      for (const auto& w : group) {
-        perf_.set->tinc(perf_.kv_committing_lat, now - t0_ns);
-        if (w.start_ns) perf_.set->tinc(perf_.commit_lat, now - std::min(now, w.start_ns));
+  }
+}
+
+// Everything between taking a group and handing it on, in queue order (one
+// thread at a time: busy_).
+void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
+  space_cv_.notify_all();
+  if (error_) return;  // never acknowledge anything after a failure
+  f->t0 = std::chrono::steady_clock::now();
+  f->t0_ns = perf_.set ? perf_now_ns() : 0;
+  if (perf_.set)
+    for (const auto& w : f->group) perf_.set->tinc(perf_.kv_queued_lat, f->t0_ns - std::min(f->t0_ns, w.submit_ns));
+
+  // Data first: every write these transactions made completed before they
+  // were queued, so one flush per written device covers them all.
+  bool ok = true;
+  for (int t = 0; t < kNumTiers && ok; ++t) {
+    uint64_t w = tracker_->written(t);
+    if (w != flushed_[t] && devices_[t]) {
+      int r = devices_[t]->flush();
+      ++f->flushes;
+      if (r < 0) {
+        fail(r, fmt::format("flush of {} device failed: {}", tier_name(static_cast<Tier>(t)),
+                            strerror(-r)));
+        ok = false;
+      } else {
+        flushed_[t] = w;
       }
+    }
+  }
+  f->flushed_ns = perf_.set ? perf_now_ns() : 0;
+  // Then metadata. With a journal each batch records its journal number
+  // and none is synced: the journal record makes the group durable.
+  // Without one, the last batch is synced, which syncs the WAL records of
+  // the earlier ones too.
+  std::vector<JournalEntry> entries;
+  if (journal_)
+    for (auto& w : f->group) {
+      std::string n;
+      put_fixed64(&n, next_journal_seq_);
+      w.batch->Put(kv::journal_seq_key(), n);
+      entries.push_back({next_journal_seq_++, w.batch->Data()});
+    }
+  for (size_t i = 0; i < f->group.size() && ok; ++i) {
+    rocksdb::WriteOptions wo;
+    wo.sync = !journal_ && i + 1 == f->group.size();
+    rocksdb::Status s = db_->Write(wo, f->group[i].batch.get());
+    if (!s.ok()) {
+      fail(-EIO, "RocksDB commit failed: " + s.ToString());
+      ok = false;
+    }
+  }
+  if (!ok) return;
+  if (journal_) {
+    f->record = journal_->encode(entries);
+    bool sync_now = f->record.size() > journal_->max_record(lanes_);
+    bool checkpoint = false;
+    if (!sync_now) f->pos = journal_->reserve(f->record.size(), &checkpoint);
+    if (sync_now || checkpoint) {
+      // Every batch reserved so far was written to RocksDB above: one WAL
+      // sync makes them all durable there.
+      rocksdb::Status s = db_->SyncWAL();
+      if (!s.ok()) {
+        fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
+        return;
+      }
+      journal_->checkpoint();
+      std::lock_guard<std::mutex> l(mutex_);
+      ++stats_.journal_checkpoints;
+    }
+    if (sync_now) f->record.clear();
+  }
+  bool alone = false;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    alone = flights_.empty();
+  }
+  if (!f->record.empty() && alone && f->group.size() == 1) {
+    // One writer: nothing to overlap with, and handing the record to a
+    // lane would only add a thread switch to its latency.
+    f->err = journal_->write(f->pos, f->record);
+    if (f->err < 0) fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
+    f->record.clear();
+    std::lock_guard<std::mutex> l(mutex_);
+    if (f->err == 0) ++stats_.journal_records;
+  }
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    f->done = f->record.empty();
+    flights_.push_back(f);
+  }
+  if (f->done)
+    complete_ready();
+  else
+    lane_cv_.notify_one();
+}
+
+void KvCommitter::lane_loop() {
+  for (;;) {
+    std::shared_ptr<Flight> f;
+    {
+      std::unique_lock<std::mutex> l(mutex_);
+      auto next = [&] {
+        for (auto& x : flights_)
+          if (!x->claimed && !x->done) return x;
+        return std::shared_ptr<Flight>();
+      };
+      lane_cv_.wait(l, [&] { return next() || lanes_stopping_; });
+      f = next();
+      if (!f) return;
+      f->claimed = true;
+    }
+    int r = journal_->write(f->pos, f->record);
+    if (r < 0) fail(r, fmt::format("commit journal write failed: {}", strerror(-r)));
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      f->err = r;
+      f->done = true;
+      f->record.clear();
+      if (r == 0) ++stats_.journal_records;
+    }
+    complete_ready();
+  }
+}
+
+void KvCommitter::complete_ready() {
+  std::lock_guard<std::mutex> c(complete_mutex_);
+  for (;;) {
+    std::shared_ptr<Flight> f;
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (flights_.empty() || !flights_.front()->done) return;
+      f = flights_.front();
+      flights_.pop_front();
+    }
+    queue_cv_.notify_all();  // room for another group in flight
+    // After a failure nothing more is acknowledged, in flight or not.
+    if (!f->err && !error_) acknowledge(*f);
+  }
+}
+
+void KvCommitter::acknowledge(Flight& f) {
+  auto& group = f.group;
+  if (perf_.set) {
+    uint64_t now = perf_now_ns();
+    perf_.set->tinc(perf_.kv_flush_lat, f.flushed_ns - f.t0_ns);
+    perf_.set->tinc(perf_.kv_commit_lat, now - f.flushed_ns);
+    perf_.set->tinc(perf_.kv_sync_lat, now - f.t0_ns);
+  }
+  const uint64_t t0_ns = f.t0_ns;
+  const auto t0 = f.t0;
+  const uint64_t flushes = f.flushes;
+
+  std::vector<std::function<void()>> callbacks;
+  for (auto& w : group) {
+    if (w.after_commit) w.after_commit();
+    for (auto& cb : w.on_commit) callbacks.push_back(std::move(cb));
+  }
+  // Callbacks reach the finisher before committed_ moves, so whoever sees
+  // the commit and then drains the finisher (flush) also sees them run.
+  if (!callbacks.empty()) {
+    std::lock_guard<std::mutex> l(fin_mutex_);
+    for (auto& cb : callbacks) fin_queue_.push_back(std::move(cb));
+    fin_cv_.notify_one();
+  }
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+                .count();
+  std::vector<std::function<void()>> woken;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    committed_.store(group.back().seq, std::memory_order_release);
+    auto end = waiters_.upper_bound(group.back().seq);
+    for (auto it = waiters_.begin(); it != end; ++it) woken.push_back(std::move(it->second));
+    waiters_.erase(waiters_.begin(), end);
+    auto sync_end = sync_waiters_.upper_bound(group.back().seq);
+    for (auto it = sync_waiters_.begin(); it != sync_end; ++it) {
+      it->second->woken = true;
+      it->second->cv.notify_one();
+    }
+    sync_waiters_.erase(sync_waiters_.begin(), sync_end);
+    stats_.transactions += group.size();
+    stats_.groups += 1;
+    stats_.device_flushes += flushes;
+    stats_.commit_latency_ns_total += static_cast<uint64_t>(ns);
+  }
+  // After the group's on_commit callbacks, which are already queued.
+  if (!woken.empty()) {
+    std::lock_guard<std::mutex> l(fin_mutex_);
+    for (auto& cb : woken) fin_queue_.push_back(std::move(cb));
+    fin_cv_.notify_one();
+  }
+  if (perf_.set) {
+    uint64_t now = perf_now_ns();
+    perf_.set->inc(perf_.txc, group.size());
+    perf_.set->inc(perf_.groups);
+    for (const auto& w : group) {
+      perf_.set->tinc(perf_.kv_committing_lat, now - t0_ns);
+      if (w.start_ns) perf_.set->tinc(perf_.commit_lat, now - std::min(now, w.start_ns));
     }
   }
 }

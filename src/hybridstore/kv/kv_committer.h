@@ -8,6 +8,14 @@
 // callbacks of one collection run in submission order). Sixteen concurrent
 // submitters therefore share one fdatasync and one RocksDB sync.
 //
+// With a commit journal (commit_journal.h) the group's batches go to RocksDB
+// without a sync and one record of them to the journal, written and flushed
+// by one of `lanes` threads; the committer meanwhile takes the next group, so
+// up to `lanes` groups are in flight at once and their device flushes
+// overlap. Groups complete strictly in queue order whatever order their
+// flushes finish in: a group is acknowledged only once it and every group
+// before it is durable, which is what lets mount replay a prefix.
+//
 // Sequence numbers are assigned at submission, in queue order; a transaction
 // is durable once committed_seq() reaches its number. A failed device flush or
 // RocksDB write makes the error sticky: the store stops accepting
@@ -15,6 +23,7 @@
 #pragma once
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -32,6 +41,7 @@
 #include "hybridstore/common/perf_counters.h"
 #include "hybridstore/format/onode.h"
 #include "hybridstore/io/block_device.h"
+#include "hybridstore/kv/commit_journal.h"
 
 namespace hybridstore {
 
@@ -68,24 +78,33 @@ struct CommitterStats {
   uint64_t transactions = 0;
   uint64_t groups = 0;
   uint64_t device_flushes = 0;
+  uint64_t journal_records = 0;      // groups made durable by one journal write
+  uint64_t journal_checkpoints = 0;  // RocksDB WAL syncs that freed ring space
   uint64_t commit_latency_ns_total = 0;
 };
 
 class KvCommitter {
  public:
+  static constexpr int kMaxLanes = 16;
   KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, WriteTracker* tracker,
               size_t max_queued);
   ~KvCommitter();
 
   // Before start().
   void set_perf(const CommitterPerf& p) { perf_ = p; }
+  // Before start(): commit through `journal` (not owned) with up to `lanes`
+  // groups in flight; journal numbers start at `next_journal_seq` (from
+  // CommitJournal::replay). Without it every group ends with a RocksDB sync.
+  void set_journal(CommitJournal* journal, uint64_t next_journal_seq, int lanes);
   void start();
   // Drains the queue and joins the threads.
   void stop();
 
   // Queues work; blocks while max_queued transactions are waiting. Returns the
   // sequence number, or 0 when the store has failed (see error()).
-  uint64_t submit(CommitWork work);
+  // `caller_waits`: the caller calls wait_committed(seq) next, which may
+  // then commit the group itself instead of waking the committer thread.
+  uint64_t submit(CommitWork work, bool caller_waits = false);
   // Blocks until `seq` is durable; returns 0, or the sticky error.
   int wait_committed(uint64_t seq);
   uint64_t committed_seq() const { return committed_.load(std::memory_order_acquire); }
@@ -104,7 +123,23 @@ class KvCommitter {
   CommitterStats stats() const;
 
  private:
+  // A group between the committer and its acknowledgement.
+  struct Flight {
+    std::deque<CommitWork> group;
+    std::string record;  // journal record still to write; empty when durable already
+    uint64_t pos = 0;
+    bool claimed = false, done = false;
+    int err = 0;
+    uint64_t flushes = 0;
+    uint64_t t0_ns = 0, flushed_ns = 0;
+    std::chrono::steady_clock::time_point t0;
+  };
   void commit_loop();
+  void process_group(const std::shared_ptr<Flight>& f);
+  void lane_loop();
+  // Acknowledges, in queue order, every group at the front that is durable.
+  void complete_ready();
+  void acknowledge(Flight& f);
   void finisher_loop();
 
   rocksdb::DB* db_;
@@ -116,8 +151,25 @@ class KvCommitter {
   mutable std::mutex mutex_;
   std::condition_variable queue_cv_;      // work arrived / stop
   std::condition_variable space_cv_;      // queue has room
-  std::condition_variable committed_cv_;  // committed_ moved or failure
+  // wait_committed() callers, by the sequence each waits for: a group wakes
+  // only the threads it made durable, not every waiter (with 16 writers and
+  // groups of a few transactions, waking all of them cost more CPU than the
+  // commit).
+  struct SyncWaiter {
+    std::condition_variable cv;
+    bool woken = false;
+  };
+  std::multimap<uint64_t, SyncWaiter*> sync_waiters_;
   std::deque<CommitWork> queue_;
+  std::deque<std::shared_ptr<Flight>> flights_;  // queue order; guarded by mutex_
+  std::condition_variable lane_cv_;              // a record to write / lanes stop
+  bool lanes_stopping_ = false;
+  bool busy_ = false;  // a thread is in process_group (groups are processed in queue order)
+  std::mutex complete_mutex_;  // one thread acknowledges at a time (taken before mutex_)
+  CommitJournal* journal_ = nullptr;
+  uint64_t next_journal_seq_ = 1;  // committer thread only
+  int lanes_ = 1;
+  std::vector<std::thread> lane_threads_;
   std::multimap<uint64_t, std::function<void()>> waiters_;  // call_when_committed
   uint64_t next_seq_ = 1;
   bool stopping_ = false;

@@ -28,6 +28,9 @@ inline std::string superblock_key() { return super_key("superblock"); }
 inline std::string nid_max_key() { return super_key("nid_max"); }
 inline std::string stats_key() { return super_key("stats"); }
 inline std::string mkfs_done_key() { return super_key("mkfs_done"); }
+// fixed64: the commit journal number of the last transaction RocksDB holds
+// (commit_journal.h); every transaction's batch writes it.
+inline std::string journal_seq_key() { return super_key("journal_seq"); }
 
 std::string collection_key(const CollectionId& c);
 bool decode_collection_key(std::string_view k, CollectionId* c);

@@ -143,7 +143,7 @@ int HybridStore::apply_transaction(Transaction t, TxnError* error) {
   std::vector<Transaction> v;
   v.push_back(std::move(t));
   uint64_t seq = 0;
-  if (int r = impl_->queue_transactions(v, error, &seq); r < 0) return r;
+  if (int r = impl_->queue_transactions(v, error, &seq, /*caller_waits=*/true); r < 0) return r;
   int r = impl_->wait_committed(seq);
   if (r < 0 && error)
     *error = TxnError{r, -1, -1, "", "not made durable: " + impl_->committer_->error_message()};

@@ -37,6 +37,13 @@ class StorageHooks {
   // a decorator that owns it).
   virtual std::unique_ptr<BlockDevice> wrap_device(const std::string& store_path, Tier tier, const Config& cfg,
                                                    std::unique_ptr<BlockDevice> dev) = 0;
+  // At mount, for the commit journal (<store>/journal), before it is
+  // replayed: the same for the journal's ring. It is no tier's device, so
+  // device models leave it alone; fault injection must not.
+  virtual std::unique_ptr<BlockDevice> wrap_journal(const std::string& store_path, const Config& cfg,
+                                                    std::unique_ptr<BlockDevice> dev) {
+    return dev;
+  }
 };
 
 // Process-wide; install before the first mkfs or mount. Null uninstalls.

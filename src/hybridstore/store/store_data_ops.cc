@@ -84,9 +84,10 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
   for (auto& p : reads) {
     const DataExtent& e = *p.e;
     uint64_t cb = e.csum_block;
+    std::vector<uint32_t> got(p.last_block - p.first_block);
+    crc32c_blocks(p.buf.data() + (e.physical + p.first_block * cb - p.phys_begin), cb, got.size(), got.data());
     for (uint64_t blk = p.first_block; blk < p.last_block; ++blk) {
-      const char* data = p.buf.data() + (e.physical + blk * cb - p.phys_begin);
-      if (crc32c(0, data, cb) != e.csums[blk]) {
+      if (got[blk - p.first_block] != e.csums[blk]) {
         perf_->set.inc(perf_->csum_errors);
         HS_ERROR("checksum mismatch in object {} of {} at offset {} ({} device offset {})",
                  oid.to_string(), c.name, e.logical + blk * cb, tier_name(e.tier), e.physical + blk * cb);
@@ -184,7 +185,7 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
     e.physical = p.offset;
     e.csum_block = cb;
     e.csums.resize(p.length / cb);
-    for (uint64_t i = 0; i < e.csums.size(); ++i) e.csums[i] = crc32c(0, buf + pos + i * cb, cb);
+    crc32c_blocks(buf + pos, cb, e.csums.size(), e.csums.data());
     ios.push_back({p.offset, buf + pos, p.length});
     made.push_back(std::move(e));
     pos += p.length;

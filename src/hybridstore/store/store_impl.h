@@ -24,6 +24,7 @@
 #include "hybridstore/common/config.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/io/block_device.h"
+#include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/kv/kv_schema.h"
@@ -114,7 +115,9 @@ class StoreImpl {
   int settle();
 
   // ---- transactions (store_txn.cc)
-  int queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out);
+  // `caller_waits`: the caller waits for the commit next (apply_transaction).
+  int queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out,
+                         bool caller_waits = false);
   int wait_committed(uint64_t seq) { return committer_->wait_committed(seq); }
 
   // ---- reads (store_read.cc)
@@ -174,6 +177,7 @@ class StoreImpl {
   std::unique_ptr<TierPlacement> placement_;
   std::unique_ptr<OnodeCache> cache_;
   WriteTracker write_tracker_;
+  std::unique_ptr<CommitJournal> journal_;  // outlives committer_, which writes it
   std::unique_ptr<KvCommitter> committer_;
   std::unique_ptr<DeferredWriter> deferred_;
   std::unique_ptr<HeatTracker> heat_;
@@ -203,6 +207,9 @@ class StoreImpl {
   friend struct OpApplier;
   int check_storage_hooks(std::string* error) const;
   int open_db(bool create, std::string* error);
+  // Opens <store>/journal (making it when the option asks for one) and
+  // replays it into RocksDB; *next_seq gets the first journal number to use.
+  int open_journal(uint64_t* next_seq, std::string* error);
   int open_devices(bool create, std::string* error);
   void close_all();
 };

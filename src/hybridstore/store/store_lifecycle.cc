@@ -67,6 +67,7 @@ StoreImpl::~StoreImpl() {
 void StoreImpl::close_all() {
   if (deferred_) deferred_->stop();
   committer_.reset();
+  journal_.reset();
   deferred_.reset();
   ssd_.reset();
   db_.reset();
@@ -276,6 +277,21 @@ int StoreImpl::mkfs(std::string* error) {
   return 0;
 }
 
+int StoreImpl::open_journal(uint64_t* next_seq, std::string* error) {
+  const std::string path = path_ + "/journal";
+  const uint64_t size = cfg_.get_size("hybridstore_commit_journal_size");
+  std::error_code ec;
+  // Without the option a journal left by an earlier mount is still replayed.
+  if (size == 0 && !fs::exists(path, ec)) return 0;
+  CommitJournal::Wrap wrap;
+  if (auto hooks = storage_hooks())
+    wrap = [&](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, cfg_, std::move(d)); };
+  journal_ = CommitJournal::open(path, size > 0 ? size : (16ull << 20), super_.fsid, wrap, error);
+  if (!journal_) return -EIO;
+  int r = journal_->replay(db_.get(), next_seq, error);
+  return r < 0 ? r : 0;
+}
+
 int StoreImpl::open_devices(bool create, std::string* error) {
   DeviceOpenOptions o;
   if (!parse_io_backend(cfg_.get_str("hybridstore_io_backend"), &o.backend)) o.backend = IoBackend::kAuto;
@@ -377,6 +393,10 @@ int StoreImpl::mount(std::string* error) {
     std::string e;
     if (find_option(k) && cfg_.set(k, val, &e) < 0) HS_WARN("store option {}: {}", k, e);
   }
+  // Transactions the commit journal made durable but RocksDB lost go back
+  // into RocksDB before anything reads it.
+  uint64_t next_journal_seq = 1;
+  if (int r = open_journal(&next_journal_seq, error); r < 0) return fail(r);
   if (int r = open_devices(false, error); r < 0) return fail(r);
   // Deferred writes acknowledged before a crash reach their devices before
   // anything reads them.
@@ -456,6 +476,9 @@ int StoreImpl::mount(std::string* error) {
   committer_ = std::make_unique<KvCommitter>(db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()},
                                              &write_tracker_, 4096);
   committer_->set_perf(perf_->committer());
+  if (journal_ && cfg_.get_size("hybridstore_commit_journal_size") > 0)
+    committer_->set_journal(journal_.get(), next_journal_seq,
+                            static_cast<int>(cfg_.get_int("hybridstore_commit_lanes")));
   committer_->start();
   DeferredOptions dopts;
   dopts.batch_bytes = cfg_.get_size("hybridstore_deferred_batch_bytes");

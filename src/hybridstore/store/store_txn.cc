@@ -10,7 +10,8 @@
 
 namespace hybridstore {
 
-int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out) {
+int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out,
+                                  bool caller_waits) {
   if (!mounted_) return -ENOTCONN;
   PerfCounterSet& perf = perf_->set;
   const uint64_t t_start = perf_now_ns();
@@ -130,7 +131,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     ssd_lock = std::unique_lock<std::mutex>(ssd_->lock());
     ssd_->finish_locked(work.batch.get(), &regions);
   }
-  uint64_t seq = committer_->submit(std::move(work));
+  uint64_t seq = committer_->submit(std::move(work), caller_waits);
   if (ssd_lock.owns_lock()) ssd_lock.unlock();
   for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
   if (seq == 0) {

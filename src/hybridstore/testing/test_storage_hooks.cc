@@ -21,6 +21,11 @@ std::unique_ptr<BlockDevice> TestStorageHooks::wrap_device(const std::string& st
   return std::make_unique<ModeledBlockDevice>(std::move(dev), std::move(model), clock_for(store_path));
 }
 
+std::unique_ptr<BlockDevice> TestStorageHooks::wrap_journal(const std::string& store_path, const Config&,
+                                                            std::unique_ptr<BlockDevice> dev) {
+  return fault_injection_wrap_device(store_path, std::move(dev));
+}
+
 std::shared_ptr<VirtualClock> TestStorageHooks::clock_for(const std::string& store_path) {
   std::lock_guard<std::mutex> l(mutex_);
   auto& c = clocks_[store_path];

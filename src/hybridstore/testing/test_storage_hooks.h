@@ -27,6 +27,10 @@ class TestStorageHooks final : public StorageHooks {
   // the injector fails is not charged.
   std::unique_ptr<BlockDevice> wrap_device(const std::string& store_path, Tier tier, const Config& cfg,
                                            std::unique_ptr<BlockDevice> dev) override;
+  // The commit journal loses its unflushed writes at a power cut like the
+  // devices do.
+  std::unique_ptr<BlockDevice> wrap_journal(const std::string& store_path, const Config& cfg,
+                                            std::unique_ptr<BlockDevice> dev) override;
 
  private:
   // Modelled time is shared by both devices of a store: a serial model.

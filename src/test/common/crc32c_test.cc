@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+#include <vector>
+
+#include "common_helpers.h"
 
 using hybridstore::crc32c;
+using hybridstore::crc32c_blocks;
 
 // RFC 3720 B.4 test vectors.
 TEST(Crc32c, MatchesRfc3720Vectors) {
@@ -34,4 +39,16 @@ TEST(Crc32c, DetectsSingleBitFlip) {
   uint32_t c = crc32c(s);
   s[1234] ^= 0x10;
   EXPECT_NE(crc32c(s), c);
+}
+
+TEST(Crc32c, BlocksAtOnceEqualEachBlockAlone) {
+  std::mt19937_64 rng(7);
+  for (size_t block : {1u, 7u, 512u, 4096u, 4100u})
+    for (size_t count : {0u, 1u, 2u, 3u, 4u, 5u, 6u, 7u, 64u}) {
+      std::string data = hybridstore::test::random_bytes(rng, block * count);
+      std::vector<uint32_t> got(count, 0xdeadbeef);
+      crc32c_blocks(data.data(), block, count, got.data());
+      for (size_t i = 0; i < count; ++i)
+        EXPECT_EQ(got[i], crc32c(0, data.data() + i * block, block)) << "block " << block << " #" << i;
+    }
 }

@@ -136,8 +136,10 @@ TEST_F(EioTest, EioOnADeviceFlushThenPowerCutLosesNothingAcknowledged) {
   crash_and_expect(acknowledged_, /*cut_power=*/true);
 }
 
+// The RocksDB sync ends each commit group only without the commit journal.
 TEST_F(EioTest, EioOnTheRocksDbSyncMakesTheStoreReadOnlyAndNeverAcknowledges) {
-  auto inj = remount_with_faults(with_option(config(), "hybridstore_debug_fault_injection", "true"));
+  auto inj = remount_with_faults(with_option(with_option(config(), "hybridstore_debug_fault_injection", "true"),
+                                             "hybridstore_commit_journal_size", "0"));
   put_acknowledged_state();
   inj->fail_kv_sync_after(1);
   std::atomic<bool> committed{false};
@@ -154,7 +156,8 @@ TEST_F(EioTest, EioOnTheRocksDbSyncMakesTheStoreReadOnlyAndNeverAcknowledges) {
 }
 
 TEST_F(EioTest, EioOnTheRocksDbSyncWithoutPowerLossKeepsTheVictimWholeOrNotAtAll) {
-  auto inj = remount_with_faults(with_option(config(), "hybridstore_debug_fault_injection", "true"));
+  auto inj = remount_with_faults(with_option(with_option(config(), "hybridstore_debug_fault_injection", "true"),
+                                             "hybridstore_commit_journal_size", "0"));
   put_acknowledged_state();
   StoreModel with_victim = acknowledged_;
   std::atomic<bool> unused{false};
@@ -173,6 +176,27 @@ TEST_F(EioTest, EioOnTheRocksDbSyncWithoutPowerLossKeepsTheVictimWholeOrNotAtAll
   ASSERT_TRUE(store_);
   EXPECT_TRUE(diff_models(acknowledged_, actual).empty() || diff_models(with_victim, actual).empty())
       << diff_models(acknowledged_, actual);
+}
+
+// With the commit journal the group's one durable write is the journal's:
+// its flush failing is the RocksDB sync failing above.
+TEST_F(EioTest, EioOnTheCommitJournalFlushMakesTheStoreReadOnlyAndNeverAcknowledges) {
+  auto inj = remount_with_faults(with_option(config(), "hybridstore_debug_fault_injection", "true"));
+  put_acknowledged_state();
+  // The victim's new data is written in place (extent allocator): the data
+  // device's flush comes first, the journal's second.
+  inj->fail_device_flush_after(2);
+  std::atomic<bool> committed{false};
+  EXPECT_EQ(store_->apply_transaction(victim(&committed)), -EIO);
+  store_->flush();
+  EXPECT_FALSE(committed) << "on_commit must not run when the journal flush failed";
+  TxnError e;
+  Transaction t;
+  t.touch(coll_, obj("later"));
+  EXPECT_EQ(store_->queue_transaction(std::move(t), &e), -EROFS);
+  EXPECT_NE(e.message.find("commit journal write failed"), std::string::npos) << e.message;
+  // Neither the journal record nor RocksDB's unsynced batch survives the power.
+  crash_and_expect(acknowledged_, /*cut_power=*/true);
 }
 
 TEST_F(EioTest, DebugOptionsArmTheSameFaultsFromTheConfiguration) {

@@ -1,0 +1,226 @@
+#include "hybridstore/kv/commit_journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include <rocksdb/write_batch.h>
+
+#include "hybridstore/common/encoding.h"
+#include "hybridstore/common/log.h"
+#include "hybridstore/kv/kv_schema.h"
+
+namespace hybridstore {
+
+namespace {
+constexpr uint32_t kJournalMagic = 0x314a5348;  // "HSJ1"
+constexpr uint32_t kJournalTag = 0x4a524e4c;    // "JRNL"
+constexpr uint8_t kJournalVersion = 1;
+
+uint64_t pad(uint64_t n) { return (n + CommitJournal::kBlock - 1) / CommitJournal::kBlock * CommitJournal::kBlock; }
+
+bool fsync_path(const std::string& p) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok;
+}
+}  // namespace
+
+std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries) {
+  std::string body;
+  body.append(reinterpret_cast<const char*>(fsid.data()), fsid.size());
+  put_varint(&body, entries.size());
+  for (const auto& e : entries) {
+    put_fixed64(&body, e.seq);
+    put_bytes(&body, e.batch);
+  }
+  std::string sealed = seal_record(kJournalTag, kJournalVersion, body);
+  std::string out;
+  out.reserve(pad(8 + sealed.size()));
+  put_fixed32(&out, kJournalMagic);
+  put_fixed32(&out, static_cast<uint32_t>(sealed.size()));
+  out += sealed;
+  out.resize(pad(out.size()), '\0');
+  return out;
+}
+
+bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<JournalEntry>* out, uint64_t* len) {
+  if (in.size() < 8 || load_fixed32(in.data()) != kJournalMagic) return false;
+  uint64_t n = load_fixed32(in.data() + 4);
+  if (n > in.size() - 8) return false;
+  uint8_t version;
+  std::string_view body;
+  if (open_record(kJournalTag, kJournalVersion, in.substr(8, n), &version, &body) != RecordError::kNone)
+    return false;
+  if (body.size() < fsid.size() || std::memcmp(body.data(), fsid.data(), fsid.size()) != 0) return false;
+  Decoder d(body.substr(fsid.size()));
+  uint64_t count;
+  if (!d.get_varint(&count) || count > body.size()) return false;
+  std::vector<JournalEntry> entries;
+  uint64_t prev = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    JournalEntry e;
+    if (!d.get_fixed64(&e.seq) || !d.get_bytes(&e.batch)) return false;
+    // Numbers within a record follow each other: anything else is not ours.
+    if (e.seq == 0 || (i > 0 && e.seq != prev + 1)) return false;
+    prev = e.seq;
+    entries.push_back(std::move(e));
+  }
+  if (!d.done() || entries.empty()) return false;
+  *out = std::move(entries);
+  *len = pad(8 + n);
+  return true;
+}
+
+std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint64_t size, const Uuid& fsid,
+                                                   const Wrap& wrap, std::string* error) {
+  namespace fs = std::filesystem;
+  DeviceOpenOptions o;
+  o.direct_io = true;
+  // Plain pwrite and fdatasync: each committer lane blocks on its own
+  // record, and the ring needs no reaper thread of its own.
+  o.backend = IoBackend::kPosix;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    // Made under another name and renamed once complete, so a crash while
+    // making it never leaves a short or sparse ring.
+    size = std::max<uint64_t>(pad(size), 16 * kBlock);
+    std::string tmp = path + ".tmp";
+    fs::remove(tmp, ec);
+    DeviceOpenOptions c = o;
+    c.create = true;
+    c.create_size = size;
+    auto dev = open_block_device(tmp, c, error);
+    if (!dev) return nullptr;
+    AlignedBuffer zeros(std::min<uint64_t>(size, 4ull << 20), 4096, AlignedBuffer::kZeroed);
+    for (uint64_t off = 0; off < size; off += zeros.size())
+      if (int r = dev->write(off, zeros.data(), std::min<uint64_t>(zeros.size(), size - off)); r < 0) {
+        *error = "writing the commit journal " + tmp + ": " + strerror(-r);
+        return nullptr;
+      }
+    if (int r = dev->flush(); r < 0) {
+      *error = "syncing the commit journal " + tmp + ": " + strerror(-r);
+      return nullptr;
+    }
+    dev.reset();
+    if (::rename(tmp.c_str(), path.c_str()) != 0 || !fsync_path(fs::path(path).parent_path().string())) {
+      *error = "making the commit journal " + path + ": " + strerror(errno);
+      return nullptr;
+    }
+  }
+  auto dev = open_block_device(path, o, error);
+  if (!dev) return nullptr;
+  uint64_t have = dev->size() / kBlock * kBlock;
+  if (have < 16 * kBlock) {
+    *error = "commit journal " + path + " is too small (" + std::to_string(dev->size()) + " bytes)";
+    return nullptr;
+  }
+  if (wrap) dev = wrap(std::move(dev));
+  if (!dev) {
+    *error = "commit journal " + path + ": the storage hooks refused the device";
+    return nullptr;
+  }
+  std::unique_ptr<CommitJournal> j(new CommitJournal(std::move(dev), have, fsid));
+  j->reusable_ = have;
+  return j;
+}
+
+int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error) {
+  std::string v;
+  uint64_t held = 0;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v);
+  if (s.ok()) {
+    if (v.size() != 8) {
+      *error = "corrupt commit journal number in RocksDB";
+      return -EIO;
+    }
+    held = load_fixed64(v.data());
+  } else if (!s.IsNotFound()) {
+    *error = "reading the commit journal number: " + s.ToString();
+    return -EIO;
+  }
+  AlignedBuffer ring(size_, 4096, AlignedBuffer::kUninitialized);
+  if (int r = dev_->read(0, ring.data(), size_); r < 0) {
+    *error = std::string("reading the commit journal: ") + strerror(-r);
+    return -EIO;
+  }
+  std::map<uint64_t, std::string> recorded;
+  uint64_t highest = held;
+  std::string_view all(ring.data(), size_);
+  for (uint64_t off = 0; off < size_;) {
+    std::vector<JournalEntry> entries;
+    uint64_t len;
+    if (!decode_journal_record(all.substr(off), fsid_, &entries, &len)) {
+      off += kBlock;
+      continue;
+    }
+    for (auto& e : entries) {
+      highest = std::max(highest, e.seq);
+      if (e.seq > held) recorded[e.seq] = std::move(e.batch);
+    }
+    off += len;
+  }
+  int replayed = 0;
+  uint64_t seq = held;
+  for (auto it = recorded.find(held + 1); it != recorded.end() && it->first == seq + 1; ++it) {
+    rocksdb::WriteBatch b(it->second);
+    s = db->Write(rocksdb::WriteOptions(), &b);
+    if (!s.ok()) {
+      *error = "replaying the commit journal: " + s.ToString();
+      return -EIO;
+    }
+    seq = it->first;
+    ++replayed;
+  }
+  // Numbers past a gap belong to transactions never acknowledged; the next
+  // ones handed out must not meet them again in the ring.
+  rocksdb::WriteBatch b;
+  std::string n;
+  put_fixed64(&n, highest);
+  b.Put(kv::journal_seq_key(), n);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  s = db->Write(wo, &b);
+  if (!s.ok()) {
+    *error = "recording the commit journal number: " + s.ToString();
+    return -EIO;
+  }
+  if (replayed) HS_INFO("commit journal: replayed {} transactions ({}..{})", replayed, held + 1, seq);
+  if (highest > seq) HS_INFO("commit journal: {} unacknowledged transactions after a gap dropped", highest - seq);
+  *next_seq = highest + 1;
+  return replayed;
+}
+
+uint64_t CommitJournal::reserve(uint64_t len, bool* needs_checkpoint) {
+  std::lock_guard<std::mutex> l(mutex_);
+  // A record never wraps: it starts over at the ring's beginning.
+  if (head_ % size_ + len > size_) head_ += size_ - head_ % size_;
+  uint64_t pos = head_ % size_;
+  head_ += len;
+  *needs_checkpoint = head_ > reusable_;
+  return pos;
+}
+
+void CommitJournal::checkpoint() {
+  std::lock_guard<std::mutex> l(mutex_);
+  // Every record reserved so far is in RocksDB, durably: a whole ring's
+  // length from here on only overwrites such records.
+  reusable_ = head_ + size_;
+}
+
+int CommitJournal::write(uint64_t pos, const std::string& record) {
+  // O_DIRECT wants the buffer aligned too.
+  AlignedBuffer b(record.size(), 4096, AlignedBuffer::kUninitialized);
+  std::memcpy(b.data(), record.data(), record.size());
+  int r = dev_->write(pos, b.data(), b.size());
+  if (r == 0) r = dev_->flush();
+  return r;
+}
+
+}  // namespace hybridstore

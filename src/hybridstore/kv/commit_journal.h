@@ -1,0 +1,105 @@
+// Commit journal: one durable write per commit group instead of a RocksDB
+// WAL sync.
+//
+// A RocksDB WAL sync is one fdatasync of a file that grows, and RocksDB runs
+// one at a time: with group commit, every group waits for the one before it
+// to be synced. The journal is a preallocated ring file (<store>/journal,
+// written full of zeros when it is made, so a write into it never changes
+// the file's size or allocation and its flush carries no filesystem
+// metadata). The committer writes each group's batches to RocksDB without a
+// sync and the same batches, as one record, into the ring, then flushes the
+// ring; several groups may be in flight at once (kv_committer.h).
+//
+// Why it is safe:
+//  - Every transaction's batch carries the journal sequence number of that
+//    transaction (kv::journal_seq_key()), so RocksDB says exactly which
+//    transactions it holds after any crash: its recovery keeps a prefix of
+//    its WAL, in commit order.
+//  - At mount, before anything reads the store, replay() writes to RocksDB
+//    every transaction the ring holds past that number, in order, stopping at
+//    the first one it does not hold, then syncs RocksDB. A transaction is
+//    acknowledged only once its record and those of every earlier
+//    transaction are durable, so every acknowledged transaction is replayed
+//    and what is replayed is a prefix.
+//  - Ring space is reused only after a RocksDB WAL sync covering every
+//    transaction recorded in it (checkpoint()), so a record overwritten can
+//    never be one RocksDB still needs.
+//  - Records are versioned, checksummed and carry the store's fsid; garbage,
+//    a torn write or a record of another store fails decoding and is skipped.
+//
+// On-disk record, at a 4 KiB boundary of the ring, padded to 4 KiB:
+//   [fixed32 magic "HSJ1"][fixed32 n][n bytes: seal_record(kJournalTag, 1,
+//    body)] with body = [16 bytes fsid][varint count]{[fixed64 seq][bytes
+//    batch]}*count. Versions above 1 are rejected.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <rocksdb/db.h>
+
+#include "hybridstore/format/store_format.h"
+#include "hybridstore/io/block_device.h"
+
+namespace hybridstore {
+
+struct JournalEntry {
+  uint64_t seq = 0;
+  std::string batch;  // rocksdb::WriteBatch::Data()
+};
+
+// One record, padded to whole 4 KiB blocks.
+std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries);
+// Decodes the record at the start of `in` (which may run on past it). False
+// on anything but an intact record of store `fsid`; *len gets its padded size.
+bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<JournalEntry>* out, uint64_t* len);
+
+class CommitJournal {
+ public:
+  static constexpr uint64_t kBlock = 4096;
+  // Opens the ring at `path`, creating it (`size` bytes of zeros, synced,
+  // its directory synced) when it does not exist. `wrap` may put a decorator
+  // around the device (the storage hooks' fault injection).
+  using Wrap = std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)>;
+  static std::unique_ptr<CommitJournal> open(const std::string& path, uint64_t size, const Uuid& fsid,
+                                             const Wrap& wrap, std::string* error);
+
+  // Mount: replays into `db` every transaction recorded past the one RocksDB
+  // holds (see above), then makes RocksDB's journal number cover everything
+  // the ring holds, so numbers handed out next are new. Returns how many were
+  // replayed, or -EIO with *error; *next_seq gets the first number to use.
+  int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error);
+
+  uint64_t size() const { return size_; }
+  std::string encode(const std::vector<JournalEntry>& entries) const { return encode_journal_record(fsid_, entries); }
+  // Records larger than this go through a RocksDB sync instead: small
+  // enough that the records of `lanes` groups in flight never reach around
+  // the ring onto each other.
+  uint64_t max_record(int lanes) const { return size_ / (2 * static_cast<uint64_t>(lanes)) / kBlock * kBlock; }
+
+  // Where the next record of `len` bytes goes. *needs_checkpoint says that
+  // RocksDB must be synced (checkpoint()) before the record is written:
+  // the space it takes was last used by records RocksDB may not hold yet.
+  uint64_t reserve(uint64_t len, bool* needs_checkpoint);
+  // After a RocksDB WAL sync that covers every record reserved so far.
+  void checkpoint();
+  // Writes the record at `pos` (from reserve()) and makes it durable.
+  int write(uint64_t pos, const std::string& record);
+
+ private:
+  CommitJournal(std::unique_ptr<BlockDevice> dev, uint64_t size, const Uuid& fsid)
+      : dev_(std::move(dev)), size_(size), fsid_(fsid) {}
+
+  std::unique_ptr<BlockDevice> dev_;
+  const uint64_t size_;
+  const Uuid fsid_;
+  std::mutex mutex_;
+  uint64_t head_ = 0;      // bytes reserved since open (position = head_ % size_)
+  uint64_t reusable_ = 0;  // head_ may grow to this before a checkpoint
+};
+
+}  // namespace hybridstore
