@@ -155,6 +155,10 @@ ceph_conf_overrides:
     mon warn on pool no redundancy: false
     mon data avail warn: 2
   osd:
+    # A 2020 Pacific ceph-osd finds no address of 127.0.0.0/8 on its own
+    # (its address picker passes over the loopback interface); 16.2.x does.
+    public addr: 127.0.0.1
+    cluster addr: 127.0.0.1
     osd memory target: 939524096
     hybridstore ssd size: 1G
     hybridstore hdd size: 4G

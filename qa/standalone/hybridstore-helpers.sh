@@ -213,6 +213,8 @@ conf_base() {
     fi
     conf_set "$dir" global "run dir" "$dir"
     conf_set "$dir" global "admin socket" "$dir/\$name.asok"
+    # Clients run side by side (a bench and a writer): one socket each.
+    conf_set "$dir" client "admin socket" "$dir/\$name.\$pid.asok"
     conf_set "$dir" global "pid file" "$dir/\$name.pid"
     conf_set "$dir" global "log file" "$dir/\$name.log"
     conf_set "$dir" global "mon cluster log file" "default=$dir/\$cluster.\$channel.log cluster=$dir/cluster.log"

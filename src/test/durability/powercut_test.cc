@@ -130,7 +130,9 @@ TEST_F(PowerCutTest, SmallWritesAcknowledgedOnEitherCommitPathSurviveACut) {
   for (const char* journal : {"16M", "0"}) {
     SCOPED_TRACE(std::string("hybridstore_commit_journal_size=") + journal);
     std::string err;
-    if (store_) ASSERT_EQ(store_->umount(), 0);
+    if (store_) {
+      ASSERT_EQ(store_->umount(), 0);
+    }
     Config cfg = with_option(config(), "hybridstore_commit_journal_size", journal);
     store_ = std::make_unique<HybridStore>(store_path(), with_option(cfg, "hybridstore_debug_fault_injection", "true"));
     ASSERT_EQ(store_->mount(&err), 0) << err;
