@@ -15,24 +15,6 @@ bool operator==(const ObjectState& a, const ObjectState& b) {
 
 namespace {
 
-// Errors the engine absorbs as no-ops (ObjectStore's "tolerated ENOENT").
-bool tolerated_enoent(OpCode c) {
-  switch (c) {
-    case OpCode::kTruncate:
-    case OpCode::kRemove:
-    case OpCode::kRmAttrs:
-    case OpCode::kOmapClear:
-    case OpCode::kOmapRmKeys:
-    case OpCode::kOmapRmKeyRange:
-    case OpCode::kCollMoveRename:
-    case OpCode::kTryRename:
-    case OpCode::kSetAllocHint:
-      return true;
-    default:
-      return false;
-  }
-}
-
 constexpr uint64_t kMaxObjectSize = 4ull << 30;  // hybridstore_max_object_size's default
 constexpr size_t kMaxAttrNameLen = 256;
 
@@ -55,7 +37,7 @@ int StoreModel::apply(const Transaction& t, std::string* why) {
 
 int StoreModel::apply_op(const Op& op, std::string* why) {
   auto fail = [&](int err, std::string msg) {
-    if (err == -ENOENT && tolerated_enoent(op.code)) return 0;
+    if (err == -ENOENT && default_enoent_tolerated(op.code)) return 0;
     *why = std::move(msg);
     return err;
   };
