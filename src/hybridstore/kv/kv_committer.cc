@@ -193,11 +193,9 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
       }
     }
   }
+  if (!ok) return;
   f->flushed_ns = perf_.set ? perf_now_ns() : 0;
-  // Then metadata. With a journal each batch records its journal number
-  // and none is synced: the journal record makes the group durable.
-  // Without one, the last batch is synced, which syncs the WAL records of
-  // the earlier ones too.
+  // Then metadata: each batch records its journal number.
   std::vector<JournalEntry> entries;
   if (journal_)
     for (auto& w : f->group) {
@@ -206,24 +204,39 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
       w.batch->Put(kv::journal_seq_key(), n);
       entries.push_back({next_journal_seq_++, w.batch->Data()});
     }
-  for (size_t i = 0; i < f->group.size() && ok; ++i) {
-    rocksdb::WriteOptions wo;
-    wo.sync = !journal_ && i + 1 == f->group.size();
-    rocksdb::Status s = db_->Write(wo, f->group[i].batch.get());
-    if (!s.ok()) {
-      fail(-EIO, "RocksDB commit failed: " + s.ToString());
-      ok = false;
-    }
-  }
-  if (!ok) return;
+  bool overlap = false;
   if (journal_) {
     f->record = journal_->encode(entries);
-    bool sync_now = f->record.size() > journal_->max_record(lanes_);
     bool checkpoint = false;
+    const bool sync_now = f->record.size() > journal_->max_record(lanes_);
     if (!sync_now) f->pos = journal_->reserve(f->record.size(), &checkpoint);
+    if (sync_now) f->record.clear();
+    // The record normally goes to a lane before the batches go to RocksDB,
+    // so the device writes it while this thread fills the memtable. Not
+    // when its ring space must first be freed by a RocksDB sync that has
+    // to cover this group's batches as well.
+    overlap = !sync_now && !checkpoint;
+    bool alone;
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      alone = flights_.empty();
+    }
+    // One writer: nothing to overlap with, and handing the record to a lane
+    // would add two thread switches to its latency (more than the RocksDB
+    // write it would hide): this thread writes both, one after the other.
+    const bool inline_write = overlap && alone && f->group.size() == 1;
+    if (inline_write) overlap = false;
+    if (!overlap && !write_batches(*f)) return;
+    if (inline_write) {
+      f->err = journal_->write(f->pos, f->record);
+      if (f->err < 0) fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
+      f->record.clear();
+      std::lock_guard<std::mutex> l(mutex_);
+      if (f->err == 0) ++stats_.journal_records;
+    }
     if (sync_now || checkpoint) {
-      // Every batch reserved so far was written to RocksDB above: one WAL
-      // sync makes them all durable there.
+      // Every batch reserved so far is now in RocksDB: one WAL sync makes
+      // them all durable there.
       rocksdb::Status s = db_->SyncWAL();
       if (!s.ok()) {
         fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
@@ -233,31 +246,45 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
       std::lock_guard<std::mutex> l(mutex_);
       ++stats_.journal_checkpoints;
     }
-    if (sync_now) f->record.clear();
+  } else if (!write_batches(*f)) {
+    return;
   }
-  bool alone = false;
+  // From here on a lane may be writing the record: f is read and written
+  // under mutex_ only.
+  bool to_lane, done;
   {
     std::lock_guard<std::mutex> l(mutex_);
-    alone = flights_.empty();
-  }
-  if (!f->record.empty() && alone && f->group.size() == 1) {
-    // One writer: nothing to overlap with, and handing the record to a
-    // lane would only add a thread switch to its latency.
-    f->err = journal_->write(f->pos, f->record);
-    if (f->err < 0) fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
-    f->record.clear();
-    std::lock_guard<std::mutex> l(mutex_);
-    if (f->err == 0) ++stats_.journal_records;
-  }
-  {
-    std::lock_guard<std::mutex> l(mutex_);
-    f->done = f->record.empty();
+    to_lane = !f->record.empty();
+    f->kv_written = !overlap;
+    done = f->done = !to_lane && f->kv_written;
     flights_.push_back(f);
   }
-  if (f->done)
-    complete_ready();
-  else
-    lane_cv_.notify_one();
+  if (to_lane) lane_cv_.notify_one();
+  if (overlap) {
+    // A failed write leaves the flight unfinished, and the sticky error
+    // keeps it and everything after it from being acknowledged.
+    if (!write_batches(*f)) return;
+    std::lock_guard<std::mutex> l(mutex_);
+    f->kv_written = true;
+    done = f->done = f->record_written;
+  }
+  if (done) complete_ready();
+}
+
+// The group's batches into RocksDB, in queue order. With a journal none is
+// synced: the journal record makes the group durable. Without one, the last
+// is synced, which syncs the WAL records of the earlier ones too.
+bool KvCommitter::write_batches(Flight& f) {
+  for (size_t i = 0; i < f.group.size(); ++i) {
+    rocksdb::WriteOptions wo;
+    wo.sync = !journal_ && i + 1 == f.group.size();
+    rocksdb::Status s = db_->Write(wo, f.group[i].batch.get());
+    if (!s.ok()) {
+      fail(-EIO, "RocksDB commit failed: " + s.ToString());
+      return false;
+    }
+  }
+  return true;
 }
 
 void KvCommitter::lane_loop() {
@@ -267,7 +294,7 @@ void KvCommitter::lane_loop() {
       std::unique_lock<std::mutex> l(mutex_);
       auto next = [&] {
         for (auto& x : flights_)
-          if (!x->claimed && !x->done) return x;
+          if (!x->claimed && !x->record.empty()) return x;
         return std::shared_ptr<Flight>();
       };
       lane_cv_.wait(l, [&] { return next() || lanes_stopping_; });
@@ -280,7 +307,8 @@ void KvCommitter::lane_loop() {
     {
       std::lock_guard<std::mutex> l(mutex_);
       f->err = r;
-      f->done = true;
+      f->record_written = true;
+      f->done = f->kv_written;
       f->record.clear();
       if (r == 0) ++stats_.journal_records;
     }

@@ -128,7 +128,9 @@ class KvCommitter {
     std::deque<CommitWork> group;
     std::string record;  // journal record still to write; empty when durable already
     uint64_t pos = 0;
-    bool claimed = false, done = false;
+    bool claimed = false;
+    bool record_written = false, kv_written = false;
+    bool done = false;  // both: the record durable and the batches in RocksDB
     int err = 0;
     uint64_t flushes = 0;
     uint64_t t0_ns = 0, flushed_ns = 0;
@@ -136,6 +138,7 @@ class KvCommitter {
   };
   void commit_loop();
   void process_group(const std::shared_ptr<Flight>& f);
+  bool write_batches(Flight& f);
   void lane_loop();
   // Acknowledges, in queue order, every group at the front that is durable.
   void complete_ready();
