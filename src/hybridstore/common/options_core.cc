@@ -11,6 +11,11 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "HDD device (file or block device); empty means <store>/block.hdd"});
   v->push_back({"hybridstore_block_create", T::kBool, "true",
                 "mkfs creates missing device files as sparse files of the configured size"});
+  v->push_back({"hybridstore_block_preallocate", T::kString, "none",
+                "how mkfs lays out a device file it creates: none (sparse), fallocate (blocks "
+                "reserved, unwritten) or zero (written with zeros, as fio lays out its files; "
+                "the first write to a block then changes no filesystem metadata, so a flush "
+                "after it is a plain device flush)", "", "", {"none", "fallocate", "zero"}});
   v->push_back({"hybridstore_ssd_size", T::kSize, "8G",
                 "size of a device file mkfs creates for the SSD tier", "64M", "", {}, true});
   v->push_back({"hybridstore_hdd_size", T::kSize, "64G",

@@ -97,11 +97,20 @@ class BlockDevice {
 enum class IoBackend { kAuto, kUring, kPosix };
 bool parse_io_backend(const std::string& s, IoBackend* out);
 
+// How a device file made by open_block_device is laid out.
+enum class FileLayout {
+  kSparse,     // ftruncate only
+  kFallocate,  // blocks reserved as unwritten extents
+  kZeros,      // every block written: writes into it change no file metadata
+};
+bool parse_file_layout(const std::string& s, FileLayout* out);
+
 struct DeviceOpenOptions {
   IoBackend backend = IoBackend::kAuto;
   bool direct_io = true;        // try O_DIRECT, fall back to buffered when refused
-  bool create = false;          // create a sparse file of create_size if missing
+  bool create = false;          // create a file of create_size if missing
   uint64_t create_size = 0;
+  FileLayout create_layout = FileLayout::kSparse;
   unsigned uring_depth = 128;
   // Tests: no read or write handed to the kernel moves more than this (a
   // multiple of 4096), as if the kernel returned short; 0: no limit.

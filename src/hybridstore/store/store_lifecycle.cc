@@ -201,6 +201,7 @@ int StoreImpl::mkfs(std::string* error) {
     DeviceOpenOptions o;
     o.create = cfg_.get_bool("hybridstore_block_create");
     o.create_size = cfg_.get_size(kTierOpt[t][1]);
+    parse_file_layout(cfg_.get_str("hybridstore_block_preallocate"), &o.create_layout);
     o.direct_io = false;
     if (dev_path != link) {
       fs::remove(link, ec);

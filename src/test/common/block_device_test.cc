@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <thread>
@@ -126,4 +129,55 @@ TEST(BlockDevice, DirectoryIsNotADevice) {
   std::string err;
   auto d = open_block_device(dir.path(), o, &err);
   EXPECT_FALSE(d);
+}
+
+// What hybridstore_block_preallocate asks mkfs for: blocks the filesystem
+// holds before the first write (st_blocks), and for `zero` written zeros.
+TEST(BlockDevice, CreatedFileLayouts) {
+  TempDir dir;
+  const uint64_t size = 8 << 20;
+  auto blocks_of = [&](FileLayout layout, const std::string& name) -> uint64_t {
+    DeviceOpenOptions o;
+    o.create = true;
+    o.create_size = size;
+    o.create_layout = layout;
+    o.direct_io = false;
+    std::string err;
+    auto d = open_block_device(dir.file(name), o, &err);
+    EXPECT_TRUE(d) << err;
+    if (!d) return 0;
+    EXPECT_EQ(d->size(), size);
+    std::string buf(size, 'x');
+    EXPECT_EQ(d->read(0, buf.data(), size), 0);
+    EXPECT_EQ(buf, std::string(size, '\0'));
+    struct stat st;
+    EXPECT_EQ(::stat(dir.file(name).c_str(), &st), 0);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+  };
+  EXPECT_LT(blocks_of(FileLayout::kSparse, "sparse"), size / 2);
+  EXPECT_GE(blocks_of(FileLayout::kZeros, "zeros"), size);
+  // Filesystems without fallocate (tmpfs has it; some overlays do not)
+  // make creation fail with a message naming the file.
+  DeviceOpenOptions o;
+  o.create = true;
+  o.create_size = size;
+  o.create_layout = FileLayout::kFallocate;
+  o.direct_io = false;
+  std::string err;
+  auto d = open_block_device(dir.file("falloc"), o, &err);
+  if (d) {
+    struct stat st;
+    ASSERT_EQ(::stat(dir.file("falloc").c_str(), &st), 0);
+    EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, size);
+  } else {
+    EXPECT_NE(err.find("falloc"), std::string::npos) << err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("falloc")));
+  }
+
+  FileLayout l;
+  EXPECT_TRUE(parse_file_layout("zero", &l));
+  EXPECT_EQ(l, FileLayout::kZeros);
+  EXPECT_TRUE(parse_file_layout("none", &l));
+  EXPECT_EQ(l, FileLayout::kSparse);
+  EXPECT_FALSE(parse_file_layout("zeros!", &l));
 }
