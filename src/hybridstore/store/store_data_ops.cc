@@ -28,7 +28,6 @@ constexpr uint64_t kCopyChunk = 8ull << 20;
 
 int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
                          uint64_t len, char* out, const TxnContext* tx) {
-  std::memset(out, 0, len);
   uint64_t end = off + len;
   struct Pending {
     const DataExtent* e;
@@ -37,7 +36,12 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     AlignedBuffer buf;
   };
   std::vector<Pending> reads;
+  // Holes read as zeros; the rest of `out` is copied from the extents below
+  // (extents are in order and never overlap).
+  uint64_t zeroed_to = off;
   for (const DataExtent* e : o.extents.overlapping(off, end)) {
+    if (e->logical > zeroed_to) std::memset(out + (zeroed_to - off), 0, e->logical - zeroed_to);
+    zeroed_to = std::max(zeroed_to, std::min(end, e->logical_end()));
     uint64_t cb = e->csum_block;
     uint64_t b = std::max(off, e->logical) - e->logical;
     uint64_t f = std::min(end, e->logical_end()) - e->logical;
@@ -50,6 +54,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     p.buf = AlignedBuffer(pe - pb, 4096, AlignedBuffer::kUninitialized);
     reads.push_back(std::move(p));
   }
+  if (zeroed_to < end) std::memset(out + (zeroed_to - off), 0, end - zeroed_to);
   // Deferred writes not yet on the device: snapshot them before reading the
   // device and patch after. Taken in this order, a record the applier writes
   // and drops in between is either in the snapshot or already on the device.
