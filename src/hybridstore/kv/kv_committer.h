@@ -67,6 +67,10 @@ struct CommitWork {
   uint64_t submit_ns = 0;  // set by submit()
 };
 
+// The representation of one WriteBatch holding every record of `parts`, in
+// order (for WriteBatch(const std::string&)).
+std::string join_write_batches(const std::vector<const rocksdb::WriteBatch*>& parts);
+
 // Counter ids the committer updates; without a set it counts nothing.
 struct CommitterPerf {
   PerfCounterSet* set = nullptr;

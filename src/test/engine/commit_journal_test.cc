@@ -92,6 +92,33 @@ TEST(CommitJournalRecord, RejectsEveryFlippedBitTruncationAndAnotherStoresRecord
   EXPECT_FALSE(decode_journal_record(v2, fsid_a(), &out, &len));
 }
 
+// A commit group goes to RocksDB as one batch: every record of every
+// transaction, in order, puts, deletes and merges alike.
+TEST(CommitGroupBatch, JoinedBatchHoldsEveryRecordInOrder) {
+  rocksdb::WriteBatch a, b, c;
+  a.Put("k1", "v1");
+  a.Delete("k2");
+  b.Merge("m", std::string(8, '\1'));
+  c.Put("k3", std::string(5000, 'x'));
+  c.Put("k1", "v1b");
+  rocksdb::WriteBatch joined(join_write_batches({&a, &b, &c}));
+  EXPECT_EQ(joined.Count(), 5u);
+  struct Log : rocksdb::WriteBatch::Handler {
+    std::vector<std::string> ops;
+    void Put(const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+      ops.push_back("put " + k.ToString() + " " + std::to_string(v.size()));
+    }
+    void Delete(const rocksdb::Slice& k) override { ops.push_back("del " + k.ToString()); }
+    void Merge(const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+      ops.push_back("merge " + k.ToString() + " " + std::to_string(v.size()));
+    }
+  } log;
+  ASSERT_TRUE(joined.Iterate(&log).ok());
+  EXPECT_EQ(log.ops, (std::vector<std::string>{"put k1 2", "del k2", "merge m 8", "put k3 5000", "put k1 3"}));
+  rocksdb::WriteBatch one(join_write_batches({&b}));
+  EXPECT_EQ(one.Data(), b.Data());
+}
+
 TEST(CommitJournalRecord, RandomGarbageNeverDecodes) {
   std::mt19937_64 rng(15);
   std::vector<JournalEntry> out;
