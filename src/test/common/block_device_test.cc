@@ -136,39 +136,35 @@ TEST(BlockDevice, DirectoryIsNotADevice) {
 TEST(BlockDevice, CreatedFileLayouts) {
   TempDir dir;
   const uint64_t size = 8 << 20;
-  auto blocks_of = [&](FileLayout layout, const std::string& name) -> uint64_t {
+  auto create = [&](FileLayout layout, const std::string& name, std::string* err) {
     DeviceOpenOptions o;
     o.create = true;
     o.create_size = size;
     o.create_layout = layout;
     o.direct_io = false;
-    std::string err;
-    auto d = open_block_device(dir.file(name), o, &err);
-    EXPECT_TRUE(d) << err;
-    if (!d) return 0;
-    EXPECT_EQ(d->size(), size);
-    std::string buf(size, 'x');
-    EXPECT_EQ(d->read(0, buf.data(), size), 0);
-    EXPECT_EQ(buf, std::string(size, '\0'));
+    return open_block_device(dir.file(name), o, err);
+  };
+  auto allocated = [&](const std::string& name) {
     struct stat st;
     EXPECT_EQ(::stat(dir.file(name).c_str(), &st), 0);
     return static_cast<uint64_t>(st.st_blocks) * 512;
   };
-  EXPECT_LT(blocks_of(FileLayout::kSparse, "sparse"), size / 2);
-  EXPECT_GE(blocks_of(FileLayout::kZeros, "zeros"), size);
+  for (auto [layout, name] : {std::pair{FileLayout::kSparse, "sparse"}, {FileLayout::kZeros, "zeros"}}) {
+    std::string err;
+    auto d = create(layout, name, &err);
+    ASSERT_TRUE(d) << err;
+    EXPECT_EQ(d->size(), size);
+    std::string buf(size, 'x');
+    EXPECT_EQ(d->read(0, buf.data(), size), 0);
+    EXPECT_EQ(buf, std::string(size, '\0')) << name;
+  }
+  EXPECT_LT(allocated("sparse"), size / 2);
+  EXPECT_GE(allocated("zeros"), size);
   // Filesystems without fallocate (tmpfs has it; some overlays do not)
-  // make creation fail with a message naming the file.
-  DeviceOpenOptions o;
-  o.create = true;
-  o.create_size = size;
-  o.create_layout = FileLayout::kFallocate;
-  o.direct_io = false;
+  // make creation fail with a message naming the file, and leave no file.
   std::string err;
-  auto d = open_block_device(dir.file("falloc"), o, &err);
-  if (d) {
-    struct stat st;
-    ASSERT_EQ(::stat(dir.file("falloc").c_str(), &st), 0);
-    EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, size);
+  if (create(FileLayout::kFallocate, "falloc", &err)) {
+    EXPECT_GE(allocated("falloc"), size);
   } else {
     EXPECT_NE(err.find("falloc"), std::string::npos) << err;
     EXPECT_FALSE(std::filesystem::exists(dir.file("falloc")));
