@@ -261,10 +261,12 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
   }
   if (to_lane) lane_cv_.notify_one();
   if (overlap) {
-    // A failed write leaves the flight unfinished, and the sticky error
-    // keeps it and everything after it from being acknowledged.
-    if (!write_batches(*f)) return;
+    // A failed write still finishes the flight (with its error), so that it
+    // leaves the queue of flights once its record is written: the sticky
+    // error keeps it and everything after it from being acknowledged.
+    const bool written = write_batches(*f);
     std::lock_guard<std::mutex> l(mutex_);
+    if (!written && f->err == 0) f->err = -EIO;
     f->kv_written = true;
     done = f->done = f->record_written;
   }
@@ -335,7 +337,7 @@ void KvCommitter::lane_loop() {
     if (r < 0) fail(r, fmt::format("commit journal write failed: {}", strerror(-r)));
     {
       std::lock_guard<std::mutex> l(mutex_);
-      f->err = r;
+      if (r < 0) f->err = r;
       f->record_written = true;
       f->done = f->kv_written;
       f->record.clear();

@@ -347,3 +347,67 @@ TEST_F(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingThe
   for (size_t i = 0; i < acked.size(); ++i) ASSERT_EQ(acked[i], i + 1) << "acknowledged out of order";
 }
 }  // namespace
+
+namespace {
+// A column family the database does not have: a batch naming it is one
+// RocksDB refuses to write.
+class MissingColumnFamily final : public rocksdb::ColumnFamilyHandle {
+ public:
+  const std::string& GetName() const override { return name_; }
+  uint32_t GetID() const override { return 77; }
+  rocksdb::Status GetDescriptor(rocksdb::ColumnFamilyDescriptor*) override { return rocksdb::Status::NotSupported(); }
+  const rocksdb::Comparator* GetComparator() const override { return rocksdb::BytewiseComparator(); }
+
+ private:
+  std::string name_ = "missing";
+};
+
+// A group whose RocksDB write fails while its journal record is with a lane
+// (the two now overlap): the store's error is sticky, nothing from that
+// group on is acknowledged, and the committer still stops (a group left
+// neither acknowledged nor dropped would hold the only lane forever).
+TEST_F(CommitJournalReplay, AFailedRocksDBWriteAcknowledgesNothingAfterItAndStillStops) {
+  auto db = open_db(dir_.file("db"));
+  auto j = open_journal(64 * CommitJournal::kBlock);
+  WriteTracker tracker;
+  MissingColumnFamily missing;
+  std::atomic<uint64_t> bad_seq{0}, highest_acked{0};
+  {
+    KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
+    c.set_journal(j.get(), 1, 1);
+    c.start();
+    std::vector<std::thread> th;
+    for (int w = 0; w < 8; ++w)
+      th.emplace_back([&, w] {
+        for (int i = 0; i < 60; ++i) {
+          CommitWork work;
+          work.batch = std::make_unique<rocksdb::WriteBatch>();
+          if (w == 3 && i == 30)
+            work.batch->Put(&missing, "refused", "v");
+          else
+            work.batch->Put("f" + std::to_string(w) + "_" + std::to_string(i), "v");
+          auto seq = std::make_shared<std::atomic<uint64_t>>(0);
+          work.after_commit = [&, seq] {
+            uint64_t s = seq->load();
+            uint64_t h = highest_acked.load();
+            while (s > h && !highest_acked.compare_exchange_weak(h, s)) {
+            }
+          };
+          uint64_t s = c.submit(std::move(work));
+          seq->store(s);
+          if (w == 3 && i == 30) bad_seq = s;
+          if (s == 0) return;  // the store has failed
+        }
+      });
+    for (auto& t : th) t.join();
+    ASSERT_GT(bad_seq.load(), 0u);
+    EXPECT_NE(c.wait_committed(bad_seq), 0);
+    c.drain_callbacks();
+    EXPECT_NE(c.error(), 0);
+    EXPECT_NE(c.error_message().find("RocksDB commit failed"), std::string::npos) << c.error_message();
+    c.stop();
+    EXPECT_LT(c.committed_seq(), bad_seq.load());
+  }
+  EXPECT_LT(highest_acked.load(), bad_seq.load());
+}
+}  // namespace
