@@ -235,9 +235,10 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
       if (f->err == 0) ++stats_.journal_records;
     }
     if (sync_now || checkpoint) {
-      // Every batch reserved so far is now in RocksDB: one WAL sync makes
-      // them all durable there.
-      rocksdb::Status s = db_->SyncWAL();
+      // Every batch reserved so far is now in RocksDB: one WAL flush and
+      // sync makes them all durable there (FlushWAL first writes out what
+      // manual_wal_flush keeps in RocksDB's buffer).
+      rocksdb::Status s = db_->FlushWAL(true);
       if (!s.ok()) {
         fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
         return;

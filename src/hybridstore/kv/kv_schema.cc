@@ -1,5 +1,6 @@
 #include "hybridstore/kv/kv_schema.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "hybridstore/common/encoding.h"
@@ -163,6 +164,43 @@ constexpr uint32_t kCollectionTag = 0x434f4c4c;  // "COLL"
 
 std::shared_ptr<rocksdb::MergeOperator> make_merge_operator() {
   return std::make_shared<StoreMergeOperator>();
+}
+
+namespace {
+
+class InsertHintPrefixes : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "hybridstore.insert_hints.v1"; }
+  bool InDomain(const rocksdb::Slice& key) const override { return hint_length(key) > 0; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return rocksdb::Slice(key.data(), hint_length(key));
+  }
+
+ private:
+  // 0: no hint. The lengths follow KEY_SCHEMA.md.
+  static size_t hint_length(const rocksdb::Slice& key) {
+    if (key.empty()) return 0;
+    switch (key[0]) {
+      case kSuper:   // one key each, rewritten by every transaction
+      case kBitmap:  // B<tier><be64 chunk>: the chunk being allocated from
+        return key.size();
+      case kDeferred:  // D<be64 seq>: ascending
+      case kHeat:      // written in key order, a whole table at a time
+        return 1;
+      case kSection:  // A r <type> <be32 erase unit> ...: one unit at a time
+        return std::min<size_t>(key.size(), 7);
+      case kOmap:  // M<be64 nid>...: one object's keys, mostly in order
+        return key.size() >= 9 ? 9 : 0;
+      default:  // onodes and collections: hash order
+        return 0;
+    }
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const rocksdb::SliceTransform> make_insert_hint_prefixes() {
+  return std::make_shared<InsertHintPrefixes>();
 }
 
 std::string encode_collection(uint32_t bits) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include <rocksdb/merge_operator.h>
+#include <rocksdb/slice_transform.h>
 
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
@@ -77,6 +78,16 @@ bool decode_stats(std::string_view v, int64_t (&out)[kStatCount]);
 // XOR for bitmap chunks, element-wise add for statistics; any other key is
 // a corruption (the merge fails and RocksDB reports it).
 std::shared_ptr<rocksdb::MergeOperator> make_merge_operator();
+
+// The memtable insert hints (RocksDB's memtable_insert_with_hint_prefix_extractor):
+// keys sharing a prefix here are inserted from where the last one went.
+// Most keys of a small transaction are written again and again (the
+// singletons, the bitmap chunk being allocated from, a section's erase unit)
+// or in ascending order (deferred records, an object's omap keys), so their
+// insert starts beside its place instead of at the top of a skiplist whose
+// nodes are cache misses. Onode and collection keys arrive in hash order and
+// get no hint. Only the memtable's insert path reads this; nothing on disk.
+std::shared_ptr<const rocksdb::SliceTransform> make_insert_hint_prefixes();
 
 // Collection record: hash bits. Versioned and checksummed.
 std::string encode_collection(uint32_t bits);

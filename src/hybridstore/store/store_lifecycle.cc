@@ -132,6 +132,13 @@ int StoreImpl::open_db(bool create, std::string* error) {
   base.memtable_prefix_bloom_size_ratio = 0.02;
   base.memtable_whole_key_filtering = true;
   base.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  base.memtable_insert_with_hint_prefix_extractor = kv::make_insert_hint_prefixes();
+  // With the commit journal, transactions are durable through its ring and
+  // RocksDB's WAL is only synced when ring space is reused: its records can
+  // stay in RocksDB's buffer (written out in ~1 MiB pieces, or by any synced
+  // write) instead of costing a write() per commit group. What a crash
+  // loses of that buffer, the journal replays (kv/commit_journal.h).
+  base.manual_wal_flush = cfg_.get_size("hybridstore_commit_journal_size") > 0;
   rocksdb::Options opts;
   // Inside ceph-osd the engine is built against Ceph's bundled RocksDB (6.8),
   // which parses option strings without a ConfigOptions (docs/ceph.md).
