@@ -65,6 +65,8 @@ struct Row {
   double goal = 0;
   double cpu_us = 0;  // per transaction, 0 when not measured
   double txns_per_group = 0;
+  // Where a small transaction's time went (perf counter averages, us).
+  std::vector<std::pair<std::string, double>> stages;
   double ratio() const {
     double r = unit == "MiB/s" ? raw.mib_s : raw.iops;
     return raw.ok && r > 0 ? store / r : 0;
@@ -102,6 +104,24 @@ double timed(int workers, double seconds, Fn fn, double* cpu_us = nullptr, uint6
 CollectionId coll(int w) { return CollectionId("2." + std::to_string(w) + "_head"); }
 ObjectId small_name(int writers, int w, uint64_t i) {
   return ObjectId::from_name("s" + std::to_string(writers) + "_" + std::to_string(w) + "_" + std::to_string(i), 2);
+}
+
+// The average of each latency counter named, over the samples taken
+// between two snapshots.
+std::vector<std::pair<std::string, double>> stage_averages(const PerfCounterSet& set,
+                                                           const std::vector<PerfCounterSet::Value>& before,
+                                                           const std::vector<PerfCounterSet::Value>& after) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const char* name : {"state_prepare_lat", "state_kv_queued_lat", "state_kv_committing_lat", "commit_lat",
+                           "kv_sync_lat"}) {
+    int id = set.find(name);
+    if (id < 0) continue;
+    auto i = static_cast<size_t>(id);
+    uint64_t n = after[i].value - before[i].value;
+    if (n == 0) continue;
+    out.emplace_back(name, static_cast<double>(after[i].sum_ns - before[i].sum_ns) / static_cast<double>(n) / 1e3);
+  }
+  return out;
 }
 
 class KindRun {
@@ -144,6 +164,7 @@ class KindRun {
     RawFigure sync1 = one ? raw(RawPattern::kSyncWrite, 4096, 1, true) : RawFigure{};
     counts_1_ = 0;
     Row c1{"4 KiB creates, 1 writer", "ops/s", sync1, 0, 0.9};
+    auto perf0 = store_->perf().snapshot();
     if (one) c1.store = timed(1, a_.seconds, [&](int, uint64_t i) {
       Transaction t;
       t.write(coll(0), small_name(1, 0, i), 0, small_);
@@ -151,14 +172,17 @@ class KindRun {
       if (ok) counts_1_ = i + 1;
       return ok;
     }, &c1.cpu_us);
+    c1.stages = stage_averages(store_->perf(), perf0, store_->perf().snapshot());
     if (a_.want("create1")) rows->push_back(c1);
     Row o1{"4 KiB overwrites, 1 writer", "ops/s", sync1, 0, 0.9};
     std::mt19937_64 rng1(11);
+    perf0 = store_->perf().snapshot();
     if (a_.want("overwrite1")) o1.store = timed(1, a_.seconds, [&](int, uint64_t) {
       Transaction t;
       t.write(coll(0), small_name(1, 0, rng1() % std::max<uint64_t>(counts_1_, 1)), 0, over_);
       return store_->apply_transaction(std::move(t)) == 0;
     }, &o1.cpu_us);
+    o1.stages = stage_averages(store_->perf(), perf0, store_->perf().snapshot());
     if (a_.want("overwrite1")) rows->push_back(o1);
 
     // N writers: group commit against N independent synchronous writers.
@@ -168,6 +192,7 @@ class KindRun {
     Row cn{"4 KiB creates, " + std::to_string(n) + " writers", "ops/s", syncn, 0, 1.5};
     StoreStats before, after;
     store_->statfs(&before);
+    perf0 = store_->perf().snapshot();
     if (many) cn.store = timed(n, a_.seconds, [&](int w, uint64_t i) {
       Transaction t;
       t.write(coll(w), small_name(n, w, i), 0, small_);
@@ -175,11 +200,13 @@ class KindRun {
       if (ok) counts_n_[static_cast<size_t>(w)] = i + 1;
       return ok;
     }, &cn.cpu_us);
+    cn.stages = stage_averages(store_->perf(), perf0, store_->perf().snapshot());
     store_->statfs(&after);
     cn.txns_per_group = per_group(before, after);
     if (a_.want("createN")) rows->push_back(cn);
     Row on{"4 KiB overwrites, " + std::to_string(n) + " writers", "ops/s", syncn, 0, 1.5};
     store_->statfs(&before);
+    perf0 = store_->perf().snapshot();
     if (a_.want("overwriteN")) on.store = timed(n, a_.seconds, [&](int w, uint64_t i) {
       Transaction t;
       uint64_t have = std::max<uint64_t>(counts_n_[static_cast<size_t>(w)], 1);
@@ -187,6 +214,7 @@ class KindRun {
       t.write(coll(w), small_name(n, w, pick), 0, over_);
       return store_->apply_transaction(std::move(t)) == 0;
     }, &on.cpu_us);
+    on.stages = stage_averages(store_->perf(), perf0, store_->perf().snapshot());
     store_->statfs(&after);
     on.txns_per_group = per_group(before, after);
     if (a_.want("overwriteN")) rows->push_back(on);
@@ -377,6 +405,11 @@ void print_table(const std::string& kind, const std::vector<Row>& rows, const st
       printf("CPU per transaction (user+sys / transactions), %s: %.1f us", r.work.c_str(), r.cpu_us);
       if (r.txns_per_group > 0) printf("; %.2f transactions per commit group", r.txns_per_group);
       printf("\n");
+      if (!r.stages.empty()) {
+        printf("  average us:");
+        for (const auto& [name, us] : r.stages) printf(" %s %.1f", name.c_str(), us);
+        printf("\n");
+      }
     }
   if (!read_note.empty()) printf("random reads: %s\n", read_note.c_str());
   printf("%s\n", fsck.c_str());
@@ -406,7 +439,7 @@ int run_compare(const CompareArgs& a) {
       arr.push_back({{"work", r.work},           {"unit", r.unit},       {"raw_source", r.raw.source},
                      {"raw_iops", r.raw.iops},   {"raw_mib_s", r.raw.mib_s}, {"store", r.store},
                      {"ratio", r.ratio()},       {"goal", r.goal},       {"cpu_us_per_txn", r.cpu_us},
-                     {"txns_per_group", r.txns_per_group}});
+                     {"txns_per_group", r.txns_per_group}, {"stage_avg_us", r.stages}});
     j[kind + "_fsck"] = fsck;
     j[kind + "_random_reads"] = k.read_note_;
   }
