@@ -64,10 +64,31 @@ struct ObjectKeyHash {
   }
 };
 
+// A transaction's RocksDB writes. Nearly every transaction only adds to
+// them, so they start as a plain WriteBatch that goes to the committer as it
+// is. The few ops that read keys back through the batch (listing a
+// collection, deleting or copying an omap range) make it an indexed batch
+// first, which then takes every later write as well.
+class TxnBatch {
+ public:
+  rocksdb::WriteBatchBase* get() {
+    return indexed_ ? static_cast<rocksdb::WriteBatchBase*>(indexed_.get()) : &plain_;
+  }
+  rocksdb::WriteBatchBase* operator->() { return get(); }
+  // Null when the batch holds a record an indexed batch cannot take.
+  rocksdb::WriteBatchWithIndex* indexed();
+  // The finished batch; this one is empty afterwards.
+  rocksdb::WriteBatch take();
+
+ private:
+  rocksdb::WriteBatch plain_;
+  std::unique_ptr<rocksdb::WriteBatchWithIndex> indexed_;
+};
+
 // The working state of one transaction. Nothing here is visible to others
 // until install; on failure it is dropped and its allocations released.
 struct TxnContext {
-  std::unique_ptr<rocksdb::WriteBatchWithIndex> batch;
+  TxnBatch batch;
   // Objects touched: a private copy, or null when removed in this txn.
   std::unordered_map<ObjectKey, std::shared_ptr<Onode>, ObjectKeyHash> onodes;
   std::unordered_map<ObjectKey, int, ObjectKeyHash> home_before;  // home_tier() when first loaded

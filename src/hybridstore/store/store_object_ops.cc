@@ -106,8 +106,9 @@ int OpApplier::list_objects(const CollectionId& c, std::vector<ObjectId>* out) {
   sync_dirty();
   wait_prior(c);
   std::string prefix = kv::onode_prefix(c);
-  std::unique_ptr<rocksdb::Iterator> it(
-      tx.batch->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));
+  rocksdb::WriteBatchWithIndex* indexed = tx.batch.indexed();
+  if (!indexed) return -EIO;
+  std::unique_ptr<rocksdb::Iterator> it(indexed->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     CollectionId kc;
     ObjectId o;
@@ -159,8 +160,9 @@ int OpApplier::ensure_nid(const CollectionId& c, const ObjectId& oid, Onode& o) 
 
 int OpApplier::omap_delete_range(const CollectionId& c, const std::string& begin, const std::string& end) {
   wait_prior(c);
-  std::unique_ptr<rocksdb::Iterator> it(
-      tx.batch->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));
+  rocksdb::WriteBatchWithIndex* indexed = tx.batch.indexed();
+  if (!indexed) return -EIO;
+  std::unique_ptr<rocksdb::Iterator> it(indexed->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));
   std::vector<std::string> doomed;
   for (it->Seek(begin); it->Valid() && it->key().compare(end) < 0; it->Next())
     doomed.push_back(it->key().ToString());
@@ -176,8 +178,9 @@ int OpApplier::omap_clear_keys(const CollectionId& c, uint64_t nid, bool include
 
 int OpApplier::omap_copy(const CollectionId& c, uint64_t from, uint64_t to) {
   wait_prior(c);
-  std::unique_ptr<rocksdb::Iterator> it(
-      tx.batch->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));
+  rocksdb::WriteBatchWithIndex* indexed = tx.batch.indexed();
+  if (!indexed) return -EIO;
+  std::unique_ptr<rocksdb::Iterator> it(indexed->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));
   std::string end = kv::omap_nid_end(from);
   std::vector<std::pair<std::string, std::string>> copies;
   for (it->Seek(kv::omap_nid_begin(from)); it->Valid() && it->key().compare(end) < 0; it->Next()) {

@@ -10,6 +10,42 @@
 
 namespace hybridstore {
 
+rocksdb::WriteBatchWithIndex* TxnBatch::indexed() {
+  if (indexed_) return indexed_.get();
+  // The records so far, replayed in order into the index (later ones win,
+  // as they will in RocksDB).
+  struct Replay : rocksdb::WriteBatch::Handler {
+    rocksdb::WriteBatchWithIndex* to;
+    // The store writes the default column family only.
+    rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+      return cf ? rocksdb::Status::NotSupported() : to->Put(k, v);
+    }
+    rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& k) override {
+      return cf ? rocksdb::Status::NotSupported() : to->Delete(k);
+    }
+    rocksdb::Status SingleDeleteCF(uint32_t cf, const rocksdb::Slice& k) override {
+      return cf ? rocksdb::Status::NotSupported() : to->SingleDelete(k);
+    }
+    rocksdb::Status MergeCF(uint32_t cf, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+      return cf ? rocksdb::Status::NotSupported() : to->Merge(k, v);
+    }
+  };
+  auto idx = std::make_unique<rocksdb::WriteBatchWithIndex>(rocksdb::BytewiseComparator(), 0, true);
+  Replay r;
+  r.to = idx.get();
+  if (!plain_.Iterate(&r).ok()) return nullptr;
+  plain_.Clear();
+  indexed_ = std::move(idx);
+  return indexed_.get();
+}
+
+rocksdb::WriteBatch TxnBatch::take() {
+  if (!indexed_) return std::move(plain_);
+  rocksdb::WriteBatch out(*indexed_->GetWriteBatch());
+  indexed_.reset();
+  return out;
+}
+
 int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error, uint64_t* seq_out,
                                   bool caller_waits) {
   if (!mounted_) return -ENOTCONN;
@@ -37,7 +73,6 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     }
 
   TxnContext tx;
-  tx.batch = std::make_unique<rocksdb::WriteBatchWithIndex>(rocksdb::BytewiseComparator(), 0, true);
   std::vector<std::unique_lock<std::shared_mutex>> locks;
   for (const auto& n : names) {
     auto st = coll_state(n);
@@ -105,7 +140,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
 
   CommitWork work;
   work.start_ns = t_start;
-  work.batch.reset(new rocksdb::WriteBatch(*tx.batch->GetWriteBatch()));
+  work.batch = std::make_unique<rocksdb::WriteBatch>(tx.batch.take());
   for (auto& t : ts)
     for (auto& cb : t.take_on_commit()) work.on_commit.push_back(std::move(cb));
   if (!tx.released.empty() || !tx.deferred.empty()) {

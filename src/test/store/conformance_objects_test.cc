@@ -270,6 +270,37 @@ TEST_F(ObjectsTest, OmapRmKeyRangeIsHalfOpen) {
   EXPECT_EQ(keys, (std::set<std::string>{"0", "1", "2", "7", "8", "9"}));
 }
 
+// Range removal and clone read keys back through the transaction's own
+// batch: what earlier ops of the transaction wrote counts, and what later
+// ops write after the read lands too.
+TEST_F(ObjectsTest, OmapRangeOpsSeeAndKeepTheSameTransactionsWrites) {
+  put(obj("o"), "data");
+  Transaction base;
+  base.omap_setkeys(coll_, obj("o"), {{"1", "committed"}, {"5", "committed"}});
+  apply(std::move(base));
+  Transaction t;
+  t.omap_setkeys(coll_, obj("o"), {{"2", "this txn"}, {"4", "this txn"}, {"8", "this txn"}});
+  t.omap_setheader(coll_, obj("o"), "hdr");
+  t.omap_rmkeyrange(coll_, obj("o"), "2", "5");  // takes 2 and 4 of this txn, keeps 1 and 5
+  t.omap_setkeys(coll_, obj("o"), {{"3", "after the range"}});
+  t.clone(coll_, obj("o"), obj("copy"));
+  t.omap_setkeys(coll_, obj("copy"), {{"9", "copy only"}});
+  apply(std::move(t));
+  const std::map<std::string, std::string> want{
+      {"1", "committed"}, {"3", "after the range"}, {"5", "committed"}, {"8", "this txn"}};
+  std::string h;
+  EXPECT_EQ(omap(obj("o"), &h), want);
+  EXPECT_EQ(h, "hdr");
+  auto copy_want = want;
+  copy_want["9"] = "copy only";
+  EXPECT_EQ(omap(obj("copy"), &h), copy_want);
+  EXPECT_EQ(h, "hdr");
+  EXPECT_EQ(read_all(coll_, obj("copy")), "data");
+  remount();
+  EXPECT_EQ(omap(obj("o")), want);
+  EXPECT_EQ(omap(obj("copy")), copy_want);
+}
+
 TEST_F(ObjectsTest, OmapClearRemovesHeaderAndKeys) {
   put(obj("o"), "");
   Transaction t;
