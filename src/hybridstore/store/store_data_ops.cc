@@ -77,14 +77,18 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
   }
   for (size_t i = 0; i < reads.size(); ++i) {
     auto& r = reads[i];
+    // This transaction's own direct writes are not on the device yet. They
+    // go first: they can only be to space it allocated itself, and any
+    // staged record on that space is a later op of the same transaction
+    // overwriting them in place (no record of an earlier transaction can
+    // still cover space that was free).
+    if (tx)
+      for (const auto& w : tx->writes) {
+        if (w.tier != r.e->tier) continue;
+        uint64_t b = std::max(w.offset, r.phys_begin), f = std::min(w.offset + w.len, r.phys_begin + r.buf.size());
+        if (b < f) std::memcpy(r.buf.data() + (b - r.phys_begin), w.data + (b - w.offset), f - b);
+      }
     DeferredWriter::patch(staged[i], r.phys_begin, r.buf.data(), r.buf.size());
-    if (!tx) continue;
-    // This transaction's own data is not on the device yet.
-    for (const auto& w : tx->writes) {
-      if (w.tier != r.e->tier) continue;
-      uint64_t b = std::max(w.offset, r.phys_begin), f = std::min(w.offset + w.len, r.phys_begin + r.buf.size());
-      if (b < f) std::memcpy(r.buf.data() + (b - r.phys_begin), w.data + (b - w.offset), f - b);
-    }
   }
   for (auto& p : reads) {
     const DataExtent& e = *p.e;

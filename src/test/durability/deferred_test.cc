@@ -74,6 +74,38 @@ TEST_F(DeferredTest, SmallOverwriteIsDeferredAndReadableAtOnce) {
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
+// One transaction writes new data straight to fresh space (too large to
+// defer), overwrites part of it in place (a deferred write), then writes a
+// few bytes inside the overwritten block: the read-modify-write of that block
+// must see the overwrite, not the older bytes still waiting to be written,
+// on either tier. (The crash harness found a read that applied them the
+// other way round and failed the transaction with a checksum error.)
+TEST_F(DeferredTest, ATransactionReadsItsOwnOverwriteOfDataItWroteDirectly) {
+  for (bool hdd : {false, true}) {
+    SCOPED_TRACE(hdd ? "hdd" : "ssd");
+    ObjectId o = obj(hdd ? "on-hdd" : "on-ssd");
+    Transaction t;
+    if (hdd) {
+      t.touch(coll_, o);
+      t.set_alloc_hint(coll_, o, 64 << 20, 4096, kHintSequentialWrite);
+    }
+    t.write(coll_, o, 0, std::string(131072, 'n'));
+    t.write(coll_, o, 16384, std::string(8192, 'o'));
+    t.write(coll_, o, 20000, "partial");
+    ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+    std::string want(131072, 'n');
+    want.replace(16384, 8192, std::string(8192, 'o'));
+    want.replace(20000, 7, "partial");
+    EXPECT_EQ(read_all(coll_, o), want);
+    ObjectStat st;
+    ASSERT_EQ(store_->stat(coll_, o, &st), 0);
+    EXPECT_EQ(st.bytes_on[tier_index(hdd ? Tier::kHdd : Tier::kSsd)], 131072u);
+    remount();
+    EXPECT_EQ(read_all(coll_, o), want);
+  }
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
 TEST_F(DeferredTest, SmallHddWritesNeverGoToTheDiskSynchronously) {
   Transaction t;
   t.touch(coll_, obj("h"));
