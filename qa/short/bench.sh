@@ -44,6 +44,9 @@ refused 2 "unknown SSD kind" "$B" compare --kinds disk --dir "$W/c0"
 "$B" compare --dir "$W/cmp" --rows create1,createN --writers 4 --seconds 1 --raw-seconds 1 \
   $SMALL --json "$W/cmp.json" >"$W/cmp.out" 2>&1 || fail "compare: $(tail -5 "$W/cmp.out")"
 grep -q "store / raw" "$W/cmp.out" || fail "compare prints its table"
+grep -q "^  average us: state_prepare_lat [0-9.]* .*commit_lat [0-9.]*" "$W/cmp.out" ||
+  fail "compare: where the small writes' time went"
+grep -q "^raw 8 KiB write+fdatasync, 1 job: [0-9]* IOPS" "$W/cmp.out" || fail "compare: the two-block ceiling of one writer"
 [ "$(grep -c "fsck --deep after the run: clean" "$W/cmp.out")" = 2 ] || fail "compare: deep fsck after both kinds"
 [ ! -e "$W/c0" ] || fail "compare made something before refusing"
 

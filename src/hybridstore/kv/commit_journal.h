@@ -8,7 +8,10 @@
 // the file's size or allocation and its flush carries no filesystem
 // metadata). The committer writes each group's batches to RocksDB without a
 // sync and the same batches, as one record, into the ring, then flushes the
-// ring; several groups may be in flight at once (kv_committer.h).
+// ring; several groups may be in flight at once (kv_committer.h). RocksDB
+// keeps its WAL in its own buffer meanwhile (manual_wal_flush): it reaches
+// the file in large pieces, or with any synced RocksDB write, which writes
+// out everything before it.
 //
 // Why it is safe:
 //  - Every transaction's batch carries the journal sequence number of that
@@ -21,9 +24,9 @@
 //    acknowledged only once its record and those of every earlier
 //    transaction are durable, so every acknowledged transaction is replayed
 //    and what is replayed is a prefix.
-//  - Ring space is reused only after a RocksDB WAL sync covering every
-//    transaction recorded in it (checkpoint()), so a record overwritten can
-//    never be one RocksDB still needs.
+//  - Ring space is reused only after a RocksDB WAL flush and sync covering
+//    every transaction recorded in it (checkpoint()), so a record
+//    overwritten can never be one RocksDB still needs.
 //  - Records are versioned, checksummed and carry the store's fsid; garbage,
 //    a torn write or a record of another store fails decoding and is skipped.
 //
