@@ -199,6 +199,12 @@ int HybridStore::read(const CollectionId& c, const ObjectId& o, uint64_t off, ui
   return impl_->read(c, o, off, len, out, read_flags);
 }
 
+int HybridStore::read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
+                           const ReadBuffer& buffer, uint32_t read_flags) {
+  if (migrator_) migrator_->note_op();
+  return impl_->read_into(c, o, off, len, buffer, read_flags);
+}
+
 int HybridStore::fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
                         std::map<uint64_t, uint64_t>* out) {
   OnodeRef on;

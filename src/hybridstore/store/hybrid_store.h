@@ -182,6 +182,16 @@ class HybridStore {
   // the whole object; holes read as zeros; a checksum mismatch is -EIO.
   int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
            uint32_t read_flags = 0);
+  // The same read into memory the caller provides, so that a front end with
+  // buffers of its own (the Ceph adapter's bufferlists) gets the data without
+  // a string's zero-fill and a copy out of it. `buffer(n)` is called once the
+  // object's size is known, with the n > 0 bytes that will be returned, and
+  // gives where they go; it is not called when nothing is read. A buffer
+  // aligned to 4096 bytes lets whole aligned blocks be read from the device
+  // straight into it. On error its contents are undefined.
+  using ReadBuffer = std::function<char*(uint64_t n)>;
+  int read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, const ReadBuffer& buffer,
+                uint32_t read_flags = 0);
   // Allocated ranges {offset: length} within [off, off+len).
   int fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
              std::map<uint64_t, uint64_t>* out);

@@ -7,6 +7,7 @@
 // so a transaction may wait for earlier commits while holding its locks.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -151,6 +152,8 @@ class StoreImpl {
                          std::shared_lock<std::shared_mutex>* lock);
   int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
            uint32_t read_flags = 0);
+  int read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
+                const std::function<char*(uint64_t)>& buffer, uint32_t read_flags = 0);
   int omap_read(const CollectionId& c, const ObjectId& o,
                 const std::function<int(rocksdb::DB*, uint64_t nid)>& fn);
   std::unique_ptr<OmapIterator> omap_iterator(const CollectionId& c, const ObjectId& o);

@@ -67,18 +67,31 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
 
 int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
                     uint32_t read_flags) {
+  out->clear();
+  int r = read_into(
+      c, o, off, len,
+      [out](uint64_t n) {
+        out->resize(n);
+        return out->data();
+      },
+      read_flags);
+  if (r < 0) out->clear();
+  return r;
+}
+
+int StoreImpl::read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
+                         const std::function<char*(uint64_t)>& buffer, uint32_t read_flags) {
   const uint64_t t0 = perf_now_ns();
   OnodeRef on;
   std::shared_lock<std::shared_mutex> lock;
-  out->clear();
   if (int r = get_onode_for_read(c, o, &on, &lock); r < 0) return r;
   if (off >= on->size) return 0;
   if (len == 0 || len > on->size - off) len = on->size - off;
   if (len > (1ull << 31)) return -E2BIG;  // the return value is a byte count
-  out->resize(len);
+  char* out = buffer(len);
+  if (!out) return -ENOMEM;
   if (!(read_flags & kReadNoHeat)) note_access(c, o, AccessType::kRead, off, len, on->size);
-  if (int r = read_data(c, o, *on, off, len, out->data()); r < 0) {
-    out->clear();
+  if (int r = read_data(c, o, *on, off, len, out); r < 0) {
     if (r == -EIO) perf_->set.inc(perf_->read_eio);
     return r;
   }

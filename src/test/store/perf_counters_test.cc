@@ -5,6 +5,7 @@
 
 #include <rocksdb/db.h>
 
+#include "hybridstore/io/block_device.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/sections/ssd_cleaner.h"
 #include "hybridstore/tier/migrator.h"
@@ -258,6 +259,11 @@ TEST_F(PerfCountersTest, AChecksumErrorMovesCsumErrorsAndReadEio) {
   EXPECT_EQ(store_->read(coll_, obj("victim"), 0, 0, &out), -EIO);
   EXPECT_EQ(get("csum_errors"), 1u);
   EXPECT_EQ(get("read_eio"), 1u);
+  // Read in place into aligned memory, the damage is found all the same.
+  AlignedBuffer mem(data.size(), 4096, AlignedBuffer::kZeroed);
+  EXPECT_EQ(store_->read_into(coll_, obj("victim"), 0, 0, [&](uint64_t) { return mem.data(); }), -EIO);
+  EXPECT_EQ(get("csum_errors"), 2u);
+  EXPECT_EQ(get("read_eio"), 2u);
   // The store is fine otherwise; drop the damaged object so the fixture's
   // closing fsck has nothing to say.
   Transaction t;
