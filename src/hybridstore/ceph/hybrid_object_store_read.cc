@@ -78,15 +78,23 @@ int HybridObjectStore::read(CollectionHandle& ch, const ghobject_t& oid, uint64_
                             ceph::buffer::list& bl, uint32_t op_flags) {
   const uint64_t t0 = perf_now_ns();
   const uint32_t flags = engine_read_flags(op_flags);
-  std::string data;
-  int r = engine_->read(cid_of(ch), to_engine(oid), offset, len, &data, flags);
+  // Page-aligned memory of the result's size: the engine reads whole aligned
+  // blocks from the device straight into it (no bounce buffer, no copy).
+  ceph::buffer::ptr data;
+  int r = engine_->read_into(
+      cid_of(ch), to_engine(oid), offset, len,
+      [&data](uint64_t n) {
+        data = ceph::buffer::ptr(ceph::buffer::create_small_page_aligned(static_cast<unsigned>(n)));
+        return data.c_str();
+      },
+      flags);
   if (r < 0) {
     if (r == -EIO) derr << "read " << oid << " " << offset << "~" << len << ": checksum or media error" << dendl;
     return r;
   }
   // The result replaces what bl held (callers reuse one bufferlist).
   bl.clear();
-  bl.append(data);
+  if (r > 0) bl.append(std::move(data));
   if (flags & kReadNoHeat) logger_->inc(l_hs_read_noheat_ops);
   logger_->inc(l_hs_read_bytes, r);
   logger_->tinc(l_hs_read_lat, ceph::make_timespan((perf_now_ns() - t0) / 1e9));
