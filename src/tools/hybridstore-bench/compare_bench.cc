@@ -50,6 +50,9 @@ struct CompareArgs {
   int onode_cache = 1024;
   // The store's device files laid out like fio's own file (see --layout).
   std::string layout = "zero";
+  // How the read rows take their bytes: "buffer" (read_into page-aligned
+  // memory, the Ceph adapter's path) or "string" (read() into a std::string).
+  std::string read_api = "buffer";
   std::string json;
   std::vector<std::string> sets;
   // Rows to run (for profiling one of them): create1 overwrite1 createN
@@ -64,7 +67,7 @@ struct Row {
   RawFigure raw;
   double store = 0;
   double goal = 0;
-  double cpu_us = 0;  // per transaction, 0 when not measured
+  double cpu_us = 0;  // per transaction (per read in the read rows), 0 when not measured
   double txns_per_group = 0;
   // Where a small transaction's time went (perf counter averages, us).
   std::vector<std::pair<std::string, double>> stages;
@@ -271,10 +274,22 @@ class KindRun {
     // adapter does (its bufferlists are page-aligned): whole aligned blocks
     // come from the device straight into it.
     std::vector<AlignedBuffer> read_bufs(static_cast<size_t>(n));
-    auto read_buffer = [&read_bufs](int w, uint64_t k) {
-      AlignedBuffer& b = read_bufs[static_cast<size_t>(w)];
-      if (b.size() < k) b = AlignedBuffer(k, 4096, AlignedBuffer::kUninitialized);
-      return b.data();
+    std::vector<std::string> read_strings(static_cast<size_t>(n));
+    // Reads [0, len) of the object; returns the bytes read (or an error) and
+    // where they are.
+    auto read_object = [&](int w, const CollectionId& c, const ObjectId& o, uint64_t len, const char** out) {
+      if (a_.read_api == "string") {
+        std::string& str = read_strings[static_cast<size_t>(w)];
+        int r = store_->read(c, o, 0, len, &str);
+        *out = str.data();
+        return r;
+      }
+      return store_->read_into(c, o, 0, len, [&](uint64_t k) {
+        AlignedBuffer& b = read_bufs[static_cast<size_t>(w)];
+        if (b.size() < k) b = AlignedBuffer(k, 4096, AlignedBuffer::kUninitialized);
+        *out = b.data();
+        return b.data();
+      });
     };
     std::vector<std::mt19937_64> rngs;
     for (int w = 0; w < n; ++w) rngs.emplace_back(1000 + w);
@@ -291,15 +306,11 @@ class KindRun {
         o = small_name(n, ww, k);
       }
       const char* out = nullptr;
-      int r = store_->read_into(c, o, 0, 4096, [&](uint64_t k) {
-        char* b = read_buffer(w, k);
-        out = b;
-        return b;
-      });
+      int r = read_object(w, c, o, 4096, &out);
       bool ok = r == 4096 && (out[0] == 's' || out[0] == 'o') && out[4095] == out[0];
       if (!ok) ++bad_reads;
       return ok;
-    });
+    }, &r4.cpu_us);
     if (a_.want("randread")) read_note_ = std::to_string(counts_1_ + total_n) + " objects of 4 KiB read at random, onode cache " +
                  std::to_string(a_.onode_cache);
     if (a_.want("randread")) rows->push_back(r4);
@@ -311,17 +322,12 @@ class KindRun {
       double ops = timed(n, a_.seconds, [&](int w, uint64_t) {
         uint64_t i = next++ % static_cast<uint64_t>(a_.big_objects);
         const char* out = nullptr;
-        int r = store_->read_into(coll(static_cast<int>(i % static_cast<uint64_t>(n))),
-                                  ObjectId::from_name("big_" + std::to_string(i), 2), 0, 4 << 20,
-                                  [&](uint64_t k) {
-        char* b = read_buffer(w, k);
-        out = b;
-        return b;
-      });
+        int r = read_object(w, coll(static_cast<int>(i % static_cast<uint64_t>(n))),
+                            ObjectId::from_name("big_" + std::to_string(i), 2), 4 << 20, &out);
         bool ok = r == (4 << 20) && out[0] == 'b' && out[r - 1] == 'b';
         if (!ok) ++bad_reads;
         return ok;
-      });
+      }, &s4.cpu_us);
       s4.store = ops * 4;
       rows->push_back(s4);
     }
@@ -450,6 +456,10 @@ void print_table(const std::string& kind, const std::vector<Row>& rows, const st
         printf("\n");
       }
     }
+  for (const auto& r : rows)
+    if (r.cpu_us > 0 && r.work.find("reads") != std::string::npos) {
+      printf("CPU per read (user+sys / reads), %s: %.1f us\n", r.work.c_str(), r.cpu_us);
+    }
   if (!floor_note.empty()) printf("%s\n", floor_note.c_str());
   if (!read_note.empty()) printf("random reads: %s\n", read_note.c_str());
   printf("%s\n", fsck.c_str());
@@ -478,7 +488,7 @@ int run_compare(const CompareArgs& a) {
     for (const auto& r : rows)
       arr.push_back({{"work", r.work},           {"unit", r.unit},       {"raw_source", r.raw.source},
                      {"raw_iops", r.raw.iops},   {"raw_mib_s", r.raw.mib_s}, {"store", r.store},
-                     {"ratio", r.ratio()},       {"goal", r.goal},       {"cpu_us_per_txn", r.cpu_us},
+                     {"ratio", r.ratio()},       {"goal", r.goal},       {"cpu_us_per_txn", r.cpu_us}, {"cpu_us_per_op", r.cpu_us},
                      {"txns_per_group", r.txns_per_group}, {"stage_avg_us", r.stages}});
     j[kind + "_fsck"] = fsck;
     j[kind + "_random_reads"] = k.read_note_;
@@ -513,6 +523,10 @@ BenchCommand compare(
                       "lays out its file; the device files are cut to 2 GiB SSD and 4+ GiB HDD), "
                       "fallocate, or none (sparse, the store's default)")
           ->check(CLI::IsMember({"zero", "fallocate", "none"}));
+      sub->add_option("--read-api", a->read_api,
+                      "how the read rows take their bytes: buffer (into page-aligned memory, the Ceph "
+                      "adapter's path) or string (read() into a std::string)")
+          ->check(CLI::IsMember({"buffer", "string"}));
       sub->add_option("--json", a->json, "also write the rows as JSON to FILE");
       sub->add_option("--set", a->sets, "store option key=value (repeatable)");
       sub->add_option("--rows", a->rows,
