@@ -49,6 +49,20 @@ grep -q "^  average us: state_prepare_lat [0-9.]* .*commit_lat [0-9.]*" "$W/cmp.
 grep -q "^raw 8 KiB write+fdatasync, 1 job: [0-9]* IOPS" "$W/cmp.out" || fail "compare: the two-block ceiling of one writer"
 [ "$(grep -c "fsck --deep after the run: clean" "$W/cmp.out")" = 2 ] || fail "compare: deep fsck after both kinds"
 [ ! -e "$W/c0" ] || fail "compare made something before refusing"
+# With fio, a read row also gets the raw device read by as many synchronous
+# readers as the store has (fio's own row keeps them all in flight from one
+# thread), in the table's notes and in the JSON.
+if fio --version >/dev/null 2>&1; then
+  "$B" compare --dir "$W/cmpr" --kinds file --rows randread --writers 4 --seconds 1 --raw-seconds 1 \
+    --fio-compare $SMALL --json "$W/cmpr.json" >"$W/cmpr.out" 2>&1 || fail "compare --fio-compare: $(tail -5 "$W/cmpr.out")"
+  grep -qE "^\| 4 KiB random reads, 4 in flight +\| [0-9]+ IOPS \(fio\)" "$W/cmpr.out" || fail "compare: fio's random reads"
+  grep -qE "^4 KiB random reads, 4 in flight: raw with 4 synchronous readers \(fio psync, 4 threads, one file\): [0-9]+ IOPS; store / that: [0-9]+\.[0-9]+$" \
+    "$W/cmpr.out" || fail "compare: random reads against synchronous readers: $(cat "$W/cmpr.out")"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["file_store_over_sync_readers"]["4 KiB random reads, 4 in flight"]; sys.exit(0 if r > 0 else 1)' \
+    "$W/cmpr.json" || fail "compare: the synchronous readers' ratio in the JSON"
+else
+  echo "SKIPPED: compare --fio-compare (fio is not installed; make deps installs it)"
+fi
 
 # Bad input: refused before a store or a file is made.
 refused 2 "unknown mode" "$B" nosuchmode

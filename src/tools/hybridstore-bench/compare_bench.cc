@@ -313,7 +313,10 @@ class KindRun {
     }, &r4.cpu_us);
     if (a_.want("randread")) read_note_ = std::to_string(counts_1_ + total_n) + " objects of 4 KiB read at random, onode cache " +
                  std::to_string(a_.onode_cache);
-    if (a_.want("randread")) rows->push_back(r4);
+    if (a_.want("randread")) {
+      rows->push_back(r4);
+      add_sync_reader_note(RawPattern::kRandRead, 4096, r4, false);
+    }
 
     if (big && a_.want("seqread")) {
       RawFigure sr = raw(RawPattern::kSeqRead, 4 << 20, n, false, true);
@@ -330,6 +333,7 @@ class KindRun {
       }, &s4.cpu_us);
       s4.store = ops * 4;
       rows->push_back(s4);
+      add_sync_reader_note(RawPattern::kSeqRead, 4 << 20, s4, true);
     }
     store_->umount();
     store_.reset();
@@ -364,8 +368,9 @@ class KindRun {
 
   // The raw figure for a pattern: beside the HDD file for 4 MiB rows (that
   // tier takes them), beside the SSD for 4 KiB ones; the FTL's own for NAND.
-  RawFigure raw(RawPattern p, uint64_t bs, int jobs, bool one_device, bool hdd = false) {
+  RawFigure raw(RawPattern p, uint64_t bs, int jobs, bool one_device, bool hdd = false, bool sync_readers = false) {
     RawRun run;
+    run.sync_readers = sync_readers;
     run.pattern = p;
     run.block_size = bs;
     run.jobs = jobs;
@@ -378,7 +383,8 @@ class KindRun {
     fprintf(stderr, "raw %s: %s, %llu KiB, %d %s, %.0f s...\n", kind_.c_str(),
             p == RawPattern::kSyncWrite ? "write+fdatasync" : p == RawPattern::kWrite ? "write"
             : p == RawPattern::kSeqRead ? "seq read" : "rand read",
-            static_cast<unsigned long long>(bs >> 10), jobs, p == RawPattern::kSyncWrite ? "jobs" : "in flight",
+            static_cast<unsigned long long>(bs >> 10), jobs,
+            p == RawPattern::kSyncWrite ? "jobs" : sync_readers ? "synchronous readers" : "in flight",
             run.seconds);
     if (!nand && a_.fio) return raw_fio(scratch_, run);
     std::vector<std::string> made;
@@ -411,6 +417,29 @@ class KindRun {
     return f;
   }
 
+  // fio's figure for a read row keeps n reads in flight from one thread
+  // (io_uring); a synchronous read API such as the store's (and Ceph's
+  // ObjectStore::read) has one per calling thread. The raw device read by n
+  // threads with one blocking read each is measured too, so that a reader
+  // can tell the API's share of the gap from the engine's. In process the
+  // raw figure already is that pattern.
+  void add_sync_reader_note(RawPattern p, uint64_t bs, const Row& row, bool hdd) {
+    if (!a_.fio || kind_ != "file" || row.store <= 0) return;
+    RawFigure f = raw(p, bs, a_.writers, false, hdd, true);
+    if (!f.ok) {
+      sync_notes_.push_back(row.work + ": raw with synchronous readers not measured: " + f.note);
+      return;
+    }
+    const bool mib = row.unit == "MiB/s";
+    const double figure = mib ? f.mib_s : f.iops;
+    char b[320];
+    snprintf(b, sizeof b, "%s: raw with %d synchronous readers (fio psync, %d threads, one file): %.0f %s; store / that: %.2f",
+             row.work.c_str(), a_.writers, a_.writers, figure, mib ? "MiB/s" : "IOPS",
+             figure > 0 ? row.store / figure : 0.0);
+    sync_notes_.push_back(b);
+    sync_ratios_.emplace_back(row.work, figure > 0 ? row.store / figure : 0.0);
+  }
+
   const CompareArgs& a_;
   std::string kind_, dir_, scratch_, ssd_dev_, hdd_dev_;
   std::unique_ptr<HybridStore> store_;
@@ -422,10 +451,13 @@ class KindRun {
   std::string read_note_;
   std::string floor_note_;
   double floor_ratio_ = 0;
+  std::vector<std::string> sync_notes_;
+  std::vector<std::pair<std::string, double>> sync_ratios_;
 };
 
 void print_table(const std::string& kind, const std::vector<Row>& rows, const std::string& fsck,
-                 const std::string& read_note, const std::string& floor_note) {
+                 const std::string& read_note, const std::string& floor_note,
+                 const std::vector<std::string>& sync_notes) {
   printf("\nHybridStore against the raw device: %s SSD kind\n",
          kind == "nand" ? "raw NAND through the embedded FTL" : "file-backed");
   printf("| %-52s | %-28s | %12s | %11s | %6s |\n", "work", "raw device", "store", "store / raw", "goal");
@@ -461,6 +493,7 @@ void print_table(const std::string& kind, const std::vector<Row>& rows, const st
       printf("CPU per read (user+sys / reads), %s: %.1f us\n", r.work.c_str(), r.cpu_us);
     }
   if (!floor_note.empty()) printf("%s\n", floor_note.c_str());
+  for (const auto& n : sync_notes) printf("%s\n", n.c_str());
   if (!read_note.empty()) printf("random reads: %s\n", read_note.c_str());
   printf("%s\n", fsck.c_str());
 }
@@ -483,7 +516,7 @@ int run_compare(const CompareArgs& a) {
     std::string fsck;
     KindRun k(a, kind);
     if (k.run(&rows, &fsck) != 0) rc = 1;
-    print_table(kind, rows, fsck, k.read_note_, k.floor_note_);
+    print_table(kind, rows, fsck, k.read_note_, k.floor_note_, k.sync_notes_);
     auto& arr = j[kind];
     for (const auto& r : rows)
       arr.push_back({{"work", r.work},           {"unit", r.unit},       {"raw_source", r.raw.source},
@@ -493,6 +526,7 @@ int run_compare(const CompareArgs& a) {
     j[kind + "_fsck"] = fsck;
     j[kind + "_random_reads"] = k.read_note_;
     if (k.floor_ratio_ > 0) j[kind + "_raw_8k_over_4k_sync"] = k.floor_ratio_;
+    for (const auto& [work, ratio] : k.sync_ratios_) j[kind + "_store_over_sync_readers"][work] = ratio;
   }
   std::error_code ec;
   fs::remove_all(a.dir, ec);

@@ -31,6 +31,10 @@ struct RawRun {
   double seconds = 3;
   uint64_t span = 64ull << 20;  // bytes each job (sync) or the whole run covers
   uint64_t seed = 1;
+  // Reads only: `jobs` threads each with one blocking read in flight (fio's
+  // psync engine, one shared file), as a caller of a synchronous read API
+  // does, instead of one thread keeping `jobs` in flight through io_uring.
+  bool sync_readers = false;
 };
 
 struct RawFigure {
