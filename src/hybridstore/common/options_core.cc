@@ -65,6 +65,10 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "1", "16"});
   v->push_back({"hybridstore_onode_cache_size", T::kInt, "200000",
                 "onodes kept in memory across all collections", "64", ""});
+  v->push_back({"hybridstore_kv_block_cache_size", T::kSize, "8M",
+                "RocksDB block cache (LRU, grows as used): table blocks of onodes and omap the onode "
+                "cache misses; RocksDB's own default is 8 MiB",
+                "1M", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,
                 "write_buffer_size=64M;max_write_buffer_number=4;compression=kNoCompression",
                 "RocksDB options string (RocksDB's GetOptionsFromString format)"});

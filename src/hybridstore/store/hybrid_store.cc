@@ -411,7 +411,17 @@ void HybridStore::drop_caches() {
 }
 std::string HybridStore::kv_statistics() {
   std::string s;
-  if (impl_->mounted_) impl_->db_->GetProperty(rocksdb::DB::Properties::kStats, &s);
+  if (!impl_->mounted_) return s;
+  impl_->db_->GetProperty(rocksdb::DB::Properties::kStats, &s);
+  // Not part of RocksDB's dump, and what an operator sizing
+  // hybridstore_kv_block_cache_size looks for.
+  uint64_t capacity = 0, usage = 0, pinned = 0;
+  auto* db = impl_->db_.get();
+  if (db->GetIntProperty(rocksdb::DB::Properties::kBlockCacheCapacity, &capacity) &&
+      db->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &usage) &&
+      db->GetIntProperty(rocksdb::DB::Properties::kBlockCachePinnedUsage, &pinned))
+    s += "Block cache: capacity " + std::to_string(capacity) + " bytes, usage " + std::to_string(usage) +
+         " bytes, pinned " + std::to_string(pinned) + " bytes\n";
   return s;
 }
 int HybridStore::mount_for_repair(std::string* error, std::vector<std::string>* dropped) {

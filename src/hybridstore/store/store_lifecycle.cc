@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <rocksdb/cache.h>
 #include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
@@ -129,6 +130,7 @@ int StoreImpl::open_db(bool create, std::string* error) {
   // with 16 writers; 2% with them). Full filters of format 4 are what Ceph's
   // RocksDB writes too.
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
+  table.block_cache = rocksdb::NewLRUCache(cfg_.get_size("hybridstore_kv_block_cache_size"));
   base.memtable_prefix_bloom_size_ratio = 0.02;
   base.memtable_whole_key_filtering = true;
   base.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));

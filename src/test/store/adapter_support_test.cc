@@ -172,6 +172,28 @@ TEST_F(AdapterSupport, StatfsCountsOmapAndMetadataAndMaintenanceCallsWork) {
   EXPECT_EQ(got.size(), 2000u);
 }
 
+// The block cache is sized by its option, and its capacity and use are in
+// the statistics the adapter dumps.
+class BlockCacheSize : public StoreTest {
+ protected:
+  Config config() override {
+    Config c = small_store_config();
+    std::string err;
+    EXPECT_EQ(c.set("hybridstore_kv_block_cache_size", "48M", &err), 0) << err;
+    return c;
+  }
+};
+
+TEST_F(BlockCacheSize, TheOptionSizesRocksDBsBlockCache) {
+  make_store();
+  const std::string stats = store_->kv_statistics();
+  EXPECT_NE(stats.find("Block cache: capacity 50331648 bytes, usage "), std::string::npos) << stats;
+  Config bad = small_store_config();
+  std::string err;
+  EXPECT_NE(bad.set("hybridstore_kv_block_cache_size", "512K", &err), 0);
+  EXPECT_NE(bad.set("hybridstore_kv_block_cache_size", "lots", &err), 0);
+}
+
 TEST_F(AdapterSupport, AListingStoppedByItsEndNamesTheNextObjectAndAnExhaustedOneMax) {
   make_coll(coll_);
   std::vector<ObjectId> objs;
