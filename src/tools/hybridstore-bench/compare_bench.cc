@@ -432,12 +432,12 @@ class KindRun {
     }
     const bool mib = row.unit == "MiB/s";
     const double figure = mib ? f.mib_s : f.iops;
+    const double ratio = figure > 0 ? row.store / figure : 0.0;
     char b[320];
     snprintf(b, sizeof b, "%s: raw with %d synchronous readers (fio psync, %d threads, one file): %.0f %s; store / that: %.2f",
-             row.work.c_str(), a_.writers, a_.writers, figure, mib ? "MiB/s" : "IOPS",
-             figure > 0 ? row.store / figure : 0.0);
+             row.work.c_str(), a_.writers, a_.writers, figure, mib ? "MiB/s" : "IOPS", ratio);
     sync_notes_.push_back(b);
-    sync_ratios_.emplace_back(row.work, figure > 0 ? row.store / figure : 0.0);
+    sync_ratios_.emplace_back(row.work, ratio);
   }
 
   const CompareArgs& a_;
