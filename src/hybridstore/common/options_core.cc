@@ -48,6 +48,13 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "writes up to this size into space an object owns, and small writes to the HDD, "
                 "are deferred: acknowledged through RocksDB and applied to the device later in batches",
                 "0", "16M"});
+  v->push_back({"hybridstore_ssd_small_overwrites", T::kString, "auto",
+                "how an overwrite of SSD section data no larger than hybridstore_deferred_max is "
+                "written: in-place (deferred, applied where the data lies), redirect (to new "
+                "extents, staged and written out in whole units like new data; the old space is "
+                "freed), or auto: redirect on raw NAND, where an in-place write costs the FTL a "
+                "read-modify-write of flash pages and a log-block merge, in place otherwise",
+                "", "", {"auto", "in-place", "redirect"}});
   v->push_back({"hybridstore_deferred_batch_bytes", T::kSize, "4M",
                 "deferred writes are applied once this much is committed", "64K", "1G"});
   v->push_back({"hybridstore_deferred_max_delay_ms", T::kInt, "20",

@@ -302,7 +302,8 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       }
     }
     const uint64_t len = b - a;
-    const bool in_place = len <= s.deferred_max_ && owned_on(o, tier, a, b);
+    const bool in_place = len <= s.deferred_max_ && owned_on(o, tier, a, b) &&
+                          !(tier == Tier::kSsd && s.redirect_ssd_overwrites_);
     std::vector<PExtent> where;
     uint64_t hint = 0;
     if (a > 0) {

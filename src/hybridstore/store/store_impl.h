@@ -211,6 +211,9 @@ class StoreImpl {
   void note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
                    uint64_t size);
   uint64_t deferred_max_ = 0;
+  // Small overwrites of SSD section data go to new extents, not in place
+  // (hybridstore_ssd_small_overwrites).
+  bool redirect_ssd_overwrites_ = false;
   int fsid_lock_fd_ = -1;
 
   std::mutex colls_mutex_;

@@ -504,6 +504,14 @@ int StoreImpl::mount(std::string* error) {
   dopts.max_delay_ms = static_cast<uint64_t>(cfg_.get_int("hybridstore_deferred_max_delay_ms"));
   dopts.max_pending_bytes = cfg_.get_size("hybridstore_deferred_max_pending");
   deferred_max_ = cfg_.get_size("hybridstore_deferred_max");
+  {
+    const std::string mode = cfg_.get_str("hybridstore_ssd_small_overwrites");
+    auto kind = super_.mkfs_options.find("hybridstore_ssd_kind");
+    const bool nand = kind != super_.mkfs_options.end() && kind->second == "nand";
+    // Only sections stage redirected data into whole units; without them a
+    // redirected write would go to the device before the commit.
+    redirect_ssd_overwrites_ = ssd_ && (mode == "redirect" || (mode == "auto" && nand));
+  }
   deferred_ = std::make_unique<DeferredWriter>(
       db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()}, &write_tracker_,
       [this](const PExtent& e) { return_space(e); }, dopts);
