@@ -32,15 +32,14 @@ void OnodeCache::put_pending(const CollectionId& c, const ObjectId& o, OnodeRef 
   }
 }
 
-void OnodeCache::put_clean(const CollectionId& c, const ObjectId& o, OnodeRef onode) {
+void OnodeCache::put_clean(const CollectionId& c, const ObjectId& o, OnodeRef onode, uint64_t committed_seq) {
   std::lock_guard<std::mutex> l(mutex_);
-  Key k{c.name, o};
-  if (map_.count(k)) return;
-  lru_.push_front(k);
-  Entry e;
-  e.onode = std::move(onode);
-  e.lru = lru_.begin();
-  map_.emplace(std::move(k), std::move(e));
+  auto [it, inserted] = map_.try_emplace(Key{c.name, o});
+  if (!inserted) return;
+  lru_.push_front(it->first);
+  it->second.onode = std::move(onode);
+  it->second.lru = lru_.begin();
+  trim_locked(committed_seq);
 }
 
 void OnodeCache::erase(const CollectionId& c, const ObjectId& o) {
@@ -53,6 +52,10 @@ void OnodeCache::erase(const CollectionId& c, const ObjectId& o) {
 
 void OnodeCache::trim(uint64_t committed_seq) {
   std::lock_guard<std::mutex> l(mutex_);
+  trim_locked(committed_seq);
+}
+
+void OnodeCache::trim_locked(uint64_t committed_seq) {
   if (map_.size() <= capacity_) return;
   // Walk from the cold end; pinned (uncommitted) entries are skipped, and the
   // walk is bounded so a burst of pinned entries cannot make trim expensive.

@@ -30,8 +30,10 @@ class OnodeCache {
   Lookup get(const CollectionId& c, const ObjectId& o, OnodeRef* out);
   // Installs the result of transaction `seq` (null onode = removed).
   void put_pending(const CollectionId& c, const ObjectId& o, OnodeRef onode, uint64_t seq);
-  // Caches an onode read from RocksDB (never overrides a newer entry).
-  void put_clean(const CollectionId& c, const ObjectId& o, OnodeRef onode);
+  // Caches an onode read from RocksDB (never overrides a newer entry), then
+  // trims as trim(committed_seq) does: a store that only reads must stay
+  // within capacity too.
+  void put_clean(const CollectionId& c, const ObjectId& o, OnodeRef onode, uint64_t committed_seq);
   void erase(const CollectionId& c, const ObjectId& o);
   // Evicts least recently used committed entries beyond capacity.
   void trim(uint64_t committed_seq);
@@ -58,6 +60,7 @@ class OnodeCache {
     std::list<Key>::iterator lru;
   };
   void touch_locked(Entry& e);
+  void trim_locked(uint64_t committed_seq);
 
   const size_t capacity_;
   mutable std::mutex mutex_;

@@ -60,7 +60,7 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
     HS_ERROR("corrupt onode {} in {}: {}", o.to_string(), c.name, why);
     return -EIO;
   }
-  cache_->put_clean(c, o, on);
+  cache_->put_clean(c, o, on, committer_->committed_seq());
   *out = std::move(on);
   return 0;
 }
