@@ -390,6 +390,17 @@ void KvCommitter::acknowledge(Flight& f) {
   }
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
                 .count();
+  // Counted before committed_ moves: whoever sees the commit (flush) must
+  // also see it counted.
+  if (perf_.set) {
+    uint64_t now = perf_now_ns();
+    perf_.set->inc(perf_.txc, group.size());
+    perf_.set->inc(perf_.groups);
+    for (const auto& w : group) {
+      perf_.set->tinc(perf_.kv_committing_lat, now - t0_ns);
+      if (w.start_ns) perf_.set->tinc(perf_.commit_lat, now - std::min(now, w.start_ns));
+    }
+  }
   std::vector<std::function<void()>> woken;
   {
     std::lock_guard<std::mutex> l(mutex_);
@@ -413,15 +424,6 @@ void KvCommitter::acknowledge(Flight& f) {
     std::lock_guard<std::mutex> l(fin_mutex_);
     for (auto& cb : woken) fin_queue_.push_back(std::move(cb));
     fin_cv_.notify_one();
-  }
-  if (perf_.set) {
-    uint64_t now = perf_now_ns();
-    perf_.set->inc(perf_.txc, group.size());
-    perf_.set->inc(perf_.groups);
-    for (const auto& w : group) {
-      perf_.set->tinc(perf_.kv_committing_lat, now - t0_ns);
-      if (w.start_ns) perf_.set->tinc(perf_.commit_lat, now - std::min(now, w.start_ns));
-    }
   }
 }
 
