@@ -1,100 +1,196 @@
 #include "hybridstore/kv/onode_cache.h"
 
+#include <functional>
+
 namespace hybridstore {
 
-void OnodeCache::touch_locked(Entry& e) { lru_.splice(lru_.begin(), lru_, e.lru); }
+namespace {
+// Shards hold at least this many entries each, so that a small cache (tests,
+// tools) is one exact LRU and a large one spreads its readers.
+constexpr size_t kMinPerShard = 128;
+constexpr size_t kMaxShards = 16;
+}  // namespace
+
+OnodeCache::OnodeCache(size_t capacity) {
+  size_t n = 1;
+  unsigned bits = 0;
+  while (n * 2 <= kMaxShards && capacity / (n * 2) >= kMinPerShard) {
+    n *= 2;
+    ++bits;
+  }
+  shard_shift_ = 64 - bits;
+  for (size_t i = 0; i < n; ++i) {
+    shards_.push_back(std::make_unique<Shard>());
+    // The shards' capacities add up to exactly `capacity`.
+    shards_.back()->capacity = capacity / n + (i < capacity % n ? 1 : 0);
+  }
+}
+
+OnodeCache::~OnodeCache() = default;
+
+size_t OnodeCache::hash_of(const CollectionId& c, const ObjectId& o) {
+  return std::hash<std::string>()(c.name) * 31 + ObjectIdHash()(o);
+}
+
+OnodeCache::Shard& OnodeCache::shard_for(size_t hash) {
+  if (shards_.size() == 1) return *shards_[0];
+  // The map buckets by the hash's low bits; the shard comes from a
+  // multiplicative mix's high bits, so the two choices stay independent.
+  uint64_t mixed = static_cast<uint64_t>(hash) * 0x9E3779B97F4A7C15ull;
+  return *shards_[static_cast<size_t>(mixed >> shard_shift_)];
+}
+
+OnodeCache::Map::iterator OnodeCache::find_locked(Shard& s, size_t hash, const CollectionId& c,
+                                                  const ObjectId& o) {
+  auto [b, e] = s.map.equal_range(hash);
+  for (auto it = b; it != e; ++it)
+    if (it->second.coll == c.name && it->second.oid == o) return it;
+  return s.map.end();
+}
+
+OnodeCache::Map::iterator OnodeCache::find_entry_locked(Shard& s, size_t hash, const Entry* e) {
+  auto [b, end] = s.map.equal_range(hash);
+  for (auto it = b; it != end; ++it)
+    if (&it->second == e) return it;
+  return s.map.end();
+}
+
+void OnodeCache::link_newest_locked(Shard& s, Entry* e) {
+  e->older = s.newest;
+  e->newer = nullptr;
+  if (s.newest) s.newest->newer = e;
+  s.newest = e;
+  if (!s.oldest) s.oldest = e;
+}
+
+void OnodeCache::unlink_locked(Shard& s, Entry* e) {
+  (e->newer ? e->newer->older : s.newest) = e->older;
+  (e->older ? e->older->newer : s.oldest) = e->newer;
+  e->newer = e->older = nullptr;
+}
+
+void OnodeCache::evict_locked(Shard& s, Entry* e, std::vector<OnodeRef>* dead) {
+  unlink_locked(s, e);
+  if (e->onode) dead->push_back(std::move(e->onode));
+  s.map.erase(find_entry_locked(s, e->hash, e));
+}
 
 OnodeCache::Lookup OnodeCache::get(const CollectionId& c, const ObjectId& o, OnodeRef* out) {
-  std::lock_guard<std::mutex> l(mutex_);
-  auto it = map_.find(Key{c.name, o});
-  if (it == map_.end()) return Lookup::kMiss;
-  touch_locked(it->second);
-  if (!it->second.onode) return Lookup::kTombstone;
-  *out = it->second.onode;
+  const size_t h = hash_of(c, o);
+  Shard& s = shard_for(h);
+  std::lock_guard<std::mutex> l(s.mutex);
+  auto it = find_locked(s, h, c, o);
+  if (it == s.map.end()) return Lookup::kMiss;
+  Entry* e = &it->second;
+  if (s.newest != e) {
+    unlink_locked(s, e);
+    link_newest_locked(s, e);
+  }
+  if (!e->onode) return Lookup::kTombstone;
+  *out = e->onode;
   return Lookup::kHit;
 }
 
 void OnodeCache::put_pending(const CollectionId& c, const ObjectId& o, OnodeRef onode, uint64_t seq) {
-  std::lock_guard<std::mutex> l(mutex_);
-  Key k{c.name, o};
-  auto it = map_.find(k);
-  if (it == map_.end()) {
-    lru_.push_front(k);
-    Entry e;
-    e.onode = std::move(onode);
-    e.seq = seq;
-    e.lru = lru_.begin();
-    map_.emplace(std::move(k), std::move(e));
+  const size_t h = hash_of(c, o);
+  Shard& s = shard_for(h);
+  OnodeRef replaced;  // freed after the lock is dropped
+  std::lock_guard<std::mutex> l(s.mutex);
+  auto it = find_locked(s, h, c, o);
+  if (it == s.map.end()) {
+    it = s.map.emplace(h, Entry{});
+    it->second.hash = h;
+    it->second.coll = c.name;
+    it->second.oid = o;
   } else {
-    it->second.onode = std::move(onode);
-    it->second.seq = seq;
-    touch_locked(it->second);
+    replaced = std::move(it->second.onode);
+    unlink_locked(s, &it->second);
   }
+  it->second.onode = std::move(onode);
+  it->second.seq = seq;
+  link_newest_locked(s, &it->second);
 }
 
 void OnodeCache::put_clean(const CollectionId& c, const ObjectId& o, OnodeRef onode, uint64_t committed_seq) {
-  std::lock_guard<std::mutex> l(mutex_);
-  auto [it, inserted] = map_.try_emplace(Key{c.name, o});
-  if (!inserted) return;
-  lru_.push_front(it->first);
+  const size_t h = hash_of(c, o);
+  Shard& s = shard_for(h);
+  std::vector<OnodeRef> dead;  // declared first: freed after the lock is dropped
+  std::lock_guard<std::mutex> l(s.mutex);
+  if (find_locked(s, h, c, o) != s.map.end()) return;
+  auto it = s.map.emplace(h, Entry{});
+  it->second.hash = h;
+  it->second.coll = c.name;
+  it->second.oid = o;
   it->second.onode = std::move(onode);
-  it->second.lru = lru_.begin();
-  trim_locked(committed_seq);
+  link_newest_locked(s, &it->second);
+  trim_locked(s, committed_seq, &dead);
 }
 
 void OnodeCache::erase(const CollectionId& c, const ObjectId& o) {
-  std::lock_guard<std::mutex> l(mutex_);
-  auto it = map_.find(Key{c.name, o});
-  if (it == map_.end()) return;
-  lru_.erase(it->second.lru);
-  map_.erase(it);
+  const size_t h = hash_of(c, o);
+  Shard& s = shard_for(h);
+  std::vector<OnodeRef> dead;
+  std::lock_guard<std::mutex> l(s.mutex);
+  auto it = find_locked(s, h, c, o);
+  if (it == s.map.end()) return;
+  evict_locked(s, &it->second, &dead);
 }
 
 void OnodeCache::trim(uint64_t committed_seq) {
-  std::lock_guard<std::mutex> l(mutex_);
-  trim_locked(committed_seq);
+  for (auto& sp : shards_) {
+    std::vector<OnodeRef> dead;
+    std::lock_guard<std::mutex> l(sp->mutex);
+    trim_locked(*sp, committed_seq, &dead);
+  }
 }
 
-void OnodeCache::trim_locked(uint64_t committed_seq) {
-  if (map_.size() <= capacity_) return;
+void OnodeCache::trim_locked(Shard& s, uint64_t committed_seq, std::vector<OnodeRef>* dead) {
+  if (s.map.size() <= s.capacity) return;
   // Walk from the cold end; pinned (uncommitted) entries are skipped, and the
   // walk is bounded so a burst of pinned entries cannot make trim expensive.
-  auto it = lru_.end();
-  size_t budget = map_.size() - capacity_ + 256;
-  while (map_.size() > capacity_ && it != lru_.begin() && budget-- > 0) {
-    --it;
-    auto m = map_.find(*it);
-    if (m->second.seq > committed_seq) continue;
-    map_.erase(m);
-    it = lru_.erase(it);
+  size_t budget = s.map.size() - s.capacity + 256;
+  for (Entry* e = s.oldest; e && s.map.size() > s.capacity && budget-- > 0;) {
+    Entry* newer = e->newer;
+    if (e->seq <= committed_seq) evict_locked(s, e, dead);
+    e = newer;
   }
 }
 
 size_t OnodeCache::drop_committed(uint64_t committed_seq) {
-  std::lock_guard<std::mutex> l(mutex_);
   size_t n = 0;
-  for (auto it = lru_.begin(); it != lru_.end();) {
-    auto m = map_.find(*it);
-    if (m->second.seq > committed_seq) {
-      ++it;
-      continue;
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::vector<OnodeRef> dead;
+    std::lock_guard<std::mutex> l(s.mutex);
+    for (auto it = s.map.begin(); it != s.map.end();) {
+      if (it->second.seq > committed_seq) {
+        ++it;
+        continue;
+      }
+      unlink_locked(s, &it->second);
+      if (it->second.onode) dead.push_back(std::move(it->second.onode));
+      it = s.map.erase(it);
+      ++n;
     }
-    map_.erase(m);
-    it = lru_.erase(it);
-    ++n;
   }
   return n;
 }
 
 void OnodeCache::clear() {
-  std::lock_guard<std::mutex> l(mutex_);
-  map_.clear();
-  lru_.clear();
+  for (auto& sp : shards_) {
+    std::lock_guard<std::mutex> l(sp->mutex);
+    sp->map.clear();
+    sp->newest = sp->oldest = nullptr;
+  }
 }
 
 size_t OnodeCache::size() const {
-  std::lock_guard<std::mutex> l(mutex_);
-  return map_.size();
+  size_t n = 0;
+  for (const auto& sp : shards_) {
+    std::lock_guard<std::mutex> l(sp->mutex);
+    n += sp->map.size();
+  }
+  return n;
 }
 
 }  // namespace hybridstore

@@ -7,12 +7,18 @@
 // consulted. An entry written by transaction `seq` is pinned until that
 // transaction is committed (committed_seq >= seq); only then may it be
 // evicted, because until then RocksDB does not have it.
+//
+// Every read looks here first, from as many threads as the OSD has op
+// shards, so the cache is split into shards by key hash, each with its own
+// mutex, map and LRU (one mutex for all took ~10% of a 4 KiB random read's
+// CPU with 16 readers, most of it waiting and waking). Capacity is divided
+// among the shards; a small cache keeps one shard and so an exact LRU.
 #pragma once
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
@@ -24,7 +30,10 @@ using OnodeRef = std::shared_ptr<const Onode>;
 
 class OnodeCache {
  public:
-  explicit OnodeCache(size_t capacity) : capacity_(capacity) {}
+  explicit OnodeCache(size_t capacity);
+  ~OnodeCache();
+  OnodeCache(const OnodeCache&) = delete;
+  OnodeCache& operator=(const OnodeCache&) = delete;
 
   enum class Lookup { kMiss, kHit, kTombstone };
   Lookup get(const CollectionId& c, const ObjectId& o, OnodeRef* out);
@@ -42,30 +51,42 @@ class OnodeCache {
   size_t drop_committed(uint64_t committed_seq);
   void clear();
   size_t size() const;
+  size_t shard_count() const { return shards_.size(); }
 
  private:
-  struct Key {
+  // Keyed by the key's hash, computed once per call: a lookup neither copies
+  // the key's strings nor hashes them again, and entries with equal hashes
+  // are told apart by comparing the key.
+  struct Entry {
     std::string coll;
     ObjectId oid;
-    bool operator==(const Key& k) const { return coll == k.coll && oid == k.oid; }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      return std::hash<std::string>()(k.coll) * 31 + ObjectIdHash()(k.oid);
-    }
-  };
-  struct Entry {
     OnodeRef onode;  // null: tombstone
     uint64_t seq = 0;
-    std::list<Key>::iterator lru;
+    size_t hash = 0;
+    Entry* newer = nullptr;  // LRU links within the shard
+    Entry* older = nullptr;
   };
-  void touch_locked(Entry& e);
-  void trim_locked(uint64_t committed_seq);
+  using Map = std::unordered_multimap<size_t, Entry>;
+  struct Shard {
+    mutable std::mutex mutex;
+    Map map;
+    Entry* newest = nullptr;
+    Entry* oldest = nullptr;
+    size_t capacity = 0;
+  };
+  static size_t hash_of(const CollectionId& c, const ObjectId& o);
+  Shard& shard_for(size_t hash);
+  static Map::iterator find_locked(Shard& s, size_t hash, const CollectionId& c, const ObjectId& o);
+  static Map::iterator find_entry_locked(Shard& s, size_t hash, const Entry* e);
+  static void link_newest_locked(Shard& s, Entry* e);
+  static void unlink_locked(Shard& s, Entry* e);
+  // Erases `e`; its onode goes to `dead` so the caller frees it (an onode
+  // and its extent maps) after dropping the shard's lock.
+  static void evict_locked(Shard& s, Entry* e, std::vector<OnodeRef>* dead);
+  static void trim_locked(Shard& s, uint64_t committed_seq, std::vector<OnodeRef>* dead);
 
-  const size_t capacity_;
-  mutable std::mutex mutex_;
-  std::unordered_map<Key, Entry, KeyHash> map_;
-  std::list<Key> lru_;  // front = most recent
+  std::vector<std::unique_ptr<Shard>> shards_;
+  unsigned shard_shift_ = 64;  // shard = mixed hash >> shard_shift_
 };
 
 }  // namespace hybridstore

@@ -2,6 +2,11 @@
 // transactions or from reads, and never evicts what RocksDB does not hold yet.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
 #include "hybridstore/kv/onode_cache.h"
 #include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
@@ -47,6 +52,76 @@ TEST(OnodeCache, ACleanEntryNeverReplacesANewerOne) {
   OnodeRef out;
   ASSERT_EQ(cache.get(kColl, oid(1), &out), OnodeCache::Lookup::kHit);
   EXPECT_EQ(out->size, 7u);
+}
+
+TEST(OnodeCache, ALargeCacheIsShardedAndHoldsExactlyItsCapacity) {
+  OnodeCache small(64);
+  EXPECT_EQ(small.shard_count(), 1u);  // exact LRU, as the tests above rely on
+  OnodeCache cache(4096);
+  ASSERT_GT(cache.shard_count(), 1u);
+  for (int i = 0; i < 20000; ++i) cache.put_clean(kColl, oid(i), std::make_shared<Onode>(), 0);
+  EXPECT_EQ(cache.size(), 4096u);
+  OnodeRef out;
+  // The newest of every shard survive, the oldest go.
+  for (int i = 19990; i < 20000; ++i) EXPECT_EQ(cache.get(kColl, oid(i), &out), OnodeCache::Lookup::kHit) << i;
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(cache.get(kColl, oid(i), &out), OnodeCache::Lookup::kMiss) << i;
+  // Same object name in another collection is another entry.
+  EXPECT_EQ(cache.get(CollectionId("2.0_head"), oid(19999), &out), OnodeCache::Lookup::kMiss);
+  EXPECT_EQ(cache.drop_committed(0), 4096u);
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(OnodeCache, PinnedEntriesSurviveInEveryShard) {
+  OnodeCache cache(2048);
+  ASSERT_GT(cache.shard_count(), 1u);
+  for (int i = 0; i < 500; ++i) cache.put_pending(kColl, oid(i), i % 7 ? std::make_shared<Onode>() : nullptr, 9);
+  for (int i = 1000; i < 20000; ++i) cache.put_clean(kColl, oid(i), std::make_shared<Onode>(), 8);
+  OnodeRef out;
+  for (int i = 0; i < 500; ++i)
+    EXPECT_EQ(cache.get(kColl, oid(i), &out), i % 7 ? OnodeCache::Lookup::kHit : OnodeCache::Lookup::kTombstone) << i;
+  EXPECT_LE(cache.size(), 2048u + 500u);
+  EXPECT_EQ(cache.drop_committed(8), cache.size() - 500u);
+  cache.trim(9);
+  EXPECT_EQ(cache.size(), 500u);  // within capacity now: nothing more to evict
+  EXPECT_EQ(cache.drop_committed(9), 500u);
+}
+
+TEST(OnodeCache, ConcurrentReadersAndWritersKeepEveryEntryConsistent) {
+  OnodeCache cache(1024);
+  constexpr int kObjects = 5000;
+  std::atomic<uint64_t> committed{0};
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      for (int n = 0; n < 20000; ++n) {
+        int i = static_cast<int>(rng() % kObjects);
+        OnodeRef out;
+        switch (rng() % 4) {
+          case 0: {  // a transaction installs size = i, then commits
+            auto on = std::make_shared<Onode>();
+            on->size = static_cast<uint64_t>(i);
+            uint64_t seq = ++committed;
+            cache.put_pending(kColl, oid(i), on, seq);
+            cache.trim(committed.load());
+            break;
+          }
+          case 1: {
+            auto on = std::make_shared<Onode>();
+            on->size = static_cast<uint64_t>(i);
+            cache.put_clean(kColl, oid(i), on, committed.load());
+            break;
+          }
+          default:
+            if (cache.get(kColl, oid(i), &out) == OnodeCache::Lookup::kHit && out->size != static_cast<uint64_t>(i))
+              ++wrong;
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_LE(cache.size(), 1024u);
 }
 
 class OnodeCacheStoreTest : public hybridstore::test::StoreTest {
