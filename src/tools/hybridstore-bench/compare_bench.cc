@@ -293,6 +293,7 @@ class KindRun {
     };
     std::vector<std::mt19937_64> rngs;
     for (int w = 0; w < n; ++w) rngs.emplace_back(1000 + w);
+    perf0 = store_->perf().snapshot();
     if (a_.want("randread")) r4.store = timed(n, a_.seconds, [&](int w, uint64_t) {
       auto& g = rngs[static_cast<size_t>(w)];
       uint64_t k = g() % (counts_1_ + total_n);
@@ -311,8 +312,21 @@ class KindRun {
       if (!ok) ++bad_reads;
       return ok;
     }, &r4.cpu_us);
-    if (a_.want("randread")) read_note_ = std::to_string(counts_1_ + total_n) + " objects of 4 KiB read at random, onode cache " +
-                 std::to_string(a_.onode_cache);
+    if (a_.want("randread")) {
+      // Printed so that every run shows the row is what it claims: reads
+      // whose onode mostly comes from RocksDB, not from the cache.
+      auto perf1 = store_->perf().snapshot();
+      auto delta = [&](const char* name) {
+        int id = store_->perf().find(name);
+        return id < 0 ? 0 : perf1[static_cast<size_t>(id)].value - perf0[static_cast<size_t>(id)].value;
+      };
+      const uint64_t hits = delta("onode_hits"), misses = delta("onode_misses");
+      char b[96];
+      snprintf(b, sizeof b, " (%.1f%% of the row's lookups hit it)",
+               hits + misses ? 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0);
+      read_note_ = std::to_string(counts_1_ + total_n) + " objects of 4 KiB read at random, onode cache " +
+                   std::to_string(a_.onode_cache) + b;
+    }
     if (a_.want("randread")) {
       rows->push_back(r4);
       add_sync_reader_note(RawPattern::kRandRead, 4096, r4, false);
