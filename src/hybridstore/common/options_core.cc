@@ -71,7 +71,9 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "they are acknowledged in order)",
                 "1", "16"});
   v->push_back({"hybridstore_onode_cache_size", T::kInt, "200000",
-                "onodes kept in memory across all collections", "64", ""});
+                "onodes kept in memory across all collections (in up to 16 shards by object hash, each "
+                "evicting its least recently used)",
+                "64", ""});
   v->push_back({"hybridstore_kv_block_cache_size", T::kSize, "8M",
                 "RocksDB block cache (LRU, grows as used): table blocks of onodes and omap the onode "
                 "cache misses; RocksDB's own default is 8 MiB",
