@@ -34,8 +34,9 @@ size_t OnodeCache::hash_of(const CollectionId& c, const ObjectId& o) {
 
 OnodeCache::Shard& OnodeCache::shard_for(size_t hash) {
   if (shards_.size() == 1) return *shards_[0];
-  // The map buckets by the hash's low bits; the shard comes from a
-  // multiplicative mix's high bits, so the two choices stay independent.
+  // The map buckets by the hash itself (modulo its bucket count); the shard
+  // comes from the high bits of a multiplicative mix, so that objects of
+  // one shard still spread over that shard's buckets.
   uint64_t mixed = static_cast<uint64_t>(hash) * 0x9E3779B97F4A7C15ull;
   return *shards_[static_cast<size_t>(mixed >> shard_shift_)];
 }
