@@ -15,7 +15,7 @@ QA_SEED    ?= 1
 # Debian packages the build, tests, fuzzers and tools need.
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git python3 python3-matplotlib \
   librocksdb-dev liburing-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
-  libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev gdb fio
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev gdb fio libgoogle-perftools-dev
 
 .PHONY: all deps build test demo bench crash-long fuzz tsan clean help
 

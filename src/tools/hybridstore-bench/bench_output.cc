@@ -13,6 +13,7 @@
 #include <iostream>
 #include <thread>
 
+#include "bench_util.h"
 #include "ftl/nand_block_device.h"
 #include "tools/common/perf_json.h"
 
@@ -107,7 +108,8 @@ nlohmann::json run_json(const RunRecord& rec) {
   j["seed"] = a.seed;
   double load[3] = {0, 0, 0};
   getloadavg(load, 3);
-  j["machine"] = {{"cpus", std::thread::hardware_concurrency()}, {"loadavg", {load[0], load[1], load[2]}}};
+  j["machine"] = {{"cpus", std::thread::hardware_concurrency()}, {"loadavg", {load[0], load[1], load[2]}},
+                  {"malloc", malloc_name()}};
   j["store"] = {{"path", rec.store_path}, {"temporary", rec.temporary}, {"fresh", rec.fresh}};
   j["options"] = {{"block_size", rec.op_size},       {"object_size", rec.object_size},
                   {"concurrent_ios", a.concurrent},  {"seconds", a.seconds},

@@ -1,5 +1,7 @@
 #include "bench_util.h"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <filesystem>
 
@@ -23,6 +25,13 @@ std::unique_ptr<HybridStore> make_store(const std::string& dir, const std::vecto
     return nullptr;
   }
   return store;
+}
+
+std::string malloc_name() {
+  // Each replacement exports an entry point of its own besides malloc.
+  if (dlsym(RTLD_DEFAULT, "tc_malloc")) return "tcmalloc";
+  if (dlsym(RTLD_DEFAULT, "mallctl")) return "jemalloc";
+  return "glibc";
 }
 
 }  // namespace hybridstore::bench

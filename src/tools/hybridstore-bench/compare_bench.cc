@@ -518,6 +518,8 @@ int run_compare(const CompareArgs& a) {
     return 2;
   }
   nlohmann::json j = nlohmann::json::object();
+  j["malloc"] = malloc_name();
+  printf("malloc: %s\n", malloc_name().c_str());
   int rc = 0;
   for (const auto& kind : a.kinds) {
     if (kind != "file" && kind != "nand") {

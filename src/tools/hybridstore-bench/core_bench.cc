@@ -116,7 +116,8 @@ int run_core(const CoreArgs& a) {
   if (!a.json.empty()) {
     nlohmann::json j{{"raw_ceiling_4m_qd_mib_s", raw},        {"store_4m_16w_mib_s", big_bw},
                      {"store_over_raw", raw > 0 ? big_bw / raw : 0}, {"creates_1w_per_s", c1},
-                     {"creates_16w_per_s", c16},          {"creates_ratio", c1 > 0 ? c16 / c1 : 0}};
+                     {"creates_16w_per_s", c16},          {"creates_ratio", c1 > 0 ? c16 / c1 : 0},
+                     {"malloc", malloc_name()}};
     FILE* f = fopen(a.json.c_str(), "w");
     if (f) {
       fprintf(f, "%s\n", j.dump(2).c_str());
