@@ -248,7 +248,10 @@ class KindRun {
       RawFigure w4 = raw(RawPattern::kWrite, 4 << 20, n, false, true);
       auto four = std::make_shared<const std::string>(4 << 20, 'b');
       std::atomic<int> next{0};
-      double t0 = now_sec();
+      auto perf_big = store_->perf().snapshot();
+      StoreStats big_before, big_after;
+      store_->statfs(&big_before);
+      double t0 = now_sec(), c0 = cpu_seconds();
       std::vector<std::thread> th;
       for (int w = 0; w < n; ++w)
         th.emplace_back([&] {
@@ -259,8 +262,13 @@ class KindRun {
           }
         });
       for (auto& x : th) x.join();
- if (a_.want("write4m")) rows->push_back({"4 MiB writes, " + std::to_string(n) + " in flight", "MiB/s", w4,
-                       a_.big_objects * 4.0 / (now_sec() - t0), 0.9});
+      Row big_row{"4 MiB writes, " + std::to_string(n) + " in flight", "MiB/s", w4,
+                  a_.big_objects * 4.0 / (now_sec() - t0), 0.9};
+      big_row.cpu_us = (cpu_seconds() - c0) * 1e6 / a_.big_objects;
+      big_row.stages = stage_averages(store_->perf(), perf_big, store_->perf().snapshot());
+      store_->statfs(&big_after);
+      big_row.txns_per_group = per_group(big_before, big_after);
+      if (a_.want("write4m")) rows->push_back(big_row);
     }
 
     // 4 KiB random reads over every small object (far more than the onode
@@ -492,7 +500,7 @@ void print_table(const std::string& kind, const std::vector<Row>& rows, const st
     if (!r.raw.ok) printf("|   raw not measured: %s\n", r.raw.note.c_str());
   }
   for (const auto& r : rows)
-    if (r.cpu_us > 0 && r.work.find("writer") != std::string::npos) {
+    if (r.cpu_us > 0 && (r.work.find("writer") != std::string::npos || r.work.find("writes") != std::string::npos)) {
       printf("CPU per transaction (user+sys / transactions), %s: %.1f us", r.work.c_str(), r.cpu_us);
       if (r.txns_per_group > 0) printf("; %.2f transactions per commit group", r.txns_per_group);
       printf("\n");
