@@ -162,6 +162,19 @@ std::string seal_record(uint32_t tag, uint8_t version, std::string_view body) {
   return out;
 }
 
+std::string seal_record_parts(uint32_t tag, uint8_t version, std::initializer_list<std::string_view> body_parts) {
+  uint64_t body = 0;
+  for (auto p : body_parts) body += p.size();
+  std::string out;
+  out.reserve(body + 16);
+  put_u8(&out, version);
+  put_varint(&out, body);
+  for (auto p : body_parts) out.append(p.data(), p.size());
+  uint32_t c = crc32c(tag, out.data(), out.size());
+  put_fixed32(&out, c);
+  return out;
+}
+
 const char* record_error_name(RecordError e) {
   switch (e) {
     case RecordError::kNone: return "ok";

@@ -7,6 +7,7 @@
 // record and check ok() once.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,10 @@ class Decoder {
 // [fixed32 crc32c of everything before it, seeded with `tag`]. The tag is a
 // small per-kind constant so that a record of one kind never decodes as another.
 std::string seal_record(uint32_t tag, uint8_t version, std::string_view body);
+// The same record for a body given in pieces (their concatenation), built
+// in one buffer: no copy of the body is made first (records that carry data
+// are built on the write path).
+std::string seal_record_parts(uint32_t tag, uint8_t version, std::initializer_list<std::string_view> body_parts);
 
 enum class RecordError { kNone, kTruncated, kBadChecksum, kBadVersion };
 const char* record_error_name(RecordError e);

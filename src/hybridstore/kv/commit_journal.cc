@@ -10,6 +10,7 @@
 
 #include <rocksdb/write_batch.h>
 
+#include "hybridstore/common/crc32c.h"
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
 #include "hybridstore/kv/kv_schema.h"
@@ -32,20 +33,34 @@ bool fsync_path(const std::string& p) {
 }
 }  // namespace
 
+static size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
 std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries) {
-  std::string body;
-  body.append(reinterpret_cast<const char*>(fsid.data()), fsid.size());
-  put_varint(&body, entries.size());
-  for (const auto& e : entries) {
-    put_fixed64(&body, e.seq);
-    put_bytes(&body, e.batch);
-  }
-  std::string sealed = seal_record(kJournalTag, kJournalVersion, body);
+  // The layout of seal_record (version, length-prefixed body, crc32c of
+  // both), built in one buffer of the final size: a group's record carries
+  // every batch of the group, and the committer builds it on the commit
+  // path, where each extra copy of it is time every writer of the group waits.
+  uint64_t body_size = fsid.size() + varint_size(entries.size());
+  for (const auto& e : entries) body_size += 8 + varint_size(e.batch.size()) + e.batch.size();
+  const uint64_t sealed_size = 1 + varint_size(body_size) + body_size + 4;
   std::string out;
-  out.reserve(pad(8 + sealed.size()));
+  out.reserve(pad(8 + sealed_size));
   put_fixed32(&out, kJournalMagic);
-  put_fixed32(&out, static_cast<uint32_t>(sealed.size()));
-  out += sealed;
+  put_fixed32(&out, static_cast<uint32_t>(sealed_size));
+  const size_t sealed_begin = out.size();
+  put_u8(&out, kJournalVersion);
+  put_varint(&out, body_size);
+  out.append(reinterpret_cast<const char*>(fsid.data()), fsid.size());
+  put_varint(&out, entries.size());
+  for (const auto& e : entries) {
+    put_fixed64(&out, e.seq);
+    put_bytes(&out, e.batch);
+  }
+  put_fixed32(&out, crc32c(kJournalTag, out.data() + sealed_begin, out.size() - sealed_begin));
   out.resize(pad(out.size()), '\0');
   return out;
 }

@@ -24,11 +24,11 @@ std::string deferred_key(uint64_t seq) {
 }
 
 std::string encode_deferred(Tier tier, uint64_t offset, std::string_view data) {
-  std::string b;
-  put_u8(&b, static_cast<uint8_t>(tier));
-  put_varint(&b, offset);
-  put_bytes(&b, data);
-  return seal_record(kDeferredTag, 1, b);
+  std::string head;
+  put_u8(&head, static_cast<uint8_t>(tier));
+  put_varint(&head, offset);
+  put_varint(&head, data.size());
+  return seal_record_parts(kDeferredTag, 1, {head, data});
 }
 
 bool decode_deferred(std::string_view v, Tier* tier, uint64_t* offset, std::string* data) {

@@ -47,6 +47,20 @@ TEST(Encoding, BytesLengthPastEndIsRejected) {
   EXPECT_FALSE(d.get_bytes(&s));
 }
 
+TEST(Encoding, ASealedRecordOfPiecesIsTheRecordOfTheirConcatenation) {
+  std::string big(70000, 'x');
+  for (auto parts : std::vector<std::vector<std::string>>{{}, {""}, {"a"}, {"head", "body"}, {"h", big, "t"}}) {
+    std::string joined;
+    for (const auto& p : parts) joined += p;
+    std::string got;
+    if (parts.empty()) got = seal_record_parts(9, 3, {});
+    else if (parts.size() == 1) got = seal_record_parts(9, 3, {parts[0]});
+    else if (parts.size() == 2) got = seal_record_parts(9, 3, {parts[0], parts[1]});
+    else got = seal_record_parts(9, 3, {parts[0], parts[1], parts[2]});
+    EXPECT_EQ(got, seal_record(9, 3, joined)) << parts.size() << " parts";
+  }
+}
+
 TEST(Encoding, BigEndianKeysSortNumerically) {
   std::string a, b;
   put_be64(&a, 255);

@@ -67,6 +67,34 @@ TEST(CommitJournalRecord, RoundTripsAndIsPaddedToWholeBlocks) {
   }
 }
 
+// The record is built in one buffer; its bytes must stay those of the
+// store's generic sealed record (magic, length, seal_record of the body,
+// zero padding), which records already on disk were written in.
+TEST(CommitJournalRecord, IsTheSealedRecordLayoutByteForByte) {
+  std::mt19937_64 rng(5);
+  for (int n : {1, 2, 7, 40}) {
+    std::vector<JournalEntry> in;
+    for (int i = 0; i < n; ++i) {
+      // Batch sizes around the varint boundaries of their length prefixes.
+      size_t len = std::vector<size_t>{0, 1, 127, 128, 4200, 16383, 16384, 70000}[rng() % 8];
+      in.push_back({100 + static_cast<uint64_t>(i), std::string(len, static_cast<char>('a' + i % 26))});
+    }
+    std::string body(reinterpret_cast<const char*>(fsid_a().data()), fsid_a().size());
+    put_varint(&body, in.size());
+    for (const auto& e : in) {
+      put_fixed64(&body, e.seq);
+      put_bytes(&body, e.batch);
+    }
+    std::string sealed = seal_record(0x4a524e4c, 1, body);
+    std::string want;
+    put_fixed32(&want, 0x314a5348);
+    put_fixed32(&want, static_cast<uint32_t>(sealed.size()));
+    want += sealed;
+    want.resize((want.size() + CommitJournal::kBlock - 1) / CommitJournal::kBlock * CommitJournal::kBlock, '\0');
+    EXPECT_EQ(encode_journal_record(fsid_a(), in), want) << n << " entries";
+  }
+}
+
 TEST(CommitJournalRecord, RejectsEveryFlippedBitTruncationAndAnotherStoresRecord) {
   std::string r = encode_journal_record(fsid_a(), entries(1, 2));
   std::vector<JournalEntry> out;
