@@ -48,17 +48,22 @@ grep -q "^  average us: state_prepare_lat [0-9.]* .*commit_lat [0-9.]*" "$W/cmp.
   fail "compare: where the small writes' time went"
 grep -q "^raw 8 KiB write+fdatasync, 1 job: [0-9]* IOPS" "$W/cmp.out" || fail "compare: the two-block ceiling of one writer"
 [ "$(grep -c "fsck --deep after the run: clean" "$W/cmp.out")" = 2 ] || fail "compare: deep fsck after both kinds"
+[ ! -e "$W/c0" ] || fail "compare made something before refusing"
 # The allocator the figures were taken on (CPU per operation depends on it):
 # the one the build links, named in the output and the JSON.
-if readelf -d "$B" | grep -q 'NEEDED.*libtcmalloc'; then want_malloc=tcmalloc; else want_malloc=glibc; fi
-if grep -qx 'HS_ALLOCATOR:STRING=tcmalloc' "$BUILD/CMakeCache.txt" 2>/dev/null &&
-   ! grep -qE '^HS_(ASAN|TSAN|UBSAN|FUZZ):BOOL=ON' "$BUILD/CMakeCache.txt"; then
+needed=$(readelf -d "$B" | grep NEEDED)
+case "$needed" in
+  *libtcmalloc*) want_malloc=tcmalloc ;;
+  *libasan*) want_malloc=asan ;;
+  *libtsan*) want_malloc=tsan ;;
+  *) want_malloc=glibc ;;
+esac
+if grep -qx 'HS_TOOL_ALLOCATOR:INTERNAL=tcmalloc' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   [ "$want_malloc" = tcmalloc ] || fail "HS_ALLOCATOR=tcmalloc, yet the bench does not link libtcmalloc"
 fi
 grep -qx "malloc: $want_malloc" "$W/cmp.out" || fail "compare names its allocator ($want_malloc)"
 python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["malloc"] == sys.argv[2] else 1)' \
   "$W/cmp.json" "$want_malloc" || fail "compare: the allocator in the JSON"
-[ ! -e "$W/c0" ] || fail "compare made something before refusing"
 # With fio, a read row also gets the raw device read by as many synchronous
 # readers as the store has (fio's own row keeps them all in flight from one
 # thread), in the table's notes and in the JSON.

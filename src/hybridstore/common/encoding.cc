@@ -53,6 +53,12 @@ void put_svarint(std::string* dst, int64_t v) {
   put_varint(dst, (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
 }
 
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
 void put_bytes(std::string* dst, std::string_view s) {
   put_varint(dst, s.size());
   dst->append(s.data(), s.size());

@@ -18,6 +18,8 @@ void put_fixed16(std::string* dst, uint16_t v);
 void put_fixed32(std::string* dst, uint32_t v);
 void put_fixed64(std::string* dst, uint64_t v);
 void put_varint(std::string* dst, uint64_t v);
+// Bytes put_varint writes for v.
+size_t varint_size(uint64_t v);
 void put_svarint(std::string* dst, int64_t v);  // zig-zag
 // Length-prefixed bytes (varint length).
 void put_bytes(std::string* dst, std::string_view s);

@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -33,20 +35,29 @@ bool fsync_path(const std::string& p) {
 }
 }  // namespace
 
-static size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  for (; v >= 0x80; v >>= 7) ++n;
-  return n;
+namespace {
+// The sealed part (seal_record's layout: version, length-prefixed body,
+// crc32c) of a record whose body is `body_size` bytes.
+uint64_t journal_body_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
+  uint64_t body = fsid.size() + varint_size(entries.size());
+  for (const auto& e : entries) body += 8 + varint_size(e.batch.size()) + e.batch.size();
+  return body;
+}
+uint64_t sealed_size_of(uint64_t body_size) { return 1 + varint_size(body_size) + body_size + 4; }
+}  // namespace
+
+uint64_t journal_record_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
+  return pad(8 + sealed_size_of(journal_body_size(fsid, entries)));
 }
 
-std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries) {
-  // The layout of seal_record (version, length-prefixed body, crc32c of
-  // both), built in one buffer of the final size: a group's record carries
-  // every batch of the group, and the committer builds it on the commit
-  // path, where each extra copy of it is time every writer of the group waits.
-  uint64_t body_size = fsid.size() + varint_size(entries.size());
-  for (const auto& e : entries) body_size += 8 + varint_size(e.batch.size()) + e.batch.size();
-  const uint64_t sealed_size = 1 + varint_size(body_size) + body_size + 4;
+std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
+  // The layout of seal_record, built in one buffer of the final size: a
+  // group's record carries every batch of the group, and the committer
+  // builds it on the commit path, where each extra copy of it is time every
+  // writer of the group waits.
+  const uint64_t body_size = journal_body_size(fsid, entries);
+  const uint64_t sealed_size = sealed_size_of(body_size);
+  assert(sealed_size <= UINT32_MAX);
   std::string out;
   out.reserve(pad(8 + sealed_size));
   put_fixed32(&out, kJournalMagic);
@@ -61,8 +72,16 @@ std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEnt
     put_bytes(&out, e.batch);
   }
   put_fixed32(&out, crc32c(kJournalTag, out.data() + sealed_begin, out.size() - sealed_begin));
+  assert(out.size() - sealed_begin == sealed_size);
   out.resize(pad(out.size()), '\0');
   return out;
+}
+
+std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries) {
+  std::vector<JournalEntryView> views;
+  views.reserve(entries.size());
+  for (const auto& e : entries) views.push_back({e.seq, e.batch});
+  return encode_journal_record(fsid, views);
 }
 
 bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<JournalEntry>* out, uint64_t* len) {

@@ -55,7 +55,18 @@ struct JournalEntry {
   std::string batch;  // rocksdb::WriteBatch::Data()
 };
 
-// One record, padded to whole 4 KiB blocks.
+// An entry to encode: the batch is read where it lies (the committer's
+// batches), not copied.
+struct JournalEntryView {
+  uint64_t seq = 0;
+  std::string_view batch;
+};
+
+// The padded size of the record of `entries`, known before building it.
+uint64_t journal_record_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries);
+// One record, padded to whole 4 KiB blocks. Its length field is 32 bits:
+// callers write only records below CommitJournal::max_record (< 4 GiB).
+std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntryView>& entries);
 std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries);
 // Decodes the record at the start of `in` (which may run on past it). False
 // on anything but an intact record of store `fsid`; *len gets its padded size.
@@ -78,7 +89,11 @@ class CommitJournal {
   int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error);
 
   uint64_t size() const { return size_; }
+  std::string encode(const std::vector<JournalEntryView>& entries) const { return encode_journal_record(fsid_, entries); }
   std::string encode(const std::vector<JournalEntry>& entries) const { return encode_journal_record(fsid_, entries); }
+  uint64_t record_size(const std::vector<JournalEntryView>& entries) const {
+    return journal_record_size(fsid_, entries);
+  }
   // Records larger than this go through a RocksDB sync instead: small
   // enough that the records of `lanes` groups in flight never reach around
   // the ring onto each other.

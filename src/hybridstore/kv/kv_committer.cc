@@ -196,7 +196,8 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
   if (!ok) return;
   f->flushed_ns = perf_.set ? perf_now_ns() : 0;
   // Then metadata: each batch records its journal number.
-  std::vector<JournalEntry> entries;
+  // The batches are read where they lie until the record is built.
+  std::vector<JournalEntryView> entries;
   if (journal_)
     for (auto& w : f->group) {
       std::string n;
@@ -206,11 +207,12 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
     }
   bool overlap = false;
   if (journal_) {
-    f->record = journal_->encode(entries);
     bool checkpoint = false;
-    const bool sync_now = f->record.size() > journal_->max_record(lanes_);
-    if (!sync_now) f->pos = journal_->reserve(f->record.size(), &checkpoint);
-    if (sync_now) f->record.clear();
+    const bool sync_now = journal_->record_size(entries) > journal_->max_record(lanes_);
+    if (!sync_now) {
+      f->record = journal_->encode(entries);
+      f->pos = journal_->reserve(f->record.size(), &checkpoint);
+    }
     // The record normally goes to a lane before the batches go to RocksDB,
     // so the device writes it while this thread fills the memtable. Not
     // when its ring space must first be freed by a RocksDB sync that has

@@ -47,6 +47,15 @@ TEST(Encoding, BytesLengthPastEndIsRejected) {
   EXPECT_FALSE(d.get_bytes(&s));
 }
 
+TEST(Encoding, VarintSizeIsWhatPutVarintWrites) {
+  for (uint64_t v : {0ull, 1ull, 127ull, 128ull, 16383ull, 16384ull, 2097151ull, 2097152ull, (1ull << 35) - 1,
+                     1ull << 35, (1ull << 63) - 1, ~0ull}) {
+    std::string s;
+    put_varint(&s, v);
+    EXPECT_EQ(varint_size(v), s.size()) << v;
+  }
+}
+
 TEST(Encoding, ASealedRecordOfPiecesIsTheRecordOfTheirConcatenation) {
   std::string big(70000, 'x');
   for (auto parts : std::vector<std::vector<std::string>>{{}, {""}, {"a"}, {"head", "body"}, {"h", big, "t"}}) {

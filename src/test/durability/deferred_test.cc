@@ -6,6 +6,7 @@
 
 #include <rocksdb/db.h>
 
+#include "hybridstore/common/encoding.h"
 #include "hybridstore/io/block_device.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
@@ -307,6 +308,21 @@ TEST_F(DeferredTest, AcknowledgedDeferredWritesAreReplayedAfterACrashThroughTheC
   EXPECT_GE(in_kv, 0);
   EXPECT_LE(in_kv, 8);
   expect_overwrites_applied(path, config());
+}
+
+// Built in pieces since the eighth round: the bytes must be the sealed
+// record of [tier][varint offset][length-prefixed data], tagged "DEFR", that
+// records staged before were written as.
+TEST(DeferredRecord, IsTheSealedLayoutOfTierOffsetAndData) {
+  for (size_t len : {size_t{0}, size_t{1}, size_t{127}, size_t{128}, size_t{4096}, size_t{16384}, size_t{70000}})
+    for (uint64_t off : {uint64_t{0}, uint64_t{8192}, uint64_t{1} << 40}) {
+      std::string data(len, 'd');
+      std::string body;
+      put_u8(&body, static_cast<uint8_t>(Tier::kSsd));
+      put_varint(&body, off);
+      put_bytes(&body, data);
+      EXPECT_TRUE(encode_deferred(Tier::kSsd, off, data) == seal_record(0x44454652, 1, body)) << len << " " << off;
+    }
 }
 
 TEST(DeferredRecord, DecoderRejectsGarbage) {

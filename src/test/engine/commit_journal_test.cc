@@ -8,6 +8,7 @@
 #include <atomic>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <rocksdb/db.h>
@@ -67,32 +68,43 @@ TEST(CommitJournalRecord, RoundTripsAndIsPaddedToWholeBlocks) {
   }
 }
 
-// The record is built in one buffer; its bytes must stay those of the
-// store's generic sealed record (magic, length, seal_record of the body,
-// zero padding), which records already on disk were written in.
+// The record is built in one buffer from a size computed first; its bytes
+// must stay those of the store's generic sealed record (magic, length,
+// seal_record of the body, zero padding), which records already on disk were
+// written in. Batch lengths sit on each side of every varint boundary of
+// their length prefixes, and single batches are sized so that the body's own
+// length prefix crosses each boundary (the 16-byte fsid, a 1-byte count, 8
+// bytes of number and the batch's prefix make up the rest).
 TEST(CommitJournalRecord, IsTheSealedRecordLayoutByteForByte) {
-  std::mt19937_64 rng(5);
-  for (int n : {1, 2, 7, 40}) {
+  const std::vector<std::vector<size_t>> records = {
+      {0}, {1}, {101}, {102}, {16356}, {16357}, {2097123}, {2097124},
+      {127, 128, 16383, 16384}, {2097151, 2097152}, std::vector<size_t>(40, 4200)};
+  std::set<uint64_t> body_sizes;
+  for (const auto& lens : records) {
     std::vector<JournalEntry> in;
-    for (int i = 0; i < n; ++i) {
-      // Batch sizes around the varint boundaries of their length prefixes.
-      size_t len = std::vector<size_t>{0, 1, 127, 128, 4200, 16383, 16384, 70000}[rng() % 8];
-      in.push_back({100 + static_cast<uint64_t>(i), std::string(len, static_cast<char>('a' + i % 26))});
-    }
+    for (size_t i = 0; i < lens.size(); ++i)
+      in.push_back({100 + i, std::string(lens[i], static_cast<char>('a' + i % 26))});
     std::string body(reinterpret_cast<const char*>(fsid_a().data()), fsid_a().size());
     put_varint(&body, in.size());
     for (const auto& e : in) {
       put_fixed64(&body, e.seq);
       put_bytes(&body, e.batch);
     }
+    body_sizes.insert(body.size());
     std::string sealed = seal_record(0x4a524e4c, 1, body);
     std::string want;
     put_fixed32(&want, 0x314a5348);
     put_fixed32(&want, static_cast<uint32_t>(sealed.size()));
     want += sealed;
     want.resize((want.size() + CommitJournal::kBlock - 1) / CommitJournal::kBlock * CommitJournal::kBlock, '\0');
-    EXPECT_EQ(encode_journal_record(fsid_a(), in), want) << n << " entries";
+    std::string got = encode_journal_record(fsid_a(), in);
+    EXPECT_TRUE(got == want) << lens.size() << " batches, the first of " << lens[0] << " bytes";
+    std::vector<JournalEntryView> views;
+    for (const auto& e : in) views.push_back({e.seq, e.batch});
+    EXPECT_EQ(journal_record_size(fsid_a(), views), want.size());
   }
+  for (uint64_t edge : {127ull, 128ull, 16383ull, 16384ull, 2097151ull, 2097152ull})
+    EXPECT_EQ(body_sizes.count(edge), 1u) << "no record with a body of " << edge << " bytes";
 }
 
 TEST(CommitJournalRecord, RejectsEveryFlippedBitTruncationAndAnotherStoresRecord) {

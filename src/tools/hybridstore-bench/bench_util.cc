@@ -29,6 +29,8 @@ std::unique_ptr<HybridStore> make_store(const std::string& dir, const std::vecto
 
 std::string malloc_name() {
   // Each replacement exports an entry point of its own besides malloc.
+  if (dlsym(RTLD_DEFAULT, "__asan_init")) return "asan";
+  if (dlsym(RTLD_DEFAULT, "__tsan_init")) return "tsan";
   if (dlsym(RTLD_DEFAULT, "tc_malloc")) return "tcmalloc";
   if (dlsym(RTLD_DEFAULT, "mallctl")) return "jemalloc";
   return "glibc";

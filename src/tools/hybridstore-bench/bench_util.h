@@ -27,7 +27,8 @@ inline double percentile(std::vector<double> v, double p) {
 std::unique_ptr<HybridStore> make_store(const std::string& dir, const std::vector<std::string>& sets,
                                         bool wipe);
 
-// The malloc this process runs on ("tcmalloc", "jemalloc" or "glibc"):
+// The malloc this process runs on ("tcmalloc", "jemalloc", "glibc", or a
+// sanitizer's: "asan", "tsan"):
 // figures of CPU per operation depend on it by 10-15%, so results say it.
 std::string malloc_name();
 

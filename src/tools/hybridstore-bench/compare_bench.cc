@@ -69,7 +69,7 @@ struct Row {
   double goal = 0;
   double cpu_us = 0;  // per transaction (per read in the read rows), 0 when not measured
   double txns_per_group = 0;
-  // Where a small transaction's time went (perf counter averages, us).
+  // Where a write row's transactions spent their time (perf counter averages, us).
   std::vector<std::pair<std::string, double>> stages;
   double ratio() const {
     double r = unit == "MiB/s" ? raw.mib_s : raw.iops;
