@@ -1,5 +1,6 @@
 #include "hybridstore/common/encoding.h"
 
+#include <cassert>
 #include <cstring>
 
 #include "hybridstore/common/crc32c.h"
@@ -158,13 +159,22 @@ bool Decoder::skip(size_t n) {
   return true;
 }
 
+uint64_t sealed_record_size(uint64_t body_size) { return 1 + varint_size(body_size) + body_size + 4; }
+
+void append_sealed_record(std::string* out, uint32_t tag, uint8_t version, uint64_t body_size,
+                          const std::function<void(std::string*)>& append_body) {
+  const size_t begin = out->size();
+  out->reserve(begin + sealed_record_size(body_size));
+  put_u8(out, version);
+  put_varint(out, body_size);
+  append_body(out);
+  assert(out->size() - begin == sealed_record_size(body_size) - 4);
+  put_fixed32(out, crc32c(tag, out->data() + begin, out->size() - begin));
+}
+
 std::string seal_record(uint32_t tag, uint8_t version, std::string_view body) {
   std::string out;
-  out.reserve(body.size() + 16);
-  put_u8(&out, version);
-  put_bytes(&out, body);
-  uint32_t c = crc32c(tag, out.data(), out.size());
-  put_fixed32(&out, c);
+  append_sealed_record(&out, tag, version, body.size(), [&](std::string* o) { o->append(body.data(), body.size()); });
   return out;
 }
 
@@ -172,12 +182,9 @@ std::string seal_record_parts(uint32_t tag, uint8_t version, std::initializer_li
   uint64_t body = 0;
   for (auto p : body_parts) body += p.size();
   std::string out;
-  out.reserve(body + 16);
-  put_u8(&out, version);
-  put_varint(&out, body);
-  for (auto p : body_parts) out.append(p.data(), p.size());
-  uint32_t c = crc32c(tag, out.data(), out.size());
-  put_fixed32(&out, c);
+  append_sealed_record(&out, tag, version, body, [&](std::string* o) {
+    for (auto p : body_parts) o->append(p.data(), p.size());
+  });
   return out;
 }
 

@@ -7,6 +7,7 @@
 // record and check ok() once.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -73,6 +74,12 @@ std::string seal_record(uint32_t tag, uint8_t version, std::string_view body);
 // in one buffer: no copy of the body is made first (records that carry data
 // are built on the write path).
 std::string seal_record_parts(uint32_t tag, uint8_t version, std::initializer_list<std::string_view> body_parts);
+// Bytes of a sealed record whose body is `body_size` bytes.
+uint64_t sealed_record_size(uint64_t body_size);
+// Appends the sealed record to *out, its body (exactly `body_size` bytes)
+// appended by `append_body`: for records built straight into a larger buffer.
+void append_sealed_record(std::string* out, uint32_t tag, uint8_t version, uint64_t body_size,
+                          const std::function<void(std::string*)>& append_body);
 
 enum class RecordError { kNone, kTruncated, kBadChecksum, kBadVersion };
 const char* record_error_name(RecordError e);

@@ -36,43 +36,36 @@ bool fsync_path(const std::string& p) {
 }  // namespace
 
 namespace {
-// The sealed part (seal_record's layout: version, length-prefixed body,
-// crc32c) of a record whose body is `body_size` bytes.
 uint64_t journal_body_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
   uint64_t body = fsid.size() + varint_size(entries.size());
   for (const auto& e : entries) body += 8 + varint_size(e.batch.size()) + e.batch.size();
   return body;
 }
-uint64_t sealed_size_of(uint64_t body_size) { return 1 + varint_size(body_size) + body_size + 4; }
 }  // namespace
 
 uint64_t journal_record_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
-  return pad(8 + sealed_size_of(journal_body_size(fsid, entries)));
+  return pad(8 + sealed_record_size(journal_body_size(fsid, entries)));
 }
 
 std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
-  // The layout of seal_record, built in one buffer of the final size: a
-  // group's record carries every batch of the group, and the committer
-  // builds it on the commit path, where each extra copy of it is time every
-  // writer of the group waits.
+  // Built in one buffer of the final size: a group's record carries every
+  // batch of the group, and the committer builds it on the commit path,
+  // where each extra copy of it is time every writer of the group waits.
   const uint64_t body_size = journal_body_size(fsid, entries);
-  const uint64_t sealed_size = sealed_size_of(body_size);
+  const uint64_t sealed_size = sealed_record_size(body_size);
   assert(sealed_size <= UINT32_MAX);
   std::string out;
   out.reserve(pad(8 + sealed_size));
   put_fixed32(&out, kJournalMagic);
   put_fixed32(&out, static_cast<uint32_t>(sealed_size));
-  const size_t sealed_begin = out.size();
-  put_u8(&out, kJournalVersion);
-  put_varint(&out, body_size);
-  out.append(reinterpret_cast<const char*>(fsid.data()), fsid.size());
-  put_varint(&out, entries.size());
-  for (const auto& e : entries) {
-    put_fixed64(&out, e.seq);
-    put_bytes(&out, e.batch);
-  }
-  put_fixed32(&out, crc32c(kJournalTag, out.data() + sealed_begin, out.size() - sealed_begin));
-  assert(out.size() - sealed_begin == sealed_size);
+  append_sealed_record(&out, kJournalTag, kJournalVersion, body_size, [&](std::string* o) {
+    o->append(reinterpret_cast<const char*>(fsid.data()), fsid.size());
+    put_varint(o, entries.size());
+    for (const auto& e : entries) {
+      put_fixed64(o, e.seq);
+      put_bytes(o, e.batch);
+    }
+  });
   out.resize(pad(out.size()), '\0');
   return out;
 }
