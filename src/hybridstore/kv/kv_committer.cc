@@ -94,8 +94,9 @@ int KvCommitter::wait_committed(uint64_t seq) {
     process_group(f);
     l.lock();
     busy_ = false;
-    // What arrived meanwhile is the committer thread's.
-    if (!queue_.empty()) queue_cv_.notify_one();
+    // What arrived meanwhile is the committer thread's; a stop() that came
+    // meanwhile waits for this thread to leave process_group.
+    if (!queue_.empty() || stopping_) queue_cv_.notify_one();
   }
   if (committed_.load() < seq && !error_) {
     SyncWaiter w;
@@ -354,13 +355,20 @@ void KvCommitter::complete_ready() {
   std::lock_guard<std::mutex> c(complete_mutex_);
   for (;;) {
     std::shared_ptr<Flight> f;
+    bool queued;
     {
       std::lock_guard<std::mutex> l(mutex_);
       if (flights_.empty() || !flights_.front()->done) return;
       f = flights_.front();
       flights_.pop_front();
+      queued = !queue_.empty() || stopping_;
     }
-    queue_cv_.notify_all();  // room for another group in flight
+    // Room for another group in flight, which matters only to a group
+    // already waiting: a lone writer committing its own transactions would
+    // otherwise wake the committer thread for nothing after each of them
+    // (two thread switches per transaction). Work queued later wakes it
+    // from submit().
+    if (queued) queue_cv_.notify_one();
     // After a failure nothing more is acknowledged, in flight or not.
     if (!f->err && !error_) acknowledge(*f);
   }
