@@ -245,9 +245,15 @@ int CommitJournal::write(uint64_t pos, const std::string& record) {
   // O_DIRECT wants the buffer aligned too.
   AlignedBuffer b(record.size(), 4096, AlignedBuffer::kUninitialized);
   std::memcpy(b.data(), record.data(), record.size());
-  int r = dev_->write(pos, b.data(), b.size());
-  if (r == 0) r = dev_->flush();
-  return r;
+  return dev_->write_durable(pos, b.data(), b.size());
+}
+
+CommitJournal::PendingWrite CommitJournal::start_write(uint64_t pos, const std::string& record) {
+  PendingWrite w;
+  w.buf_ = AlignedBuffer(record.size(), 4096, AlignedBuffer::kUninitialized);
+  std::memcpy(w.buf_.data(), record.data(), record.size());
+  w.io_ = dev_->start_write_durable(pos, w.buf_.data(), w.buf_.size());
+  return w;
 }
 
 }  // namespace hybridstore

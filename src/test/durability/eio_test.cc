@@ -211,10 +211,14 @@ TEST_F(EioTest, DebugOptionsArmTheSameFaultsFromTheConfiguration) {
   t2.touch(coll_, obj("y"));
   EXPECT_EQ(store_->queue_transaction(std::move(t2)), -EROFS);
   store_->umount();
-  // And the first device write, through its own option.
-  store_ = std::make_unique<HybridStore>(store_path(), with_option(config(), "hybridstore_debug_eio_on_write", "1"));
+  // And a chosen device write, through its own option: the second, since
+  // the first is the journal record of the collection's creation (waited
+  // for, so that it cannot race the data write after it).
+  store_ = std::make_unique<HybridStore>(store_path(), with_option(config(), "hybridstore_debug_eio_on_write", "2"));
   ASSERT_EQ(store_->mount(&err), 0) << err;
-  make_coll(coll_);
+  Transaction tc;
+  tc.create_collection(coll_, 0);
+  ASSERT_EQ(store_->apply_transaction(std::move(tc)), 0);
   Transaction t3;
   t3.write(coll_, obj("x"), 0, "data");
   EXPECT_EQ(store_->queue_transaction(std::move(t3)), -EIO);

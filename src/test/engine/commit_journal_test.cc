@@ -313,31 +313,40 @@ TEST_F(CommitJournalReplay, LanesAcknowledgeInQueueOrderAndReplayRestoresEveryTr
 
 // RocksDB loses its unsynced tail (here: a database that never saw the
 // batches at all): the journal alone brings back every acknowledged one.
+// One transaction at a time, so each record is written by the thread that
+// commits its group while it fills the memtable (start_write): by the
+// committer thread, or by the caller itself when it says it will wait.
 TEST_F(CommitJournalReplay, AcknowledgedTransactionsComeBackFromTheJournalAlone) {
-  auto j = open_journal();
-  {
-    auto db = open_db(dir_.file("db-lost"));
-    WriteTracker tracker;
-    KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
-    c.set_journal(j.get(), 1, 2);
-    c.start();
-    for (int i = 0; i < 50; ++i) {
-      CommitWork work;
-      work.batch = std::make_unique<rocksdb::WriteBatch>();
-      work.batch->Put("key" + std::to_string(i), "value" + std::to_string(i));
-      uint64_t s = c.submit(std::move(work));
-      ASSERT_EQ(c.wait_committed(s), 0);
+  for (bool caller_waits : {false, true}) {
+    SCOPED_TRACE(caller_waits ? "callers commit their own" : "the committer thread commits");
+    test::TempDir dir("journal");
+    std::string err;
+    auto j = CommitJournal::open(dir.file("journal"), 1 << 20, fsid_a(), nullptr, &err);
+    ASSERT_TRUE(j) << err;
+    {
+      auto db = open_db(dir.file("db-lost"));
+      WriteTracker tracker;
+      KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
+      c.set_journal(j.get(), 1, 2);
+      c.start();
+      for (int i = 0; i < 50; ++i) {
+        CommitWork work;
+        work.batch = std::make_unique<rocksdb::WriteBatch>();
+        work.batch->Put("key" + std::to_string(i), "value" + std::to_string(i));
+        uint64_t s = c.submit(std::move(work), caller_waits);
+        ASSERT_EQ(c.wait_committed(s), 0);
+      }
+      EXPECT_EQ(c.stats().journal_records, 50u);
+      c.stop();
     }
-    c.stop();
-  }
-  auto fresh = open_db(dir_.file("db-fresh"));
-  uint64_t next = 0;
-  std::string err;
-  EXPECT_EQ(j->replay(fresh.get(), &next, &err), 50) << err;
-  std::string v;
-  for (int i = 0; i < 50; ++i) {
-    ASSERT_TRUE(fresh->Get(rocksdb::ReadOptions(), "key" + std::to_string(i), &v).ok()) << i;
-    EXPECT_EQ(v, "value" + std::to_string(i));
+    auto fresh = open_db(dir.file("db-fresh"));
+    uint64_t next = 0;
+    EXPECT_EQ(j->replay(fresh.get(), &next, &err), 50) << err;
+    std::string v;
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_TRUE(fresh->Get(rocksdb::ReadOptions(), "key" + std::to_string(i), &v).ok()) << i;
+      EXPECT_EQ(v, "value" + std::to_string(i));
+    }
   }
 }
 
