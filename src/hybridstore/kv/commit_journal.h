@@ -7,11 +7,11 @@
 // written full of zeros when it is made, so a write into it never changes
 // the file's size or allocation and its flush carries no filesystem
 // metadata). The committer writes each group's batches to RocksDB without a
-// sync and the same batches, as one record, into the ring, then flushes the
-// ring; several groups may be in flight at once (kv_committer.h). RocksDB
-// keeps its WAL in its own buffer meanwhile (manual_wal_flush): it reaches
-// the file in large pieces, or with any synced RocksDB write, which writes
-// out everything before it.
+// sync and the same batches, as one record, into the ring with one
+// synchronous-data write (BlockDevice::write_durable); several groups may be
+// in flight at once (kv_committer.h). RocksDB keeps its WAL in its own
+// buffer meanwhile (manual_wal_flush): it reaches the file in large pieces,
+// or with any synced RocksDB write, which writes out everything before it.
 //
 // Why it is safe:
 //  - Every transaction's batch carries the journal sequence number of that
