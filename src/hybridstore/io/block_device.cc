@@ -408,8 +408,7 @@ class FileDeviceBase : public BlockDevice {
     uint64_t offset;
     const char* buf;
     uint64_t len;
-    bool completed = false;  // under async_reap_mu_
-    int res = 0;             // the completion's result
+    uint64_t id = 0;  // the ring's user data: its completion's key in async_results_
     bool waited = false;
     int result = 0;
   };
@@ -424,7 +423,8 @@ class FileDeviceBase : public BlockDevice {
     if (!sqe) return false;
     io_uring_prep_write(sqe, fd_, w->buf, static_cast<unsigned>(w->len), w->offset);
     sqe->rw_flags = RWF_DSYNC;
-    io_uring_sqe_set_data(sqe, w);
+    w->id = ++async_next_id_;
+    io_uring_sqe_set_data64(sqe, w->id);
     if (io_uring_submit(&async_ring_) != 1) {
       // The entry may still sit in the submission queue: the ring is not
       // entered again, so it never reaches the kernel.
@@ -439,22 +439,27 @@ class FileDeviceBase : public BlockDevice {
   }
 
   int finish_async(AsyncWrite* w) {
+    int res;
     {
-      // One thread reaps at a time, marking whichever write completed.
+      // One thread reaps at a time and files each result it takes under its
+      // write's id for the thread that waits for that one.
       std::lock_guard<std::mutex> l(async_reap_mu_);
-      while (!w->completed) {
+      for (;;) {
+        if (auto it = async_results_.find(w->id); it != async_results_.end()) {
+          res = it->second;
+          async_results_.erase(it);
+          break;
+        }
         io_uring_cqe* cqe = nullptr;
         int r = io_uring_wait_cqe(&async_ring_, &cqe);
         if (r == -EINTR || r == -EAGAIN) continue;
+        // Only a broken ring (EFAULT, EBADF) gets here.
         if (r < 0) return r;
-        auto* done = static_cast<AsyncWrite*>(io_uring_cqe_get_data(cqe));
-        done->res = cqe->res;
-        done->completed = true;
+        async_results_.emplace(io_uring_cqe_get_data64(cqe), cqe->res);
         io_uring_cqe_seen(&async_ring_, cqe);
         async_in_flight_.fetch_sub(1);
       }
     }
-    const int res = w->res;
     if (res >= 0 && static_cast<uint64_t>(res) == w->len) return 0;
     // Refused or cut short: the rest synchronously (which also learns
     // whether RWF_DSYNC is supported at all).
@@ -468,6 +473,8 @@ class FileDeviceBase : public BlockDevice {
   std::mutex async_submit_mu_, async_reap_mu_;
   io_uring async_ring_{};
   int async_state_ = 0;  // 0 not tried, 1 ready, -1 unusable (under async_submit_mu_)
+  uint64_t async_next_id_ = 0;                  // under async_submit_mu_
+  std::map<uint64_t, int> async_results_;  // reaped, not yet taken (under async_reap_mu_)
   std::atomic<unsigned> async_in_flight_{0};
 };
 
