@@ -288,6 +288,7 @@ class FileDeviceBase : public BlockDevice {
     if (max_transfer_ != 0 || !dsync_writes_.load(std::memory_order_relaxed))
       return BlockDevice::write_durable(offset, buf, len);
     if (offset > size_ || len > size_ - offset) return -EINVAL;
+    if (len == 0) return flush();
     requests_.fetch_add(1, std::memory_order_relaxed);
     uint64_t done = 0;
     while (done < len) {

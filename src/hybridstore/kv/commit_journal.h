@@ -114,7 +114,7 @@ class CommitJournal {
 
    private:
     friend class CommitJournal;
-    AlignedBuffer buf_;  // O_DIRECT wants the buffer aligned too
+    AlignedBuffer buf_;
     std::unique_ptr<DurableWrite> io_;
   };
   PendingWrite start_write(uint64_t pos, const std::string& record);

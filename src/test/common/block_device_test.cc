@@ -196,6 +196,7 @@ TEST_P(BlockDeviceTest, DurableWriteOutOfRangeIsRejected) {
     EXPECT_EQ(d->start_write_durable(0, b.data() + 1, 4096)->wait(), -EINVAL);
   }
   EXPECT_EQ(d->start_write_durable(0, b.data(), 4096)->wait(), 0) << "the device still works after";
+  EXPECT_EQ(d->write_durable(4096, b.data(), 0), 0) << "nothing to write: a flush";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, BlockDeviceTest,
