@@ -463,7 +463,10 @@ class FileDeviceBase : public BlockDevice {
     }
     if (res >= 0 && static_cast<uint64_t>(res) == w->len) return 0;
     // Refused or cut short: the rest synchronously (which also learns
-    // whether RWF_DSYNC is supported at all).
+    // whether RWF_DSYNC is supported at all). That write counts the
+    // request again; it is the same one.
+    if (res == -EOPNOTSUPP || res == -EAGAIN || res == -EINTR || res > 0)
+      requests_.fetch_sub(1, std::memory_order_relaxed);
     if (res == -EOPNOTSUPP || res == -EAGAIN || res == -EINTR) return write_durable(w->offset, w->buf, w->len);
     if (res < 0) return res;
     if (res == 0) return -EIO;
