@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string_view>
+#include <unordered_map>
 
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
@@ -14,7 +16,8 @@ namespace hybridstore {
 
 KvCommitter::KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices,
                          WriteTracker* tracker, size_t max_queued)
-    : db_(db), devices_(devices), tracker_(tracker), max_queued_(max_queued) {}
+    : db_(db), merge_op_(db->GetOptions().merge_operator), devices_(devices), tracker_(tracker),
+      max_queued_(max_queued) {}
 
 KvCommitter::~KvCommitter() { stop(); }
 
@@ -299,7 +302,11 @@ bool KvCommitter::write_batches(Flight& f) {
   } else {
     std::vector<const rocksdb::WriteBatch*> parts;
     for (const auto& w : f.group) parts.push_back(w.batch.get());
-    rocksdb::WriteBatch all(join_write_batches(parts));
+    // Most of a group's keys are written by every transaction in it (the
+    // stats, the allocation chunk, the section's records, the journal
+    // number): written once, the memtable takes about half the inserts.
+    rocksdb::WriteBatch all;
+    if (!collapse_write_batches(parts, merge_op_.get(), &all)) all = rocksdb::WriteBatch(join_write_batches(parts));
     s = db_->Write(wo, &all);
   }
   if (!s.ok()) {
@@ -327,6 +334,89 @@ std::string join_write_batches(const std::vector<const rocksdb::WriteBatch*>& pa
   put_fixed32(&rep, count);
   for (const auto* b : parts) rep.append(b->Data(), kHeader, std::string::npos);
   return rep;
+}
+
+bool collapse_write_batches(const std::vector<const rocksdb::WriteBatch*>& parts,
+                            const rocksdb::MergeOperator* merge, rocksdb::WriteBatch* out) {
+  enum Kind : char { kPut, kDelete, kMerge };
+  struct Record {
+    Kind kind;
+    bool live = true;
+    bool folded = false;  // the value is `merged`, not `value`
+    rocksdb::Slice key, value;
+    std::string merged;
+  };
+  // Per key, the records still live: at most a Put or Delete, then at most
+  // one Merge (later merges fold into it).
+  struct Live {
+    int64_t base = -1, merge = -1;
+  };
+  struct Collect : rocksdb::WriteBatch::Handler {
+    const rocksdb::MergeOperator* merge_op;
+    std::vector<Record> records;
+    std::unordered_map<std::string_view, Live> keys;
+    bool failed = false;
+    void replace(Kind kind, const rocksdb::Slice& k, const rocksdb::Slice& v) {
+      Live& l = keys[k.ToStringView()];
+      if (l.base >= 0) records[l.base].live = false;
+      if (l.merge >= 0) records[l.merge].live = false;
+      l.merge = -1;
+      l.base = static_cast<int64_t>(records.size());
+      records.push_back(Record{kind, true, false, k, v, {}});
+    }
+    rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+      if (cf) return rocksdb::Status::NotSupported();
+      replace(kPut, k, v);
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& k) override {
+      if (cf) return rocksdb::Status::NotSupported();
+      replace(kDelete, k, rocksdb::Slice());
+      return rocksdb::Status::OK();
+    }
+    rocksdb::Status MergeCF(uint32_t cf, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
+      if (cf) return rocksdb::Status::NotSupported();
+      Live& l = keys[k.ToStringView()];
+      if (l.merge >= 0 && merge_op) {
+        Record& m = records[l.merge];
+        std::string combined;
+        rocksdb::Slice left = m.folded ? rocksdb::Slice(m.merged) : m.value;
+        if (!merge_op->PartialMerge(k, left, v, &combined, nullptr)) return rocksdb::Status::NotSupported();
+        m.merged = std::move(combined);
+        m.folded = true;
+        return rocksdb::Status::OK();
+      }
+      if (l.merge >= 0) return rocksdb::Status::NotSupported();
+      l.merge = static_cast<int64_t>(records.size());
+      records.push_back(Record{kMerge, true, false, k, v, {}});
+      return rocksdb::Status::OK();
+    }
+    // Anything the store's transactions do not write ends the collapse.
+    rocksdb::Status SingleDeleteCF(uint32_t, const rocksdb::Slice&) override { return rocksdb::Status::NotSupported(); }
+    rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
+      return rocksdb::Status::NotSupported();
+    }
+    void LogData(const rocksdb::Slice&) override { failed = true; }
+  } c;
+  c.merge_op = merge;
+  size_t count = 0;
+  for (const auto* b : parts) count += b->Count();
+  c.records.reserve(count);
+  c.keys.reserve(count);
+  for (const auto* b : parts)
+    if (!b->Iterate(&c).ok() || c.failed) return false;
+  out->Clear();
+  for (const Record& r : c.records) {
+    if (!r.live) continue;
+    rocksdb::Status s;
+    switch (r.kind) {
+      case kPut: s = out->Put(r.key, r.value); break;
+      case kDelete: s = out->Delete(r.key); break;
+      case kMerge: s = out->Merge(r.key, r.folded ? rocksdb::Slice(r.merged) : r.value); break;
+    }
+    if (!s.ok()) return false;
+  }
+  return true;
 }
 
 void KvCommitter::lane_loop() {

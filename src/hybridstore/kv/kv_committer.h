@@ -36,6 +36,7 @@
 #include <vector>
 
 #include <rocksdb/db.h>
+#include <rocksdb/merge_operator.h>
 #include <rocksdb/write_batch.h>
 
 #include "hybridstore/common/perf_counters.h"
@@ -70,6 +71,17 @@ struct CommitWork {
 // The representation of one WriteBatch holding every record of `parts`, in
 // order (for WriteBatch(const std::string&)).
 std::string join_write_batches(const std::vector<const rocksdb::WriteBatch*>& parts);
+
+// One WriteBatch with the effect of applying `parts` in order, each key
+// written once where it can be: a Put or Delete drops the key's earlier
+// records, and a Merge that follows a Merge of the same key is folded into
+// it with `merge`'s PartialMerge. Records of different keys may change
+// order; the batch must therefore be applied as one write. Returns false
+// (and leaves `out` unspecified) when a part holds anything else (other
+// column families, single or range deletes, log data), or when a partial
+// merge fails: the caller then joins the parts as they are.
+bool collapse_write_batches(const std::vector<const rocksdb::WriteBatch*>& parts,
+                            const rocksdb::MergeOperator* merge, rocksdb::WriteBatch* out);
 
 // Counter ids the committer updates; without a set it counts nothing.
 struct CommitterPerf {
@@ -150,6 +162,7 @@ class KvCommitter {
   void finisher_loop();
 
   rocksdb::DB* db_;
+  std::shared_ptr<rocksdb::MergeOperator> merge_op_;  // folds a group's merges of one key
   std::array<BlockDevice*, kNumTiers> devices_;
   WriteTracker* tracker_;
   std::array<uint64_t, kNumTiers> flushed_{};  // tracker counts covered by the last flush
