@@ -102,10 +102,10 @@ int KvCommitter::wait_committed(uint64_t seq) {
     if (!queue_.empty() || stopping_) queue_cv_.notify_one();
   }
   if (committed_.load() < seq && !error_) {
-    SyncWaiter w;
-    auto it = sync_waiters_.emplace(seq, &w);
-    w.cv.wait(l, [&] { return w.woken || committed_.load() >= seq || error_; });
-    if (!w.woken) sync_waiters_.erase(it);
+    auto w = std::make_shared<SyncWaiter>();
+    auto it = sync_waiters_.emplace(seq, w);
+    w->cv.wait(l, [&] { return w->woken || committed_.load() >= seq || error_; });
+    if (!w->woken) sync_waiters_.erase(it);
   }
   if (committed_.load() >= seq) return 0;
   return error_;
@@ -509,6 +509,7 @@ void KvCommitter::acknowledge(Flight& f) {
     }
   }
   std::vector<std::function<void()>> woken;
+  std::vector<std::shared_ptr<SyncWaiter>> to_signal;
   {
     std::lock_guard<std::mutex> l(mutex_);
     committed_.store(group.back().seq, std::memory_order_release);
@@ -518,7 +519,7 @@ void KvCommitter::acknowledge(Flight& f) {
     auto sync_end = sync_waiters_.upper_bound(group.back().seq);
     for (auto it = sync_waiters_.begin(); it != sync_end; ++it) {
       it->second->woken = true;
-      it->second->cv.notify_one();
+      to_signal.push_back(std::move(it->second));
     }
     sync_waiters_.erase(sync_waiters_.begin(), sync_end);
     stats_.transactions += group.size();
@@ -526,6 +527,7 @@ void KvCommitter::acknowledge(Flight& f) {
     stats_.device_flushes += flushes;
     stats_.commit_latency_ns_total += static_cast<uint64_t>(ns);
   }
+  for (auto& w : to_signal) w->cv.notify_one();
   // After the group's on_commit callbacks, which are already queued.
   if (!woken.empty()) {
     std::lock_guard<std::mutex> l(fin_mutex_);

@@ -175,11 +175,14 @@ class KvCommitter {
   // only the threads it made durable, not every waiter (with 16 writers and
   // groups of a few transactions, waking all of them cost more CPU than the
   // commit).
+  // Shared, so that a group can signal its waiters after releasing mutex_
+  // (a waiter signalled under it would wake only to block on it again)
+  // even if one of them has already returned.
   struct SyncWaiter {
     std::condition_variable cv;
     bool woken = false;
   };
-  std::multimap<uint64_t, SyncWaiter*> sync_waiters_;
+  std::multimap<uint64_t, std::shared_ptr<SyncWaiter>> sync_waiters_;
   std::deque<CommitWork> queue_;
   std::deque<std::shared_ptr<Flight>> flights_;  // queue order; guarded by mutex_
   std::condition_variable lane_cv_;              // a record to write / lanes stop
