@@ -266,14 +266,17 @@ TEST(CollapseWriteBatches, LeavesTheSameDatabaseAsTheJoinedGroup) {
       for (int n = 1 + static_cast<int>(rng() % 5); n > 0; --n) {
         const std::string& k = keys[rng() % keys.size()];
         const bool mergeable = k[0] == 'B' || k == kv::stats_key();
+        std::string v = k[0] == 'B'               ? test::random_bytes(rng, 1 + rng() % 16)
+                        : k == kv::stats_key() ? stat_delta(static_cast<int64_t>(rng() % 7) - 3)
+                                               : test::random_bytes(rng, rng() % 40);
         switch (rng() % 4) {
           case 0: p.Delete(k); break;
-          case 1: p.Put(k, k[0] == 'B' ? test::random_bytes(rng, 1 + rng() % 16) : stat_delta(static_cast<int64_t>(rng() % 100))); break;
+          case 1: p.Put(k, v); break;
           default:
             if (mergeable)
-              p.Merge(k, k[0] == 'B' ? test::random_bytes(rng, 1 + rng() % 16) : stat_delta(static_cast<int64_t>(rng() % 7) - 3));
+              p.Merge(k, v);
             else
-              p.Put(k, test::random_bytes(rng, rng() % 40));
+              p.Put(k, v);
         }
       }
     std::vector<const rocksdb::WriteBatch*> ptrs;
