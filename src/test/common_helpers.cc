@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -31,6 +32,14 @@ std::string random_bytes(std::mt19937_64& rng, size_t n) {
     for (int k = 0; k < 8; ++k) s[i + k] = static_cast<char>(v >> (8 * k));
   }
   for (; i < n; ++i) s[i] = static_cast<char>(rng());
+  return s;
+}
+
+uint64_t test_seed(uint64_t fallback) {
+  uint64_t s = fallback;
+  if (const char* e = getenv("HS_TEST_SEED")) s = strtoull(e, nullptr, 10);
+  printf("[ seed     ] %llu (HS_TEST_SEED=%llu repeats it)\n", static_cast<unsigned long long>(s),
+         static_cast<unsigned long long>(s));
   return s;
 }
 

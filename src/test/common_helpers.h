@@ -23,4 +23,8 @@ class TempDir {
 
 std::string random_bytes(std::mt19937_64& rng, size_t n);
 
+// The seed of a randomised check: `fallback`, or HS_TEST_SEED when set.
+// Printed either way, so a failure can be repeated.
+uint64_t test_seed(uint64_t fallback);
+
 }  // namespace hybridstore::test

@@ -241,11 +241,7 @@ TEST(CollapseWriteBatches, RefusesWhatItCannotCollapse) {
 // record by record: random groups over a few keys of every kind the merge
 // operator knows, applied on top of the same earlier contents.
 TEST(CollapseWriteBatches, LeavesTheSameDatabaseAsTheJoinedGroup) {
-  uint64_t seed = 1515;
-  if (const char* env = getenv("HS_TEST_SEED")) seed = strtoull(env, nullptr, 10);
-  printf("[ seed     ] %llu (HS_TEST_SEED=%llu repeats it)\n", static_cast<unsigned long long>(seed),
-         static_cast<unsigned long long>(seed));
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng(test::test_seed(1515));
   test::TempDir dir("collapse");
   auto open = [&](const std::string& name) {
     rocksdb::Options o;

@@ -26,15 +26,6 @@ namespace {
 
 constexpr uint64_t kPiece = 4096, kGap = 4096;
 
-// Every randomised check prints its seed; HS_TEST_SEED overrides it.
-uint64_t test_seed(uint64_t fallback) {
-  uint64_t s = fallback;
-  if (const char* e = getenv("HS_TEST_SEED")) s = strtoull(e, nullptr, 10);
-  printf("[ seed     ] %llu (HS_TEST_SEED=%llu repeats it)\n", static_cast<unsigned long long>(s),
-         static_cast<unsigned long long>(s));
-  return s;
-}
-
 class FragmentedTest : public StoreTest, public ::testing::WithParamInterface<const char*> {
  protected:
   Config config() override {
@@ -113,7 +104,7 @@ class FragmentedTest : public StoreTest, public ::testing::WithParamInterface<co
 
 // 127/128/129 sit around the default ring depth; 10,000 far beyond it.
 TEST_P(FragmentedTest, ObjectsOfManyPiecesReadBackWholeAndInRanges) {
-  std::mt19937_64 rng(test_seed(10));
+  std::mt19937_64 rng(test::test_seed(10));
   std::map<std::string, std::string> images;
   for (size_t pieces : {1, 127, 128, 129, 1000, 10000}) {
     std::string name = "frag" + std::to_string(pieces);
@@ -134,7 +125,7 @@ TEST_P(FragmentedTest, ObjectsOfManyPiecesReadBackWholeAndInRanges) {
 }
 
 TEST_P(FragmentedTest, ReadOfAFragmentedObjectJoinsContiguousDeviceRanges) {
-  std::mt19937_64 rng(test_seed(11));
+  std::mt19937_64 rng(test::test_seed(11));
   std::string image = write_fragmented(obj("f"), 10000, rng);
   // Where it was written, then moved to the HDD (each piece an extent still).
   for (bool on_hdd : {false, true}) {
@@ -164,7 +155,7 @@ TEST_P(FragmentedTest, ReadOfAFragmentedObjectJoinsContiguousDeviceRanges) {
 }
 
 TEST_P(FragmentedTest, ReadersOfFragmentedObjectsWhileWritersDeferredWriterAndCleanerWork) {
-  const uint64_t seed = test_seed(12);
+  const uint64_t seed = test::test_seed(12);
   std::mt19937_64 rng(seed);
   // Read-only during the run: objects of 129..1500 pieces.
   // Half of them on the HDD, so reads go to both devices.
