@@ -64,6 +64,21 @@ fi
 grep -qx "malloc: $want_malloc" "$W/cmp.out" || fail "compare names its allocator ($want_malloc)"
 python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["malloc"] == sys.argv[2] else 1)' \
   "$W/cmp.json" "$want_malloc" || fail "compare: the allocator in the JSON"
+# The JSON's rows: keys in the order written (malloc first), the CPU named for
+# what it is divided by, stage averages by name, groups where measured.
+python3 - "$W/cmp.json" <<'PY' || fail "compare: the rows in the JSON"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert list(j)[0] == "malloc", list(j)
+for kind in ("file", "nand"):
+    rows = {r["work"]: r for r in j[kind]}
+    for work in ("4 KiB creates, 1 writer", "4 KiB creates, 4 writers"):
+        r = rows[work]
+        assert r["cpu_us_per_txn"] > 0 and "cpu_us_per_op" not in r and "cpu_us_per_read" not in r, r
+        assert r["stage_avg_us"]["commit_lat"] > 0, r
+    assert rows["4 KiB creates, 4 writers"]["txns_per_group"] >= 1, rows
+    assert "txns_per_group" not in rows["4 KiB creates, 1 writer"], rows
+PY
 # With fio, a read row also gets the raw device read by as many synchronous
 # readers as the store has (fio's own row keeps them all in flight from one
 # thread), in the table's notes and in the JSON.
@@ -75,6 +90,8 @@ if fio --version >/dev/null 2>&1; then
     "$W/cmpr.out" || fail "compare: random reads against synchronous readers: $(cat "$W/cmpr.out")"
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["file_store_over_sync_readers"]["4 KiB random reads, 4 in flight"]; sys.exit(0 if r > 0 else 1)' \
     "$W/cmpr.json" || fail "compare: the synchronous readers' ratio in the JSON"
+  python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["file"][0]; sys.exit(0 if r["cpu_us_per_read"] > 0 and "cpu_us_per_txn" not in r else 1)' \
+    "$W/cmpr.json" || fail "compare: the CPU per read in the JSON"
 else
   echo "SKIPPED: compare --fio-compare (fio is not installed; make deps installs it)"
 fi

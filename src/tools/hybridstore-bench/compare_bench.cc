@@ -71,6 +71,7 @@ struct Row {
   double txns_per_group = 0;
   // Where a write row's transactions spent their time (perf counter averages, us).
   std::vector<std::pair<std::string, double>> stages;
+  bool is_read() const { return work.find("reads") != std::string::npos; }
   double ratio() const {
     double r = unit == "MiB/s" ? raw.mib_s : raw.iops;
     return raw.ok && r > 0 ? store / r : 0;
@@ -500,7 +501,7 @@ void print_table(const std::string& kind, const std::vector<Row>& rows, const st
     if (!r.raw.ok) printf("|   raw not measured: %s\n", r.raw.note.c_str());
   }
   for (const auto& r : rows)
-    if (r.cpu_us > 0 && (r.work.find("writer") != std::string::npos || r.work.find("writes") != std::string::npos)) {
+    if (r.cpu_us > 0 && !r.is_read()) {
       printf("CPU per transaction (user+sys / transactions), %s: %.1f us", r.work.c_str(), r.cpu_us);
       if (r.txns_per_group > 0) printf("; %.2f transactions per commit group", r.txns_per_group);
       printf("\n");
@@ -511,7 +512,7 @@ void print_table(const std::string& kind, const std::vector<Row>& rows, const st
       }
     }
   for (const auto& r : rows)
-    if (r.cpu_us > 0 && r.work.find("reads") != std::string::npos) {
+    if (r.cpu_us > 0 && r.is_read()) {
       printf("CPU per read (user+sys / reads), %s: %.1f us\n", r.work.c_str(), r.cpu_us);
     }
   if (!floor_note.empty()) printf("%s\n", floor_note.c_str());
@@ -525,7 +526,9 @@ int run_compare(const CompareArgs& a) {
     fprintf(stderr, "hybridstore-bench compare: --fio-compare needs fio (Debian package fio; make deps installs it)\n");
     return 2;
   }
-  nlohmann::json j = nlohmann::json::object();
+  // Keys in the order they are written (malloc first, rows' fields as
+  // the table reads), not sorted.
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["malloc"] = malloc_name();
   printf("malloc: %s\n", malloc_name().c_str());
   int rc = 0;
@@ -542,11 +545,20 @@ int run_compare(const CompareArgs& a) {
     if (k.run(&rows, &fsck) != 0) rc = 1;
     print_table(kind, rows, fsck, k.read_note_, k.floor_note_, k.sync_notes_);
     auto& arr = j[kind];
-    for (const auto& r : rows)
-      arr.push_back({{"work", r.work},           {"unit", r.unit},       {"raw_source", r.raw.source},
-                     {"raw_iops", r.raw.iops},   {"raw_mib_s", r.raw.mib_s}, {"store", r.store},
-                     {"ratio", r.ratio()},       {"goal", r.goal},       {"cpu_us_per_txn", r.cpu_us}, {"cpu_us_per_op", r.cpu_us},
-                     {"txns_per_group", r.txns_per_group}, {"stage_avg_us", r.stages}});
+    for (const auto& r : rows) {
+      nlohmann::ordered_json row = {{"work", r.work},         {"unit", r.unit},   {"raw_source", r.raw.source},
+                            {"raw_iops", r.raw.iops}, {"raw_mib_s", r.raw.mib_s}, {"store", r.store},
+                            {"ratio", r.ratio()},     {"goal", r.goal}};
+      // Named for what the CPU is divided by, as the text table does.
+      if (r.cpu_us > 0) row[r.is_read() ? "cpu_us_per_read" : "cpu_us_per_txn"] = r.cpu_us;
+      if (r.txns_per_group > 0) row["txns_per_group"] = r.txns_per_group;
+      if (!r.stages.empty()) {
+        nlohmann::ordered_json stages = nlohmann::ordered_json::object();
+        for (const auto& [name, us] : r.stages) stages[name] = us;
+        row["stage_avg_us"] = stages;
+      }
+      arr.push_back(std::move(row));
+    }
     j[kind + "_fsck"] = fsck;
     j[kind + "_random_reads"] = k.read_note_;
     if (k.floor_ratio_ > 0) j[kind + "_raw_8k_over_4k_sync"] = k.floor_ratio_;
