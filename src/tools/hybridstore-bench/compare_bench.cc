@@ -546,9 +546,9 @@ int run_compare(const CompareArgs& a) {
     print_table(kind, rows, fsck, k.read_note_, k.floor_note_, k.sync_notes_);
     auto& arr = j[kind];
     for (const auto& r : rows) {
-      nlohmann::ordered_json row = {{"work", r.work},         {"unit", r.unit},   {"raw_source", r.raw.source},
-                            {"raw_iops", r.raw.iops}, {"raw_mib_s", r.raw.mib_s}, {"store", r.store},
-                            {"ratio", r.ratio()},     {"goal", r.goal}};
+      nlohmann::ordered_json row = {{"work", r.work}, {"unit", r.unit}, {"raw_source", r.raw.source},
+                                    {"raw_iops", r.raw.iops}, {"raw_mib_s", r.raw.mib_s}, {"store", r.store},
+                                    {"ratio", r.ratio()}, {"goal", r.goal}};
       // Named for what the CPU is divided by, as the text table does.
       if (r.cpu_us > 0) row[r.is_read() ? "cpu_us_per_read" : "cpu_us_per_txn"] = r.cpu_us;
       if (r.txns_per_group > 0) row["txns_per_group"] = r.txns_per_group;
