@@ -130,21 +130,6 @@ int BlockDevice::write_durable(uint64_t offset, const char* buf, uint64_t len) {
   return flush();
 }
 
-namespace {
-class FinishedWrite final : public DurableWrite {
- public:
-  explicit FinishedWrite(int result) : result_(result) {}
-  int wait() override { return result_; }
-
- private:
-  int result_;
-};
-}  // namespace
-
-std::unique_ptr<DurableWrite> BlockDevice::start_write_durable(uint64_t offset, const char* buf, uint64_t len) {
-  return std::make_unique<FinishedWrite>(write_durable(offset, buf, len));
-}
-
 bool parse_io_backend(const std::string& s, IoBackend* out) {
   if (s == "auto") *out = IoBackend::kAuto;
   else if (s == "uring" || s == "io_uring") *out = IoBackend::kUring;
@@ -272,7 +257,6 @@ class FileDeviceBase : public BlockDevice {
   FileDeviceBase(int fd, std::string path, uint64_t size, bool direct, uint64_t max_transfer)
       : fd_(fd), path_(std::move(path)), size_(size), direct_(direct), max_transfer_(max_transfer) {}
   ~FileDeviceBase() override {
-    if (async_state_ > 0) io_uring_queue_exit(&async_ring_);
     if (fd_ >= 0) ::close(fd_);
   }
   uint64_t size() const override { return size_; }
@@ -316,16 +300,6 @@ class FileDeviceBase : public BlockDevice {
     (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
                       static_cast<off_t>(len));
     return 0;
-  }
-  std::unique_ptr<DurableWrite> start_write_durable(uint64_t offset, const char* buf, uint64_t len) override {
-    auto w = std::make_unique<AsyncWrite>(this, offset, buf, len);
-    const bool eligible = max_transfer_ == 0 && dsync_writes_.load(std::memory_order_relaxed) && len > 0 &&
-                          len <= UINT_MAX && offset <= size_ && len <= size_ - offset;
-    if (!eligible || !submit_async(w.get())) {
-      w->result = write_durable(offset, buf, len);
-      w->waited = true;
-    }
-    return w;
   }
   BlockDeviceStats io_stats() const override {
     BlockDeviceStats s;
@@ -390,96 +364,6 @@ class FileDeviceBase : public BlockDevice {
   std::atomic<uint64_t> requests_{0}, device_ios_{0}, short_transfers_{0}, max_in_flight_{0};
   std::atomic<bool> dsync_writes_{true};  // false once the kernel refused RWF_DSYNC
 
- private:
-  // start_write_durable's writes go through a small ring of their own, set
-  // up on first use (most devices never see one) and there whichever
-  // backend the device has. One RWF_DSYNC write each: the kernel submits it
-  // at once and flushes when it completes, with no thread of ours between.
-  struct AsyncWrite final : DurableWrite {
-    AsyncWrite(FileDeviceBase* d, uint64_t o, const char* b, uint64_t l) : dev(d), offset(o), buf(b), len(l) {}
-    ~AsyncWrite() override { wait(); }
-    int wait() override {
-      if (!waited) {
-        result = dev->finish_async(this);
-        waited = true;
-      }
-      return result;
-    }
-    FileDeviceBase* dev;
-    uint64_t offset;
-    const char* buf;
-    uint64_t len;
-    uint64_t id = 0;  // the ring's user data: its completion's key in async_results_
-    bool waited = false;
-    int result = 0;
-  };
-  static constexpr unsigned kAsyncDepth = 16;
-
-  bool submit_async(AsyncWrite* w) {
-    std::lock_guard<std::mutex> l(async_submit_mu_);
-    if (async_state_ == 0) async_state_ = io_uring_queue_init(kAsyncDepth, &async_ring_, 0) == 0 ? 1 : -1;
-    // Bounded in flight, so that completions never overflow their queue.
-    if (async_state_ < 0 || async_in_flight_.load() >= kAsyncDepth) return false;
-    io_uring_sqe* sqe = io_uring_get_sqe(&async_ring_);
-    if (!sqe) return false;
-    io_uring_prep_write(sqe, fd_, w->buf, static_cast<unsigned>(w->len), w->offset);
-    sqe->rw_flags = RWF_DSYNC;
-    w->id = ++async_next_id_;
-    io_uring_sqe_set_data64(sqe, w->id);
-    if (io_uring_submit(&async_ring_) != 1) {
-      // The entry may still sit in the submission queue: the ring is not
-      // entered again, so it never reaches the kernel.
-      async_state_ = -1;
-      HS_WARN("io_uring on {} refused a write; durable writes go through pwritev2 from now on", path_);
-      return false;
-    }
-    async_in_flight_.fetch_add(1);
-    requests_.fetch_add(1, std::memory_order_relaxed);
-    device_ios_.fetch_add(1, std::memory_order_relaxed);
-    return true;
-  }
-
-  int finish_async(AsyncWrite* w) {
-    int res;
-    {
-      // One thread reaps at a time and files each result it takes under its
-      // write's id for the thread that waits for that one.
-      std::lock_guard<std::mutex> l(async_reap_mu_);
-      for (;;) {
-        if (auto it = async_results_.find(w->id); it != async_results_.end()) {
-          res = it->second;
-          async_results_.erase(it);
-          break;
-        }
-        io_uring_cqe* cqe = nullptr;
-        int r = io_uring_wait_cqe(&async_ring_, &cqe);
-        if (r == -EINTR || r == -EAGAIN) continue;
-        // Only a broken ring (EFAULT, EBADF) gets here.
-        if (r < 0) return r;
-        async_results_.emplace(io_uring_cqe_get_data64(cqe), cqe->res);
-        io_uring_cqe_seen(&async_ring_, cqe);
-        async_in_flight_.fetch_sub(1);
-      }
-    }
-    if (res >= 0 && static_cast<uint64_t>(res) == w->len) return 0;
-    // Refused or cut short: the rest synchronously (which also learns
-    // whether RWF_DSYNC is supported at all). That write counts the
-    // request again; it is the same one.
-    if (res == -EOPNOTSUPP || res == -EAGAIN || res == -EINTR || res > 0)
-      requests_.fetch_sub(1, std::memory_order_relaxed);
-    if (res == -EOPNOTSUPP || res == -EAGAIN || res == -EINTR) return write_durable(w->offset, w->buf, w->len);
-    if (res < 0) return res;
-    if (res == 0) return -EIO;
-    short_transfers_.fetch_add(1, std::memory_order_relaxed);
-    return write_durable(w->offset + res, w->buf + res, w->len - res);
-  }
-
-  std::mutex async_submit_mu_, async_reap_mu_;
-  io_uring async_ring_{};
-  int async_state_ = 0;  // 0 not tried, 1 ready, -1 unusable (under async_submit_mu_)
-  uint64_t async_next_id_ = 0;                  // under async_submit_mu_
-  std::map<uint64_t, int> async_results_;  // reaped, not yet taken (under async_reap_mu_)
-  std::atomic<unsigned> async_in_flight_{0};
 };
 
 class PosixBlockDevice final : public FileDeviceBase {

@@ -67,14 +67,6 @@ struct BlockDeviceStats {
   uint64_t max_in_flight = 0;    // most I/Os on the device at once
 };
 
-// A write_durable() under way: wait() returns its result (0 or -errno).
-// Destroying it waits too, since the device may still read the buffer.
-class DurableWrite {
- public:
-  virtual ~DurableWrite() = default;
-  virtual int wait() = 0;
-};
-
 class BlockDevice {
  public:
   virtual ~BlockDevice() = default;
@@ -102,11 +94,6 @@ class BlockDevice {
   // wait instead of two. Other writes completed before the call are made
   // durable too, as by flush().
   virtual int write_durable(uint64_t offset, const char* buf, uint64_t len);
-  // write_durable() handed to the device without waiting for it where the
-  // device can take it so (a file, through io_uring), for callers with
-  // other work to do meanwhile; elsewhere carried out before returning.
-  // `buf` must stay untouched until the result is waited for.
-  virtual std::unique_ptr<DurableWrite> start_write_durable(uint64_t offset, const char* buf, uint64_t len);
   // Tells the device a range holds no data any more (TRIM); advisory.
   virtual int discard(uint64_t offset, uint64_t len) { return 0; }
   // Counters of the file-backed devices (others return zeros).

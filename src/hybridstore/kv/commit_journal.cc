@@ -241,25 +241,11 @@ void CommitJournal::checkpoint() {
   reusable_ = head_ + size_;
 }
 
-namespace {
-// O_DIRECT wants the buffer aligned too.
-AlignedBuffer aligned_copy(const std::string& record) {
+int CommitJournal::write(uint64_t pos, const std::string& record) {
+  // O_DIRECT wants the buffer aligned too.
   AlignedBuffer b(record.size(), 4096, AlignedBuffer::kUninitialized);
   std::memcpy(b.data(), record.data(), record.size());
-  return b;
-}
-}  // namespace
-
-int CommitJournal::write(uint64_t pos, const std::string& record) {
-  AlignedBuffer b = aligned_copy(record);
   return dev_->write_durable(pos, b.data(), b.size());
-}
-
-CommitJournal::PendingWrite CommitJournal::start_write(uint64_t pos, const std::string& record) {
-  PendingWrite w;
-  w.buf_ = aligned_copy(record);
-  w.io_ = dev_->start_write_durable(pos, w.buf_.data(), w.buf_.size());
-  return w;
 }
 
 }  // namespace hybridstore

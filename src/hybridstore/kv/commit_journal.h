@@ -107,17 +107,6 @@ class CommitJournal {
   void checkpoint();
   // Writes the record at `pos` (from reserve()) and makes it durable.
   int write(uint64_t pos, const std::string& record);
-  // The same write under way while the caller works; wait() gives its result.
-  class PendingWrite {
-   public:
-    int wait() { return io_->wait(); }
-
-   private:
-    friend class CommitJournal;
-    AlignedBuffer buf_;
-    std::unique_ptr<DurableWrite> io_;
-  };
-  PendingWrite start_write(uint64_t pos, const std::string& record);
 
  private:
   CommitJournal(std::unique_ptr<BlockDevice> dev, uint64_t size, const Uuid& fsid)

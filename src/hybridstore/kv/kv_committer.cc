@@ -229,21 +229,25 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
     }
     // One writer: handing the record to a lane would add two thread
     // switches to its latency (more than the RocksDB write it would hide).
-    // This thread starts the record's write itself and fills the memtable
-    // while the device works: the same overlap, without the switches.
+    // This thread writes the record itself, synchronously, then fills the
+    // memtable. Starting the write through io_uring and filling the
+    // memtable meanwhile was measured slower (docs/benchmarks.md,
+    // thirteenth round): the asynchronous write took longer than the
+    // synchronous one, and the device's work did not overlap the insert.
     const bool inline_write = overlap && alone && f->group.size() == 1;
     if (inline_write) {
       overlap = false;
-      auto pending = journal_->start_write(f->pos, f->record);
-      const bool kv_written = write_batches(*f);
-      f->err = pending.wait();
-      if (f->err < 0) fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
+      f->err = journal_->write(f->pos, f->record);
       f->record.clear();
+      if (f->err < 0) {
+        fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
+        return;
+      }
       {
         std::lock_guard<std::mutex> l(mutex_);
-        if (f->err == 0) ++stats_.journal_records;
+        ++stats_.journal_records;
       }
-      if (!kv_written) return;
+      if (!write_batches(*f)) return;
     } else if (!overlap && !write_batches(*f)) {
       return;
     }

@@ -450,8 +450,8 @@ TEST_F(CommitJournalReplay, LanesAcknowledgeInQueueOrderAndReplayRestoresEveryTr
 // RocksDB loses its unsynced tail (here: a database that never saw the
 // batches at all): the journal alone brings back every acknowledged one.
 // One transaction at a time, so each record is written by the thread that
-// commits its group while it fills the memtable (start_write): by the
-// committer thread, or by the caller itself when it says it will wait.
+// commits its group, before it fills the memtable: by the committer thread,
+// or by the caller itself when it says it will wait.
 TEST_F(CommitJournalReplay, AcknowledgedTransactionsComeBackFromTheJournalAlone) {
   for (bool caller_waits : {false, true}) {
     SCOPED_TRACE(caller_waits ? "callers commit their own" : "the committer thread commits");
