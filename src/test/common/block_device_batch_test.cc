@@ -34,11 +34,11 @@ struct Backend {
 };
 void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
 
-// Each check draws its data from a fixed seed, printed, so a failure repeats.
+// Each check draws its data from a seed of its own (derived from its name),
+// printed, and replaced by HS_TEST_SEED when that is set, so a failure repeats.
 uint64_t seed_for(const char* what) {
-  uint64_t s = std::accumulate(what, what + strlen(what), uint64_t{17}, [](uint64_t h, char c) { return h * 131 + c; });
-  printf("[ seed     ] %s: %llu\n", what, static_cast<unsigned long long>(s));
-  return s;
+  return test::test_seed(
+      std::accumulate(what, what + strlen(what), uint64_t{17}, [](uint64_t h, char c) { return h * 131 + c; }));
 }
 
 class BatchTest : public ::testing::TestWithParam<Backend> {
