@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <random>
 #include <set>
@@ -530,6 +531,58 @@ TEST_F(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingThe
   c.stop();
   ASSERT_EQ(acked.size(), 900u);
   for (size_t i = 0; i < acked.size(); ++i) ASSERT_EQ(acked[i], i + 1) << "acknowledged out of order";
+}
+
+// submit() leaves a lone caller's transaction for that caller to commit,
+// without waking the committer thread. Another thread waiting for the same
+// transaction (a read waiting for its collection), before or after the
+// owner, must neither block the owner nor be left behind: both return once
+// the transaction is durable, whichever of them committed it.
+TEST_F(CommitJournalReplay, AnotherThreadWaitingForASelfCommittedTransactionReturnsWithItsOwner) {
+  auto db = open_db(dir_.file("db"));
+  auto j = open_journal(64 * CommitJournal::kBlock);
+  WriteTracker tracker;
+  KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
+  c.set_journal(j.get(), 1, 4);
+  c.start();
+  for (int round = 0; round < 20; ++round) {
+    CommitWork work;
+    work.batch = std::make_unique<rocksdb::WriteBatch>();
+    work.batch->Put("k" + std::to_string(round), "v");
+    const uint64_t seq = c.submit(std::move(work), /*caller_waits=*/true);
+    ASSERT_GT(seq, 0u);
+    std::atomic<bool> other_done{false};
+    std::thread other([&] {
+      EXPECT_EQ(c.wait_committed(seq), 0);
+      other_done = true;
+    });
+    // Give the other thread time to register first on some rounds.
+    if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(c.wait_committed(seq), 0);
+    other.join();
+    EXPECT_TRUE(other_done);
+    EXPECT_GE(c.committed_seq(), seq);
+  }
+  // A second committer in the same thread: the first one's choice does not
+  // make this thread commit the second one's queue.
+  auto db2 = open_db(dir_.file("db2"));
+  KvCommitter c2(db2.get(), {nullptr, nullptr}, &tracker, 64);
+  c2.start();
+  CommitWork a;
+  a.batch = std::make_unique<rocksdb::WriteBatch>();
+  a.batch->Put("a", "1");
+  const uint64_t sa = c.submit(std::move(a), true);
+  CommitWork b;
+  b.batch = std::make_unique<rocksdb::WriteBatch>();
+  b.batch->Put("b", "1");
+  const uint64_t sb = c2.submit(std::move(b), false);
+  EXPECT_EQ(c2.wait_committed(sb), 0);
+  EXPECT_EQ(c.wait_committed(sa), 0);
+  c2.stop();
+  c.stop();
+  std::string v;
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k19", &v).ok());
+  EXPECT_TRUE(db2->Get(rocksdb::ReadOptions(), "b", &v).ok());
 }
 }  // namespace
 
