@@ -5,8 +5,10 @@
 // in queue order with every transaction durable.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <set>
@@ -327,6 +329,21 @@ class CommitJournalReplay : public ::testing::Test {
     uint64_t pos = j.reserve(r.size(), &cp);
     ASSERT_EQ(j.write(pos, r), 0);
   }
+  // A started committer over `db`, writing its records to `journal` through
+  // four lanes (journal numbers from 1).
+  static std::unique_ptr<KvCommitter> start_committer(rocksdb::DB* db, CommitJournal* journal,
+                                                      WriteTracker* tracker) {
+    auto c = std::make_unique<KvCommitter>(db, std::array<BlockDevice*, kNumTiers>{nullptr, nullptr}, tracker, 64);
+    if (journal) c->set_journal(journal, 1, 4);
+    c->start();
+    return c;
+  }
+  static CommitWork putting(const std::string& key, const std::string& value) {
+    CommitWork work;
+    work.batch = std::make_unique<rocksdb::WriteBatch>();
+    work.batch->Put(key, value);
+    return work;
+  }
 };
 
 TEST_F(CommitJournalReplay, ReplaysWhatRocksDBLacksUpToTheFirstGapAndRaisesItsNumber) {
@@ -497,9 +514,7 @@ TEST_F(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingThe
   auto db = open_db(dir_.file("db"));
   auto j = open_journal(64 * CommitJournal::kBlock);
   WriteTracker tracker;
-  KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
-  c.set_journal(j.get(), 1, 4);
-  c.start();
+  auto c = start_committer(db.get(), j.get(), &tracker);
   std::mutex order_mu;
   std::vector<uint64_t> acked;
   std::vector<std::thread> th;
@@ -516,19 +531,19 @@ TEST_F(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingThe
         };
         const bool waits = w % 2 == 0 || i % 3 == 0;
         std::lock_guard<std::mutex> l(order_mu);
-        *seq = c.submit(std::move(work), waits);
+        *seq = c->submit(std::move(work), waits);
         ASSERT_GT(*seq, 0u);
         if (waits) {
           order_mu.unlock();
-          EXPECT_EQ(c.wait_committed(*seq), 0);
-          EXPECT_GE(c.committed_seq(), *seq);
+          EXPECT_EQ(c->wait_committed(*seq), 0);
+          EXPECT_GE(c->committed_seq(), *seq);
           order_mu.lock();
         }
       }
     });
   for (auto& t : th) t.join();
-  ASSERT_EQ(c.wait_committed(c.last_seq()), 0);
-  c.stop();
+  ASSERT_EQ(c->wait_committed(c->last_seq()), 0);
+  c->stop();
   ASSERT_EQ(acked.size(), 900u);
   for (size_t i = 0; i < acked.size(); ++i) ASSERT_EQ(acked[i], i + 1) << "acknowledged out of order";
 }
@@ -542,44 +557,32 @@ TEST_F(CommitJournalReplay, AnotherThreadWaitingForASelfCommittedTransactionRetu
   auto db = open_db(dir_.file("db"));
   auto j = open_journal(64 * CommitJournal::kBlock);
   WriteTracker tracker;
-  KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
-  c.set_journal(j.get(), 1, 4);
-  c.start();
+  auto c = start_committer(db.get(), j.get(), &tracker);
   for (int round = 0; round < 20; ++round) {
-    CommitWork work;
-    work.batch = std::make_unique<rocksdb::WriteBatch>();
-    work.batch->Put("k" + std::to_string(round), "v");
-    const uint64_t seq = c.submit(std::move(work), /*caller_waits=*/true);
+    const uint64_t seq = c->submit(putting("k" + std::to_string(round), "v"), /*caller_waits=*/true);
     ASSERT_GT(seq, 0u);
     std::atomic<bool> other_done{false};
     std::thread other([&] {
-      EXPECT_EQ(c.wait_committed(seq), 0);
+      EXPECT_EQ(c->wait_committed(seq), 0);
       other_done = true;
     });
     // Give the other thread time to register first on some rounds.
     if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    EXPECT_EQ(c.wait_committed(seq), 0);
+    EXPECT_EQ(c->wait_committed(seq), 0);
     other.join();
     EXPECT_TRUE(other_done);
-    EXPECT_GE(c.committed_seq(), seq);
+    EXPECT_GE(c->committed_seq(), seq);
   }
   // A second committer in the same thread: the first one's choice does not
   // make this thread commit the second one's queue.
   auto db2 = open_db(dir_.file("db2"));
-  KvCommitter c2(db2.get(), {nullptr, nullptr}, &tracker, 64);
-  c2.start();
-  CommitWork a;
-  a.batch = std::make_unique<rocksdb::WriteBatch>();
-  a.batch->Put("a", "1");
-  const uint64_t sa = c.submit(std::move(a), true);
-  CommitWork b;
-  b.batch = std::make_unique<rocksdb::WriteBatch>();
-  b.batch->Put("b", "1");
-  const uint64_t sb = c2.submit(std::move(b), false);
-  EXPECT_EQ(c2.wait_committed(sb), 0);
-  EXPECT_EQ(c.wait_committed(sa), 0);
-  c2.stop();
-  c.stop();
+  auto c2 = start_committer(db2.get(), nullptr, &tracker);
+  const uint64_t sa = c->submit(putting("a", "1"), true);
+  const uint64_t sb = c2->submit(putting("b", "1"), false);
+  EXPECT_EQ(c2->wait_committed(sb), 0);
+  EXPECT_EQ(c->wait_committed(sa), 0);
+  c2->stop();
+  c->stop();
   std::string v;
   EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k19", &v).ok());
   EXPECT_TRUE(db2->Get(rocksdb::ReadOptions(), "b", &v).ok());
