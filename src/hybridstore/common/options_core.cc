@@ -74,9 +74,13 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "onodes kept in memory across all collections (in up to 16 shards by object hash, each "
                 "evicting its least recently used)",
                 "64", ""});
-  v->push_back({"hybridstore_kv_block_cache_size", T::kSize, "8M",
+  // RocksDB's own 8 MiB held the table blocks of about 30,000 onodes: past
+  // that, a read the onode cache missed also read and checksummed a table
+  // block (NAND random reads, 140,000 objects: 8.9 us of CPU a read at 8 MiB,
+  // 7.0 at 32 MiB and above; docs/benchmarks.md, fifteenth round).
+  v->push_back({"hybridstore_kv_block_cache_size", T::kSize, "128M",
                 "RocksDB block cache (LRU, grows as used): table blocks of onodes and omap the onode "
-                "cache misses; RocksDB's own default is 8 MiB",
+                "cache misses (RocksDB's own default is 8 MiB)",
                 "1M", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,
                 "write_buffer_size=64M;max_write_buffer_number=4;compression=kNoCompression",
