@@ -17,7 +17,7 @@ NandBlockDevice::NandBlockDevice(std::unique_ptr<Ftl> ftl, std::string path)
     : ftl_(std::move(ftl)), path_(std::move(path)) {}
 
 NandBlockDevice::~NandBlockDevice() {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinThenSleepMutex> g(mu_);
   if (ftl_ && !ftl_->dead())
     if (int r = ftl_->close(); r < 0) HS_ERROR("{}: FTL shutdown failed: {}", path_, r);
 }
@@ -35,7 +35,7 @@ bool NandBlockDevice::aligned(uint64_t offset, uint64_t len) const {
 
 int NandBlockDevice::read(uint64_t offset, char* buf, uint64_t len) {
   if (!aligned(offset, len)) return -EINVAL;
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinThenSleepMutex> g(mu_);
   uint32_t a = ftl_->sector_size();
   int64_t t0 = ftl_->clock()->now_ns();
   int r = ftl_->read_sectors(offset / a, len / a, buf);
@@ -44,7 +44,7 @@ int NandBlockDevice::read(uint64_t offset, char* buf, uint64_t len) {
 }
 
 void NandBlockDevice::set_perf(const FtlPerf& p) {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinThenSleepMutex> g(mu_);
   perf_ = p;
   // Only what happens from now on counts.
   perf_.set = nullptr;
@@ -76,7 +76,7 @@ void NandBlockDevice::pace(int64_t t0) {
 
 int NandBlockDevice::write(uint64_t offset, const char* buf, uint64_t len) {
   if (!aligned(offset, len)) return -EINVAL;
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinThenSleepMutex> g(mu_);
   uint32_t a = ftl_->sector_size();
   int64_t t0 = ftl_->clock()->now_ns();
   int r = ftl_->write_sectors(offset / a, len / a, buf);
@@ -86,7 +86,7 @@ int NandBlockDevice::write(uint64_t offset, const char* buf, uint64_t len) {
 }
 
 int NandBlockDevice::flush() {
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinThenSleepMutex> g(mu_);
   int64_t t0 = ftl_->clock()->now_ns();
   int r = ftl_->flush();
   count_locked();
@@ -99,7 +99,7 @@ int NandBlockDevice::discard(uint64_t offset, uint64_t len) {
   uint64_t first = (offset + a - 1) / a;
   uint64_t end = (offset + len) / a;
   if (end <= first) return 0;
-  std::lock_guard<std::mutex> g(mu_);
+  std::lock_guard<SpinThenSleepMutex> g(mu_);
   if (end > ftl_->sector_count()) return -EINVAL;
   int64_t t0 = ftl_->clock()->now_ns();
   int r = ftl_->trim_sectors(first, end - first);

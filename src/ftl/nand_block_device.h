@@ -10,6 +10,8 @@
 // each call also lasts (in wall-clock time) the NAND time it cost on the
 // virtual clock, like nandsim with do_delays: one chip, one request at a time.
 #pragma once
+#include <pthread.h>
+
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,6 +31,31 @@ namespace hybridstore::ftl {
 struct FtlPerf {
   PerfCounterSet* set = nullptr;
   int merges = -1, erases = -1, pages_copied = -1, host_pages_written = -1;
+};
+
+// A mutex that spins a little before it sleeps (glibc's adaptive kind). A
+// page read holds the device's lock for one 4 KiB copy and checksum, about
+// 1.5 us; with 16 readers on two cores, sleeping on it (a futex wait, a wake
+// and two thread switches) was 13% of the random-read row's CPU, more than
+// the reads it waited for (docs/benchmarks.md, fifteenth round).
+class SpinThenSleepMutex {
+ public:
+  SpinThenSleepMutex() {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+    pthread_mutex_init(&m_, &a);
+    pthread_mutexattr_destroy(&a);
+  }
+  ~SpinThenSleepMutex() { pthread_mutex_destroy(&m_); }
+  SpinThenSleepMutex(const SpinThenSleepMutex&) = delete;
+  SpinThenSleepMutex& operator=(const SpinThenSleepMutex&) = delete;
+  void lock() { pthread_mutex_lock(&m_); }
+  void unlock() { pthread_mutex_unlock(&m_); }
+  bool try_lock() { return pthread_mutex_trylock(&m_) == 0; }
+
+ private:
+  pthread_mutex_t m_;
 };
 
 class NandBlockDevice : public BlockDevice {
@@ -61,7 +88,7 @@ class NandBlockDevice : public BlockDevice {
   // Adds what the FTL did since the last call to the counters (under mu_).
   void count_locked();
 
-  mutable std::mutex mu_;
+  mutable SpinThenSleepMutex mu_;
   std::unique_ptr<Ftl> ftl_;
   std::string path_;
   FtlPerf perf_;
