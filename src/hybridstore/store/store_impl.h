@@ -148,8 +148,9 @@ class StoreImpl {
   int collection_bits(const CollectionId& c);
   int collection_list(const CollectionId& c, const ObjectId& start, const ObjectId& end, int max,
                       std::vector<ObjectId>* out, ObjectId* next);
+  // `key`: the object's onode key when the caller has built it already.
   int get_onode_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
-                         std::shared_lock<std::shared_mutex>* lock);
+                         std::shared_lock<std::shared_mutex>* lock, const std::string* key = nullptr);
   int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
            uint32_t read_flags = 0);
   int read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
@@ -210,6 +211,7 @@ class StoreImpl {
   int save_heat();
   void note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
                    uint64_t size);
+  void note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len, uint64_t size);
   uint64_t deferred_max_ = 0;
   // Small overwrites of SSD section data go to new extents, not in place
   // (hybridstore_ssd_small_overwrites).

@@ -604,7 +604,12 @@ uint64_t wall_us() {
 
 void StoreImpl::note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
                             uint64_t size) {
-  heat_->record(kv::onode_key(c, o), type, off, len, wall_us(), size);
+  note_access(kv::onode_key(c, o), type, off, len, size);
+}
+
+void StoreImpl::note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len,
+                            uint64_t size) {
+  heat_->record(onode_key, type, off, len, wall_us(), size);
 }
 
 void StoreImpl::return_space(const PExtent& e) {

@@ -33,7 +33,7 @@ int StoreImpl::collection_bits(const CollectionId& c) {
 }
 
 int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
-                                  std::shared_lock<std::shared_mutex>* lock) {
+                                  std::shared_lock<std::shared_mutex>* lock, const std::string* key) {
   if (!mounted_) return -ENOTCONN;
   if (o.max) return -ENOENT;
   auto st = coll_state(c);
@@ -51,7 +51,7 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
       break;
   }
   std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kv::onode_key(c, o), &v);
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key ? *key : kv::onode_key(c, o), &v);
   if (s.IsNotFound()) return -ENOENT;
   if (!s.ok()) return -EIO;
   auto on = std::make_shared<Onode>();
@@ -84,13 +84,16 @@ int StoreImpl::read_into(const CollectionId& c, const ObjectId& o, uint64_t off,
   const uint64_t t0 = perf_now_ns();
   OnodeRef on;
   std::shared_lock<std::shared_mutex> lock;
-  if (int r = get_onode_for_read(c, o, &on, &lock); r < 0) return r;
+  // Built once for both the onode's lookup and the heat tracker's.
+  const bool heat = !(read_flags & kReadNoHeat);
+  const std::string key = heat ? kv::onode_key(c, o) : std::string();
+  if (int r = get_onode_for_read(c, o, &on, &lock, heat ? &key : nullptr); r < 0) return r;
   if (off >= on->size) return 0;
   if (len == 0 || len > on->size - off) len = on->size - off;
   if (len > (1ull << 31)) return -E2BIG;  // the return value is a byte count
   char* out = buffer(len);
   if (!out) return -ENOMEM;
-  if (!(read_flags & kReadNoHeat)) note_access(c, o, AccessType::kRead, off, len, on->size);
+  if (heat) note_access(key, AccessType::kRead, off, len, on->size);
   if (int r = read_data(c, o, *on, off, len, out); r < 0) {
     if (r == -EIO) perf_->set.inc(perf_->read_eio);
     return r;
