@@ -36,8 +36,8 @@ struct FtlPerf {
 // A mutex that spins a little before it sleeps (glibc's adaptive kind). A
 // page read holds the device's lock for one 4 KiB copy and checksum, about
 // 1.5 us; with 16 readers on two cores, sleeping on it (a futex wait, a wake
-// and two thread switches) was 13% of the random-read row's CPU, more than
-// the reads it waited for (docs/benchmarks.md, fifteenth round).
+// and two thread switches) was 12-14% of the random-read row's CPU
+// (docs/benchmarks.md, fifteenth round).
 class SpinThenSleepMutex {
  public:
   SpinThenSleepMutex() {
