@@ -50,8 +50,13 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
       perf_->set.inc(perf_->onode_misses);
       break;
   }
+  std::string built;
+  if (!key) {
+    built = kv::onode_key(c, o);
+    key = &built;
+  }
   std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key ? *key : kv::onode_key(c, o), &v);
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), *key, &v);
   if (s.IsNotFound()) return -ENOENT;
   if (!s.ok()) return -EIO;
   auto on = std::make_shared<Onode>();
