@@ -10,6 +10,7 @@
 
 #include "hybridstore/common/config.h"
 #include "hybridstore/common/encoding.h"
+#include "hybridstore/common/string_table.h"
 
 namespace hybridstore {
 
@@ -32,13 +33,7 @@ float bits_float(uint32_t u) {
   return f;
 }
 
-// Keys in the maps are std::string; a per-thread scratch string lets record()
-// look up a string_view key without allocating once its capacity has grown.
-std::string& scratch_key(std::string_view key) {
-  thread_local std::string s;
-  s.assign(key.data(), key.size());
-  return s;
-}
+uint64_t key_hash(std::string_view key) { return std::hash<std::string_view>()(key); }
 
 }  // namespace
 
@@ -58,7 +53,7 @@ const char* access_type_name(AccessType t) {
 
 struct HeatTracker::Shard {
   mutable std::mutex mu;
-  std::unordered_map<std::string, Entry> map;
+  StringTable<Entry> map;
   // Keys evicted or forgotten since the last export (their stored records must go).
   std::vector<std::string> erased;
   // Set when `erased` hit its cap and dropped keys: the next export is full.
@@ -72,17 +67,16 @@ HeatTracker::HeatTracker(const HeatTrackerOptions& opts) : opts_(opts) {
   if (!(opts_.decay >= 0.0)) opts_.decay = 0.0;  // also catches NaN
   if (opts_.decay > 1.0) opts_.decay = 1.0;
   if (opts_.window_us == 0) opts_.window_us = 1;
-  shard_cap_ = opts_.max_objects / opts_.shards;
+  shard_cap_ = std::min<size_t>(opts_.max_objects / opts_.shards, StringTable<Entry>::kMaxEntries);
   erase_cap_ = std::max<size_t>(64, shard_cap_ / 8);
   shards_ = std::make_unique<Shard[]>(opts_.shards);
 }
 
 HeatTracker::~HeatTracker() = default;
 
-HeatTracker::Shard& HeatTracker::shard_for(std::string_view key) const {
-  size_t h = std::hash<std::string_view>()(key);
-  // High bits pick the shard; the map itself uses the low bits (mod bucket count).
-  return shards_[(h >> 40) & (opts_.shards - 1)];
+HeatTracker::Shard& HeatTracker::shard_for(uint64_t hash) const {
+  // High bits pick the shard; the table itself uses the low bits for the slot.
+  return shards_[(hash >> 40) & (opts_.shards - 1)];
 }
 
 double HeatTracker::decayed(double v, uint32_t from, uint32_t to) const {
@@ -110,13 +104,13 @@ double HeatTracker::coldness_f(const Entry& e, uint32_t epoch) const {
 
 void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset, uint64_t len,
                          uint64_t now_us, uint64_t object_size) {
-  Shard& s = shard_for(key);
+  const uint64_t h = key_hash(key);
+  Shard& s = shard_for(h);
   uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> g(s.mu);
-  std::string& k = scratch_key(key);
-  auto it = s.map.find(k);
+  ptrdiff_t found = s.map.find(key, h);
   uint64_t end = offset + len < offset ? UINT64_MAX : offset + len;
-  if (it == s.map.end()) {
+  if (found < 0) {
     if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch);
     Entry e;
     e.size = object_size;
@@ -128,10 +122,10 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
     e.cur_r = 1;
     e.epoch = epoch;
     e.dirty = true;
-    s.map.emplace(k, e);
+    s.map.insert(key, h, e);
     return;
   }
-  Entry& e = it->second;
+  Entry& e = s.map.at(static_cast<size_t>(found)).value;
   fold(&e, epoch);
   e.size = object_size;
   e.dirty = true;
@@ -165,31 +159,38 @@ void HeatTracker::evict_coldest(Shard* s, uint32_t epoch) {
   struct Cand {
     double f;
     uint64_t t;
-    std::unordered_map<std::string, Entry>::iterator it;
+    size_t index;
   };
   std::vector<Cand> c;
   c.reserve(s->map.size());
-  for (auto it = s->map.begin(); it != s->map.end(); ++it)
-    c.push_back({coldness_f(it->second, epoch), it->second.last_time_us, it});
+  for (size_t i = 0; i < s->map.size(); ++i) {
+    const Entry& e = s->map.at(i).value;
+    c.push_back({coldness_f(e, epoch), e.last_time_us, i});
+  }
   auto colder = [](const Cand& a, const Cand& b) {
     if (a.f != b.f) return a.f < b.f;
     return a.t < b.t;
   };
   if (n < c.size()) std::nth_element(c.begin(), c.begin() + static_cast<ptrdiff_t>(n), c.end(), colder);
+  // Highest index first: an erase moves the table's last entry into the hole,
+  // and the last entry is then never one still to be erased.
+  std::sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(n),
+            [](const Cand& a, const Cand& b) { return a.index > b.index; });
   for (size_t i = 0; i < n; ++i) {
-    note_erased(s, c[i].it->first);
-    s->map.erase(c[i].it);
+    note_erased(s, s->map.at(c[i].index).key);
+    s->map.erase(c[i].index);
   }
   evictions_.fetch_add(n, std::memory_order_relaxed);
 }
 
 void HeatTracker::forget(std::string_view key) {
-  Shard& s = shard_for(key);
+  const uint64_t h = key_hash(key);
+  Shard& s = shard_for(h);
   std::lock_guard<std::mutex> g(s.mu);
-  auto it = s.map.find(scratch_key(key));
-  if (it == s.map.end()) return;
-  note_erased(&s, it->first);
-  s.map.erase(it);
+  ptrdiff_t found = s.map.find(key, h);
+  if (found < 0) return;
+  note_erased(&s, s.map.at(static_cast<size_t>(found)).key);
+  s.map.erase(static_cast<size_t>(found));
 }
 
 HeatSample HeatTracker::sample_of(const std::string& key, const Entry& e, uint32_t epoch) const {
@@ -206,12 +207,14 @@ HeatSample HeatTracker::sample_of(const std::string& key, const Entry& e, uint32
 }
 
 bool HeatTracker::lookup(std::string_view key, HeatSample* out) const {
-  Shard& s = shard_for(key);
+  const uint64_t h = key_hash(key);
+  Shard& s = shard_for(h);
   uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> g(s.mu);
-  auto it = s.map.find(scratch_key(key));
-  if (it == s.map.end()) return false;
-  *out = sample_of(it->first, it->second, epoch);
+  ptrdiff_t found = s.map.find(key, h);
+  if (found < 0) return false;
+  const auto& kv = s.map.at(static_cast<size_t>(found));
+  *out = sample_of(kv.key, kv.value, epoch);
   return true;
 }
 
@@ -222,7 +225,7 @@ std::vector<HeatSample> HeatTracker::snapshot() const {
   for (unsigned i = 0; i < opts_.shards; ++i) {
     Shard& s = shards_[i];
     std::lock_guard<std::mutex> g(s.mu);
-    for (const auto& [k, e] : s.map) out.push_back(sample_of(k, e, epoch));
+    for (size_t j = 0; j < s.map.size(); ++j) out.push_back(sample_of(s.map.at(j).key, s.map.at(j).value, epoch));
   }
   return out;
 }
@@ -254,26 +257,16 @@ size_t HeatTracker::size() const {
   return n;
 }
 
-size_t HeatTracker::bytes_per_entry(size_t key_len) {
-  // libstdc++ unordered_map node: next pointer + pair<const string, Entry> +
-  // cached hash; malloc adds 8 bytes of header and rounds to 16. One bucket
-  // pointer per entry at load factor 1. Keys longer than the 15-byte SSO buffer
-  // get their own heap block of length + 1, rounded the same way.
-  auto rounded = [](size_t n) { return (n + 8 + 15) / 16 * 16; };
-  size_t node = sizeof(void*) + sizeof(std::pair<const std::string, Entry>) + sizeof(size_t);
-  size_t bytes = rounded(node) + sizeof(void*);
-  if (key_len > 15) bytes += rounded(key_len + 1);
-  return bytes;
-}
+size_t HeatTracker::bytes_per_entry(size_t key_len) { return StringTable<Entry>::bytes_per_entry(key_len); }
 
 size_t HeatTracker::memory_bytes() const {
   size_t total = sizeof(*this) + opts_.shards * sizeof(Shard);
   for (unsigned i = 0; i < opts_.shards; ++i) {
     const Shard& s = shards_[i];
     std::lock_guard<std::mutex> g(s.mu);
-    total += s.map.bucket_count() * sizeof(void*);
-    for (const auto& kv : s.map) total += bytes_per_entry(kv.first.size()) - sizeof(void*);
-    for (const auto& k : s.erased) total += sizeof(std::string) + (k.size() > 15 ? k.size() + 1 : 0);
+    total += s.map.memory_bytes();
+    total += s.erased.capacity() * sizeof(std::string);
+    for (const auto& k : s.erased) total += StringTable<Entry>::key_heap_bytes(k.size());
   }
   return total;
 }
@@ -376,17 +369,17 @@ int HeatTracker::import_entry(std::string_view key, std::string_view record, std
   Entry e;
   int r = decode_entry(record, &e, error);
   if (r < 0) return r;
-  Shard& s = shard_for(key);
+  const uint64_t h = key_hash(key);
+  Shard& s = shard_for(h);
   uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> g(s.mu);
-  std::string& k = scratch_key(key);
-  auto it = s.map.find(k);
-  if (it != s.map.end()) {
-    it->second = e;  // the stored record is authoritative at mount
+  ptrdiff_t found = s.map.find(key, h);
+  if (found >= 0) {
+    s.map.at(static_cast<size_t>(found)).value = e;  // the stored record is authoritative at mount
     return 0;
   }
   if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch);
-  s.map.emplace(k, e);
+  s.map.insert(key, h, e);
   return 0;
 }
 
@@ -402,10 +395,11 @@ HeatDelta HeatTracker::export_dirty() {
     // An overflow that appeared after the first pass waits for the next export,
     // which will then be full; this export still carries what it has.
     if (d.full) s.erase_overflow = false;
-    for (auto& [k, e] : s.map) {
-      if (d.full || e.dirty) {
-        d.put.emplace_back(k, encode_entry(e));
-        e.dirty = false;
+    for (size_t j = 0; j < s.map.size(); ++j) {
+      auto& kv = s.map.at(j);
+      if (d.full || kv.value.dirty) {
+        d.put.emplace_back(kv.key, encode_entry(kv.value));
+        kv.value.dirty = false;
       }
     }
     if (!d.full)
