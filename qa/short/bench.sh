@@ -41,6 +41,7 @@ done
 # in process, so no fio needed): the table with its ratios, and a clean deep
 # fsck after each kind.
 refused 2 "unknown SSD kind" "$B" compare --kinds disk --dir "$W/c0"
+refused 2 "unknown row 'all'" "$B" compare --rows all --dir "$W/c0"
 "$B" compare --dir "$W/cmp" --rows create1,createN --writers 4 --seconds 1 --raw-seconds 1 \
   $SMALL --json "$W/cmp.json" >"$W/cmp.out" 2>&1 || fail "compare: $(tail -5 "$W/cmp.out")"
 grep -q "store / raw" "$W/cmp.out" || fail "compare prints its table"

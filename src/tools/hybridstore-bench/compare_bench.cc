@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -535,6 +536,18 @@ int run_compare(const CompareArgs& a) {
   for (const auto& kind : a.kinds) {
     if (kind != "file" && kind != "nand") {
       fprintf(stderr, "hybridstore-bench compare: unknown SSD kind '%s' (file, nand)\n", kind.c_str());
+      return 2;
+    }
+  }
+  // A misspelt row would otherwise run nothing and still end "clean".
+  static const char* const kRowNames[] = {"create1",    "overwrite1", "createN", "overwriteN",
+                                          "write4m",    "randread",   "seqread"};
+  for (const auto& row : a.rows) {
+    if (std::find(std::begin(kRowNames), std::end(kRowNames), row) == std::end(kRowNames)) {
+      fprintf(stderr,
+              "hybridstore-bench compare: unknown row '%s' (create1, overwrite1, createN, overwriteN, write4m, "
+              "randread, seqread; leave --rows out for all)\n",
+              row.c_str());
       return 2;
     }
   }
