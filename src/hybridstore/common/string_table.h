@@ -106,8 +106,8 @@ class StringTable {
     return bytes;
   }
   // The estimate per entry for a table of many entries with keys of
-  // `key_len` bytes: its entry, two slots on average (half to a quarter
-  // full), its key's heap block.
+  // `key_len` bytes: its entry, three slots (the table is between a quarter
+  // and half full, so two to four slots an entry), its key's heap block.
   static size_t bytes_per_entry(size_t key_len) {
     return sizeof(Entry) + 3 * sizeof(uint64_t) + key_heap_bytes(key_len);
   }
