@@ -49,6 +49,14 @@ grep -q "^  average us: state_prepare_lat [0-9.]* .*commit_lat [0-9.]*" "$W/cmp.
   fail "compare: where the small writes' time went"
 grep -q "^raw 8 KiB write+fdatasync, 1 job: [0-9]* IOPS" "$W/cmp.out" || fail "compare: the two-block ceiling of one writer"
 [ "$(grep -c "fsck --deep after the run: clean" "$W/cmp.out")" = 2 ] || fail "compare: deep fsck after both kinds"
+# The random-read row reads a fixed data set (--read-objects), written first
+# where the create rows left fewer, and never one the onode cache can hold.
+refused 2 "does not exceed --onode-cache" "$B" compare --read-objects 1000 --onode-cache 1024 --dir "$W/c0"
+"$B" compare --dir "$W/rr" --kinds nand --rows randread --writers 4 --seconds 0.3 --raw-seconds 0.3 \
+  --onode-cache 64 --read-objects 20000 $SMALL >"$W/rr.out" 2>&1 || fail "compare randread: $(tail -5 "$W/rr.out")"
+written=$(sed -n 's/^random reads: 20000 objects of 4 KiB (of \([0-9]*\) written) read at random.*/\1/p' "$W/rr.out")
+[ -n "$written" ] && [ "$written" -ge 20000 ] || fail "compare: the random-read row's data set: $(grep -i random "$W/rr.out")"
+grep -q "fsck --deep after the run: clean" "$W/rr.out" || fail "compare randread: deep fsck"
 [ ! -e "$W/c0" ] || fail "compare made something before refusing"
 # The allocator the figures were taken on (CPU per operation depends on it):
 # the one the build links, named in the output and the JSON.

@@ -49,6 +49,11 @@ struct CompareArgs {
   int writers = 16;
   int big_objects = 128;
   int onode_cache = 1024;
+  // The random-read row's data set: a fixed number of 4 KiB objects, so that
+  // its figure does not follow how many objects the create rows wrote in
+  // their seconds (105-145 thousand in 4 s rows, 16 thousand in 0.5 s ones,
+  // a faster store reading from a larger set). 0: every object written.
+  uint64_t read_objects = 100000;
   // The store's device files laid out like fio's own file (see --layout).
   std::string layout = "zero";
   // How the read rows take their bytes: "buffer" (read_into page-aligned
@@ -273,11 +278,21 @@ class KindRun {
       if (a_.want("write4m")) rows->push_back(big_row);
     }
 
-    // 4 KiB random reads over every small object (far more than the onode
-    // cache holds).
+    // 4 KiB random reads over --read-objects small objects (far more than
+    // the onode cache holds), written first where the create rows left fewer.
     RawFigure rr = a_.want("randread") ? raw(RawPattern::kRandRead, 4096, n, true) : RawFigure{};
     uint64_t total_n = 0;
     for (auto c : counts_n_) total_n += c;
+    uint64_t written = counts_1_ + total_n, read_set = written;
+    if (a_.want("randread") && a_.read_objects) {
+      read_set = a_.read_objects;
+      if (written < read_set) {
+        if (top_up(read_set - written) != 0) return 1;
+        total_n = 0;
+        for (auto c : counts_n_) total_n += c;
+        written = counts_1_ + total_n;
+      }
+    }
     std::atomic<uint64_t> bad_reads{0};
     Row r4{"4 KiB random reads, " + std::to_string(n) + " in flight", "ops/s", rr, 0, 0.8};
     // Each reader reads into page-aligned memory of its own, as the Ceph
@@ -306,7 +321,9 @@ class KindRun {
     perf0 = store_->perf().snapshot();
     if (a_.want("randread")) r4.store = timed(n, a_.seconds, [&](int w, uint64_t) {
       auto& g = rngs[static_cast<size_t>(w)];
-      uint64_t k = g() % (counts_1_ + total_n);
+      // Object k of the order the rows wrote them in: the lone writer's,
+      // then each of the N writers' in turn.
+      uint64_t k = g() % read_set;
       CollectionId c = coll(0);
       ObjectId o = small_name(1, 0, k);
       if (k >= counts_1_) {
@@ -334,8 +351,8 @@ class KindRun {
       char b[96];
       snprintf(b, sizeof b, " (%.1f%% of the row's lookups hit it)",
                hits + misses ? 100.0 * static_cast<double>(hits) / static_cast<double>(hits + misses) : 0.0);
-      read_note_ = std::to_string(counts_1_ + total_n) + " objects of 4 KiB read at random, onode cache " +
-                   std::to_string(a_.onode_cache) + b;
+      read_note_ = std::to_string(read_set) + " objects of 4 KiB (of " + std::to_string(written) +
+                   " written) read at random, onode cache " + std::to_string(a_.onode_cache) + b;
     }
     if (a_.want("randread")) {
       rows->push_back(r4);
@@ -468,6 +485,37 @@ class KindRun {
   std::string kind_, dir_, scratch_, ssd_dev_, hdd_dev_;
   std::unique_ptr<HybridStore> store_;
   std::shared_ptr<const std::string> small_, over_;
+  // Writes `more` 4 KiB objects with the N writers (untimed), continuing
+  // each writer's names, so that the random-read row has its data set.
+  int top_up(uint64_t more) {
+    fprintf(stderr, "%s: writing %llu more 4 KiB objects for the random-read row\n", kind_.c_str(),
+            static_cast<unsigned long long>(more));
+    std::atomic<uint64_t> left{more};
+    std::atomic<bool> failed{false};
+    const int n = a_.writers;
+    std::vector<std::thread> th;
+    for (int w = 0; w < n; ++w)
+      th.emplace_back([&, w] {
+        uint64_t& have = counts_n_[static_cast<size_t>(w)];
+        while (!failed) {
+          uint64_t l = left.load();
+          do {
+            if (l == 0) return;
+          } while (!left.compare_exchange_weak(l, l - 1));
+          Transaction t;
+          t.write(coll(w), small_name(n, w, have), 0, small_);
+          if (store_->apply_transaction(std::move(t)) != 0) {
+            failed = true;
+            return;
+          }
+          ++have;
+        }
+      });
+    for (auto& x : th) x.join();
+    if (failed) fprintf(stderr, "%s: writing the random-read row's objects failed\n", kind_.c_str());
+    return failed ? 1 : 0;
+  }
+
   uint64_t counts_1_ = 0;
   std::vector<uint64_t> counts_n_;
 
@@ -539,6 +587,13 @@ int run_compare(const CompareArgs& a) {
       return 2;
     }
   }
+  if (a.read_objects && a.read_objects <= static_cast<uint64_t>(a.onode_cache)) {
+    fprintf(stderr,
+            "hybridstore-bench compare: --read-objects %llu does not exceed --onode-cache %d: the random-read row "
+            "would read from the cache, not RocksDB\n",
+            static_cast<unsigned long long>(a.read_objects), a.onode_cache);
+    return 2;
+  }
   // A misspelt row would otherwise run nothing and still end "clean".
   static const char* const kRowNames[] = {"create1",    "overwrite1", "createN", "overwriteN",
                                           "write4m",    "randread",   "seqread"};
@@ -601,6 +656,9 @@ BenchCommand compare(
       sub->add_option("--objects", a->big_objects, "4 MiB objects written")->check(CLI::Range(16, 100000));
       sub->add_option("--onode-cache", a->onode_cache, "onode cache size (below the data set)")
           ->check(CLI::Range(64, 100000000));
+      sub->add_option("--read-objects", a->read_objects,
+                      "4 KiB objects the random-read row reads from, written first where the create rows "
+                      "wrote fewer (0: every one they wrote; must exceed --onode-cache)");
       sub->add_option("--layout", a->layout,
                       "how the store's device files are made: zero (written out before the run, as fio "
                       "lays out its file; the device files are cut to 2 GiB SSD and 4+ GiB HDD), "
