@@ -491,7 +491,7 @@ class KindRun {
     fprintf(stderr, "%s: writing %llu more 4 KiB objects for the random-read row\n", kind_.c_str(),
             static_cast<unsigned long long>(more));
     std::atomic<uint64_t> left{more};
-    std::atomic<bool> failed{false};
+    std::atomic<int> failed{0};  // the first error, as apply_transaction returned it
     const int n = a_.writers;
     std::vector<std::thread> th;
     for (int w = 0; w < n; ++w)
@@ -504,15 +504,18 @@ class KindRun {
           } while (!left.compare_exchange_weak(l, l - 1));
           Transaction t;
           t.write(coll(w), small_name(n, w, have), 0, small_);
-          if (store_->apply_transaction(std::move(t)) != 0) {
-            failed = true;
+          if (int r = store_->apply_transaction(std::move(t)); r != 0) {
+            int none = 0;
+            failed.compare_exchange_strong(none, r);
             return;
           }
           ++have;
         }
       });
     for (auto& x : th) x.join();
-    if (failed) fprintf(stderr, "%s: writing the random-read row's objects failed\n", kind_.c_str());
+    if (failed)
+      fprintf(stderr, "%s: writing the random-read row's objects failed: %s (--read-objects %llu)\n",
+              kind_.c_str(), strerror(-failed.load()), static_cast<unsigned long long>(a_.read_objects));
     return failed ? 1 : 0;
   }
 
@@ -658,7 +661,8 @@ BenchCommand compare(
           ->check(CLI::Range(64, 100000000));
       sub->add_option("--read-objects", a->read_objects,
                       "4 KiB objects the random-read row reads from, written first where the create rows "
-                      "wrote fewer (0: every one they wrote; must exceed --onode-cache)");
+                      "wrote fewer (0: every one they wrote; must exceed --onode-cache)")
+          ->check(CLI::Range(uint64_t{0}, uint64_t{100000000}));
       sub->add_option("--layout", a->layout,
                       "how the store's device files are made: zero (written out before the run, as fio "
                       "lays out its file; the device files are cut to 2 GiB SSD and 4+ GiB HDD), "
