@@ -101,6 +101,27 @@ if fio --version >/dev/null 2>&1; then
     "$W/cmpr.json" || fail "compare: the synchronous readers' ratio in the JSON"
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["file"][0]; sys.exit(0 if r["cpu_us_per_read"] > 0 and "cpu_us_per_txn" not in r else 1)' \
     "$W/cmpr.json" || fail "compare: the CPU per read in the JSON"
+  # Sequential reads: each synchronous reader its own part of fio's file,
+  # as the store's readers read different objects (all from offset 0 they
+  # would read the same blocks in step). A fio on PATH before the real one
+  # records how the bench calls it.
+  mkdir -p "$W/fioshim"
+  REAL_FIO=$(command -v fio)
+  printf '#!/bin/sh\necho "$*" >>"%s"\nexec "%s" "$@"\n' "$W/fio-calls" "$REAL_FIO" >"$W/fioshim/fio"
+  chmod +x "$W/fioshim/fio"
+  PATH="$W/fioshim:$PATH" "$B" compare --dir "$W/cmps" --kinds file --rows write4m seqread --writers 4 --objects 16 \
+    --seconds 1 --raw-seconds 1 --fio-compare $SMALL >"$W/cmps.out" 2>&1 || fail "compare --fio-compare seqread: $(tail -5 "$W/cmps.out")"
+  grep -qE "^4 MiB sequential reads, 4 in flight: raw with 4 synchronous readers \(fio psync, 4 threads, one file\): [0-9]+ MiB/s; store / that: [0-9]+\.[0-9]+$" \
+    "$W/cmps.out" || fail "compare: sequential reads against synchronous readers: $(cat "$W/cmps.out")"
+  python3 - "$W/fio-calls" <<'PY' || fail "compare: fio's synchronous sequential readers do not each read their own part: $(cat "$W/fio-calls")"
+import re, sys
+calls = [l.split() for l in open(sys.argv[1]) if "--rw=read" in l and "psync" in l]
+assert len(calls) == 1, calls
+opt = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in calls[0] if a.startswith("--") and "=" in a}
+per, jobs = int(opt["--size"]), int(opt["--numjobs"])
+assert jobs == 4 and int(opt["--offset_increment"]) == per and int(opt["--filesize"]) == per * jobs, opt
+assert per % int(opt["--bs"]) == 0, opt
+PY
 else
   echo "SKIPPED: compare --fio-compare (fio is not installed; make deps installs it)"
 fi
