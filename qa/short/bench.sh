@@ -114,7 +114,7 @@ if fio --version >/dev/null 2>&1; then
   grep -qE "^4 MiB sequential reads, 4 in flight: raw with 4 synchronous readers \(fio psync, 4 threads, one file\): [0-9]+ MiB/s; store / that: [0-9]+\.[0-9]+$" \
     "$W/cmps.out" || fail "compare: sequential reads against synchronous readers: $(cat "$W/cmps.out")"
   python3 - "$W/fio-calls" <<'PY' || fail "compare: fio's synchronous sequential readers do not each read their own part: $(cat "$W/fio-calls")"
-import re, sys
+import sys
 calls = [l.split() for l in open(sys.argv[1]) if "--rw=read" in l and "psync" in l]
 assert len(calls) == 1, calls
 opt = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in calls[0] if a.startswith("--") and "=" in a}

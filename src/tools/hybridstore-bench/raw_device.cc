@@ -70,14 +70,20 @@ RawFigure raw_fio(const std::string& dir, const RawRun& run) {
              " --offset_increment=" + std::to_string(per);
     size = per;
   }
-  char cmd[1024];
-  snprintf(cmd, sizeof cmd,
+  char cmd[2048];
+  const int cmd_len = snprintf(cmd, sizeof cmd,
            "fio --name=hsraw %s --size=%llu --bs=%llu --rw=%s "
            "--ioengine=%s --iodepth=%d --numjobs=%d --direct=1 --time_based --runtime=%.0f --randrepeat=0 "
            "--randseed=%llu --group_reporting --output-format=json 2>&1",
            files.c_str(), static_cast<unsigned long long>(size), static_cast<unsigned long long>(run.block_size),
            rw.c_str(), engine.c_str(), iodepth, numjobs, std::max(1.0, run.seconds),
            static_cast<unsigned long long>(run.seed));
+  if (cmd_len < 0 || static_cast<size_t>(cmd_len) >= sizeof cmd) {
+    // A cut command line would run fio on another file, or not at all.
+    f.note = "work directory path too long for fio's command line: " + sub;
+    fs::remove_all(sub, ec);
+    return f;
+  }
   std::string out;
   if (FILE* p = popen(cmd, "r")) {
     char buf[4096];
