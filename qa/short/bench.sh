@@ -104,12 +104,13 @@ if fio --version >/dev/null 2>&1; then
   # Sequential reads: each synchronous reader its own part of fio's file,
   # as the store's readers read different objects (all from offset 0 they
   # would read the same blocks in step). A fio on PATH before the real one
-  # records how the bench calls it.
+  # records how the bench calls it. The work directory's name has a space
+  # and a quote in it: the bench hands fio its path through the shell.
   mkdir -p "$W/fioshim"
   REAL_FIO=$(command -v fio)
   printf '#!/bin/sh\necho "$*" >>"%s"\nexec "%s" "$@"\n' "$W/fio-calls" "$REAL_FIO" >"$W/fioshim/fio"
   chmod +x "$W/fioshim/fio"
-  PATH="$W/fioshim:$PATH" "$B" compare --dir "$W/cmps" --kinds file --rows write4m seqread --writers 4 --objects 16 \
+  PATH="$W/fioshim:$PATH" "$B" compare --dir "$W/cmp s'q" --kinds file --rows write4m seqread --writers 4 --objects 16 \
     --seconds 1 --raw-seconds 1 --fio-compare $SMALL >"$W/cmps.out" 2>&1 || fail "compare --fio-compare seqread: $(tail -5 "$W/cmps.out")"
   grep -qE "^4 MiB sequential reads, 4 in flight: raw with 4 synchronous readers \(fio psync, 4 threads, one file\): [0-9]+ MiB/s; store / that: [0-9]+\.[0-9]+$" \
     "$W/cmps.out" || fail "compare: sequential reads against synchronous readers: $(cat "$W/cmps.out")"

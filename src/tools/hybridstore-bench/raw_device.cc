@@ -57,8 +57,13 @@ RawFigure raw_fio(const std::string& dir, const RawRun& run) {
   // under half the rate it reaches with --filename (measured: 35k against
   // 82k 4 KiB IOPS with 16 threads), and the figure beside the store must be
   // the device's best.
-  std::string files = sync_readers ? "--filename=" + sub + "/hsraw.shared"
-                                   : "--directory=" + sub + " --filename_format='hsraw.$jobnum'";
+  // The command goes through the shell: the directory is quoted, so that a
+  // work directory with spaces or quotes in its name still works.
+  std::string quoted_sub = "'";
+  for (char c : sub) quoted_sub += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted_sub += "'";
+  std::string files = sync_readers ? "--filename=" + quoted_sub + "/hsraw.shared"
+                                   : "--directory=" + quoted_sub + " --filename_format='hsraw.$jobnum'";
   if (sync_readers && run.pattern == RawPattern::kSeqRead && run.jobs > 1) {
     // Each reader its own part of the file, as the store's readers read
     // different objects. Left to itself every job of a shared file reads it
