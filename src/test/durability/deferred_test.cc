@@ -11,6 +11,7 @@
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/store/store_impl.h"
+#include "hybridstore/testing/fault_injection.h"
 #include "durability_helpers.h"
 #include "store_helpers.h"
 
@@ -230,6 +231,54 @@ TEST_F(DeferredTest, SpaceFreedBehindAPendingDeferredWriteIsNotReusedEarly) {
   ASSERT_EQ(store_->flush(), 0);
   for (int i = 0; i < 4; ++i)
     EXPECT_EQ(read_all(coll_, obj("n" + std::to_string(i))), std::string(4096, static_cast<char>('0' + i)));
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(DeferredTest, AppliedRecordsStayDeletedThroughACutSoReusedSpaceKeepsItsNewData) {
+  // The deferred writer applies a record, deletes it, and the space under it
+  // is freed and given to a new object. Then the power goes. The deletion
+  // must have been durable: a record that came back (from RocksDB, or from
+  // the commit journal replaying the transaction that staged it) would be
+  // written again at mount, over the new object's data.
+  const std::string path = dir_->path() + "/store";
+  std::string err;
+  ASSERT_EQ(store_->umount(), 0);
+  store_ = std::make_unique<HybridStore>(path, hybridstore::test::with_option(config(), "hybridstore_debug_fault_injection", "true"));
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(16384, 'a'));
+  apply(std::move(t));
+  // Fill the SSD, so that the new object can only get the space "a" frees.
+  uint64_t free_ssd = stats().tier[tier_index(Tier::kSsd)].free;
+  Transaction f;
+  f.touch(coll_, obj("fill"));
+  apply(std::move(f));
+  for (uint64_t off = 0; off < free_ssd; off += 512 << 10) {
+    Transaction w;
+    w.write(coll_, obj("fill"), off, std::string(std::min<uint64_t>(512 << 10, free_ssd - off), 'f'));
+    apply(std::move(w));
+  }
+  ASSERT_EQ(stats().tier[tier_index(Tier::kSsd)].free, 0u);
+  Transaction o;
+  o.write(coll_, obj("a"), 100, "deferred overwrite, applied before the cut");
+  apply(std::move(o));
+  ASSERT_GT(pending(), 0u);
+  ASSERT_EQ(store_->flush(), 0);  // applies it and deletes its record
+  ASSERT_EQ(pending(), 0u);
+  Transaction r;
+  r.remove(coll_, obj("a"));
+  apply(std::move(r));
+  ASSERT_EQ(store_->flush(), 0);
+  ASSERT_EQ(stats().tier[tier_index(Tier::kSsd)].free, 16384u);
+  Transaction b;
+  b.write(coll_, obj("b"), 0, std::string(16384, 'b'));
+  apply(std::move(b));
+  ASSERT_EQ(stats().tier[tier_index(Tier::kSsd)].free, 0u);  // "b" is where "a" was
+  fault_injector_for(path)->power_cut_now();
+  store_.reset();
+  store_ = std::make_unique<HybridStore>(path, config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  EXPECT_EQ(read_all(coll_, obj("b")), std::string(16384, 'b'));
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
