@@ -50,6 +50,27 @@ class DeferredTest : public StoreTest {
     return s;
   }
   uint64_t pending() { return store_->impl()->deferred_->pending_bytes(); }
+  // Object "a" (16 KiB on the SSD), then a "fill" object that takes every
+  // other free SSD block: the only SSD space a new object can get afterwards
+  // is what "a" gives back.
+  void write_a_and_fill_the_ssd() {
+    Transaction t;
+    t.write(coll_, obj("a"), 0, std::string(16384, 'a'));
+    apply(std::move(t));
+    uint64_t free_ssd = stats().tier[tier_index(Tier::kSsd)].free;
+    Transaction f;
+    f.touch(coll_, obj("fill"));
+    f.truncate(coll_, obj("fill"), 0);
+    apply(std::move(f));
+    // A sparse object would not consume space: write it for real, in pieces
+    // small enough to stay on the SSD.
+    for (uint64_t off = 0; off < free_ssd; off += 512 << 10) {
+      Transaction w;
+      w.write(coll_, obj("fill"), off, std::string(std::min<uint64_t>(512 << 10, free_ssd - off), 'f'));
+      apply(std::move(w));
+    }
+    ASSERT_EQ(stats().tier[tier_index(Tier::kSsd)].free, 0u);
+  }
 };
 
 TEST_F(DeferredTest, SmallOverwriteIsDeferredAndReadableAtOnce) {
@@ -202,22 +223,7 @@ TEST_F(DeferredTest, SpaceFreedBehindAPendingDeferredWriteIsNotReusedEarly) {
   // space of a removed object whose deferred overwrite is still pending. That
   // space must not reach the allocator before the deferred write landed, or
   // the new object would be clobbered by it.
-  Transaction t;
-  t.write(coll_, obj("a"), 0, std::string(16384, 'a'));
-  apply(std::move(t));
-  uint64_t free_ssd = stats().tier[tier_index(Tier::kSsd)].free;
-  Transaction f;
-  f.touch(coll_, obj("fill"));
-  f.truncate(coll_, obj("fill"), 0);
-  apply(std::move(f));
-  // A sparse object would not consume space: write it for real, in pieces
-  // small enough to stay on the SSD.
-  for (uint64_t off = 0; off < free_ssd; off += 512 << 10) {
-    Transaction w;
-    w.write(coll_, obj("fill"), off, std::string(std::min<uint64_t>(512 << 10, free_ssd - off), 'f'));
-    apply(std::move(w));
-  }
-  ASSERT_EQ(stats().tier[tier_index(Tier::kSsd)].free, 0u);
+  ASSERT_NO_FATAL_FAILURE(write_a_and_fill_the_ssd());
   Transaction r;
   r.write(coll_, obj("a"), 100, "pending deferred overwrite");
   r.remove(coll_, obj("a"));
@@ -245,20 +251,7 @@ TEST_F(DeferredTest, AppliedRecordsStayDeletedThroughACutSoReusedSpaceKeepsItsNe
   ASSERT_EQ(store_->umount(), 0);
   store_ = std::make_unique<HybridStore>(path, hybridstore::test::with_option(config(), "hybridstore_debug_fault_injection", "true"));
   ASSERT_EQ(store_->mount(&err), 0) << err;
-  Transaction t;
-  t.write(coll_, obj("a"), 0, std::string(16384, 'a'));
-  apply(std::move(t));
-  // Fill the SSD, so that the new object can only get the space "a" frees.
-  uint64_t free_ssd = stats().tier[tier_index(Tier::kSsd)].free;
-  Transaction f;
-  f.touch(coll_, obj("fill"));
-  apply(std::move(f));
-  for (uint64_t off = 0; off < free_ssd; off += 512 << 10) {
-    Transaction w;
-    w.write(coll_, obj("fill"), off, std::string(std::min<uint64_t>(512 << 10, free_ssd - off), 'f'));
-    apply(std::move(w));
-  }
-  ASSERT_EQ(stats().tier[tier_index(Tier::kSsd)].free, 0u);
+  ASSERT_NO_FATAL_FAILURE(write_a_and_fill_the_ssd());
   Transaction o;
   o.write(coll_, obj("a"), 100, "deferred overwrite, applied before the cut");
   apply(std::move(o));
