@@ -13,9 +13,8 @@ Tier TierPlacement::choose(const Onode& o, uint64_t write_end) const {
     uint64_t hdd = o.extents.bytes_on(Tier::kHdd);
     return hdd > ssd ? Tier::kHdd : Tier::kSsd;
   }
-  if (o.alloc_hint_flags & (kHintSequentialWrite | kHintAppendOnly)) return Tier::kHdd;
-  if (o.expected_object_size >= hdd_threshold_) return Tier::kHdd;
   if (std::max(o.size, write_end) >= hdd_threshold_) return Tier::kHdd;
+  if (o.expected_object_size >= hdd_threshold_) return Tier::kHdd;
   return Tier::kSsd;
 }
 

@@ -1,13 +1,23 @@
 // Placement: which tier receives new data of an object.
 //
-// The rule of the engine core: an object goes to the HDD when its alloc hint
-// says sequential or large, or when its size reaches
-// hybridstore_placement_hdd_threshold; otherwise to the SSD. An object that
-// already has data stays on the tier holding most of it, so objects are kept
-// whole. When the chosen tier is full the data spills to the other one; only
-// when both are full does the write fail with -ENOSPC. (Later components —
-// HFM sections, the tiering planner — refine where on the SSD and which
-// objects deserve it.)
+// Size decides, hints only inform it. An object goes to the HDD when its size
+// (after the write) or the size its alloc hint promises reaches
+// hybridstore_placement_hdd_threshold; otherwise to the SSD. A sequential,
+// append-only or immutable hint does not send a small object to the HDD: a
+// 4 KiB object costs the HDD a seek to read whatever way it was written, and
+// Ceph's clients hint every object so (rados bench tags each object it writes
+// SEQUENTIAL_WRITE | SEQUENTIAL_READ | APPEND_ONLY | IMMUTABLE, librbd tags its
+// data objects with their full size). The hints are evidence of size only
+// where they carry one: an object hinted sequential or append-only whose
+// expected size is unknown (0) goes to the HDD once the write reaches the
+// threshold, like any other.
+//
+// An object that already has data stays on the tier holding most of it, so
+// objects are kept whole; the migrator moves whole objects between tiers
+// (tier/migrator.h), and a hot small object found on the HDD is queued for
+// promotion on its reads (hybridstore_tier_promote_hits). When the chosen tier
+// is full the data spills to the other one; only when both are full does the
+// write fail with -ENOSPC.
 #pragma once
 #include <cstdint>
 

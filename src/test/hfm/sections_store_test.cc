@@ -332,7 +332,7 @@ TEST_F(SectionsStoreTest, MigrationIntoAndOutOfSectionsKeepsData) {
   std::string data = hybridstore::test::random_bytes(rng_, 200000);
   Transaction t;
   t.touch(coll_, obj("m"));
-  t.set_alloc_hint(coll_, obj("m"), 0, 0, kHintSequentialWrite);
+  t.set_alloc_hint(coll_, obj("m"), 64ull << 20, 0, kHintSequentialWrite);
   t.write(coll_, obj("m"), 0, data);
   apply(std::move(t));
   ASSERT_EQ(store_->migrate(coll_, obj("m"), Tier::kSsd), 0);

@@ -39,7 +39,7 @@ class PerfCountersTest : public StoreTest {
   void write_hdd(const ObjectId& o, const std::string& data) {
     Transaction t;
     t.touch(coll_, o);
-    t.set_alloc_hint(coll_, o, 0, 0, kHintSequentialWrite);
+    t.set_alloc_hint(coll_, o, 64ull << 20, 0, kHintSequentialWrite);
     t.write(coll_, o, 0, data);
     apply(std::move(t));
   }

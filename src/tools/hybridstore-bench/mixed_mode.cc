@@ -114,7 +114,7 @@ int run_mixed(RadosArgs* args, ModeRun* mr) {
     if (on_hdd) {
       // A hint on a missing object is a no-op: create it first.
       t.touch(pg_coll(n), bench_oid(name));
-      t.set_alloc_hint(pg_coll(n), bench_oid(name), 0, 0, kHintSequentialWrite);
+      t.set_alloc_hint(pg_coll(n), bench_oid(name), 64ull << 20, 0, kHintSequentialWrite);
     }
     t.write(pg_coll(n), bench_oid(name), 0, std::shared_ptr<const std::string>(buf));
     return s->apply_transaction(std::move(t));
