@@ -49,6 +49,28 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "1", ""});
   v->push_back({"hybridstore_tier_migrate_bandwidth", T::kSize, "64M",
                 "bytes per second the migrator may copy between tiers (0 = unlimited)", "0", ""});
+  v->push_back({"hybridstore_tier_promote_hits", T::kInt, "3",
+                "an object mostly on the HDD, no larger than hybridstore_tier_promote_max_size, is "
+                "promoted to the SSD within a second once a read finds its accesses (reads and "
+                "writes) in the current heat window at this count, without waiting for a "
+                "migration pass, while the SSD has room above the share kept for new writes (0 = "
+                "only passes promote)",
+                "0", "1000000"});
+  v->push_back({"hybridstore_tier_absorb_max", T::kSize, "64K",
+                "a write of at most this many bytes into an object that lies on the HDD, and that "
+                "does not continue the object's previous write, goes to the SSD instead (the "
+                "object then holds data on both tiers until the migrator writes it back whole); "
+                "0 = small random writes go to the HDD (deferred) like any other",
+                "0", "16M"});
+  v->push_back({"hybridstore_tier_absorb_min_free", T::kDouble, "0.05",
+                "small writes are absorbed by the SSD only while this fraction of it is free; the "
+                "migrator writes absorbed data back to the HDD, coldest objects first, once the "
+                "SSD is fuller than hybridstore_tier_ssd_target_ratio",
+                "0", "1"});
+  v->push_back({"hybridstore_tier_promote_max_size", T::kSize, "1M",
+                "largest object promoted on its reads (larger ones wait for a migration pass, "
+                "which weighs their size against their heat)",
+                "4K", "4G"});
   // SFS hotness grouping of data written to the SSD.
   v->push_back({"hybridstore_sfs_groups", T::kInt, "4",
                 "hotness groups for SSD writes (4: hot, warm, cold, read-only); a flash erase "

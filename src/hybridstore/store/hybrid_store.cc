@@ -17,11 +17,12 @@ class HybridStore::ComponentView final : public Migrator::Store, public SsdClean
 
   const Config& config() const override { return s_->config(); }
   HeatTracker* heat() override { return s_->heat(); }
-  int ssd_space(uint64_t* total, uint64_t* unit) override {
+  int ssd_space(uint64_t* total, uint64_t* unit, uint64_t* free) override {
     StoreStats st;
     if (int r = s_->statfs(&st); r < 0) return r;
     *total = st.tier[tier_index(Tier::kSsd)].total;
     *unit = st.tier[tier_index(Tier::kSsd)].unit;
+    *free = st.tier[tier_index(Tier::kSsd)].free;
     return 0;
   }
   int for_each_object(
@@ -41,6 +42,17 @@ class HybridStore::ComponentView final : public Migrator::Store, public SsdClean
     p.set.tinc(p.migration_lat, static_cast<uint64_t>(rep.seconds * 1e9));
     p.set.inc(p.migrate_retries, rep.retries);
     p.set.inc(p.migrate_skipped, rep.skipped);
+  }
+  void on_destage(const MigrationReport& rep) override {
+    StorePerf& p = *s_->impl_->perf_;
+    p.set.inc(p.destage_ops, rep.demoted);
+    p.set.inc(p.destage_bytes, rep.bytes_moved);
+  }
+  int stat(const CollectionId& c, const ObjectId& o, ObjectStat* st) override { return s_->stat(c, o, st); }
+  void on_promotions(const MigrationReport& rep) override {
+    StorePerf& p = *s_->impl_->perf_;
+    p.set.inc(p.promote_on_read_ops, rep.promoted);
+    p.set.inc(p.promote_on_read_bytes, rep.bytes_moved);
   }
   int flush() override { return s_->flush(); }
   int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) override {
@@ -79,10 +91,12 @@ int HybridStore::mount(std::string* error) {
     cleaner_ = std::make_unique<SsdCleaner>(view_.get(), impl_->ssd_.get());
     migrator_ = std::make_unique<Migrator>(view_.get(), impl_->cfg_);
     migrator_->start();
+    impl_->promoter_.store(migrator_.get(), std::memory_order_release);
   }
   return r;
 }
 int HybridStore::umount() {
+  impl_->promoter_.store(nullptr, std::memory_order_release);
   if (migrator_) {
     migrator_->stop();
     migrator_.reset();
@@ -120,6 +134,15 @@ int HybridStore::migrate_now(MigrationReport* report) {
   if (!migrator_) return -ENOTCONN;
   return migrator_->run_once(report);
 }
+int HybridStore::promote_now() {
+  if (!migrator_) return -ENOTCONN;
+  return static_cast<int>(migrator_->promote_queued());
+}
+int HybridStore::destage_now() {
+  if (!migrator_) return -ENOTCONN;
+  return static_cast<int>(migrator_->destage(/*all=*/true));
+}
+uint64_t HybridStore::client_ops_counted() const { return migrator_ ? migrator_->client_ops() : 0; }
 bool HybridStore::is_mounted() const { return impl_->mounted_; }
 std::string HybridStore::fsid() const {
   if (impl_->mounted_) return uuid_to_string(impl_->super_.fsid);
@@ -137,9 +160,13 @@ int HybridStore::queue_transaction(Transaction t, TxnError* error) {
   return impl_->queue_transactions(v, error, nullptr);
 }
 int HybridStore::queue_transactions(std::vector<Transaction> ts, TxnError* error) {
+  // The Ceph adapter writes only through here: every transaction is client
+  // load the migrator's idle detection must see.
+  if (migrator_) migrator_->note_op(ts.size());
   return impl_->queue_transactions(ts, error, nullptr);
 }
 int HybridStore::apply_transaction(Transaction t, TxnError* error) {
+  if (migrator_) migrator_->note_op();
   std::vector<Transaction> v;
   v.push_back(std::move(t));
   uint64_t seq = 0;
@@ -390,13 +417,23 @@ int HybridStore::for_each_object(
   return 0;
 }
 int HybridStore::fsck(bool deep, FsckReport* report) {
-  if (impl_->mounted_) return impl_->fsck(deep, report);
+  if (impl_->mounted_) {
+    // A move between tiers commits the onode, the freelists and the
+    // statistics at once, but fsck reads them one after another: no move
+    // may commit in between (promotions follow reads within a second).
+    auto hold = migrator_ ? migrator_->hold_moves() : std::unique_lock<std::mutex>();
+    return impl_->fsck(deep, report);
+  }
   std::string error;
   if (int r = mount(&error); r < 0) {
     report->problems.push_back("cannot mount for fsck: " + error);
     return r;
   }
-  int r = impl_->fsck(deep, report);
+  int r;
+  {
+    auto hold = migrator_ ? migrator_->hold_moves() : std::unique_lock<std::mutex>();
+    r = impl_->fsck(deep, report);
+  }
   int u = umount();
   return r < 0 ? r : (u < 0 ? u : r);
 }
@@ -431,6 +468,7 @@ int HybridStore::mount_for_repair(std::string* error, std::vector<std::string>* 
   return r;
 }
 int HybridStore::repair(FsckReport* found, std::vector<std::string>* changes) {
+  auto hold = migrator_ ? migrator_->hold_moves() : std::unique_lock<std::mutex>();
   return impl_->repair(found, changes);
 }
 

@@ -245,6 +245,16 @@ class HybridStore {
   std::string sections_report();
   void tick();
   int migrate_now(MigrationReport* report);
+  // Promotes now the objects reads have queued for promotion (the migrator
+  // thread does it within a second anyway): how many moved, or -ENOTCONN.
+  int promote_now();
+  // Writes every object holding absorbed small writes back whole to the HDD
+  // (the migrator does it by itself while the SSD is over its target ratio):
+  // how many, or -ENOTCONN.
+  int destage_now();
+  // Client ops (transactions and reads) the migrator's idle detection has
+  // counted since mount.
+  uint64_t client_ops_counted() const;
   // One pass of the SSD cleaner (runs by itself when free erase units run
   // short); `force` cleans even when they do not.
   int clean_now(bool force, CleanerReport* report);

@@ -7,6 +7,7 @@
 // widened to that unit, so every extent always starts and ends on its own
 // unit and every cut lands on a checksum-block boundary.
 #include <algorithm>
+#include <limits>
 #include <cstring>
 
 #include "hybridstore/common/crc32c.h"
@@ -280,9 +281,18 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
 }
 
 int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
-                          const ScatterData& data) {
+                          const ScatterData& data, bool absorbable) {
   const uint64_t end = off + data.size();
   Tier preferred = s.placement_->choose(o, end);
+  // A small random write into an object on the HDD costs the HDD a seek now
+  // (or later, deferred); on the SSD it costs almost nothing, and the
+  // migrator writes the object back whole, in one sequential pass, if the
+  // SSD needs the room.
+  bool absorbed = false;
+  if (absorbable && preferred == Tier::kHdd && s.ssd_can_absorb(data.size())) {
+    preferred = Tier::kSsd;
+    absorbed = true;
+  }
   if (preferred == Tier::kSsd && s.ssd_ && o.extents.empty() &&
       s.ssd_->bypass({oid.pool, oid.nspace, c.name, oid.name}, std::max(o.size, end)))
     preferred = Tier::kHdd;  // a bypass section: straight to the HDD
@@ -345,6 +355,11 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     if (int rr = store_new_extents(tier, a, std::move(buf), len, where, &o.extents); rr < 0) return rr;
     for (const auto& e : freed) release(e);
     set_size(o, std::max(o.size, end));
+    if (absorbed && tier == Tier::kSsd) {
+      s.perf_->set.inc(s.perf_->tier_absorb_ops);
+      s.perf_->set.inc(s.perf_->tier_absorb_bytes, len);
+      if (Migrator* m = s.promoter_.load(std::memory_order_acquire)) m->note_absorbed(c, oid);
+    }
     return 0;
   }
   return -ENOSPC;
@@ -425,29 +440,61 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
     bool in_range = op.len && e.tier == target && e.physical < op.off + op.len && e.physical + e.length > op.off;
     if (op.len ? in_range : e.tier != target) moving.push_back(e);
   }
+  // What moves, in the target's units: an object whose tiers have different
+  // units (an SSD of 1 KiB blocks took a small write into an object on a
+  // 4 KiB-unit HDD) moves whole units, taking the neighbouring bytes already
+  // on the target along. Ranges are merged where widening makes them meet.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   for (const DataExtent& e : moving) {
-    if (e.logical % tu || e.length % tu || e.logical + e.length > image.size()) {
-      *why = "extent does not fit the target tier's allocation unit";
+    if (e.logical + e.length > image.size()) {
+      *why = "extent reaches past the copied image";
       return -EINVAL;
     }
+    uint64_t a = align_down(e.logical, tu), b = align_up(e.logical_end(), tu);
+    if (!ranges.empty() && a <= ranges.back().second)
+      ranges.back().second = std::max(ranges.back().second, b);
+    else
+      ranges.emplace_back(a, b);
+  }
+  for (const DataExtent& e : moving) {
+    // The copy must carry the very bytes the checksums vouch for.
+    for (size_t i = 0; i < e.csums.size(); ++i)
+      if (crc32c(0, image.data() + e.logical + i * e.csum_block, e.csum_block) != e.csums[i]) {
+        *why = fmt::format("copied data at {} does not match its checksum", e.logical + i * e.csum_block);
+        return -EIO;
+      }
+  }
+  // Nothing lies past the object's last unit of the target tier: bytes there
+  // are zeros by the zero-tail invariant, and a coarser source unit (an HDD
+  // extent rounded to 4 KiB moving to SSD blocks of 256 bytes) must not
+  // carry them over.
+  const uint64_t end_cap = align_up(o->size, tu);
+  for (auto [a, b] : ranges) {
+    b = std::min(b, end_cap);
+    if (a >= b) continue;
+    const uint64_t len = b - a;
     std::vector<PExtent> where;
-    AlignedBuffer buf(e.length, 4096, AlignedBuffer::kUninitialized);
-    std::memcpy(buf.data(), image.data() + e.logical, e.length);
-    if (int r = allocate_on(target, e.length, 0, &where, c, op.oid, o->size, buf.data()); r < 0) {
+    AlignedBuffer buf(len, 4096, AlignedBuffer::kUninitialized);
+    // Bytes of the widened range in holes or past the image are zeros, as a
+    // read of them returns.
+    std::memset(buf.data(), 0, len);
+    for (const DataExtent* e : o->extents.overlapping(a, b)) {
+      uint64_t x = std::max(a, e->logical), y = std::min(b, e->logical_end());
+      if (x < y) std::memcpy(buf.data() + (x - a), image.data() + x, y - x);
+    }
+    if (int r = allocate_on(target, len, 0, &where, c, op.oid, o->size, buf.data()); r < 0) {
       *why = fmt::format("no space on the {} tier", tier_name(target));
       return r;
     }
-    // The copy must carry the very bytes the checksums vouch for.
-    if (e.csum_block == s.csum_block_[tier_index(target)])
-      for (size_t i = 0; i < e.csums.size(); ++i)
-        if (crc32c(0, buf.data() + i * e.csum_block, e.csum_block) != e.csums[i]) {
-          *why = fmt::format("copied data at {} does not match its checksum", e.logical + i * e.csum_block);
-          return -EIO;
-        }
     std::vector<PExtent> freed;
-    o->extents.punch(e.logical, e.logical_end(), &freed);
-    if (int r = store_new_extents(target, e.logical, std::move(buf), e.length, where, &o->extents); r < 0) return r;
-    if (op.len) tx.relocated += e.length;
+    o->extents.punch(a, b, &freed);
+    if (int r = store_new_extents(target, a, std::move(buf), len, where, &o->extents); r < 0) return r;
+    if (op.len) tx.relocated += len;
+    for (const auto& f : freed) release(f);
+  }
+  if (!op.len && o->extents.any_in(end_cap, std::numeric_limits<uint64_t>::max())) {
+    std::vector<PExtent> freed;
+    o->extents.punch(end_cap, std::numeric_limits<uint64_t>::max(), &freed);
     for (const auto& f : freed) release(f);
   }
   mark_dirty(c, op.oid);

@@ -153,7 +153,10 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
         bad = fmt::format("extent at {} is not aligned to the {} unit", e.logical, tier_name(e.tier));
       else if (e.physical < super_.reserved[t] || e.physical + e.length > super_.tier_size[t])
         bad = fmt::format("extent at {} points outside the {} device", e.logical, tier_name(e.tier));
-      else if (e.logical >= (o.size + u - 1) / u * u)
+      // A piece of a finer-grained tier may sit in the object's last unit
+      // of the coarser one (a small write into the last 4 KiB of an HDD
+      // object, taken by SSD blocks of 256 bytes, replaces that whole unit).
+      else if (e.logical >= (o.size + max_unit_ - 1) / max_unit_ * max_unit_)
         bad = fmt::format("extent at {} lies past the end of the object", e.logical);
       else if (used[t].any_set(e.physical / u, e.length / u))
         bad = fmt::format("extent at {} ({} {}~{}) is also referenced by another object", e.logical,

@@ -34,6 +34,7 @@
 #include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/store/store_perf.h"
 #include "hybridstore/tier/heat_tracker.h"
+#include "hybridstore/tier/migrator.h"
 #include "hybridstore/tier/placement.h"
 
 namespace hybridstore {
@@ -206,12 +207,25 @@ class StoreImpl {
   std::unique_ptr<KvCommitter> committer_;
   std::unique_ptr<DeferredWriter> deferred_;
   std::unique_ptr<HeatTracker> heat_;
+  // Set while the migrator runs (HybridStore::mount/umount): reads queue hot
+  // HDD objects on it for promotion (read_into).
+  std::atomic<Migrator*> promoter_{nullptr};
+  uint64_t promote_hits_ = 0;      // hybridstore_tier_promote_hits
+  uint64_t absorb_max_ = 0;        // hybridstore_tier_absorb_max
+  double absorb_min_free_ = 0;     // hybridstore_tier_absorb_min_free
+  // True when the SSD has room to absorb `len` more bytes of small writes.
+  bool ssd_can_absorb(uint64_t len) const;
+  // True when a write at `off` continues the object's previous write (HRO's
+  // continuation: same type, starts where it ended, soon after).
+  bool write_continues(const CollectionId& c, const ObjectId& o, uint64_t off) const;
+  uint64_t promote_max_size_ = 0;  // hybridstore_tier_promote_max_size
   // Heat history in RocksDB (`H` keys): load at mount, save periodically and at umount.
   void load_heat();
   int save_heat();
   void note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
                    uint64_t size);
   void note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len, uint64_t size);
+  void maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& onode_key, const Onode& on);
   uint64_t deferred_max_ = 0;
   // Small overwrites of SSD section data go to new extents, not in place
   // (hybridstore_ssd_small_overwrites).
@@ -266,8 +280,10 @@ struct OpApplier {
   // Data-changing primitives (store_data_ops.cc).
   int write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
                  std::string_view data);
+  // `absorbable`: the write may go to the SSD although the object lies on
+  // the HDD (a small write that does not continue the previous one).
   int write_data(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off,
-                 const ScatterData& data);
+                 const ScatterData& data, bool absorbable = false);
   int zero_range(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t off, uint64_t len);
   int truncate(const CollectionId& c, const ObjectId& oid, Onode& o, uint64_t size);
   void release_all_data(Onode& o);

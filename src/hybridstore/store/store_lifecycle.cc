@@ -504,6 +504,10 @@ int StoreImpl::mount(std::string* error) {
   dopts.max_delay_ms = static_cast<uint64_t>(cfg_.get_int("hybridstore_deferred_max_delay_ms"));
   dopts.max_pending_bytes = cfg_.get_size("hybridstore_deferred_max_pending");
   deferred_max_ = cfg_.get_size("hybridstore_deferred_max");
+  promote_hits_ = static_cast<uint64_t>(cfg_.get_int("hybridstore_tier_promote_hits"));
+  absorb_max_ = cfg_.get_size("hybridstore_tier_absorb_max");
+  absorb_min_free_ = cfg_.get_double("hybridstore_tier_absorb_min_free");
+  promote_max_size_ = cfg_.get_size("hybridstore_tier_promote_max_size");
   {
     const std::string mode = cfg_.get_str("hybridstore_ssd_small_overwrites");
     auto kind = super_.mkfs_options.find("hybridstore_ssd_kind");
@@ -610,6 +614,21 @@ void StoreImpl::note_access(const CollectionId& c, const ObjectId& o, AccessType
 void StoreImpl::note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len,
                             uint64_t size) {
   heat_->record(onode_key, type, off, len, wall_us(), size);
+}
+
+bool StoreImpl::ssd_can_absorb(uint64_t len) const {
+  const int t = tier_index(Tier::kSsd);
+  const uint64_t total = super_.tier_size[t] - super_.reserved[t];
+  const uint64_t free = ssd_ ? total - std::min(total, ssd_->consumed_bytes()) : alloc_[t]->free_bytes();
+  return free > len && static_cast<double>(free - len) >= absorb_min_free_ * static_cast<double>(total);
+}
+
+bool StoreImpl::write_continues(const CollectionId& c, const ObjectId& o, uint64_t off) const {
+  HeatSample h;
+  if (!heat_->lookup(kv::onode_key(c, o), &h)) return false;
+  const uint64_t now = wall_us();
+  return h.last_type == AccessType::kWrite && h.last_end == off && now >= h.last_time_us &&
+         now - h.last_time_us < heat_->options().continuation_us;
 }
 
 void StoreImpl::return_space(const PExtent& e) {

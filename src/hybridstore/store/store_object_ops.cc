@@ -244,8 +244,13 @@ int OpApplier::apply(const Op& op, std::string* why) {
       if (int r = new_object(&o); r < 0) return r;
       if (data.empty()) return 0;  // creates the object; size unchanged
       mark_dirty(c, op.oid);
+      // Asked before note_access moves the object's last request to this one.
+      bool absorbable = false;
+      if (s.absorb_max_ && data.size() <= s.absorb_max_ && !o->extents.empty() &&
+          s.placement_->choose(*o, op.off + data.size()) == Tier::kHdd)
+        absorbable = !s.write_continues(c, op.oid, op.off);
       s.note_access(c, op.oid, AccessType::kWrite, op.off, data.size(), std::max(o->size, op.off + data.size()));
-      return write_data(c, op.oid, *o, op.off, data);
+      return write_data(c, op.oid, *o, op.off, data, absorbable);
     }
     case OpCode::kZero: {
       if (too_big(op.off, op.len)) return -E2BIG;

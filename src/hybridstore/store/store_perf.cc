@@ -75,6 +75,12 @@ StorePerf::StorePerf(const Config& cfg) {
   migrate_down_bytes = c("migrate_down_bytes", "bytes moved SSD -> HDD");
   migrate_retries = c("migrate_retries", "migration copies redone because the object was written meanwhile");
   migrate_skipped = c("migrate_skipped", "planned migrations not done (gone, no space, busy)");
+  promote_on_read_ops = c("promote_on_read_ops", "objects promoted between passes because reads found them hot on the HDD");
+  promote_on_read_bytes = c("promote_on_read_bytes", "bytes those promotions moved");
+  tier_absorb_ops = c("tier_absorb_ops", "small random writes into objects on the HDD that the SSD took");
+  tier_absorb_bytes = c("tier_absorb_bytes", "bytes those writes put on the SSD");
+  destage_ops = c("destage_ops", "objects with absorbed writes written back whole to the HDD");
+  destage_bytes = c("destage_bytes", "bytes those write-backs moved");
   cleaner_passes = c("cleaner_passes", "SSD cleaner passes that cleaned");
   cleaner_lat = l("cleaner_lat", "one SSD cleaner pass that cleaned");
   cleaner_victims = c("cleaner_victims", "erase units picked for cleaning");

@@ -45,7 +45,8 @@ struct StorePerf {
   std::vector<std::pair<std::string, std::pair<int, int>>> per_section;  // name -> (allocs, seals)
   // Migration and cleaning.
   int migration_passes, migration_lat, migrate_up_ops, migrate_up_bytes, migrate_down_ops,
-      migrate_down_bytes, migrate_retries, migrate_skipped;
+      migrate_down_bytes, migrate_retries, migrate_skipped, promote_on_read_ops, promote_on_read_bytes,
+      tier_absorb_ops, tier_absorb_bytes, destage_ops, destage_bytes;
   int cleaner_passes, cleaner_lat, cleaner_victims, cleaner_units_freed, cleaner_objects_moved,
       cleaner_bytes_moved;
   // Raw NAND under the embedded FTL.

@@ -70,6 +70,21 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
   return 0;
 }
 
+// A small object read often while it lies on the HDD goes to the migrator's
+// promotion queue now rather than at its next pass (a day by default). Only
+// objects mostly on the HDD are looked at, so reads from the SSD pay nothing
+// beyond two comparisons.
+void StoreImpl::maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& key, const Onode& on) {
+  if (!promote_hits_ || on.extents.empty()) return;
+  Migrator* m = promoter_.load(std::memory_order_acquire);
+  if (!m) return;
+  const uint64_t hdd = on.extents.bytes_on(Tier::kHdd);
+  const uint64_t ssd = on.extents.bytes_on(Tier::kSsd);
+  if (hdd <= ssd || hdd + ssd > promote_max_size_) return;
+  HeatSample h;
+  if (heat_->lookup(key, &h) && h.frequency >= static_cast<double>(promote_hits_)) m->request_promotion(c, o, hdd + ssd);
+}
+
 int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
                     uint32_t read_flags) {
   out->clear();
@@ -103,6 +118,7 @@ int StoreImpl::read_into(const CollectionId& c, const ObjectId& o, uint64_t off,
     if (r == -EIO) perf_->set.inc(perf_->read_eio);
     return r;
   }
+  if (heat) maybe_promote(c, o, key, *on);
   perf_->set.tinc(perf_->read_lat, perf_now_ns() - t0);
   perf_->set.inc(perf_->read_bytes, len);
   return static_cast<int>(len);

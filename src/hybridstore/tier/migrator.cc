@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 
 #include "hybridstore/common/log.h"
 #include "hybridstore/kv/kv_schema.h"
@@ -23,7 +24,8 @@ Migrator::Migrator(Store* store, const Config& cfg)
       idle_ops_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_idle_ops"))),
       idle_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_idle_sec")) * 1000000),
       bandwidth_(cfg.get_size("hybridstore_tier_migrate_bandwidth")),
-      persist_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_heat_persist_interval_sec")) * 1000000) {
+      persist_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_heat_persist_interval_sec")) * 1000000),
+      ssd_target_ratio_(cfg.get_double("hybridstore_tier_ssd_target_ratio")) {
   parse_tier_policy(cfg.get_str("hybridstore_tier_policy"), &policy_);
 }
 
@@ -55,8 +57,8 @@ int Migrator::run_once(MigrationReport* rep) {
   rep->policy = tier_policy_name(policy_);
   double t0 = now_sec();
   HeatTracker* heat = store_->heat();
-  uint64_t ssd_total = 0, ssd_unit = 0;
-  if (int r = store_->ssd_space(&ssd_total, &ssd_unit); r < 0) return r;
+  uint64_t ssd_total = 0, ssd_unit = 0, ssd_free = 0;
+  if (int r = store_->ssd_space(&ssd_total, &ssd_unit, &ssd_free); r < 0) return r;
   PlannerOptions po = planner_options_from_config(store_->config(), ssd_total, ssd_unit);
   rep->ssd_budget = po.ssd_budget;
   if (policy_ == TierPolicy::kNone) return 0;
@@ -67,8 +69,11 @@ int Migrator::run_once(MigrationReport* rep) {
   };
   std::vector<Obj> objs;
   std::vector<TierCandidate> cands;
+  std::vector<std::pair<CollectionId, ObjectId>> mixed;
   int r = store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
     if (!s.allocated) return;  // nothing to place
+    const uint64_t on_ssd = s.bytes_on[tier_index(Tier::kSsd)], on_hdd = s.bytes_on[tier_index(Tier::kHdd)];
+    if (on_ssd && on_hdd >= on_ssd) mixed.emplace_back(c, o);
     TierCandidate cand;
     cand.size = s.allocated;
     cand.on_ssd = s.bytes_on[tier_index(Tier::kSsd)] >= s.bytes_on[tier_index(Tier::kHdd)];
@@ -82,6 +87,7 @@ int Migrator::run_once(MigrationReport* rep) {
     cands.push_back(cand);
   });
   if (r < 0) return r;
+  for (const auto& [c, o] : mixed) note_absorbed(c, o);
   rep->objects = cands.size();
   TierPlan plan = plan_tiers(cands, po);
   // Later accesses count in a new window; the planner has used this one.
@@ -137,6 +143,169 @@ int Migrator::run_once(MigrationReport* rep) {
   return 0;
 }
 
+void Migrator::request_promotion(const CollectionId& c, const ObjectId& o, uint64_t bytes) {
+  // Bounded: a scan reading every object of an HDD full of small ones must
+  // not grow this without limit; the dropped ones come back on later reads.
+  constexpr size_t kMaxQueued = 4096;
+  std::string key = kv::onode_key(c, o);
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    if (stopping_ || promote_queued_keys_.count(key)) return;
+    if (promote_queue_.size() >= kMaxQueued) {
+      ++promotion_stats_.dropped;
+      return;
+    }
+    promote_queued_keys_.insert(std::move(key));
+    promote_queue_.push_back({c, o, bytes});
+    ++promotion_stats_.requested;
+  }
+  cv_.notify_all();
+}
+
+Migrator::PromotionStats Migrator::promotion_stats() const {
+  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(mutex_));
+  return promotion_stats_;
+}
+
+size_t Migrator::promote_queued() {
+  std::lock_guard<std::mutex> pass(pass_mutex_);
+  std::vector<PendingPromotion> batch;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    batch.swap(promote_queue_);
+    promote_queued_keys_.clear();
+  }
+  if (batch.empty() || policy_ == TierPolicy::kNone) return 0;
+  uint64_t total = 0, unit = 0, free = 0;
+  if (store_->ssd_space(&total, &unit, &free) < 0) return 0;
+  // Promotions may use the SSD down to the share kept free for new writes.
+  const uint64_t keep_free = static_cast<uint64_t>(static_cast<double>(total) * (1.0 - ssd_target_ratio_));
+  uint64_t room = free > keep_free ? free - keep_free : 0;
+  const double t0 = now_sec();
+  uint64_t moved = 0;
+  size_t promoted = 0;
+  PromotionStats delta;
+  for (const PendingPromotion& p : batch) {
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (stopping_) break;
+    }
+    const uint64_t need = knapsack_weight(p.bytes, unit ? unit : 4096);
+    if (need > room) {
+      ++delta.no_room;
+      continue;
+    }
+    int r = -EAGAIN;
+    for (int attempt = 0; attempt <= kMaxRetries && r == -EAGAIN; ++attempt)
+      r = store_->migrate(p.c, p.o, Tier::kSsd);
+    if (r == 0) {
+      room -= need;
+      moved += p.bytes;
+      ++promoted;
+      ++delta.promoted;
+      delta.bytes += p.bytes;
+      throttle(moved, t0);
+    } else {
+      ++delta.failed;
+      HS_DEBUG("promotion of {} skipped: {}", p.o.to_string(), strerror(-r));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    promotion_stats_.promoted += delta.promoted;
+    promotion_stats_.bytes += delta.bytes;
+    promotion_stats_.no_room += delta.no_room;
+    promotion_stats_.failed += delta.failed;
+  }
+  if (promoted) {
+    MigrationReport rep;
+    rep.promoted = promoted;
+    rep.bytes_moved = moved;
+    rep.seconds = now_sec() - t0;
+    rep.policy = "promote-on-read";
+    store_->on_promotions(rep);
+  }
+  return promoted;
+}
+
+void Migrator::note_absorbed(const CollectionId& c, const ObjectId& o) {
+  // Bounded like the promotion queue; a pass's scan finds what was dropped.
+  constexpr size_t kMaxAbsorbed = 1 << 18;
+  std::string key = kv::onode_key(c, o);
+  std::lock_guard<std::mutex> l(mutex_);
+  if (absorbed_.size() >= kMaxAbsorbed && !absorbed_.count(key)) return;
+  absorbed_.emplace(std::move(key), std::make_pair(c, o));
+}
+
+size_t Migrator::absorbed_count() const {
+  std::lock_guard<std::mutex> l(const_cast<std::mutex&>(mutex_));
+  return absorbed_.size();
+}
+
+size_t Migrator::destage(bool all) {
+  std::lock_guard<std::mutex> pass(pass_mutex_);
+  std::vector<std::pair<std::string, std::pair<CollectionId, ObjectId>>> objs;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    if (absorbed_.empty()) return 0;
+    objs.assign(absorbed_.begin(), absorbed_.end());
+  }
+  uint64_t total = 0, unit = 0, free = 0;
+  if (store_->ssd_space(&total, &unit, &free) < 0) return 0;
+  const uint64_t keep_free = static_cast<uint64_t>(static_cast<double>(total) * (1.0 - ssd_target_ratio_));
+  if (!all && free >= keep_free) return 0;
+  // Coldest first: what is written back is what will not be read or
+  // overwritten soon.
+  HeatTracker* heat = store_->heat();
+  std::vector<std::pair<double, size_t>> order;
+  order.reserve(objs.size());
+  for (size_t i = 0; i < objs.size(); ++i) {
+    HeatSample h;
+    order.push_back({heat->lookup(objs[i].first, &h) ? h.frequency : 0.0, i});
+  }
+  std::sort(order.begin(), order.end());
+  const double t0 = now_sec();
+  MigrationReport rep;
+  rep.policy = "destage";
+  for (const auto& [f, i] : order) {
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (stopping_) break;
+    }
+    if (!all && free >= keep_free) break;
+    const auto& [c, o] = objs[i].second;
+    ObjectStat st;
+    const bool mixed = store_->stat(c, o, &st) == 0 && st.bytes_on[tier_index(Tier::kSsd)] > 0 &&
+                 st.bytes_on[tier_index(Tier::kHdd)] >= st.bytes_on[tier_index(Tier::kSsd)];
+    int r = 0;
+    if (mixed) {
+      r = -EAGAIN;
+      for (int attempt = 0; attempt <= kMaxRetries && r == -EAGAIN; ++attempt)
+        r = store_->migrate(c, o, Tier::kHdd);
+      if (r == 0) {
+        ++rep.demoted;
+        rep.bytes_moved += st.allocated;
+        free += st.bytes_on[tier_index(Tier::kSsd)];
+        throttle(rep.bytes_moved, t0);
+      } else {
+        ++rep.skipped;
+      }
+    }
+    if (r == 0 || !mixed) {
+      // Written back, gone, or whole on one tier by now (promoted, rewritten).
+      std::lock_guard<std::mutex> l(mutex_);
+      absorbed_.erase(objs[i].first);
+    }
+  }
+  rep.seconds = now_sec() - t0;
+  if (rep.demoted) {
+    store_->on_destage(rep);
+    HS_INFO("destage: {} objects with absorbed writes written back to the HDD ({} bytes) in {:.1f} s",
+            rep.demoted, rep.bytes_moved, rep.seconds);
+  }
+  return rep.demoted;
+}
+
 void Migrator::run() {
   double last_pass = now_sec(), last_persist = now_sec(), last_tick = now_sec();
   double idle_since = 0;
@@ -144,10 +313,16 @@ void Migrator::run() {
   uint64_t last_ops = ops_.load();
   std::unique_lock<std::mutex> l(mutex_);
   while (!stopping_) {
-    cv_.wait_for(l, std::chrono::seconds(1), [&] { return stopping_; });
+    cv_.wait_for(l, std::chrono::seconds(1), [&] { return stopping_ || !promote_queue_.empty(); });
     if (stopping_) break;
+    const bool promotions = !promote_queue_.empty();
     l.unlock();
+    if (promotions) promote_queued();
     double now = now_sec();
+    if (now - last_tick < 1.0) {
+      l.lock();
+      continue;  // woken for promotions: the once-a-second chores are not due
+    }
     uint64_t ops = ops_.load();
     double rate = static_cast<double>(ops - last_ops) / std::max(1e-3, now - last_tick);
     last_ops = ops;
@@ -168,6 +343,7 @@ void Migrator::run() {
       idle_pass_done = idle_due || idle_pass_done;
     }
     store_->tick();
+    destage();
     if (persist_us_ && (now - last_persist) * 1e6 >= static_cast<double>(persist_us_)) {
       store_->save_heat();
       last_persist = now;

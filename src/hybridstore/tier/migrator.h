@@ -14,7 +14,25 @@
 // or once the store has been idle (fewer than hybridstore_tier_migrate_idle_ops
 // client ops/s) for hybridstore_tier_migrate_idle_sec, or on demand
 // (run_once, behind `hybridstore-tool migrate --now`). The same thread saves
-// the heat history every hybridstore_tier_heat_persist_interval_sec.
+// the heat history every hybridstore_tier_heat_persist_interval_sec. Client
+// ops are every transaction and every read the store serves (note_op).
+//
+// Between passes, a small object read often on the HDD does not wait for the
+// next pass (a day by default): the store queues it (request_promotion) once
+// accesses in the current heat window reach hybridstore_tier_promote_hits,
+// and the thread promotes queued objects within a second, load or not, as far
+// as the SSD has room above the share the planner keeps free for new writes
+// (1 - hybridstore_tier_ssd_target_ratio), at the migration bandwidth. Making
+// room by demotion is the pass's job, not this path's: a promotion never
+// evicts.
+//
+// Small random writes into objects on the HDD are absorbed by the SSD (the
+// store decides, hybridstore_tier_absorb_max, and tells the migrator which
+// objects now hold data on both tiers). While the SSD is fuller than its
+// target ratio, the thread writes such objects back whole to the HDD each
+// second, coldest first, until it is not: one sequential rewrite per object
+// instead of one seek per small write. A pass's scan finds mixed objects too
+// (after a restart, the list is empty).
 //
 // It reaches the store only through Migrator::Store (the store implements it).
 #pragma once
@@ -25,6 +43,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "hybridstore/common/config.h"
 #include "hybridstore/format/collection_id.h"
@@ -57,9 +78,10 @@ class Migrator {
     virtual ~Store() = default;
     virtual const Config& config() const = 0;
     virtual HeatTracker* heat() = 0;
-    // The SSD tier's allocatable bytes and allocation unit: the planner's
-    // budget. Everything queued is durable when it returns (it is statfs).
-    virtual int ssd_space(uint64_t* total, uint64_t* unit) = 0;
+    // The SSD tier's allocatable bytes, allocation unit and free bytes: the
+    // planner's budget. Everything queued is durable when it returns (it is
+    // statfs).
+    virtual int ssd_space(uint64_t* total, uint64_t* unit, uint64_t* free) = 0;
     // Every object of every collection, in key order.
     virtual int for_each_object(
         const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) = 0;
@@ -73,6 +95,11 @@ class Migrator {
     virtual int save_heat() = 0;
     // A pass finished (for the store's counters).
     virtual void on_pass(const MigrationReport&) {}
+    // A batch of promotions requested by reads finished.
+    virtual void on_promotions(const MigrationReport&) {}
+    // Absorbed objects written back to the HDD (report.demoted of them).
+    virtual void on_destage(const MigrationReport&) {}
+    virtual int stat(const CollectionId& c, const ObjectId& o, ObjectStat* st) = 0;
   };
 
   // `store` outlives the migrator.
@@ -81,24 +108,57 @@ class Migrator {
 
   void start();
   void stop();
-  // A client op happened (for the idle trigger).
-  void note_op() { ops_.fetch_add(1, std::memory_order_relaxed); }
+  // `n` client ops happened (for the idle trigger).
+  void note_op(uint64_t n = 1) { ops_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t client_ops() const { return ops_.load(std::memory_order_relaxed); }
   // Plans and moves now, on the caller's thread.
   int run_once(MigrationReport* report);
+
+  // A hot object on the HDD holding `bytes`: promote it soon. Cheap and
+  // non-blocking (the caller is a reader); an object already queued, or one
+  // past the queue's bound, is dropped (its reads will queue it again).
+  void request_promotion(const CollectionId& c, const ObjectId& o, uint64_t bytes);
+  // Promotes what is queued now, on the caller's thread (the background
+  // thread does it within a second of a request). Returns promotions made.
+  size_t promote_queued();
+  struct PromotionStats {
+    uint64_t requested = 0, promoted = 0, bytes = 0, no_room = 0, failed = 0, dropped = 0;
+  };
+  PromotionStats promotion_stats() const;
+  // `o` holds absorbed small writes on the SSD while it lies on the HDD.
+  void note_absorbed(const CollectionId& c, const ObjectId& o);
+  // Writes absorbed objects back while the SSD is over its target (or all of
+  // them with `all`): how many were written back.
+  size_t destage(bool all = false);
+  size_t absorbed_count() const;
+  // No pass, promotion or write-back moves an object while the lock is held
+  // (fsck reads the store's state piece by piece).
+  std::unique_lock<std::mutex> hold_moves() { return std::unique_lock<std::mutex>(pass_mutex_); }
 
  private:
   void run();
   void throttle(uint64_t bytes, double started);
+  struct PendingPromotion {
+    CollectionId c;
+    ObjectId o;
+    uint64_t bytes = 0;
+  };
 
   Store* store_;
   TierPolicy policy_ = TierPolicy::kHro;
   uint64_t interval_us_, idle_ops_, idle_us_, bandwidth_, persist_us_;
   std::atomic<uint64_t> ops_{0};
-  std::mutex pass_mutex_;  // one pass at a time
+  double ssd_target_ratio_ = 0.9;
+  std::mutex pass_mutex_;  // one pass (or promotion batch) at a time
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;
   std::thread thread_;
+  // Guarded by mutex_.
+  std::vector<PendingPromotion> promote_queue_;
+  std::unordered_set<std::string> promote_queued_keys_;
+  PromotionStats promotion_stats_;
+  std::unordered_map<std::string, std::pair<CollectionId, ObjectId>> absorbed_;
 };
 
 }  // namespace hybridstore
