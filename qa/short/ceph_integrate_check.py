@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Checks of src/tools/ceph-integrate on fake Ceph trees (see ceph_integrate.sh)."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from importlib.machinery import SourceFileLoader
+
+TOOL = os.path.abspath("src/tools/ceph-integrate")
+ci = SourceFileLoader("ceph_integrate", TOOL).load_module()
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+COMMON = {
+    "CMakeLists.txt": "project(ceph)\n",
+    "src/common/subsys.h": "SUBSYS(none, 0, 5)\nSUBSYS(memstore, 1, 5)\n",
+    "src/CMakeLists.txt": "include(Common)\nset(ceph_common_objs\n  $<TARGET_OBJECTS:common-objs>)\nadd_library(common STATIC)\n",
+    "src/os/CMakeLists.txt": "set(libos_srcs ObjectStore.cc)\nadd_library(os STATIC ${libos_srcs})\ntarget_link_libraries(os blk)\n",
+    "src/test/objectstore/store_test.cc": (
+        "INSTANTIATE_TEST_SUITE_P(\n  ObjectStore,\n  StoreTest,\n  ::testing::Values(\n    \"memstore\",\n"
+        "#if defined(WITH_BLUESTORE)\n    \"bluestore\",\n#endif\n    \"kstore\"));\n"),
+}
+
+
+def pacific(root, release="16\npacific\nstable\n"):
+    files = dict(COMMON)
+    files["src/ceph_release"] = release
+    files["src/common/options.cc"] = (
+        'Option("osd_objectstore", Option::TYPE_STR, Option::LEVEL_ADVANCED)\n'
+        '  .set_default("bluestore")\n  .set_enum_allowed({"bluestore", "filestore", "memstore", "kstore"})\n'
+        "static std::vector<Option> build_options()\n{\n  ingest(get_rgw_options(), \"rgw\");\n"
+        "  ingest(get_rbd_options(), \"rbd\");\n  return result;\n}\n")
+    files["src/os/ObjectStore.cc"] = (
+        "#include \"os/ObjectStore.h\"\nObjectStore *ObjectStore::create(CephContext *cct,\n  const string& type,\n  const string& data,\n"
+        "  const string& journal,\n  osflagbits_t flags)\n{\n  return nullptr;\n}\n")
+    for k, v in files.items():
+        write(root, k, v)
+
+
+def reef(root):
+    files = dict(COMMON)
+    files["src/ceph_release"] = "18\nreef\nstable\n"
+    files["src/common/options/global.yaml.in"] = (
+        "options:\n- name: osd_objectstore\n  type: str\n  level: advanced\n  default: bluestore\n"
+        "  enum_values:\n  - bluestore\n  - filestore\n  - cyanstore\n  flags:\n  - create\n"
+        "- name: osd_objectstore_tracing\n  type: bool\n")
+    files["src/common/options/build_options.cc"] = (
+        "std::vector<Option> build_options()\n{\n  ingest(get_osd_options(), \"osd\");\n"
+        "  ingest(get_rgw_options(), \"rgw\");\n  return result;\n}\n")
+    files["src/os/ObjectStore.cc"] = (
+        "#include \"os/ObjectStore.h\"\nstd::unique_ptr<ObjectStore> ObjectStore::create(\n  CephContext *cct,\n  const string& type,\n"
+        "  const string& data)\n{\n  return nullptr;\n}\n")
+    for k, v in files.items():
+        write(root, k, v)
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, TOOL] + list(args), capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def integrate(root, major):
+    changed = []
+    ci.edit_options(root, major, False, changed)
+    ci.edit_subsys(root, False, changed)
+    ci.edit_objectstore_cc(root, False, changed)
+    ci.edit_src_cmake(root, False, changed)
+    ci.edit_os_cmake(root, False, changed)
+    ci.edit_store_test(root, False, changed)
+    return changed
+
+
+def read(root, rel):
+    with open(os.path.join(root, rel)) as f:
+        return f.read()
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    # The version table: the releases the tool and the adapter know.
+    check(sorted(ci.KNOWN_RELEASES) == ["16", "18"], "ceph-integrate knows releases 16 and 18")
+    header = open("src/hybridstore/ceph/hybrid_object_store.h").read()
+    check("HS_CEPH_RELEASE >= 18" in header, "the adapter switches its signatures at release 18")
+
+    # Pacific.
+    p = os.path.join(tmp, "pacific")
+    pacific(p)
+    rc, out = run("--ceph-src", p, "--check")
+    check(rc == 1 and "would edit src/common/options.cc" in out, "a Pacific tree is recognised and needs edits")
+    if rc != 1:
+        print(out)
+    check(len(integrate(p, 16)) == 6, "six files of a Pacific tree edited")
+    check('"kstore", "hybridstore"' in read(p, "src/common/options.cc"), "Pacific: hybridstore in the enum")
+    check('ingest(get_hybridstore_options(), "osd")' in read(p, "src/common/options.cc"),
+          "Pacific: the options ingested")
+    check('if (type == "hybridstore")' in read(p, "src/os/ObjectStore.cc") and
+          "return make_hybridstore(cct, data);" in read(p, "src/os/ObjectStore.cc"),
+          "Pacific: create() returns the raw pointer its signature wants")
+    rc, out = run("--ceph-src", p, "--check")
+    check(rc == 0 and "nothing to edit" in out, "Pacific: a second run changes nothing")
+
+    # Reef.
+    r = os.path.join(tmp, "reef")
+    reef(r)
+    rc, out = run("--ceph-src", r, "--check")
+    check(rc == 1 and "would edit src/common/options/global.yaml.in" in out, "a Reef tree is recognised")
+    integrate(r, 18)
+    y = read(r, "src/common/options/global.yaml.in")
+    check(re.search(r"  - cyanstore\n  - hybridstore\n  flags:", y) is not None, "Reef: hybridstore in enum_values")
+    check('ingest(get_hybridstore_options(), "osd")' in read(r, "src/common/options/build_options.cc"),
+          "Reef: the options ingested in build_options.cc")
+    check("std::unique_ptr<ObjectStore>(make_hybridstore(cct, data))" in read(r, "src/os/ObjectStore.cc"),
+          "Reef: create() returns a unique_ptr")
+    check('"kstore",\n    "hybridstore"));' in read(r, "src/test/objectstore/store_test.cc"),
+          "Reef: hybridstore is the last store of store_test")
+    rc, out = run("--ceph-src", r, "--check")
+    check(rc == 0 and "nothing to edit" in out, "Reef: a second run changes nothing")
+
+    # Refusals.
+    for rel, name in (("17\nquincy\nstable\n", "quincy"), ("19\nsquid\nstable\n", "squid")):
+        q = os.path.join(tmp, name)
+        pacific(q, release=rel)
+        rc, out = run("--ceph-src", q, "--check")
+        check(rc == 2 and "16:" in out and "18:" in out, f"release {rel.split()[0]} refused, naming the known ones")
+    s = os.path.join(tmp, "nosub")
+    pacific(s)
+    write(s, ".gitmodules", '[submodule "src/rocksdb"]\n\tpath = src/rocksdb\n\turl = x\n')
+    os.makedirs(os.path.join(s, "src/rocksdb"))
+    rc, out = run("--ceph-src", s, "--check")
+    check(rc == 2 and "src/rocksdb" in out and "submodules are missing" in out, "empty submodules refused by name")
+
+    # --from-git: a snapshot lacking a blob.
+    g = os.path.join(tmp, "repo")
+    pacific(g)
+    write(g, "src/big.dat", "large file the snapshot lacks\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "tree"]):
+        subprocess.run(["git", "-C", g] + cmd, check=True, env=env, capture_output=True)
+    blob = subprocess.run(["git", "-C", g, "rev-parse", "HEAD:src/big.dat"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    os.unlink(os.path.join(g, ".git", "objects", blob[:2], blob[2:]))
+    dest = os.path.join(tmp, "exported")
+    skipped = ci.export_tree(os.path.join(g, ".git"), "HEAD", dest)
+    check(skipped == ["src/big.dat"], "export skips and lists the blob the snapshot lacks")
+    check(read(dest, "src/os/ObjectStore.cc") == read(g, "src/os/ObjectStore.cc"), "export writes the files")
+    check(os.path.isfile(os.path.join(dest, "src/.git_version")), "export writes src/.git_version")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("ceph-integrate: all checks passed")
