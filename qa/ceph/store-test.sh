@@ -57,8 +57,14 @@ try:
     s = open(sys.argv[1]).read()
 except OSError:
     sys.exit(0)
-for m in re.finditer(r'TEST_P\((\w+),\s*(\w+)\)\s*\{(.{0,400})', s, re.S):
-    body = m.group(3)
+# Each case by its own body (brace-matched): a scan of a fixed span ran
+# into the next case and counted StoreTest.Synthetic as BlueStore-only.
+for m in re.finditer(r'TEST_P\((\w+),\s*(\w+)\)\s*\{', s):
+    depth, i = 1, m.end()
+    while depth and i < len(s):
+        depth += {"{": 1, "}": -1}.get(s[i], 0)
+        i += 1
+    body = s[m.end():i][:600]
     only = re.search(r'if\s*\(\s*string\(GetParam\(\)\)\s*!=\s*"(bluestore|filestore)"\)', body)
     if only:
         print("%s.%s (%s only)" % (m.group(1), m.group(2), only.group(1)))

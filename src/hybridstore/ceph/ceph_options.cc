@@ -96,5 +96,15 @@ Option make_option(const OptionSpec& spec) {
 std::vector<Option> get_hybridstore_options() {
   std::vector<Option> out;
   for (const auto& spec : hybridstore::option_registry()) out.push_back(make_option(spec));
+  // The adapter's own, BlueStore's bluestore_debug_inject_read_err for this
+  // store: Ceph's standalone qa (ceph-helpers.sh inject_eio) sets
+  // <store type>_debug_inject_read_err on a running OSD.
+  Option eio("hybridstore_debug_inject_read_err", Option::TYPE_BOOL, Option::LEVEL_DEV);
+  eio.set_default(false);
+  eio.set_description("objects marked by the OSD's injectdataerr / injectmdataerr commands fail their data / "
+                      "metadata reads with EIO while this is true");
+  eio.set_flag(Option::FLAG_RUNTIME);
+  eio.add_tag("hybridstore");
+  out.push_back(std::move(eio));
   return out;
 }

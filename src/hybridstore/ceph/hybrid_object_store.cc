@@ -672,6 +672,9 @@ int HybridObjectStore::queue_transactions(CollectionHandle& ch, std::vector<Tran
     while (it.have_op()) {
       Transaction::Op* cop = it.decode_op();
       DecodedOp d = decode_op(it, cop);
+      if (cop->op == Transaction::OP_REMOVE) debug_forget(d.oid);
+      if (cop->op == Transaction::OP_COLL_MOVE_RENAME || cop->op == Transaction::OP_TRY_RENAME)
+        debug_forget(d.dest_oid);
       if (cop->op == Transaction::OP_MKCOLL) created.push_back(d.cid);
       if (cop->op == Transaction::OP_RMCOLL) removed.push_back(d.cid);
       if (cop->op == Transaction::OP_MERGE_COLLECTION) removed.push_back(d.cid);

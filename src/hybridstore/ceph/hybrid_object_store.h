@@ -27,6 +27,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/Finisher.h"
@@ -39,6 +40,22 @@
 namespace hybridstore::ceph_adapter {
 
 class PerfBridge;
+
+// What moved in ObjectStore's interface between the releases the adapter
+// builds against (HS_CEPH_RELEASE, from the tree's src/ceph_release; the
+// table is checked by qa/short/ceph_integrate.sh):
+//   18 (Reef): getattrs() takes a map with a transparent comparator (the old
+//     signature would silently stop overriding; `override` makes it an
+//     error); ObjectStore::create() returns a unique_ptr (ceph-integrate's
+//     edit follows the tree's signature).
+#ifndef HS_CEPH_RELEASE
+#error "HS_CEPH_RELEASE is not defined: build the adapter through src/tools/ceph-integrate"
+#endif
+#if HS_CEPH_RELEASE >= 18
+using AttrPtrMap = std::map<std::string, ceph::buffer::ptr, std::less<>>;
+#else
+using AttrPtrMap = std::map<std::string, ceph::buffer::ptr>;
+#endif
 
 class HybridObjectStore : public ObjectStore {
  public:
@@ -108,7 +125,7 @@ class HybridObjectStore : public ObjectStore {
   int fiemap(CollectionHandle& c, const ghobject_t& oid, uint64_t offset, size_t len,
              std::map<uint64_t, uint64_t>& destmap) override;
   int getattr(CollectionHandle& c, const ghobject_t& oid, const char* name, ceph::buffer::ptr& value) override;
-  int getattrs(CollectionHandle& c, const ghobject_t& oid, std::map<std::string, ceph::buffer::ptr>& aset) override;
+  int getattrs(CollectionHandle& c, const ghobject_t& oid, AttrPtrMap& aset) override;
 
   // Omap.
   int omap_get(CollectionHandle& c, const ghobject_t& oid, ceph::buffer::list* header,
@@ -129,6 +146,15 @@ class HybridObjectStore : public ObjectStore {
   // The engine (tests and the admin hooks look at it).
   HybridStore* engine() { return engine_.get(); }
 
+  // Error injection, as BlueStore does it: the OSD's injectdataerr and
+  // injectmdataerr commands mark an object; while
+  // hybridstore_debug_inject_read_err is true (Ceph's qa sets
+  // <store type>_debug_inject_read_err at run time) its data reads (data)
+  // or its stat and attribute reads (mdata) fail with -EIO. Removing the
+  // object, or renaming another onto it (recovery does), clears the mark.
+  void inject_data_error(const ghobject_t& oid) override;
+  void inject_mdata_error(const ghobject_t& oid) override;
+
  private:
   friend struct Collection;
   // The engine's Config: its defaults, overridden by every hybridstore_*
@@ -141,6 +167,8 @@ class HybridObjectStore : public ObjectStore {
   void deliver(Collection* c, std::list<Context*>& ls);
   [[noreturn]] void abort_transaction(std::vector<Transaction>& tls, const TxnError& err);
   CollectionRef lookup(const coll_t& cid);
+  bool debug_eio(const ObjectId& oid, bool data) const;
+  void debug_forget(const ObjectId& oid);
 
   uuid_d fsid_;
   std::unique_ptr<HybridStore> engine_;
@@ -157,6 +185,10 @@ class HybridObjectStore : public ObjectStore {
   // transactions (exponentially weighted).
   std::atomic<uint64_t> commit_lat_ns_{0};
   std::atomic<uint64_t> apply_lat_ns_{0};
+
+  mutable ceph::shared_mutex debug_eio_lock_ = ceph::make_shared_mutex("HybridObjectStore::debug_eio");
+  std::set<ObjectId> debug_data_eio_, debug_mdata_eio_;
+  std::atomic<bool> debug_eio_any_{false};  // a cheap test on every read
 };
 
 // A collection handle: the ordering domain the OSD queues transactions on.

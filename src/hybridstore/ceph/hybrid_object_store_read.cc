@@ -62,10 +62,41 @@ bool HybridObjectStore::exists(CollectionHandle& ch, const ghobject_t& oid) {
   return engine_->exists(cid_of(ch), to_engine(oid));
 }
 
+bool HybridObjectStore::debug_eio(const ObjectId& oid, bool data) const {
+  if (!debug_eio_any_.load(std::memory_order_relaxed) ||
+      !cct->_conf.get_val<bool>("hybridstore_debug_inject_read_err"))
+    return false;
+  std::shared_lock l(debug_eio_lock_);
+  return (data ? debug_data_eio_ : debug_mdata_eio_).count(oid) > 0;
+}
+
+void HybridObjectStore::debug_forget(const ObjectId& oid) {
+  if (!debug_eio_any_.load(std::memory_order_relaxed)) return;
+  std::unique_lock l(debug_eio_lock_);
+  debug_data_eio_.erase(oid);
+  debug_mdata_eio_.erase(oid);
+}
+
+void HybridObjectStore::inject_data_error(const ghobject_t& oid) {
+  std::unique_lock l(debug_eio_lock_);
+  debug_data_eio_.insert(to_engine(oid));
+  debug_eio_any_ = true;
+}
+
+void HybridObjectStore::inject_mdata_error(const ghobject_t& oid) {
+  std::unique_lock l(debug_eio_lock_);
+  debug_mdata_eio_.insert(to_engine(oid));
+  debug_eio_any_ = true;
+}
+
 int HybridObjectStore::stat(CollectionHandle& ch, const ghobject_t& oid, struct stat* st, bool allow_eio) {
   ObjectStat s;
   int r = engine_->stat(cid_of(ch), to_engine(oid), &s);
   if (r < 0) return r;
+  if (!allow_eio && debug_eio(to_engine(oid), /*data=*/false)) {
+    derr << "stat " << oid << ": injected EIO" << dendl;
+    return -EIO;
+  }
   memset(st, 0, sizeof(*st));
   st->st_size = s.size;
   st->st_blksize = s.blksize;
@@ -91,6 +122,10 @@ int HybridObjectStore::read(CollectionHandle& ch, const ghobject_t& oid, uint64_
   if (r < 0) {
     if (r == -EIO) derr << "read " << oid << " " << offset << "~" << len << ": checksum or media error" << dendl;
     return r;
+  }
+  if (debug_eio(to_engine(oid), /*data=*/true)) {
+    derr << "read " << oid << " " << offset << "~" << len << ": injected EIO" << dendl;
+    return -EIO;
   }
   // The result replaces what bl held (callers reuse one bufferlist).
   bl.clear();
@@ -122,15 +157,22 @@ int HybridObjectStore::getattr(CollectionHandle& ch, const ghobject_t& oid, cons
   std::string v;
   int r = engine_->getattr(cid_of(ch), to_engine(oid), name, &v);
   if (r < 0) return r;  // -ENOENT: no object; -ENODATA: no such attribute
+  if (debug_eio(to_engine(oid), /*data=*/false)) {
+    derr << "getattr " << oid << " " << name << ": injected EIO" << dendl;
+    return -EIO;
+  }
   value = ceph::buffer::copy(v.data(), v.size());
   return 0;
 }
 
-int HybridObjectStore::getattrs(CollectionHandle& ch, const ghobject_t& oid,
-                                std::map<std::string, ceph::buffer::ptr>& aset) {
+int HybridObjectStore::getattrs(CollectionHandle& ch, const ghobject_t& oid, AttrPtrMap& aset) {
   std::map<std::string, std::string> m;
   int r = engine_->getattrs(cid_of(ch), to_engine(oid), &m);
   if (r < 0) return r;
+  if (debug_eio(to_engine(oid), /*data=*/false)) {
+    derr << "getattrs " << oid << ": injected EIO" << dendl;
+    return -EIO;
+  }
   for (auto& [k, v] : m) aset[k] = ceph::buffer::copy(v.data(), v.size());
   return 0;
 }
