@@ -15,7 +15,8 @@ QA_SEED    ?= 1
 # Debian packages the build, tests, fuzzers and tools need.
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git python3 python3-matplotlib \
   librocksdb-dev liburing-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
-  libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev gdb fio libgoogle-perftools-dev
+  libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev gdb fio libgoogle-perftools-dev \
+  libfuse3-dev fuse3
 
 .PHONY: all deps build test demo bench crash-long fuzz tsan clean help
 
@@ -32,6 +33,8 @@ help:
 	@echo "make tsan   build the I/O stress tests with ThreadSanitizer into $(BUILD)-tsan and run them"
 	@echo "make qa-suites  validate the teuthology suites, run the standalone scripts, the local runner and the ansible checks"
 	@echo "make ceph-proof CEPH_BUILD=DIR  ceph_test_objectstore and the 3-OSD cluster proof on a Ceph build with HybridStore"
+	@echo "make ceph-hybrid-proof CEPH_BUILD=DIR  HybridStore against BlueStore on emulated SSD and HDD classes (root, FUSE)"
+	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
 deps:
@@ -96,7 +99,7 @@ ANSIBLE_VENV ?= $(BUILD)/venv-ansible
 # hybridstore ones are listed with their skip reason unless CEPH_OSD is given.
 QA_LOCAL_ARGS ?= hybridstore/basic --filter-out rados-bench,omap
 
-.PHONY: qa-deps qa-venv ansible-venv qa-validate qa-standalone qa-local ansible-test qa-suites ceph-proof
+.PHONY: qa-deps qa-venv ansible-venv qa-validate qa-standalone qa-local ansible-test qa-suites ceph-proof ceph-hybrid-proof ceph-deps
 
 qa-deps:
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(QA_DEB_PACKAGES)"
@@ -153,3 +156,16 @@ ceph-proof: build qa-deps
 	  HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool qa/ceph/$$p.sh; r=$$?; \
 	  if [ $$r = 77 ]; then :; elif [ $$r != 0 ]; then rc=1; fi; \
 	done; exit $$rc
+
+# HybridStore against BlueStore (the same binary and Debian's) on emulated
+# device classes: the HDD through the 7,200-rpm disk model, the SSD raw
+# (qa/ceph/hybrid-hardware.sh, docs/ceph.md). Root, FUSE and CEPH_BUILD
+# needed; SKIPPED without them. About an hour on 2 cores.
+HH_OUT ?= hybrid-hardware-report
+ceph-hybrid-proof: build qa-deps
+	@HS_BUILD_DIR=$(CURDIR)/$(BUILD) HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool \
+	  qa/ceph/hybrid-hardware.sh $(HH_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
+ceph-deps:
+	src/tools/ceph-integrate --install-deps

@@ -353,10 +353,15 @@ kill_daemons() {
     done
 }
 
-# loop_attach DIR IMAGE ROTATIONAL: a loop device over IMAGE, recorded for teardown.
+# loop_attach DIR IMAGE ROTATIONAL: a loop device over IMAGE, recorded for
+# teardown. Direct I/O: a buffered loop device lets the host's page cache
+# serve reads and absorb writes behind the stores' O_DIRECT, which no disk
+# does.
 loop_attach() {
     local dir=$1 img=$2 rot=$3 dev
-    dev=$(losetup --find --show "$img") || { fail "losetup $img"; return 1; }
+    dev=$(losetup --find --show --direct-io=on "$img") || { fail "losetup --direct-io=on $img"; return 1; }
+    [ "$(cat "/sys/block/$(basename "$dev")/loop/dio" 2> /dev/null)" = 1 ] ||
+        log "warning: $dev runs without direct I/O (the backing filesystem refused it)"
     echo "$dev" >> "$dir/loops"
     echo "$rot" > "/sys/block/$(basename "$dev")/queue/rotational" 2> /dev/null ||
         log "cannot set rotational=$rot on $dev"
@@ -379,6 +384,10 @@ teardown() {
     [ -d "$dir" ] || return 0
     kill_daemons "$dir" TERM
     loops_detach "$dir"
+    if [ -e "$dir/devclass" ] || ls "$dir"/*.mnt > /dev/null 2>&1; then
+        # shellcheck source=qa/devclass/devclass.sh
+        source "$HS_TOP/qa/devclass/devclass.sh" && devclass_detach_all "$dir"
+    fi
     if [ -n "$failed" ] || [ -n "${HS_KEEP:-}" ]; then
         log "kept $dir (logs: $dir/*.log)"
     else
@@ -435,24 +444,44 @@ wait_for_osd() {
     wait_until "$HS_TIMEOUT" "osd.$id to be $state" "osd_is_$state" "$id"
 }
 
+# class_device DIR NAME CLASS SIZE ROTATIONAL: a loop device of the device
+# class CLASS: raw (a sparse image, direct I/O) or a profile of
+# qa/devclass/profiles.conf (hdd, ssd) served through the disk model.
+class_device() {
+    local dir=$1 name=$2 class=$3 size=$4 rot=$5
+    if [ "$class" = raw ]; then
+        truncate -s "$size" "$dir/$name.img" || return 1
+        loop_attach "$dir" "$dir/$name.img" "$rot"
+    else
+        # shellcheck source=qa/devclass/devclass.sh
+        source "$HS_TOP/qa/devclass/devclass.sh" || return 1
+        devclass_attach "$dir" "$name" "$class" "$size"
+    fi
+}
+
 # osd_devices DIR ID: for HS_DEVICES=loop, makes the OSD's two images and loop
 # devices and points the OSD's device options at them; for file, nothing (the
-# store creates block.ssd and block.hdd in its directory).
+# store creates block.ssd and block.hdd in its directory). HS_SSD_CLASS and
+# HS_HDD_CLASS (default raw) give each device a class (class_device).
+# BlueStore puts block on the HDD and block.db on the SSD, or, with
+# HS_BLUESTORE_DB=none, everything on the HDD.
 osd_devices() {
     local dir=$1 id=$2 ssd hdd
     [ "$HS_DEVICES" = loop ] || return 0
-    truncate -s "$HS_SSD_SIZE" "$dir/osd.$id.ssd.img" || return 1
-    truncate -s "$HS_HDD_SIZE" "$dir/osd.$id.hdd.img" || return 1
-    ssd=$(loop_attach "$dir" "$dir/osd.$id.ssd.img" 0) || return 1
-    hdd=$(loop_attach "$dir" "$dir/osd.$id.hdd.img" 1) || return 1
+    hdd=$(class_device "$dir" "osd.$id.hdd" "${HS_HDD_CLASS:-raw}" "$HS_HDD_SIZE" 1) || return 1
+    if ! [ "$HS_OBJECTSTORE" = bluestore ] || [ "${HS_BLUESTORE_DB:-ssd}" != none ]; then
+        ssd=$(class_device "$dir" "osd.$id.ssd" "${HS_SSD_CLASS:-raw}" "$HS_SSD_SIZE" 0) || return 1
+    fi
     case "$HS_OBJECTSTORE" in
     hybridstore)
         conf_set "$dir" "osd.$id" "hybridstore ssd path" "$ssd"
         conf_set "$dir" "osd.$id" "hybridstore hdd path" "$hdd" ;;
     bluestore)
         conf_set "$dir" "osd.$id" "bluestore block path" "$hdd"
-        conf_set "$dir" "osd.$id" "bluestore block db path" "$ssd"
-        conf_set "$dir" "osd.$id" "bluestore block db create" false ;;
+        if [ -n "${ssd:-}" ]; then
+            conf_set "$dir" "osd.$id" "bluestore block db path" "$ssd"
+            conf_set "$dir" "osd.$id" "bluestore block db create" false
+        fi ;;
     esac
     conf_render "$dir"
 }

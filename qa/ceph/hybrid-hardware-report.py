@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""REPORT.md, results.json and plots of one qa/ceph/hybrid-hardware.sh run.
+
+    hybrid-hardware-report.py OUTDIR
+
+Reads OUTDIR/results.tsv (row, part, name, metric, value), the model check
+(OUTDIR/model-check/check.json), fio's logs and the hot-set counter polls, and
+writes OUTDIR/REPORT.md, OUTDIR/results.json and OUTDIR/*.png. Every ratio is
+hybridstore's figure over the BlueStore-hybrid row's, both measured in this
+run; a goal's line says met or not met, and by how much.
+"""
+import csv
+import glob
+import json
+import os
+import sys
+from collections import defaultdict
+
+ROWS = ["hybridstore", "bluestore", "debian-bluestore", "bluestore-hdd"]
+ROW_TITLE = {
+    "hybridstore": "hybridstore (SSD + HDD)",
+    "bluestore": "BlueStore, same binary (block HDD, db SSD)",
+    "debian-bluestore": "Debian ceph-osd BlueStore (block HDD, db SSD)",
+    "bluestore-hdd": "BlueStore all on the HDD",
+}
+
+
+def load(out):
+    res = defaultdict(dict)  # (row, part, name) -> {metric: value}
+    meta = defaultdict(dict)
+    with open(os.path.join(out, "results.tsv")) as f:
+        for r in csv.reader(f, delimiter="\t"):
+            if len(r) < 5:
+                continue
+            row, part, name, metric, value = r[:5]
+            if part == "row":
+                meta[row][name] = value
+                continue
+            try:
+                res[(row, part, name)][metric] = float(value)
+            except ValueError:
+                res[(row, part, name)][metric] = value
+    return res, meta
+
+
+def fmt(v, digits=1):
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v
+    if v >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}f}" if v >= 1 else f"{v:.3f}"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def rows_present(meta):
+    return [r for r in ROWS if r in meta]
+
+
+def series(path):
+    """fio log (time_ms, value, dir, bs, ...) -> {dir: [(t_s, value)]}."""
+    out = defaultdict(list)
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            p = [x.strip() for x in line.split(",")]
+            if len(p) < 3:
+                continue
+            out[int(p[2])].append((int(p[0]) / 1000.0, float(p[1])))
+    return out
+
+
+def per_second(points, span=1.0):
+    b = defaultdict(float)
+    for t, v in points:
+        b[int(t // span)] += v
+    return b
+
+
+def p99_by_window(lat_log, window):
+    """Per-IO latency log (ns) -> [(t_s, p99_ms)] per window of seconds."""
+    buckets = defaultdict(list)
+    if not os.path.exists(lat_log):
+        return []
+    with open(lat_log) as f:
+        for line in f:
+            p = line.split(",")
+            if len(p) < 3:
+                continue
+            buckets[int(int(p[0]) / 1000.0 // window)].append(int(p[1]))
+    out = []
+    for k in sorted(buckets):
+        v = sorted(buckets[k])
+        out.append(((k + 0.5) * window, v[min(len(v) - 1, int(0.99 * len(v)))] / 1e6))
+    return out
+
+
+def main():
+    out = sys.argv[1]
+    res, meta = load(out)
+    rows = rows_present(meta)
+    lines = ["# HybridStore against BlueStore on emulated SSD and HDD classes", ""]
+    lines.append("Produced by `qa/ceph/hybrid-hardware.sh` (see docs/ceph.md for the command). "
+                 "Every figure below was measured in this one run; ratios are hybridstore over "
+                 "BlueStore-hybrid (the same ceph-osd, `block` on the HDD, `block.db` on the SSD).")
+    lines.append("")
+    lines.append("## Rows")
+    lines.append("")
+    lines.append("| row | binary | status |")
+    lines.append("|---|---|---|")
+    for r in rows:
+        lines.append(f"| {ROW_TITLE[r]} | {meta[r].get('binary', '-')} | {meta[r].get('status', '-')} |")
+    lines.append("")
+
+    # The model check.
+    mc = os.path.join(out, "model-check", "check.json")
+    lines.append("## The devices (measured in this run, before the rows)")
+    lines.append("")
+    if os.path.exists(mc):
+        j = json.load(open(mc))
+        lines.append(f"fio (libaio, direct) on the loop devices of the classes, {j.get('runtime_s')} s a row, "
+                     f"load average {' '.join(j.get('host', {}).get('loadavg', []))} when it ran. "
+                     "hdd = the 7,200-rpm profile of qa/devclass/profiles.conf through the disk model; "
+                     "raw = a sparse image on this machine's disk (the SSD of every row).")
+        lines.append("")
+        lines.append("| class | job | measured | published range | mean latency | model CPU / request | |")
+        lines.append("|---|---|---|---|---|---|---|")
+        for x in j.get("rows", []):
+            unit = "IOPS" if x["metric"] == "iops" else "MB/s"
+            rng = "-" if x["lo"] is None else f"{x['lo']:g}-{x['hi']:g} ({x['source']})"
+            res = "info" if x["pass"] is None else ("PASS" if x["pass"] else "FAIL")
+            cpu = x["cpu_us_per_request"]["model"]
+            lines.append(f"| {x['class']} | {x['row']} | {fmt(x['value'])} {unit} | {rng} | "
+                         f"{x['lat_mean_us']:.0f} us | {cpu:.1f} us | {res} |")
+        dc = j.get("data_check", {})
+        lines.append("")
+        lines.append(f"Data check through the hdd model: {'PASS' if dc.get('pass') else 'FAIL ' + dc.get('notes', '')}. "
+                     f"The model's own CPU per request: at most "
+                     f"{fmt(j.get('summary', {}).get('model_cpu_us_per_request_max'), 2)} us (what limits a row "
+                     "is the modelled disk, not the model).")
+    else:
+        lines.append("(no model check in this run)")
+    lines.append("")
+
+    def get(row, part, name, metric):
+        return res.get((row, part, name), {}).get(metric)
+
+    goals = []
+
+    # rados bench.
+    if any(k[1] == "rados" for k in res):
+        lines.append("## rados bench (16 in flight)")
+        lines.append("")
+        head = "| object | mode | " + " | ".join(ROW_TITLE[r] for r in rows) + " | hybridstore / BlueStore-hybrid |"
+        lines.append(head)
+        lines.append("|---|---|" + "---|" * len(rows) + "---|")
+        for bs in ("4M", "4K"):
+            metric = "mbs" if bs == "4M" else "iops"
+            unit = "MB/s" if bs == "4M" else "IOPS"
+            for mode in ("write", "seq", "rand"):
+                vals = [get(r, "rados", f"{mode}-{bs}", metric) for r in rows]
+                rt = ratio(get("hybridstore", "rados", f"{mode}-{bs}", metric),
+                           get("bluestore", "rados", f"{mode}-{bs}", metric))
+                lines.append(f"| {bs} | {mode} ({unit}) | " + " | ".join(fmt(v) for v in vals) +
+                             f" | {fmt(rt, 2) if rt else '-'} |")
+        lines.append("")
+        goals.append(("rados 4 KiB writes", ratio(get("hybridstore", "rados", "write-4K", "iops"),
+                                                  get("bluestore", "rados", "write-4K", "iops")), 3.0))
+        goals.append(("rados 4 KiB random reads", ratio(get("hybridstore", "rados", "rand-4K", "iops"),
+                                                        get("bluestore", "rados", "rand-4K", "iops")), 3.0))
+        goals.append(("rados 4 MiB writes", ratio(get("hybridstore", "rados", "write-4M", "mbs"),
+                                                  get("bluestore", "rados", "write-4M", "mbs")), 0.95))
+        goals.append(("rados 4 MiB sequential reads", ratio(get("hybridstore", "rados", "seq-4M", "mbs"),
+                                                            get("bluestore", "rados", "seq-4M", "mbs")), 0.95))
+
+    # RBD.
+    rbd_jobs = ["randwrite-4k", "randread-4k", "seqwrite-64k", "randrw-70-30"]
+    if any(k[1] == "rbd" and k[2] in rbd_jobs for k in res):
+        lines.append("## RBD (fio rbd engine, 16 in flight, one image)")
+        lines.append("")
+        lines.append("| job | figure | " + " | ".join(ROW_TITLE[r] for r in rows) + " | ratio |")
+        lines.append("|---|---|" + "---|" * len(rows) + "---|")
+        for job in rbd_jobs:
+            for d in ("write", "read"):
+                for m, label in (("iops", "IOPS"), ("mbs", "MB/s"), ("p99_ms", "p99 ms")):
+                    vals = [get(r, "rbd", job, f"{d}_{m}") for r in rows]
+                    if all(v is None for v in vals):
+                        continue
+                    rt = ratio(get("hybridstore", "rbd", job, f"{d}_{m}"), get("bluestore", "rbd", job, f"{d}_{m}"))
+                    lines.append(f"| {job} | {d} {label} | " + " | ".join(fmt(v) for v in vals) +
+                                 f" | {fmt(rt, 2) if rt else '-'} |")
+        lines.append("")
+        verify = [k for k in res if k[1] == "rbd" and k[2].startswith("verify")]
+        if verify:
+            lines.append("Verifying passes (fio --verify=crc32c, fatal on a mismatch): " +
+                         ", ".join(sorted({f"{k[0]} {k[2]}" for k in verify})) + ": all completed without a "
+                         "verification error (a mismatch stops the run).")
+            lines.append("")
+        # Sustained: the second half of the randwrite run.
+        sust = {}
+        for r in rows:
+            s = series(os.path.join(out, r, "fio-randwrite-4k_iops.1.log"))
+            pts = sorted(per_second(s.get(1, [])).items())
+            if pts:
+                half = pts[len(pts) // 2:]
+                sust[r] = sum(v for _, v in half) / len(half)
+        if sust:
+            lines.append("Sustained 4 KiB random writes (mean IOPS of the run's second half): " +
+                         ", ".join(f"{ROW_TITLE[r]} {fmt(v)}" for r, v in sust.items()))
+            lines.append("")
+        goals.append(("RBD 4 KiB random writes, sustained", ratio(sust.get("hybridstore"), sust.get("bluestore")), 3.0))
+        goals.append(("RBD 64 KiB sequential writes", ratio(get("hybridstore", "rbd", "seqwrite-64k", "write_mbs"),
+                                                            get("bluestore", "rbd", "seqwrite-64k", "write_mbs")), 0.95))
+
+    # Hot set.
+    if any(k[1] == "rbd" and k[2] == "hotset" for k in res):
+        lines.append("## Hot set (90% of 4 KiB ops on a tenth of the image, 10% writes)")
+        lines.append("")
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            plt = None
+        last = {}
+        p99_last = {}
+        if plt:
+            fig, axes = plt.subplots(3, 1, figsize=(10, 10), sharex=True)
+        for r in rows:
+            s = series(os.path.join(out, r, "fio-hotset_iops.1.log"))
+            tot = per_second(s.get(0, []) + s.get(1, []))
+            pts = sorted(tot.items())
+            if not pts:
+                continue
+            tail = [v for t, v in pts if t >= pts[-1][0] - 60]
+            last[r] = sum(tail) / len(tail)
+            lat = p99_by_window(os.path.join(out, r, "fio-hotset_clat.1.log"), 10)
+            if lat:
+                p99_last[r] = lat[-1][1] if len(lat) < 6 else sorted(v for _, v in lat[-6:])[-1]
+            if plt:
+                axes[0].plot([t for t, _ in pts], [v for _, v in pts], label=ROW_TITLE[r])
+                if lat:
+                    axes[1].plot([t for t, _ in lat], [v for _, v in lat], label=ROW_TITLE[r])
+        poll = os.path.join(out, "hybridstore", "hotset-counters.tsv")
+        moved = []
+        if os.path.exists(poll):
+            by_t = defaultdict(lambda: [0, 0, 0, 0, 0])
+            for rr in csv.reader(open(poll), delimiter="\t"):
+                if len(rr) < 8:
+                    continue
+                t = float(rr[0])
+                v = by_t[round(t)]
+                v[0] += int(rr[2])
+                v[1] += int(rr[3])
+                v[2] += int(rr[4])
+                v[3] += int(rr[5])
+                v[4] += int(rr[6])
+            moved = sorted(by_t.items())
+            if plt and moved:
+                axes[2].plot([t for t, _ in moved], [v[1] / 2**20 for _, v in moved], label="promoted (MiB, cumulative)")
+                axes[2].plot([t for t, _ in moved], [v[2] / 2**20 for _, v in moved], label="demoted (MiB)")
+                axes[2].plot([t for t, _ in moved], [v[4] / 2**20 for _, v in moved], label="written back (MiB)")
+                ax2 = axes[2].twinx()
+                ax2.step([t for t, _ in moved], [v[0] for _, v in moved], color="black", where="post",
+                         label="passes (all OSDs)")
+                ax2.set_ylabel("migration passes")
+        if plt:
+            axes[0].set_ylabel("IOPS (reads + writes)")
+            axes[1].set_ylabel("p99 latency, ms (10 s windows)")
+            axes[1].set_yscale("log")
+            axes[2].set_ylabel("hybridstore: bytes moved")
+            axes[2].set_xlabel("seconds into the hot-set run")
+            for a in axes:
+                a.legend(fontsize=8, loc="upper left")
+                a.grid(alpha=0.3)
+            fig.tight_layout()
+            fig.savefig(os.path.join(out, "hotset.png"), dpi=90)
+            lines.append("![hot set over time](hotset.png)")
+            lines.append("")
+        lines.append("| row | IOPS, last 60 s | p99 ms, last minute (worst 10 s window) | IOPS, whole run | p99 ms, whole run |")
+        lines.append("|---|---|---|---|---|")
+        for r in rows:
+            whole = (get(r, "rbd", "hotset", "read_iops") or 0) + (get(r, "rbd", "hotset", "write_iops") or 0)
+            lines.append(f"| {ROW_TITLE[r]} | {fmt(last.get(r))} | {fmt(p99_last.get(r), 2)} | {fmt(whole)} | "
+                         f"{fmt(get(r, 'rbd', 'hotset', 'read_p99_ms'), 2)} |")
+        lines.append("")
+        if moved:
+            v = moved[-1][1]
+            lines.append(f"hybridstore's migrator over the run (3 OSDs): {v[0]} passes, "
+                         f"{v[1] / 2**20:.0f} MiB promoted, {v[2] / 2**20:.0f} MiB demoted, "
+                         f"{v[3] / 2**20:.0f} MiB promoted on reads, {v[4] / 2**20:.0f} MiB written back.")
+            lines.append("")
+        goals.append(("hot-set IOPS after migration", ratio(last.get("hybridstore"), last.get("bluestore")), 3.0))
+        pr = ratio(p99_last.get("bluestore"), p99_last.get("hybridstore"))
+        goals.append(("hot-set p99 after migration (BlueStore's over hybridstore's)", pr, 3.0))
+
+    lines.append("## Goals (ratios from this run)")
+    lines.append("")
+    lines.append("| goal | ratio | target | |")
+    lines.append("|---|---|---|---|")
+    summary = []
+    for name, rt, target in goals:
+        if rt is None:
+            lines.append(f"| {name} | - | >= {target} | not measured |")
+            continue
+        ok = rt >= target
+        lines.append(f"| {name} | {rt:.2f} | >= {target} | {'met' if ok else 'NOT met (%.0f%% short)' % (100 * (1 - rt / target))} |")
+        summary.append({"goal": name, "ratio": round(rt, 3), "target": target, "met": ok})
+    lines.append("")
+    with open(os.path.join(out, "REPORT.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    flat = [{"row": k[0], "part": k[1], "name": k[2], **v} for k, v in sorted(res.items())]
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({"rows": {r: meta[r] for r in rows}, "results": flat, "goals": summary}, f, indent=1)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
