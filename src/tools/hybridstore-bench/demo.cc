@@ -31,6 +31,8 @@ struct DemoArgs {
   int threads = 16;
   uint64_t seed = 1;
   std::vector<std::string> sets;
+  std::string ssd_size = "1G";
+  std::string classes = "off (plain files on this machine's disk: both tiers as fast as each other)";
 };
 
 RadosArgs phase_args(const DemoArgs& d, RadosMode mode, double seconds, const std::string& json) {
@@ -96,7 +98,24 @@ void print_tiers(const char* after, const ModeRun& m) {
   }
 }
 
-int run_demo(const DemoArgs& d) {
+// "1G on a sparse file" or "/dev/loop3 (1G)": what a tier runs on.
+std::string option_of(const DemoArgs& d, const std::string& tier) {
+  std::string size, path;
+  for (const auto& kv : d.sets) {
+    if (kv.rfind("hybridstore_" + tier + "_size=", 0) == 0) size = kv.substr(kv.find('=') + 1);
+    if (kv.rfind("hybridstore_" + tier + "_path=", 0) == 0) path = kv.substr(kv.find('=') + 1);
+  }
+  if (size.empty()) size = tier == "ssd" ? "8G" : "64G";
+  return path.empty() ? size + " (a sparse file)" : path + " (" + size + ")";
+}
+
+int run_demo(DemoArgs d) {
+  // An SSD smaller than what the runs write, so that both tiers stay in use
+  // and the migrator has to choose (with the 8 GiB default every object would
+  // end up on the SSD).
+  bool ssd_size_given = false;
+  for (const auto& kv : d.sets) ssd_size_given |= kv.rfind("hybridstore_ssd_size=", 0) == 0;
+  if (!ssd_size_given) d.sets.insert(d.sets.begin(), "hybridstore_ssd_size=" + d.ssd_size);
   std::string why;
   if (!report_tools_available(&why)) {
     fprintf(stderr, "hybridstore-bench demo: %s\n", why.c_str());
@@ -110,8 +129,9 @@ int run_demo(const DemoArgs& d) {
     fprintf(stderr, "hybridstore-bench demo: cannot make %s: %s\n", d.report.c_str(), ec.message().c_str());
     return 2;
   }
-  printf("HybridStore demo: a file-backed store in %s (sparse 8 GiB SSD and 64 GiB HDD files), seed %llu\n\n",
-         d.dir.c_str(), (unsigned long long)d.seed);
+  printf("HybridStore demo: a store in %s, SSD %s, HDD %s, seed %llu\n", d.dir.c_str(), option_of(d, "ssd").c_str(),
+         option_of(d, "hdd").c_str(), (unsigned long long)d.seed);
+  printf("device classes: %s\n\n", d.classes.c_str());
   std::vector<std::string> jsons;
 
   printf("== 1/3 write: objects of 4K to 4M (small ones go to the SSD, 1M and more to the HDD), "
@@ -168,6 +188,7 @@ int run_demo(const DemoArgs& d) {
   FsckReport rep;
   int errors = store.fsck(false, &rep);
   printf("fsck: %s\n", errors == 0 ? "clean" : "ERRORS");
+  printf("device classes: %s\n", d.classes.c_str());
   store.umount();
 
   printf("\n== perf counter deltas of the three runs (counts; latencies as samples x mean)\n");
@@ -207,6 +228,13 @@ BenchCommand demo("demo",
                         ->check(CLI::Range(1, 256));
                     sub->add_option("--seed", a->seed, "random seed (printed)")->capture_default_str();
                     sub->add_option("--set", a->sets, "store option key=value (repeatable)");
+                    sub->add_option("--ssd-size", a->ssd_size,
+                                    "SSD tier size when no --set hybridstore_ssd_size= is given; smaller "
+                                    "than the data the runs write, so both tiers stay in use")
+                        ->capture_default_str();
+                    sub->add_option("--classes", a->classes,
+                                    "what the devices are, for the summary (qa/demo.sh says whether they are "
+                                    "modelled device classes)");
                     return [a] { return run_demo(*a); };
                   });
 
