@@ -137,18 +137,18 @@ declare -A devs
 
 # ---- hdd ----
 devs[hdd]=$(devclass_attach "$work" hdd hdd "$SIZE") || exit 1
-run_row hdd hdd "4k randread QD1" randread 4k 1 iops 100 150 brief
-run_row hdd hdd "4k randread QD16" randread 4k 16 iops 250 350 brief
+run_row hdd hdd "4k randread QD1" randread 4k 1 iops 100 150 class
+run_row hdd hdd "4k randread QD16" randread 4k 16 iops 250 350 class
 run_row hdd hdd "4k randwrite QD1 fsync=1" randwrite 4k 1 iops 70 150 derived --fsync=1
 run_row hdd hdd "4k randwrite QD1" randwrite 4k 1 iops 200 600 derived
-run_row hdd hdd "64k write QD16" write 64k 16 mbps 190 250 brief
-run_row hdd hdd "1M read QD4" read 1M 4 mbps 150 250 brief
-run_row hdd hdd "1M write QD4" write 1M 4 mbps 150 250 brief
+run_row hdd hdd "64k write QD16" write 64k 16 mbps 190 250 class
+run_row hdd hdd "1M read QD4" read 1M 4 mbps 150 250 class
+run_row hdd hdd "1M write QD4" write 1M 4 mbps 150 250 class
 devclass_detach_all "$work" || exit 1
 
 # ---- ssd ----
 devs[ssd]=$(devclass_attach "$work" ssd ssd "$SIZE") || exit 1
-run_row ssd ssd "4k randread QD1" randread 4k 1 iops 10000 12500 brief
+run_row ssd ssd "4k randread QD1" randread 4k 1 iops 10000 12500 class
 run_row ssd ssd "4k randread QD16" randread 4k 16 iops 40000 100000 DC600M
 run_row ssd ssd "4M read QD2" read 4M 2 mbps 450 560 DC600M
 run_row ssd ssd "4M write QD2" write 4M 2 mbps 430 530 DC600M
@@ -270,6 +270,6 @@ s = report["summary"]
 print(f"\n{s['rows_pass']} rows PASS, {s['rows_fail']} FAIL; the model's own CPU per request is at most "
       f"{s['model_cpu_us_per_request_max']:.2f} us; report in {out}")
 EOF
-echo "sources: brief = the ranges the devclass work was asked to land in; DC600M = Kingston DC600M datasheet;"
+echo "sources: class = the figures of the device class (qa/devclass/profiles.conf, [class]); DC600M = Kingston DC600M datasheet;"
 echo "         derived = from the model's own reasoning (qa/devclass/profiles.conf), not a datasheet"
 exit $failed
