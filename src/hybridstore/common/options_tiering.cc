@@ -49,6 +49,11 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "1", ""});
   v->push_back({"hybridstore_tier_migrate_bandwidth", T::kSize, "64M",
                 "bytes per second the migrator may copy between tiers (0 = unlimited)", "0", ""});
+  v->push_back({"hybridstore_tier_promote_min_accesses", T::kInt, "2",
+                "a migration pass promotes only objects with at least this many accesses in the "
+                "heat window (an object written once and not read since is not hot, and copying "
+                "it up costs the HDD a read and takes SSD room small writes need)",
+                "0", "1000000"});
   v->push_back({"hybridstore_tier_promote_hits", T::kInt, "3",
                 "an object mostly on the HDD, no larger than hybridstore_tier_promote_max_size, is "
                 "promoted to the SSD within a second once a read finds its accesses (reads and "

@@ -375,8 +375,24 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     if (last > kMaxMove) return -EFBIG;
     fingerprint = extent_fingerprint(on->extents);
     image->resize(last);
-    // Verifies every checksum: a damaged object is not moved.
-    if (int r = impl_->read_data(c, o, *on, 0, last, image->data()); r < 0) return r;
+    // Only what moves is read (in the target's units, as the migrate op
+    // moves it): writing back a few absorbed blocks of a 4 MiB object on the
+    // HDD must not read the whole object from the HDD. The read verifies
+    // every checksum it covers: damaged data is not moved.
+    const uint64_t tu = impl_->unit_[tier_index(target)];
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (const auto& [off, e] : on->extents.extents()) {
+      const bool moves = begin == end ? e.tier != target
+                                      : e.tier == target && e.physical < end && e.physical + e.length > begin;
+      if (!moves) continue;
+      uint64_t a = e.logical / tu * tu, b = std::min(last, (e.logical_end() + tu - 1) / tu * tu);
+      if (!ranges.empty() && a <= ranges.back().second)
+        ranges.back().second = std::max(ranges.back().second, b);
+      else
+        ranges.emplace_back(a, b);
+    }
+    for (const auto& [a, b] : ranges)
+      if (int r = impl_->read_data(c, o, *on, a, b - a, image->data() + a); r < 0) return r;
   }
   // The copy was made without blocking writers; the transaction checks that
   // nothing changed meanwhile and aborts (-EAGAIN) if something did.

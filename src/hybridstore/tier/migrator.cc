@@ -25,7 +25,8 @@ Migrator::Migrator(Store* store, const Config& cfg)
       idle_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_migrate_idle_sec")) * 1000000),
       bandwidth_(cfg.get_size("hybridstore_tier_migrate_bandwidth")),
       persist_us_(static_cast<uint64_t>(cfg.get_int("hybridstore_tier_heat_persist_interval_sec")) * 1000000),
-      ssd_target_ratio_(cfg.get_double("hybridstore_tier_ssd_target_ratio")) {
+      ssd_target_ratio_(cfg.get_double("hybridstore_tier_ssd_target_ratio")),
+      min_accesses_(static_cast<double>(cfg.get_int("hybridstore_tier_promote_min_accesses"))) {
   parse_tier_policy(cfg.get_str("hybridstore_tier_policy"), &policy_);
 }
 
@@ -83,6 +84,10 @@ int Migrator::run_once(MigrationReport* rep) {
       cand.randomness = h.randomness;
       cand.last_access_us = h.last_time_us;
     }
+    // Written once and not read since is not heat: filling the SSD's budget
+    // with such objects (a pass soon after an RBD image was written) costs
+    // the HDD a copy each and takes the room small writes need.
+    if (!cand.on_ssd && cand.frequency < min_accesses_) cand.frequency = 0;
     objs.push_back({c, o});
     cands.push_back(cand);
   });

@@ -10,6 +10,9 @@
 // after — at no more than hybridstore_tier_migrate_bandwidth bytes/s. An
 // object written while being copied is retried, never lost.
 //
+// A pass promotes only objects with at least hybridstore_tier_promote_min_accesses
+// accesses in the heat window (2: an object written once is not hot).
+//
 // Passes run on a background thread every hybridstore_tier_migrate_interval_sec,
 // or once the store has been idle (fewer than hybridstore_tier_migrate_idle_ops
 // client ops/s) for hybridstore_tier_migrate_idle_sec, or on demand
@@ -149,6 +152,7 @@ class Migrator {
   uint64_t interval_us_, idle_ops_, idle_us_, bandwidth_, persist_us_;
   std::atomic<uint64_t> ops_{0};
   double ssd_target_ratio_ = 0.9;
+  double min_accesses_ = 0;  // hybridstore_tier_promote_min_accesses
   std::mutex pass_mutex_;  // one pass (or promotion batch) at a time
   std::mutex mutex_;
   std::condition_variable cv_;

@@ -126,6 +126,21 @@ TEST_F(AbsorbTest, WriteBackMovesTheObjectWholeToTheHddWithItsData) {
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
+// A write-back reads what it moves, not the whole object: the absorbed
+// blocks come from the SSD and nothing is read from the HDD.
+TEST_F(AbsorbTest, WriteBackReadsOnlyTheAbsorbedBlocks) {
+  std::string model = put_on_hdd(obj("rbd"), 1 << 20);
+  write(obj("rbd"), 8192, std::string(4096, 'w'), &model);
+  write(obj("rbd"), 600 << 10, std::string(4096, 'x'), &model);
+  ASSERT_EQ(on(obj("rbd"), Tier::kSsd), 8192u);
+  const uint64_t hdd_read = counter("hdd_read_bytes");
+  EXPECT_EQ(store_->destage_now(), 1);
+  EXPECT_EQ(counter("hdd_read_bytes"), hdd_read);
+  EXPECT_EQ(on(obj("rbd"), Tier::kSsd), 0u);
+  EXPECT_EQ(read_all(coll_, obj("rbd")), model);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
 // After a remount the migrator knows of no absorbed object; a pass's scan
 // finds it, and the background thread writes it back while the SSD is over
 // its target (a target of almost nothing here, which also keeps the pass
