@@ -64,7 +64,7 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
   v->push_back({"hybridstore_tier_absorb_max", T::kSize, "64K",
                 "a write of at most this many bytes into an object that lies on the HDD, and that "
                 "does not continue the object's previous write, goes to the SSD instead (the "
-                "object then holds data on both tiers until the migrator writes it back whole); "
+                "object then holds data on both tiers until the migrator writes that data back); "
                 "0 = small random writes go to the HDD (deferred) like any other",
                 "0", "16M"});
   v->push_back({"hybridstore_tier_absorb_min_free", T::kDouble, "0.05",

@@ -248,7 +248,7 @@ class HybridStore {
   // Promotes now the objects reads have queued for promotion (the migrator
   // thread does it within a second anyway): how many moved, or -ENOTCONN.
   int promote_now();
-  // Writes every object holding absorbed small writes back whole to the HDD
+  // Writes the absorbed small writes of every object back to the HDD
   // (the migrator does it by itself while the SSD is over its target ratio):
   // how many, or -ENOTCONN.
   int destage_now();

@@ -285,9 +285,9 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
   const uint64_t end = off + data.size();
   Tier preferred = s.placement_->choose(o, end);
   // A small random write into an object on the HDD costs the HDD a seek now
-  // (or later, deferred); on the SSD it costs almost nothing, and the
-  // migrator writes the object back whole, in one sequential pass, if the
-  // SSD needs the room.
+  // (or later, deferred); on the SSD it costs almost nothing, overwrites of
+  // it stay there, and the migrator writes it back, with the object's other
+  // absorbed blocks, only if the SSD needs the room.
   bool absorbed = false;
   if (absorbable && preferred == Tier::kHdd && s.ssd_can_absorb(data.size())) {
     preferred = Tier::kSsd;

@@ -79,8 +79,8 @@ StorePerf::StorePerf(const Config& cfg) {
   promote_on_read_bytes = c("promote_on_read_bytes", "bytes those promotions moved");
   tier_absorb_ops = c("tier_absorb_ops", "small random writes into objects on the HDD that the SSD took");
   tier_absorb_bytes = c("tier_absorb_bytes", "bytes those writes put on the SSD");
-  destage_ops = c("destage_ops", "objects with absorbed writes written back whole to the HDD");
-  destage_bytes = c("destage_bytes", "bytes those write-backs moved");
+  destage_ops = c("destage_ops", "objects whose absorbed writes were written back to the HDD");
+  destage_bytes = c("destage_bytes", "absorbed bytes those write-backs took to the HDD");
   cleaner_passes = c("cleaner_passes", "SSD cleaner passes that cleaned");
   cleaner_lat = l("cleaner_lat", "one SSD cleaner pass that cleaned");
   cleaner_victims = c("cleaner_victims", "erase units picked for cleaning");

@@ -71,10 +71,14 @@ int Migrator::run_once(MigrationReport* rep) {
   std::vector<Obj> objs;
   std::vector<TierCandidate> cands;
   std::vector<std::pair<CollectionId, ObjectId>> mixed;
+  uint64_t absorbed_bytes = 0;  // SSD bytes of objects that lie on the HDD
   int r = store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
     if (!s.allocated) return;  // nothing to place
     const uint64_t on_ssd = s.bytes_on[tier_index(Tier::kSsd)], on_hdd = s.bytes_on[tier_index(Tier::kHdd)];
-    if (on_ssd && on_hdd >= on_ssd) mixed.emplace_back(c, o);
+    if (on_ssd && on_hdd >= on_ssd) {
+      mixed.emplace_back(c, o);
+      absorbed_bytes += on_ssd;
+    }
     TierCandidate cand;
     cand.size = s.allocated;
     cand.on_ssd = s.bytes_on[tier_index(Tier::kSsd)] >= s.bytes_on[tier_index(Tier::kHdd)];
@@ -93,6 +97,12 @@ int Migrator::run_once(MigrationReport* rep) {
   });
   if (r < 0) return r;
   for (const auto& [c, o] : mixed) note_absorbed(c, o);
+  // Absorbed small writes hold SSD space the plan cannot move (write-back
+  // does, when the SSD runs full): a plan that filled the whole budget
+  // regardless would push the SSD over its target at the next absorbed
+  // write, and promotion and write-back would take turns.
+  po.ssd_budget -= std::min(po.ssd_budget, absorbed_bytes);
+  rep->ssd_budget = po.ssd_budget;
   rep->objects = cands.size();
   TierPlan plan = plan_tiers(cands, po);
   // Later accesses count in a new window; the planner has used this one.
@@ -289,7 +299,7 @@ size_t Migrator::destage(bool all) {
         r = store_->migrate(c, o, Tier::kHdd);
       if (r == 0) {
         ++rep.demoted;
-        rep.bytes_moved += st.allocated;
+        rep.bytes_moved += st.bytes_on[tier_index(Tier::kSsd)];  // what moved: the absorbed part
         free += st.bytes_on[tier_index(Tier::kSsd)];
         throttle(rep.bytes_moved, t0);
       } else {

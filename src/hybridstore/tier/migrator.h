@@ -32,10 +32,13 @@
 // Small random writes into objects on the HDD are absorbed by the SSD (the
 // store decides, hybridstore_tier_absorb_max, and tells the migrator which
 // objects now hold data on both tiers). While the SSD is fuller than its
-// target ratio, the thread writes such objects back whole to the HDD each
-// second, coldest first, until it is not: one sequential rewrite per object
-// instead of one seek per small write. A pass's scan finds mixed objects too
-// (after a restart, the list is empty).
+// target ratio, the thread writes the absorbed data of such objects back to
+// the HDD each second, coldest objects first, until it is not: by then a
+// block has usually taken many overwrites on the SSD for one write on the
+// HDD, and an object's blocks go down in one batch (the deferred writer
+// sorts them). A pass's scan finds mixed objects too (after a restart, the
+// list is empty). A pass's budget leaves out the SSD space absorbed data
+// holds, so promotion and write-back do not take turns.
 //
 // It reaches the store only through Migrator::Store (the store implements it).
 #pragma once

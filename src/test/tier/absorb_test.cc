@@ -141,6 +141,22 @@ TEST_F(AbsorbTest, WriteBackReadsOnlyTheAbsorbedBlocks) {
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
+// A pass plans within the SSD's budget less what absorbed data holds: it
+// cannot move that data, and filling the whole budget would put the SSD over
+// its target at the next absorbed write.
+TEST_F(AbsorbTest, APassLeavesTheRoomAbsorbedDataHoldsOutOfItsBudget) {
+  std::string model = put_on_hdd(obj("rbd"), 256 << 10);
+  MigrationReport before;
+  ASSERT_EQ(store_->migrate_now(&before), 0);
+  write(obj("rbd"), 16384, std::string(4096, 'a'), &model);
+  write(obj("rbd"), 65536, std::string(4096, 'b'), &model);
+  ASSERT_EQ(on(obj("rbd"), Tier::kSsd), 8192u);
+  MigrationReport after;
+  ASSERT_EQ(store_->migrate_now(&after), 0);
+  EXPECT_EQ(after.ssd_budget, before.ssd_budget - 8192);
+  EXPECT_EQ(read_all(coll_, obj("rbd")), model);
+}
+
 // After a remount the migrator knows of no absorbed object; a pass's scan
 // finds it, and the background thread writes it back while the SSD is over
 // its target (a target of almost nothing here, which also keeps the pass
