@@ -223,8 +223,9 @@ class StoreImpl {
   void load_heat();
   int save_heat();
   void note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
-                   uint64_t size);
-  void note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len, uint64_t size);
+                   uint64_t size, bool counts = true);
+  void note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len, uint64_t size,
+                   bool counts = true);
   void maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& onode_key, const Onode& on);
   uint64_t deferred_max_ = 0;
   // Small overwrites of SSD section data go to new extents, not in place

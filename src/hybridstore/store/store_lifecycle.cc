@@ -607,13 +607,13 @@ uint64_t wall_us() {
 }  // namespace
 
 void StoreImpl::note_access(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,
-                            uint64_t size) {
-  note_access(kv::onode_key(c, o), type, off, len, size);
+                            uint64_t size, bool counts) {
+  note_access(kv::onode_key(c, o), type, off, len, size, counts);
 }
 
 void StoreImpl::note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len,
-                            uint64_t size) {
-  heat_->record(onode_key, type, off, len, wall_us(), size);
+                            uint64_t size, bool counts) {
+  heat_->record(onode_key, type, off, len, wall_us(), size, counts);
 }
 
 bool StoreImpl::ssd_can_absorb(uint64_t len) const {

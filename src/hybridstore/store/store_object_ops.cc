@@ -249,7 +249,12 @@ int OpApplier::apply(const Op& op, std::string* why) {
       if (s.absorb_max_ && data.size() <= s.absorb_max_ && !o->extents.empty() &&
           s.placement_->choose(*o, op.off + data.size()) == Tier::kHdd)
         absorbable = !s.write_continues(c, op.oid, op.off);
-      s.note_access(c, op.oid, AccessType::kWrite, op.off, data.size(), std::max(o->size, op.off + data.size()));
+      // A write the SSD may absorb is not heat: it is fast without the
+      // object being promoted, and counting it would have passes copy
+      // objects up only because they are written at random (an RBD image
+      // under random writes), each copy a read of the object from the HDD.
+      s.note_access(c, op.oid, AccessType::kWrite, op.off, data.size(), std::max(o->size, op.off + data.size()),
+                    /*counts=*/!absorbable);
       return write_data(c, op.oid, *o, op.off, data, absorbable);
     }
     case OpCode::kZero: {

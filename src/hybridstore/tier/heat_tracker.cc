@@ -103,7 +103,7 @@ double HeatTracker::coldness_f(const Entry& e, uint32_t epoch) const {
 }
 
 void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset, uint64_t len,
-                         uint64_t now_us, uint64_t object_size) {
+                         uint64_t now_us, uint64_t object_size, bool counts) {
   const uint64_t h = key_hash(key);
   Shard& s = shard_for(h);
   uint32_t epoch = epoch_.load(std::memory_order_relaxed);
@@ -118,8 +118,8 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
     e.last_offset = offset;
     e.last_end = end;
     e.last_time_us = now_us;
-    e.cur_f = 1;
-    e.cur_r = 1;
+    e.cur_f = counts ? 1 : 0;
+    e.cur_r = counts ? 1 : 0;
     e.epoch = epoch;
     e.dirty = true;
     s.map.insert(key, h, e);
@@ -129,7 +129,7 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
   fold(&e, epoch);
   e.size = object_size;
   e.dirty = true;
-  if (e.cur_f != UINT32_MAX) ++e.cur_f;
+  if (counts && e.cur_f != UINT32_MAX) ++e.cur_f;
   // A clock that stepped backwards never counts as "within 0.5 s".
   bool continues = type == e.last_type && now_us >= e.last_time_us &&
                    now_us - e.last_time_us < opts_.continuation_us && offset == e.last_end;
@@ -138,7 +138,7 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
     e.last_time_us = now_us;
     return;
   }
-  if (e.cur_r != UINT32_MAX) ++e.cur_r;
+  if (counts && e.cur_r != UINT32_MAX) ++e.cur_r;
   e.last_type = type;
   e.last_offset = offset;
   e.last_end = end;

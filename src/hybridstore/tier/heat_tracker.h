@@ -106,9 +106,12 @@ class HeatTracker {
 
   // One read or write of `len` bytes at `offset`, at time `now_us` (any
   // monotonic microsecond clock; the engine's or a virtual one). `object_size`
-  // is the object's size after the request.
+  // is the object's size after the request. With `counts` false only the
+  // last request moves (for the next one's continuation test) and f and R
+  // stay: the engine records so the small writes the SSD absorbs into
+  // objects on the HDD, which need no promotion to be fast.
   void record(std::string_view key, AccessType type, uint64_t offset, uint64_t len,
-              uint64_t now_us, uint64_t object_size);
+              uint64_t now_us, uint64_t object_size, bool counts = true);
   // The object was removed: drop its entry (and its stored record at next export).
   void forget(std::string_view key);
 

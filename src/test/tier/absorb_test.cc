@@ -6,6 +6,8 @@
 #include <random>
 #include <thread>
 
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/tier/heat_tracker.h"
 #include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
 
@@ -79,6 +81,24 @@ TEST_F(AbsorbTest, ASmallRandomWriteIntoAnHddObjectGoesToTheSsd) {
   EXPECT_EQ(read_all(coll_, obj("rbd")), model);
   EXPECT_EQ(counter("tier_absorb_ops"), 1u);
   EXPECT_EQ(fsck_errors(true), 0);
+}
+
+// Absorbed writes are fast without a promotion, so they are no heat: a pass
+// must not copy a 4 MiB object up from the HDD only because it is written at
+// random. Their position still counts for the continuation test.
+TEST_F(AbsorbTest, AbsorbedWritesAddNoHeat) {
+  std::string model = put_on_hdd(obj("rbd"), 256 << 10);
+  HeatSample before, after;
+  ASSERT_TRUE(store_->heat()->lookup(kv::onode_key(coll_, obj("rbd")), &before));
+  for (int i = 0; i < 5; ++i) write(obj("rbd"), (i * 7 % 60) * 4096, std::string(4096, 'a' + i), &model);
+  ASSERT_TRUE(store_->heat()->lookup(kv::onode_key(coll_, obj("rbd")), &after));
+  EXPECT_EQ(after.frequency, before.frequency);
+  EXPECT_EQ(after.randomness, before.randomness);
+  EXPECT_EQ(after.last_end, 29u * 4096);  // where the last write (at 28 * 4 KiB) ended
+  MigrationReport rep;
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  EXPECT_EQ(rep.promoted, 0u);
+  EXPECT_EQ(read_all(coll_, obj("rbd")), model);
 }
 
 TEST_F(AbsorbTest, AWriteThatContinuesThePreviousOneStaysOnTheHdd) {
