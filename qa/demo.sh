@@ -23,14 +23,14 @@ source qa/devclass/devclass.sh
 cleanup() { [ -d "$devices" ] && devclass_detach_all "$devices" && rm -rf "$devices"; }
 if [ "${DEMO_CLASSES:-on}" = off ]; then
     classes="off (DEMO_CLASSES=off)"
-elif why=$(HS_BUILD_DIR=$BUILD devclass_available 2>&1); then
+elif no_classes=$(HS_BUILD_DIR=$BUILD devclass_available 2>&1); then
     trap cleanup EXIT
     mkdir -p "$devices"
     hdd=$(HS_BUILD_DIR=$BUILD devclass_attach "$devices" hdd hdd 64G)
     args+=(--set "hybridstore_hdd_path=$hdd")
     classes="on: the HDD is $hdd, a 64 GiB loop device served by the hdd profile of qa/devclass/profiles.conf (7,200 rpm); the SSD is a file on this machine's disk"
 else
-    classes="off ($why): both tiers are plain files on this machine's disk"
+    classes="off ($no_classes): both tiers are plain files on this machine's disk"
 fi
 echo "device classes: $classes"
 "$BUILD/bin/hybridstore-bench" demo --dir "$store" --report "${DEMO_REPORT:-demo-report}" \

@@ -62,7 +62,7 @@ for b in ceph-mon ceph-mgr ceph rados rbd monmaptool uuidgen jq fio; do
     command -v "$b" > /dev/null || skip "$b is not installed (make qa-deps; fio from Debian links librbd)"
 done
 fio --enghelp 2> /dev/null | grep -qw rbd || skip "this fio has no rbd engine"
-why=$(devclass_available 2>&1) || skip "classes: off ($why); this comparison needs modelled devices"
+no_classes=$(devclass_available 2>&1) || skip "classes: off ($no_classes); this comparison needs modelled devices"
 # Rows whose binary is missing are reported skipped; the run needs one row.
 built_osd=
 if [ -n "${CEPH_BUILD:-}" ] && [ -x "$CEPH_BUILD/bin/ceph-osd" ]; then
@@ -95,7 +95,9 @@ model_check() {
     log "model check: the modelled devices' own fio figures (${HH_CHECK_SECONDS} s a row)"
     # The classes the rows use: the HDD profile, and the SSD's (raw: the VM's
     # disk as it is; the ssd profile's FUSE path is slower than an SSD here).
-    local rows="^($HH_HDD_CLASS|$([ "$HH_SSD_CLASS" = raw ] && echo raw || echo "$HH_SSD_CLASS"))/|^data/"
+    local ssd_rows=$HH_SSD_CLASS
+    [ "$HH_SSD_CLASS" = raw ] && ssd_rows=raw
+    local rows="^($HH_HDD_CLASS|$ssd_rows)/|^data/"
     CHECK_RUNTIME=$HH_CHECK_SECONDS CHECK_ROWS=$rows bash "$HS_TOP/qa/devclass/check-model.sh" \
         "${HS_BUILD_DIR:-$HS_TOP/build}" "$out/model-check" > "$out/model-check.txt" 2>&1
     local rc=$?

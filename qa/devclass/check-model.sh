@@ -34,9 +34,9 @@ OUT=${CHECK_OUT:-${2:-$PWD}/check.json}
 mkdir -p "$(dirname "$OUT")" || exit 2
 ROWS=${CHECK_ROWS:-.}
 
-if ! why=$(devclass_available); then
+if ! no_classes=$(devclass_available); then
   echo "classes: off"
-  echo "$why"
+  echo "$no_classes"
   exit 2
 fi
 for c in fio python3 cmp; do
