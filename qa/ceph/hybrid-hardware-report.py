@@ -34,7 +34,8 @@ def load(out):
                 continue
             row, part, name, metric, value = r[:5]
             if part == "row":
-                meta[row][name] = value
+                # record ROW row KEY TEXT: the text is the fourth field.
+                meta[row][name] = value if value else metric
                 continue
             try:
                 res[(row, part, name)][metric] = float(value)
@@ -155,10 +156,10 @@ def main():
         for x in j.get("rows", []):
             unit = "IOPS" if x["metric"] == "iops" else "MB/s"
             rng = "-" if x["lo"] is None else f"{x['lo']:g}-{x['hi']:g} ({x['source']})"
-            res = "info" if x["pass"] is None else ("PASS" if x["pass"] else "FAIL")
+            verdict = "info" if x["pass"] is None else ("PASS" if x["pass"] else "FAIL")
             cpu = x["cpu_us_per_request"]["model"]
             lines.append(f"| {x['class']} | {x['row']} | {fmt(x['value'])} {unit} | {rng} | "
-                         f"{x['lat_mean_us']:.0f} us | {cpu:.1f} us | {res} |")
+                         f"{x['lat_mean_us']:.0f} us | {cpu:.1f} us | {verdict} |")
         dc = j.get("data_check", {})
         lines.append("")
         lines.append(f"Data check through the hdd model: {'PASS' if dc.get('pass') else 'FAIL ' + dc.get('notes', '')}. "
@@ -272,6 +273,7 @@ def main():
                     axes[1].plot([t for t, _ in lat], [v for _, v in lat], label=ROW_TITLE[r])
         poll = os.path.join(out, "hybridstore", "hotset-counters.tsv")
         moved = []
+        first = None
         if os.path.exists(poll):
             by_t = defaultdict(lambda: [0, 0, 0, 0, 0])
             for rr in csv.reader(open(poll), delimiter="\t"):
@@ -285,6 +287,11 @@ def main():
                 v[3] += int(rr[5])
                 v[4] += int(rr[6])
             moved = sorted(by_t.items())
+            if moved:
+                # The counters count since the OSDs started: the hot set's
+                # share is what changed during it.
+                first = list(moved[0][1])
+                moved = [(t, [a - b for a, b in zip(v, first)]) for t, v in moved]
             if plt and moved:
                 axes[2].plot([t for t, _ in moved], [v[1] / 2**20 for _, v in moved], label="promoted (MiB, cumulative)")
                 axes[2].plot([t for t, _ in moved], [v[2] / 2**20 for _, v in moved], label="demoted (MiB)")
@@ -309,13 +316,14 @@ def main():
         lines.append("| row | IOPS, last 60 s | p99 ms, last minute (worst 10 s window) | IOPS, whole run | p99 ms, whole run |")
         lines.append("|---|---|---|---|---|")
         for r in rows:
-            whole = (get(r, "rbd", "hotset", "read_iops") or 0) + (get(r, "rbd", "hotset", "write_iops") or 0)
+            rd, wr = get(r, "rbd", "hotset", "read_iops"), get(r, "rbd", "hotset", "write_iops")
+            whole = None if rd is None and wr is None else (rd or 0) + (wr or 0)
             lines.append(f"| {ROW_TITLE[r]} | {fmt(last.get(r))} | {fmt(p99_last.get(r), 2)} | {fmt(whole)} | "
                          f"{fmt(get(r, 'rbd', 'hotset', 'read_p99_ms'), 2)} |")
         lines.append("")
         if moved:
             v = moved[-1][1]
-            lines.append(f"hybridstore's migrator over the run (3 OSDs): {v[0]} passes, "
+            lines.append(f"hybridstore's migrator during the hot set (3 OSDs together): {v[0]} passes, "
                          f"{v[1] / 2**20:.0f} MiB promoted, {v[2] / 2**20:.0f} MiB demoted, "
                          f"{v[3] / 2**20:.0f} MiB promoted on reads, {v[4] / 2**20:.0f} MiB written back.")
             lines.append("")

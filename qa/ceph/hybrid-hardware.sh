@@ -300,6 +300,10 @@ for row in $HH_ROWS; do
     run_row "$row" || { failed=1; fail "row $row"; exit 1; }
 done
 log "all rows in $((SECONDS - start)) s"
-python3 "$QA_CEPH_DIR/hybrid-hardware-report.py" "$out" ||
+# Debian's interpreter: its matplotlib draws the plots (another python3 first
+# on PATH may lack it; the report is then written without them).
+report_python=python3
+[ -x /usr/bin/python3 ] && report_python=/usr/bin/python3
+"$report_python" "$QA_CEPH_DIR/hybrid-hardware-report.py" "$out" ||
     { failed=1; fail "report"; exit 1; }
 log "report: $out/REPORT.md"
