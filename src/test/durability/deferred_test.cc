@@ -31,6 +31,9 @@ class DeferredTest : public StoreTest {
     // These tests count deferred writes of overwrites and HDD writes; SSD
     // sections defer all SSD data (tested in sections_test).
     c.set("hybridstore_ssd_allocator", "extent", &err);
+    // Small writes into HDD objects must take the HDD's deferred path here,
+    // not be absorbed by the SSD (absorb_test covers that).
+    c.set("hybridstore_tier_absorb_max", "0", &err);
     return c;
   }
   void SetUp() override {

@@ -69,7 +69,9 @@ TEST_F(PromotionTest, ASmallObjectReadTwiceOnTheHddIsPromotedWithItsData) {
   std::string data = put_on_hdd(obj("hot"), 4096);
   EXPECT_EQ(read_all(coll_, obj("hot")), data);
   EXPECT_EQ(read_all(coll_, obj("hot")), data);
-  EXPECT_EQ(store_->promote_now(), 1);
+  // The migrator thread may take the queued promotion before this call does;
+  // the call waits for a batch in flight, so either way it is done after it.
+  store_->promote_now();
   EXPECT_TRUE(whole_on(obj("hot"), Tier::kSsd));
   EXPECT_EQ(read_all(coll_, obj("hot")), data);
   EXPECT_EQ(counter("promote_on_read_ops"), 1u);
