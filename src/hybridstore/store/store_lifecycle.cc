@@ -19,6 +19,7 @@
 #include "ftl/nand_block_device.h"
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
+#include "hybridstore/kv/gated_db.h"
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_impl.h"
 
@@ -163,7 +164,7 @@ int StoreImpl::open_db(bool create, std::string* error) {
     *error = "cannot open RocksDB at " + path_ + "/db: " + s.ToString();
     return s.IsInvalidArgument() ? -ENOENT : -EIO;
   }
-  db_.reset(db);
+  db_ = std::make_unique<kv::GatedDb>(db);
   return 0;
 }
 

@@ -5,14 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <rocksdb/db.h>
 #include <rocksdb/file_system.h>
 
 #include "common_helpers.h"
+#include "hybridstore/kv/gated_db.h"
 #include "hybridstore/testing/fault_device.h"
 
 using namespace hybridstore;
@@ -246,6 +251,43 @@ TEST_F(FaultKvTest, RocksDbLosesUnsyncedWritesButKeepsSyncedOnes) {
   EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "durable", &v).ok());
   EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "volatile", &v).IsNotFound());
   EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "after", &v).IsNotFound());
+}
+
+// Once a WAL flush failed, the store's handle lets nothing more reach
+// RocksDB's failed WAL writer: a write racing that failure aborted RocksDB's
+// assertion builds (the power-cut tests, one run in a dozen). Many threads
+// write while the power goes and another flushes; none may abort, and after
+// the failure every call is refused by the gate itself.
+TEST_F(FaultKvTest, AfterAFailedWalFlushTheGatedDbRefusesEveryWrite) {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.env = injector_->env();
+  o.manual_wal_flush = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, dir_->file("db"), &raw).ok());
+  auto db = std::make_unique<hybridstore::kv::GatedDb>(raw);
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "before", "1").ok());
+  ASSERT_TRUE(db->FlushWAL(true).ok());
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w)
+    writers.emplace_back([&, w] {
+      for (int i = 0; !stop.load(); ++i) db->Put(rocksdb::WriteOptions(), "k" + std::to_string(w * 1000000 + i), std::string(512, 'v'));
+    });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  injector_->power_cut_now();
+  bool flush_failed = false;
+  for (int i = 0; i < 200 && !flush_failed; ++i) flush_failed = !db->FlushWAL(i % 2 == 0).ok();
+  stop = true;
+  for (auto& t : writers) t.join();
+  EXPECT_TRUE(flush_failed);
+  EXPECT_TRUE(db->failed());
+  rocksdb::Status s = db->Put(rocksdb::WriteOptions(), "after", "2");
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.ToString().find("earlier RocksDB write"), std::string::npos) << s.ToString();
+  EXPECT_NE(db->FlushWAL(true).ToString().find("earlier RocksDB write"), std::string::npos);
+  EXPECT_NE(db->SyncWAL().ToString().find("earlier RocksDB write"), std::string::npos);
+  db->Close();
 }
 
 TEST_F(FaultKvTest, ChosenSyncFailsWithEio) {
