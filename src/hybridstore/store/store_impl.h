@@ -275,7 +275,7 @@ struct OpApplier {
   bool coll_exists(const CollectionId& c, uint32_t* bits = nullptr);
   // Writes dirty onodes to the batch (before listing through it, and at the end).
   void sync_dirty();
-  void wait_prior(const CollectionId& c);
+  int wait_prior(const CollectionId& c);
   int list_objects(const CollectionId& c, std::vector<ObjectId>* out);
 
   // Data-changing primitives (store_data_ops.cc).

@@ -96,15 +96,17 @@ void OpApplier::sync_dirty() {
   tx.dirty.clear();
 }
 
-void OpApplier::wait_prior(const CollectionId& c) {
+int OpApplier::wait_prior(const CollectionId& c) {
   // KV lacks what earlier, still uncommitted transactions on this collection
-  // did; wait for them before listing or iterating through KV.
-  s.committer_->wait_committed(tx.locked.at(c)->last_seq);
+  // did; wait for them before listing or iterating through KV. If the store
+  // failed before they reached KV, KV never gets them: what it lists is
+  // stale (a removed object still there), so the error is the answer.
+  return s.committer_->wait_committed(tx.locked.at(c)->last_seq);
 }
 
 int OpApplier::list_objects(const CollectionId& c, std::vector<ObjectId>* out) {
   sync_dirty();
-  wait_prior(c);
+  if (int r = wait_prior(c); r < 0) return r;
   std::string prefix = kv::onode_prefix(c);
   rocksdb::WriteBatchWithIndex* indexed = tx.batch.indexed();
   if (!indexed) return -EIO;
@@ -159,7 +161,7 @@ int OpApplier::ensure_nid(const CollectionId& c, const ObjectId& oid, Onode& o) 
 }
 
 int OpApplier::omap_delete_range(const CollectionId& c, const std::string& begin, const std::string& end) {
-  wait_prior(c);
+  if (int r = wait_prior(c); r < 0) return r;
   rocksdb::WriteBatchWithIndex* indexed = tx.batch.indexed();
   if (!indexed) return -EIO;
   std::unique_ptr<rocksdb::Iterator> it(indexed->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));
@@ -177,7 +179,7 @@ int OpApplier::omap_clear_keys(const CollectionId& c, uint64_t nid, bool include
 }
 
 int OpApplier::omap_copy(const CollectionId& c, uint64_t from, uint64_t to) {
-  wait_prior(c);
+  if (int r = wait_prior(c); r < 0) return r;
   rocksdb::WriteBatchWithIndex* indexed = tx.batch.indexed();
   if (!indexed) return -EIO;
   std::unique_ptr<rocksdb::Iterator> it(indexed->NewIteratorWithBase(s.db_->NewIterator(rocksdb::ReadOptions())));

@@ -128,7 +128,9 @@ int StoreImpl::collection_list(const CollectionId& c, const ObjectId& start, con
                                std::vector<ObjectId>* out, ObjectId* next) {
   if (!mounted_) return -ENOTCONN;
   auto st = coll_state(c);
-  committer_->wait_committed(st->last_seq);
+  // A store that failed before earlier transactions on `c` reached KV would
+  // list what they removed.
+  if (int r = committer_->wait_committed(st->last_seq); r < 0) return r;
   std::shared_lock<std::shared_mutex> lock(st->lock);
   if (!st->exists) return -ENOENT;
   if (next) *next = ObjectId::make_max();
@@ -164,7 +166,7 @@ int StoreImpl::collection_list(const CollectionId& c, const ObjectId& start, con
 int StoreImpl::omap_read(const CollectionId& c, const ObjectId& o,
                          const std::function<int(rocksdb::DB*, uint64_t)>& fn) {
   if (!mounted_) return -ENOTCONN;
-  committer_->wait_committed(coll_state(c)->last_seq);
+  if (int r = committer_->wait_committed(coll_state(c)->last_seq); r < 0) return r;
   OnodeRef on;
   std::shared_lock<std::shared_mutex> lock;
   if (int r = get_onode_for_read(c, o, &on, &lock); r < 0) return r;
