@@ -9,6 +9,7 @@ writes OUTDIR/REPORT.md, OUTDIR/results.json and OUTDIR/*.png. Every ratio is
 hybridstore's figure over the BlueStore-hybrid row's, both measured in this
 run; a goal's line says met or not met, and by how much.
 """
+import argparse
 import csv
 import glob
 import json
@@ -124,7 +125,12 @@ def p99_by_window(lat_log, window):
 
 
 def main():
-    out = sys.argv[1]
+    ap = argparse.ArgumentParser(
+        description="Write REPORT.md, results.json and plots for one qa/ceph/hybrid-hardware.sh run.")
+    ap.add_argument("outdir", help="the run's output directory (holds results.tsv)")
+    out = ap.parse_args().outdir
+    if not os.path.isfile(os.path.join(out, "results.tsv")):
+        sys.exit(f"{out}: no results.tsv (not a hybrid-hardware.sh output directory)")
     res, meta = load(out)
     rows = rows_present(meta)
     lines = ["# HybridStore against BlueStore on emulated SSD and HDD classes", ""]
