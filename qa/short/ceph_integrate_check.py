@@ -142,6 +142,25 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run("--ceph-src", s, "--check")
     check(rc == 2 and "src/rocksdb" in out and "submodules are missing" in out, "empty submodules refused by name")
 
+    # Boost: the system's when it meets the tree's minimum, else the tree's own.
+    hdr = os.path.join(tmp, "boost-1.74/version.hpp")
+    write(tmp, "boost-1.74/version.hpp", '#define BOOST_LIB_VERSION "1_74"\n')
+    b = os.path.join(tmp, "boost-tree")
+    write(b, "CMakeLists.txt", "if(WITH_SYSTEM_BOOST)\n  find_package(Boost 1.72 COMPONENTS x REQUIRED)\n")
+    arg, why = ci.boost_choice(b, [], hdr)
+    check(arg == "-DWITH_SYSTEM_BOOST=ON", "a tree needing Boost 1.72 builds with the system's 1.74: " + why)
+    write(b, "CMakeLists.txt", "if(WITH_SYSTEM_BOOST)\n  find_package(Boost 1.79 COMPONENTS x REQUIRED)\n")
+    try:
+        ci.boost_choice(b, [], hdr)
+        check(False, "a tree needing Boost 1.79 without src/boost is refused")
+    except ci.Refused as e:
+        check("1.79" in str(e) and "1.74" in str(e), "a tree needing Boost 1.79 without src/boost is refused: " + str(e))
+    write(b, "src/boost/bootstrap.sh", "#!/bin/sh\n")
+    arg, why = ci.boost_choice(b, [], hdr)
+    check(arg == "-DWITH_SYSTEM_BOOST=OFF", "a tree needing Boost 1.79 builds the Boost it vendors: " + why)
+    arg, why = ci.boost_choice(b, ["-DWITH_SYSTEM_BOOST=ON"], hdr)
+    check(arg is None, "a WITH_SYSTEM_BOOST given by the user is left alone")
+
     # --from-git: a snapshot lacking a blob.
     g = os.path.join(tmp, "repo")
     pacific(g)
