@@ -142,6 +142,33 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run("--ceph-src", s, "--check")
     check(rc == 2 and "src/rocksdb" in out and "submodules are missing" in out, "empty submodules refused by name")
 
+    # Toolchain fixes: an older tree's unfixed spots (synthetic snippets with
+    # the shapes the fixes look for), fixed once; a tree without them untouched.
+    old = os.path.join(tmp, "old2020")
+    write(old, "src/include/buffer.h", "#include <list>\nstd::unique_ptr<int> p;\n")
+    write(old, "src/common/Formatter.cc", "#include <set>\nvoid f() { std::transform(a, b, c, d); }\n")
+    write(old, "src/common/dout.h", "template<typename T>\ndynamic_marker_t<T> need_dynamic(T&& t) {\n}\n")
+    write(old, "src/compressor/snappy/SnappyCompressor.h", "snappy::uint32 res_len = 0;\n")
+    write(old, "src/compressor/zlib/ZlibCompressor.cc", '#include "isa-l/include/igzip_lib.h"\nint z;\n')
+    changed = []
+    fixed = ci.apply_toolchain_fixes(old, False, changed)
+    check(len(fixed) == 5 and len(changed) == 5, f"an older tree gets all five toolchain fixes ({len(fixed)})")
+    check("#include <list>\n#include <memory>\n" in read(old, "src/include/buffer.h"), "buffer.h gets <memory>")
+    check("#include <algorithm>" in read(old, "src/common/Formatter.cc"), "Formatter.cc gets <algorithm>")
+    check("constexpr dynamic_marker_t<T> need_dynamic(" in read(old, "src/common/dout.h"), "need_dynamic is constexpr")
+    check("uint32_t res_len" in read(old, "src/compressor/snappy/SnappyCompressor.h"), "snappy's length is a uint32_t")
+    check(read(old, "src/compressor/zlib/ZlibCompressor.cc").startswith("#if __x86_64__ && defined(HAVE_NASM_X64_AVX2)\n"),
+          "the ISA-L include is guarded")
+    changed = []
+    check(ci.apply_toolchain_fixes(old, False, changed) == [] and changed == [], "a second run fixes nothing")
+    new_tree = os.path.join(tmp, "released")
+    write(new_tree, "src/include/buffer.h", "#include <list>\n#include <memory>\nstd::unique_ptr<int> p;\n")
+    write(new_tree, "src/compressor/zlib/ZlibCompressor.cc", '#include "isa-l/include/igzip_lib.h"\nint z;\n')
+    write(new_tree, "src/isa-l/include/igzip_lib.h", "\n")
+    changed = []
+    check(ci.apply_toolchain_fixes(new_tree, False, changed) == [] and changed == [],
+          "a tree that needs no fix is left alone")
+
     # Boost: the system's when it meets the tree's minimum, else the tree's own.
     hdr = os.path.join(tmp, "boost-1.74/version.hpp")
     write(tmp, "boost-1.74/version.hpp", '#define BOOST_LIB_VERSION "1_74"\n')
