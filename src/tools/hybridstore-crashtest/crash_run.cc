@@ -130,6 +130,9 @@ int run_workload_process(const RunArgs& a) {
 int print_digest(const std::string& path, const std::vector<std::string>& sets) {
   Config cfg;
   std::string err;
+  // Reading every object for the digest must not promote any of them (see
+  // hybridstore-tool's load_config).
+  cfg.set("hybridstore_tier_promote_hits", "0", &err);
   for (const auto& kv : sets)
     if (cfg.set_from_arg(kv, &err) < 0) {
       fprintf(stderr, "hybridstore-crashtest: --set %s: %s\n", kv.c_str(), err.c_str());

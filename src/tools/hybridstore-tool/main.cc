@@ -19,6 +19,11 @@ ToolCommand::ToolCommand(std::string name, std::string description, Setup setup)
 
 bool GlobalArgs::load_config(Config* cfg) const {
   std::string err;
+  // Reads through the tool inspect the store; they are not client load and
+  // must not promote objects (three reads of an HDD object would move it,
+  // and an inspection would change what the devices hold). The config file
+  // or --set may still turn promotion on.
+  cfg->set("hybridstore_tier_promote_hits", "0", &err);
   if (!conf.empty() && cfg->load_ini(conf, &err) < 0) {
     fprintf(stderr, "hybridstore-tool: %s\n", err.c_str());
     return false;
