@@ -192,10 +192,11 @@ table() {
     done
 }
 echo
-echo "rados bench, 16 in flight, ${HS_BENCH_SECONDS} s each, pool size 1, 64 PGs, 3 OSDs ($HS_DEVICES devices):"
+release=$(ceph_build_release)
+echo "rados bench, 16 in flight, ${HS_BENCH_SECONDS} s each, pool size 1, 64 PGs, 3 OSDs ($HS_DEVICES devices), $release:"
 table
 cat "$base/summary"
 if [ -n "$report" ]; then
-    { echo "rados bench, 16 in flight, ${HS_BENCH_SECONDS} s each, pool size 1, 64 PGs, 3 OSDs ($HS_DEVICES devices)"; echo; table; echo; cat "$base/summary"; } > "$report"
+    { echo "rados bench, 16 in flight, ${HS_BENCH_SECONDS} s each, pool size 1, 64 PGs, 3 OSDs ($HS_DEVICES devices), $release"; echo; table; echo; cat "$base/summary"; } > "$report"
 fi
 rm -rf "$base"

@@ -21,3 +21,16 @@ require_ceph_build() {
         [ -x "$CEPH_BUILD/bin/$b" ] || skip "$CEPH_BUILD/bin/$b is missing (build it with src/tools/ceph-integrate)"
     done
 }
+
+# ceph_build_release: the release of the Ceph build, for every report: the
+# version its ceph-osd prints, or else the tree's src/ceph_release (found
+# through the build's CMakeCache).
+ceph_build_release() {
+    local v src
+    v=$("$CEPH_BUILD/bin/ceph-osd" --version 2> /dev/null | head -1)
+    if [ -z "$v" ]; then
+        src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$CEPH_BUILD/CMakeCache.txt" 2> /dev/null)
+        [ -n "$src" ] && [ -f "$src/src/ceph_release" ] && v="ceph $(tr '\n' ' ' < "$src/src/ceph_release")(tree)"
+    fi
+    echo "${v:-unknown release}"
+}

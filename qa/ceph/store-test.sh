@@ -33,7 +33,7 @@ fi
 
 filter="ObjectStore/StoreTest.*/$index:ObjectStore/StoreTestSpecificAUSize.*/$index"
 log=$work/store_test.log
-echo "ceph_test_objectstore on hybridstore: filter $filter, work dir $work"
+echo "ceph_test_objectstore on hybridstore ($(ceph_build_release)): filter $filter, work dir $work"
 start=$SECONDS
 (
     cd "$work" || exit 1
