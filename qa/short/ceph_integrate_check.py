@@ -188,6 +188,32 @@ with tempfile.TemporaryDirectory() as tmp:
     arg, why = ci.boost_choice(b, ["-DWITH_SYSTEM_BOOST=ON"], hdr)
     check(arg is None, "a WITH_SYSTEM_BOOST given by the user is left alone")
 
+    # --fio: the tree's fio clone redirected to a local git directory.
+    f = os.path.join(tmp, "fiotree")
+    write(f, "cmake/modules/BuildFIO.cmake",
+          'ExternalProject_Add(fio_ext\n  GIT_REPOSITORY "https://example.invalid/fio.git"\n  GIT_TAG "fio-9.9-x"\n)\n')
+    fg = os.path.join(tmp, "fio-git")
+    os.makedirs(fg)
+    genv = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                GIT_COMMITTER_EMAIL="t@t")
+    for cmd in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "fio"]):
+        subprocess.run(["git", "-C", fg] + cmd, check=True, env=genv, capture_output=True)
+    try:
+        ci.fio_source(f, fg, {})
+        check(False, "a fio git directory without the tree's tag is refused")
+    except ci.Refused as e:
+        check("fio-9.9-x" in str(e), "a fio git directory without the tree's tag is refused: " + str(e))
+    subprocess.run(["git", "-C", fg, "tag", "fio-9.9-x"], check=True, capture_output=True)
+    fenv = {}
+    tag = ci.fio_source(f, fg, fenv)
+    check(tag == "fio-9.9-x" and fenv.get("GIT_CONFIG_COUNT") == "1"
+          and fenv.get("GIT_CONFIG_KEY_0") == f"url.file://{fg}.insteadOf"
+          and fenv.get("GIT_CONFIG_VALUE_0") == "https://example.invalid/fio.git",
+          "the tree's fio URL is redirected to the local directory through git's environment")
+    r = subprocess.run(["git", "ls-remote", "https://example.invalid/fio.git", "fio-9.9-x"],
+                       env=dict(os.environ, **fenv), capture_output=True, text=True)
+    check(r.returncode == 0 and "fio-9.9-x" in r.stdout, "git resolves the redirected URL to the local tag")
+
     # --from-git: a snapshot lacking a blob.
     g = os.path.join(tmp, "repo")
     pacific(g)
