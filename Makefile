@@ -34,6 +34,7 @@ help:
 	@echo "make qa-suites  validate the teuthology suites, run the standalone scripts, the local runner and the ansible checks"
 	@echo "make ceph-proof CEPH_BUILD=DIR  ceph_test_objectstore and the 3-OSD cluster proof on a Ceph build with HybridStore"
 	@echo "make ceph-hybrid-proof CEPH_BUILD=DIR  HybridStore against BlueStore on emulated SSD and HDD classes (root, FUSE)"
+	@echo "make ceph-objectstore-fio CEPH_BUILD=DIR  HybridStore against BlueStore through Ceph's fio ObjectStore engine: IOPS, latency, CPU per op"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
@@ -165,6 +166,18 @@ HH_OUT ?= hybrid-hardware-report
 ceph-hybrid-proof: build qa-deps
 	@HS_BUILD_DIR=$(CURDIR)/$(BUILD) HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool \
 	  qa/ceph/hybrid-hardware.sh $(HH_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# HybridStore against BlueStore through Ceph's own ObjectStore benchmark,
+# fio's objectstore engine (no OSD): the same job files and devices for both
+# stores, every row alternated and repeated, a table of IOPS, MB/s, p50/p99
+# and CPU per op with the ratios (qa/ceph/objectstore-fio.sh; its --help
+# lists HS_FIO_MATRIX=full and the other knobs). Needs CEPH_BUILD with bin/fio
+# and lib/libfio_ceph_objectstore.so (ceph-integrate --fio); SKIPPED without.
+# About 30 minutes on 2 cores.
+.PHONY: ceph-objectstore-fio
+OSFIO_OUT ?= objectstore-fio-report
+ceph-objectstore-fio:
+	@HS_BUILD_DIR=$(CURDIR)/$(BUILD) qa/ceph/objectstore-fio.sh $(OSFIO_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 ceph-deps:
