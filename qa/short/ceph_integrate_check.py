@@ -2,6 +2,7 @@
 """Checks of src/tools/ceph-integrate on fake Ceph trees (see ceph_integrate.sh)."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -213,6 +214,20 @@ with tempfile.TemporaryDirectory() as tmp:
     r = subprocess.run(["git", "ls-remote", "https://example.invalid/fio.git", "fio-9.9-x"],
                        env=dict(os.environ, **fenv), capture_output=True, text=True)
     check(r.returncode == 0 and "fio-9.9-x" in r.stdout, "git resolves the redirected URL to the local tag")
+
+    # Pacific's fio links -l${ALLOCATOR}: under ALLOCATOR=libc a linker script answers -llibc.
+    write(f, "cmake/modules/BuildFIO.cmake", "set(FIO_EXTLIBS EXTLIBS=-l${ALLOCATOR})\n")
+    senv = {}
+    shim = ci.libc_allocator_shim(f, os.path.join(tmp, "fiobuild"), senv)
+    check(shim is not None and senv.get("LIBRARY_PATH", "").startswith(shim), "the -llibc shim is on LIBRARY_PATH")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc and shim:
+        write(tmp, "prog.c", "int main(void) { return 0; }\n")
+        r = subprocess.run([cc, os.path.join(tmp, "prog.c"), "-o", os.path.join(tmp, "prog"), "-llibc"],
+                           env=dict(os.environ, **senv), capture_output=True, text=True)
+        check(r.returncode == 0, "a program links with -llibc through the shim " + r.stderr.strip()[-200:])
+    write(f, "cmake/modules/BuildFIO.cmake", "set(x 1)\n")
+    check(ci.libc_allocator_shim(f, os.path.join(tmp, "fiobuild2"), {}) is None, "no shim where the tree needs none")
 
     # --from-git: a snapshot lacking a blob.
     g = os.path.join(tmp, "repo")
