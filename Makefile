@@ -127,7 +127,8 @@ qa-validate: qa-venv
 	cd qa/tasks && ../../$(QA_VENV)/bin/python -m unittest discover -s tests -t .
 	$(QA_VENV)/bin/pyflakes qa/runlocal qa/tasks qa/workunits/hybridstore/rados-model.py
 	shellcheck -S warning -x -P SCRIPTDIR:. qa/standalone/*.sh qa/standalone/hybridstore/*.sh \
-	  qa/workunits/hybridstore/*.sh qa/run-local qa/validate-suites ansible/tests/*.sh
+	  qa/workunits/hybridstore/*.sh qa/run-local qa/validate-suites ansible/tests/*.sh \
+	  qa/ceph/*.sh qa/devclass/*.sh qa/short/*.sh qa/demo.sh
 
 qa-standalone: build qa-deps
 	HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool qa/standalone/run-standalone.sh

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by qa/ceph/*.sh: finds the Ceph build that has HybridStore linked in
 # (src/tools/ceph-integrate), or reports the script SKIPPED (exit 77), never
 # passed, when there is none.
@@ -5,6 +6,8 @@
 #   CEPH_BUILD   a Ceph build directory with bin/ceph-osd, bin/ceph_test_objectstore, ...
 HS_SKIP=77
 QA_CEPH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The checkout's top, for the scripts that source this file.
+# shellcheck disable=SC2034
 HS_TOP=$(cd "$QA_CEPH_DIR/../.." && pwd)
 
 skip() {

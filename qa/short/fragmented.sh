@@ -67,7 +67,8 @@ for backend in ${HS_FRAG_BACKENDS:-uring posix}; do
     D="$W/$backend-$n"
     mkdir -p "$D"
     gen "$n" "$D"
-    # shellcheck disable=SC2086
+    # Each HS_FRAG_SETS word becomes its own --set argument: split on purpose.
+    # shellcheck disable=SC2086,SC2046
     set -- --path "$D/store" --set hybridstore_io_backend=$backend \
       $(for s in ${HS_FRAG_SETS:-}; do printf -- '--set %s ' "$s"; done)
     "$TOOL" "$@" --set hybridstore_ssd_size=512M --set hybridstore_hdd_size=1G mkfs >/dev/null
