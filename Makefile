@@ -35,6 +35,7 @@ help:
 	@echo "make ceph-proof CEPH_BUILD=DIR  ceph_test_objectstore and the 3-OSD cluster proof on a Ceph build with HybridStore"
 	@echo "make ceph-hybrid-proof CEPH_BUILD=DIR  HybridStore against BlueStore on emulated SSD and HDD classes (root, FUSE)"
 	@echo "make ceph-objectstore-fio CEPH_BUILD=DIR  HybridStore against BlueStore through Ceph's fio ObjectStore engine: IOPS, latency, CPU per op"
+	@echo "make ceph-thrash CEPH_BUILD=DIR  ceph_test_rados under OSD thrashing, replicated and EC pools, HybridStore then BlueStore (HS_THRASH_MINUTES per pool)"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
@@ -179,6 +180,18 @@ ceph-hybrid-proof: build qa-deps
 OSFIO_OUT ?= objectstore-fio-report
 ceph-objectstore-fio:
 	@HS_BUILD_DIR=$(CURDIR)/$(BUILD) qa/ceph/objectstore-fio.sh $(OSFIO_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# Ceph's ceph_test_rados (built from the same tree) under OSD thrashing,
+# as Ceph's rados/thrash suites run it: 3 OSDs, a replicated (size 3) and an
+# EC (k=2 m=1, overwrites) pool, seeded SIGKILLs and out/in, then every PG
+# active+clean and deep-scrubbed clean; HybridStore, then BlueStore of the
+# same binary (qa/ceph/thrash.sh, its --help). Needs CEPH_BUILD with
+# bin/ceph_test_rados; SKIPPED without. HS_THRASH_MINUTES (20) per pool:
+# about 1 h 40 min for both stores on 2 cores.
+.PHONY: ceph-thrash
+THRASH_OUT ?= thrash-report
+ceph-thrash: qa-deps
+	@qa/ceph/thrash.sh both $(THRASH_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 ceph-deps:
