@@ -175,7 +175,7 @@ def sampler(args):
                 rec['pgs'] = p['num_pgs']
                 states = p['num_pg_by_state']
                 rec['clean'] = sum(s['num'] for s in states if clean_state(s['name']))
-                rec['active'] = sum(s['num'] for s in states if 'active' in s['name'].split('+'))
+                rec['active'] = sum(s['num'] for s in states if active_state(s['name']))
             except Exception as e:  # noqa: BLE001
                 rec['pg_err'] = str(e)
             try:
@@ -191,6 +191,15 @@ def sampler(args):
 
 BAD = ('degraded', 'undersized', 'remapped', 'backfill', 'recover', 'peer', 'stale', 'down',
        'incomplete', 'inconsistent', 'unknown', 'repair', 'activating')
+
+
+# A PG the mgr last saw active but whose primary has gone silent (stale), or
+# that is peering again, serves no I/O: not active for the checks.
+NOT_ACTIVE = ('stale', 'peering', 'down', 'incomplete', 'unknown', 'activating')
+
+
+def active_state(name):
+    return 'active' in name.split('+') and not any(b in name for b in NOT_ACTIVE)
 
 
 def clean_state(name):

@@ -168,13 +168,16 @@ c() { timeout 60 ceph -c "$cconf" -k "$ckey" --connect-timeout 30 "$@" 2>> "$wor
 cj() { c "$@" --format json; }
 client() { /usr/bin/python3 "$here/multihost-client.py" --conf "$cconf" --keyring "$ckey" "$@"; }
 jq_clean='def clean: (split("+")) as $s | ($s | any(. == "active")) and ($s | any(. == "clean"))
-  and (test("degraded|undersized|remapped|backfill|recover|peer|stale|down|incomplete|inconsistent|unknown|repair|activating") | not);'
+  and (test("degraded|undersized|remapped|backfill|recover|peer|stale|down|incomplete|inconsistent|unknown|repair|activating") | not);
+  def live: (split("+") | any(. == "active")) and (test("stale|peering|down|incomplete|unknown|activating") | not);'
+# (live: "stale+active+clean" is what the mgr last heard from a primary that
+# went silent, and peering PGs serve no I/O: neither counts as active)
 # The cluster-wide facts come from `ceph -s --format json` (the PG counts in
 # it are the mgr's, as in `pg stat`); Pacific flattened its osdmap section,
 # older releases nest it.
 status() { cj status; }
 jq_pgs='.pgmap as $p | ([$p.pgs_by_state[]? | select(.state_name | clean) | .count] | add // 0) as $clean
-  | ([$p.pgs_by_state[]? | select(.state_name | split("+") | any(. == "active")) | .count] | add // 0) as $active
+  | ([$p.pgs_by_state[]? | select(.state_name | live) | .count] | add // 0) as $active
   | (if $p.num_pgs > 0 and $clean == $p.num_pgs then "clean" elif $p.num_pgs > 0 and $active == $p.num_pgs
      then "active" else "not-active" end) as $pgs'
 pgs_clean() { [ "$(status | jq -r "$jq_clean$jq_pgs"' | $pgs')" = clean ]; }
