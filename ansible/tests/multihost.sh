@@ -106,9 +106,10 @@ snapshot_ceph() {
     chmod 0711 "$work" && mkdir -p "$snap/bin" "$snap/lib" && chmod 0755 "$snap" "$snap/bin" "$snap/lib" || return 1
     objcopy --strip-debug "$ceph_osd" "$snap/bin/ceph-osd" && chmod 0755 "$snap/bin/ceph-osd" || return 1
     if [ -n "$plugin_dir" ]; then
-        # the plugins need no libceph-common (ceph-osd links it statically)
-        for f in "$plugin_dir"/*.so "$plugin_dir"/*.so.*; do
-            case ${f##*/} in libceph-common.so*) continue ;; esac
+        # only what ceph-osd loads: erasure codes, object classes,
+        # compressors and crypto (none needs libceph-common, ceph-osd links
+        # it statically); other libraries of the tree may be mid-rebuild
+        for f in "$plugin_dir"/lib{ec,cls,ceph}_*.so "$plugin_dir"/lib{ec,cls,ceph}_*.so.*; do
             if [ -L "$f" ]; then
                 cp -P "$f" "$snap/lib/" || return 1
             elif [ -f "$f" ]; then
@@ -188,6 +189,17 @@ pg_states() { status | jq -r '[.pgmap.pgs_by_state[] | "\(.count) \(.state_name)
 status_line() {
     status | jq -r "$jq_clean$jq_pgs"' | (.osdmap.osdmap // .osdmap) as $o
         | "quorum=\(.quorum_names | sort | join(",")) osds=\($o.num_osds)/\($o.num_up_osds)/\($o.num_in_osds) pgs=\($pgs)"'
+}
+# pgs_active_without HOST: every PG active (not stale, not peering) on an
+# acting set without HOST's OSDs. Right after the OSDs are marked down the
+# mgr still reports the PG states from before (all active+clean), so the
+# states alone would pass too early: the acting sets show the PGs re-peered.
+pgs_active_without() {
+    local ids
+    ids=$(osds_of "$1" | jq -sc .)
+    cj pg dump pgs_brief | jq -e --argjson ids "$ids" "$jq_clean"'(if type == "array" then . else .pg_stats end) as $pgs
+        | ($pgs | length) > 0 and ($pgs | all((.state | live) and ([.acting[] | select(. as $o | $ids | index($o))] | length == 0)))' \
+        > /dev/null
 }
 osd_up() { [ "$(cj osd dump | jq --argjson i "$1" '.osds[] | select(.osd == $i) | .up')" = "$2" ]; }
 osds_of() { cj osd tree | jq -r --arg h "$1" '.nodes[] | select(.type == "host" and .name == $h) | .children | sort | .[]'; }
@@ -580,8 +592,11 @@ step_hostloss() {
     wait_for "node3's OSDs marked down" 180 all_osds_state node3 0 || ok=1
     waited_down=$waited
     wait_for "quorum of node1 and node2" 120 quorum_quiet node1,node2 || ok=1
-    wait_for "every PG active again (undersized, degraded)" 180 pgs_active || ok=1
+    wait_for "every PG active again on node1 and node2 (undersized, degraded)" 180 pgs_active_without node3 || ok=1
+    # the mgr's summary (ceph -s) follows within a report period
     waited_active=$waited
+    wait_for "ceph -s says every PG is active" 30 pgs_active || ok=1
+    waited_active=$((waited_active + waited))
     t_active=$(date +%s.%N)
     local away
     away=$(osds_of node3 | grep -c .)
