@@ -32,6 +32,7 @@ help:
 	@echo "make fuzz   build the libFuzzer targets with clang into $(FUZZ_BUILD) and run each $(FUZZ_SECONDS) s"
 	@echo "make tsan   build the I/O stress tests with ThreadSanitizer into $(BUILD)-tsan and run them"
 	@echo "make qa-suites  validate the teuthology suites, run the standalone scripts, the local runner and the ansible checks"
+	@echo "make ansible-test-multihost CEPH_OSD=PATH  the playbooks on 3 hosts in namespaces: deploy, add/shrink/replace OSDs, rolling update, host loss (root)"
 	@echo "make ceph-proof CEPH_BUILD=DIR  ceph_test_objectstore and the 3-OSD cluster proof on a Ceph build with HybridStore"
 	@echo "make ceph-hybrid-proof CEPH_BUILD=DIR  HybridStore against BlueStore on emulated SSD and HDD classes (root, FUSE)"
 	@echo "make ceph-objectstore-fio CEPH_BUILD=DIR  HybridStore against BlueStore through Ceph's fio ObjectStore engine: IOPS, latency, CPU per op"
@@ -102,6 +103,7 @@ ANSIBLE_VENV ?= $(BUILD)/venv-ansible
 QA_LOCAL_ARGS ?= hybridstore/basic --filter-out rados-bench,omap
 
 .PHONY: qa-deps qa-venv ansible-venv qa-validate qa-standalone qa-local ansible-test qa-suites ceph-proof ceph-hybrid-proof ceph-deps
+.PHONY: ansible-multihost-deps ansible-test-multihost
 
 qa-deps:
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(QA_DEB_PACKAGES)"
@@ -141,6 +143,25 @@ qa-local: build qa-venv
 ansible-test: build ansible-venv
 	ANSIBLE_VENV=$(CURDIR)/$(ANSIBLE_VENV) HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool \
 	  ansible/tests/run-tests.sh
+
+# The playbooks across several hosts (ansible/tests/multihost.sh, ansible/README.md):
+# three hosts on this machine, each in its own network, mount, UTS and pid
+# namespaces with its own sshd and loop devices, reached by ansible over ssh;
+# site.yml, add-osd, shrink-osd + replace-osd, rolling_update under client
+# load, a host cut off. Root and CEPH_OSD=/path (or CEPH_BUILD=dir) with a
+# HybridStore-capable ceph-osd needed; SKIPPED without them. ~27 min on 2 cores.
+MULTIHOST_DEB_PACKAGES := openssh-server openssh-client sudo iproute2 util-linux procps jq binutils \
+  ceph-mon ceph-mgr ceph-common python3-rados
+ansible-multihost-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(MULTIHOST_DEB_PACKAGES)"
+
+# The skip decision comes first: without root the installs below would fail
+# instead of saying SKIPPED.
+ansible-test-multihost:
+	@ansible/tests/multihost.sh --can-run || exit 0; \
+	$(MAKE) --no-print-directory ansible-venv ansible-multihost-deps || exit 1; \
+	ANSIBLE_VENV=$(CURDIR)/$(ANSIBLE_VENV) timeout --signal=TERM --kill-after=120 3000 \
+	  ansible/tests/multihost.sh; r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The qa suites, standalone scripts, local runner and ansible checks (part
 # of `make test`); steps that need a hybridstore ceph-osd (CEPH_BUILD) report
