@@ -149,7 +149,7 @@ ansible-test: build ansible-venv
 # namespaces with its own sshd and loop devices, reached by ansible over ssh;
 # site.yml, add-osd, shrink-osd + replace-osd, rolling_update under client
 # load, a host cut off. Root and CEPH_OSD=/path (or CEPH_BUILD=dir) with a
-# HybridStore-capable ceph-osd needed; SKIPPED without them. ~27 min on 2 cores.
+# HybridStore-capable ceph-osd needed; SKIPPED without them. ~22 min on 2 cores.
 MULTIHOST_DEB_PACKAGES := openssh-server openssh-client sudo iproute2 util-linux procps jq binutils \
   ceph-mon ceph-mgr ceph-common python3-rados
 ansible-multihost-deps:
