@@ -334,7 +334,7 @@ int HybridMapping::recover() {
 
 int HybridMapping::check(std::string* error) const {
   uint32_t d = layout_.data_slots, l = layout_.log_slots;
-  std::vector<bool> seen(ctx_->wl->peb_count(), false);
+  PebOwnershipCheck owners(*ctx_);
   auto fail = [&](std::string m) {
     *error = std::move(m);
     return -EINVAL;
@@ -342,11 +342,7 @@ int HybridMapping::check(std::string* error) const {
   for (uint32_t leb = 0; leb < lebs_.size(); ++leb) {
     const Leb& st = lebs_[leb];
     if (st.peb < 0) continue;
-    uint32_t peb = static_cast<uint32_t>(st.peb);
-    if (peb >= seen.size() || seen[peb]) return fail(fmt::format("LEB {}: PEB {} reused", leb, peb));
-    seen[peb] = true;
-    if (ctx_->wl->state(peb) != PebState::kUsed || ctx_->wl->owner(peb) != leb)
-      return fail(fmt::format("LEB {}: PEB {} is not used by it", leb, peb));
+    if (int r = owners.claim_for_leb(leb, static_cast<uint32_t>(st.peb), error); r < 0) return r;
     if (st.data_used > d || st.log_used > l)
       return fail(fmt::format("LEB {}: fill {}/{} out of range", leb, st.data_used, st.log_used));
     if (l > 0 && st.log_used > 0) {
@@ -358,16 +354,9 @@ int HybridMapping::check(std::string* error) const {
   }
   for (const auto& job : jobs_) {
     if (job->target < 0) continue;
-    uint32_t t = static_cast<uint32_t>(job->target);
-    if (seen[t]) return fail(fmt::format("merge target PEB {} also maps a LEB", t));
-    seen[t] = true;
-    if (ctx_->wl->state(t) != PebState::kUsed)
-      return fail(fmt::format("merge target PEB {} not in use", t));
+    if (int r = owners.claim(static_cast<uint32_t>(job->target), "merge target", error); r < 0) return r;
   }
-  for (uint32_t peb = 0; peb < seen.size(); ++peb)
-    if (ctx_->wl->state(peb) == PebState::kUsed && !seen[peb])
-      return fail(fmt::format("PEB {} is used but nothing maps it (leak)", peb));
-  return ctx_->wl->check(error);
+  return owners.finish(error);
 }
 
 }  // namespace hybridstore::ftl

@@ -1,5 +1,7 @@
 #include "ftl/mapping_policy.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 
 #include "ftl/hybrid_mapping.h"
@@ -56,6 +58,49 @@ std::unique_ptr<MappingPolicy> make_policy(FtlContext* ctx, uint32_t merge_water
   if (ctx->image.policy == PolicyKind::kPubi)
     return std::make_unique<PartitionMapping>(ctx);
   return std::make_unique<HybridMapping>(ctx, merge_watermark, background_steps_per_write);
+}
+
+PebOwnershipCheck::PebOwnershipCheck(const FtlContext& ctx) : ctx_(ctx), seen_(ctx.wl->peb_count(), false) {}
+
+int PebOwnershipCheck::claim_once(uint32_t peb, std::string_view what, std::string* error) {
+  if (peb >= seen_.size()) {
+    *error = fmt::format("{}: PEB {} out of range (the chip has {})", what, peb, seen_.size());
+    return -EINVAL;
+  }
+  if (seen_[peb]) {
+    *error = fmt::format("{}: PEB {} reused", what, peb);
+    return -EINVAL;
+  }
+  seen_[peb] = true;
+  return 0;
+}
+
+int PebOwnershipCheck::claim_for_leb(uint32_t leb, uint32_t peb, std::string* error) {
+  const std::string what = fmt::format("LEB {}", leb);
+  if (int r = claim_once(peb, what, error); r < 0) return r;
+  if (ctx_.wl->state(peb) != PebState::kUsed || ctx_.wl->owner(peb) != leb) {
+    *error = fmt::format("{}: PEB {} is not used by it", what, peb);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+int PebOwnershipCheck::claim(uint32_t peb, std::string_view what, std::string* error) {
+  if (int r = claim_once(peb, what, error); r < 0) return r;
+  if (ctx_.wl->state(peb) != PebState::kUsed) {
+    *error = fmt::format("{}: PEB {} not in use", what, peb);
+    return -EINVAL;
+  }
+  return 0;
+}
+
+int PebOwnershipCheck::finish(std::string* error) const {
+  for (uint32_t peb = 0; peb < seen_.size(); ++peb)
+    if (ctx_.wl->state(peb) == PebState::kUsed && !seen_[peb]) {
+      *error = fmt::format("PEB {} is used but nothing maps it (leak)", peb);
+      return -EINVAL;
+    }
+  return ctx_.wl->check(error);
 }
 
 }  // namespace hybridstore::ftl

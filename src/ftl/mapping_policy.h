@@ -19,6 +19,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ftl/attach_scan.h"
@@ -73,6 +74,25 @@ struct FtlContext {
   void note_read_status(uint32_t peb, int r) {
     if (r == -EUCLEAN) scrub.insert(peb);
   }
+};
+
+// The PEB-ownership part of MappingPolicy::check(), shared by every policy so
+// that each one checks the same things: every PEB a policy claims is in
+// range, claimed once and in use, and no used PEB is left unclaimed.
+class PebOwnershipCheck {
+ public:
+  explicit PebOwnershipCheck(const FtlContext& ctx);
+  // A LEB's PEB: also owned by that LEB in the wear leveller.
+  int claim_for_leb(uint32_t leb, uint32_t peb, std::string* error);
+  // A PEB a policy holds for itself (a log block, a merge target).
+  int claim(uint32_t peb, std::string_view what, std::string* error);
+  // Leaks, then the wear leveller's own invariants.
+  int finish(std::string* error) const;
+
+ private:
+  int claim_once(uint32_t peb, std::string_view what, std::string* error);
+  const FtlContext& ctx_;
+  std::vector<bool> seen_;
 };
 
 struct PageWrite {

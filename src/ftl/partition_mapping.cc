@@ -424,7 +424,7 @@ int PartitionMapping::recover() {
 }
 
 int PartitionMapping::check(std::string* error) const {
-  std::vector<bool> seen(ctx_->wl->peb_count(), false);
+  PebOwnershipCheck owners(*ctx_);
   auto fail = [&](std::string m) {
     *error = std::move(m);
     return -EINVAL;
@@ -432,30 +432,19 @@ int PartitionMapping::check(std::string* error) const {
   for (uint32_t leb = 0; leb < lebs_.size(); ++leb) {
     const Leb& st = lebs_[leb];
     if (st.peb < 0) continue;
-    uint32_t peb = static_cast<uint32_t>(st.peb);
-    if (seen[peb]) return fail(fmt::format("LEB {}: PEB {} reused", leb, peb));
-    seen[peb] = true;
-    if (ctx_->wl->state(peb) != PebState::kUsed || ctx_->wl->owner(peb) != leb)
-      return fail(fmt::format("LEB {}: PEB {} is not used by it", leb, peb));
+    if (int r = owners.claim_for_leb(leb, static_cast<uint32_t>(st.peb), error); r < 0) return r;
     if (st.data_used > ppl_) return fail(fmt::format("LEB {}: fill out of range", leb));
   }
   uint32_t ppb = ctx_->geo.pages_per_block;
   for (uint32_t p = 0; p < parts_.size(); ++p) {
     const Partition& part = parts_[p];
-    for (const LogBlock& lb : part.logs) {
-      if (seen[lb.peb]) return fail(fmt::format("log block PEB {} reused", lb.peb));
-      seen[lb.peb] = true;
-      if (ctx_->wl->state(lb.peb) != PebState::kUsed)
-        return fail(fmt::format("log block PEB {} not in use", lb.peb));
-    }
+    for (const LogBlock& lb : part.logs)
+      if (int r = owners.claim(lb.peb, fmt::format("partition {}: log block", p), error); r < 0) return r;
     for (const auto& [k, loc] : part.map)
       if (loc / ppb >= part.logs.size() || loc % ppb >= part.logs[loc / ppb].used)
         return fail(fmt::format("partition {}: map entry points past the log", p));
   }
-  for (uint32_t peb = 0; peb < seen.size(); ++peb)
-    if (ctx_->wl->state(peb) == PebState::kUsed && !seen[peb])
-      return fail(fmt::format("PEB {} is used but nothing maps it (leak)", peb));
-  return ctx_->wl->check(error);
+  return owners.finish(error);
 }
 
 }  // namespace hybridstore::ftl
