@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 
+#include "hybridstore/common/virtual_clock.h"
+
 namespace hybridstore::ftl {
 
 struct NandTiming {
@@ -29,17 +31,7 @@ struct NandTiming {
   bool is_zero() const { return !t_read_ns && !t_prog_ns && !t_erase_ns && !t_xfer_ns; }
 };
 
-class VirtualClock {
- public:
-  int64_t now_ns() const { return now_ns_; }
-  void advance(int64_t ns) { now_ns_ += ns; }
-  // Moves the clock forward to `t` if it is behind (the chip was idle until t).
-  void advance_to(int64_t t) {
-    if (t > now_ns_) now_ns_ = t;
-  }
-
- private:
-  int64_t now_ns_ = 0;
-};
+// One clock type for the FTL and the test-only device models.
+using hybridstore::VirtualClock;
 
 }  // namespace hybridstore::ftl

@@ -1,4 +1,5 @@
 #include "hybridstore/common/config.h"
+#include "hybridstore/common/text.h"
 
 #include <cerrno>
 #include <cmath>
@@ -110,19 +111,12 @@ bool parse_double(std::string_view s, double* out) {
   }
 }
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
 // Validates and normalizes `value` for `o`; empty return plus *error on failure.
 bool normalize_value(const OptionSpec& o, std::string_view value, std::string* norm,
                      std::string* error) {
-  std::string v = trim(value);
+  std::string v(trim(value));
   switch (o.type) {
     case OptionType::kBool: {
       bool b;
@@ -246,7 +240,7 @@ int Config::set_from_arg(std::string_view kv, std::string* error) {
     *error = fmt::format("'{}' is not of the form key=value", kv);
     return -EINVAL;
   }
-  return set(trim(kv.substr(0, eq)), kv.substr(eq + 1), error);
+  return set(std::string(trim(kv.substr(0, eq))), kv.substr(eq + 1), error);
 }
 
 int Config::load_ini(const std::string& path, std::string* error) {
@@ -272,14 +266,14 @@ int Config::load_ini_text(std::string_view text, const std::string& source, std:
     std::string_view raw = text.substr(pos, nl == std::string_view::npos ? text.size() - pos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
     ++lineno;
-    std::string line = trim(raw);
+    std::string line(trim(raw));
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line[0] == '[') {
       if (line.back() != ']') {
         *error = fmt::format("{}:{}: malformed section header '{}'", source, lineno, line);
         return -EINVAL;
       }
-      section = trim(line.substr(1, line.size() - 2));
+      section = std::string(trim(std::string_view(line).substr(1, line.size() - 2)));
       continue;
     }
     size_t eq = line.find('=');
@@ -287,12 +281,12 @@ int Config::load_ini_text(std::string_view text, const std::string& source, std:
       *error = fmt::format("{}:{}: expected 'key = value', got '{}'", source, lineno, line);
       return -EINVAL;
     }
-    std::string key = normalize_option_name(trim(line.substr(0, eq)));
-    std::string value = trim(line.substr(eq + 1));
+    std::string key = normalize_option_name(std::string(trim(std::string_view(line).substr(0, eq))));
+    std::string value(trim(std::string_view(line).substr(eq + 1)));
     // Trailing comments, as ceph.conf allows.
     for (char c : {'#', ';'}) {
       size_t h = value.find(c);
-      if (h != std::string::npos) value = trim(value.substr(0, h));
+      if (h != std::string::npos) value = std::string(trim(std::string_view(value).substr(0, h)));
     }
     by_section[section].emplace_back(lineno, key, value);
   }

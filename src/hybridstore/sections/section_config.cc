@@ -7,6 +7,7 @@
 #include <set>
 
 #include "hybridstore/common/config.h"
+#include "hybridstore/common/text.h"
 
 namespace hybridstore {
 
@@ -35,12 +36,6 @@ SectionDefaults SectionDefaults::from_config(const Config& cfg) {
 }
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> out;

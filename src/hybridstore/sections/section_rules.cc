@@ -1,4 +1,5 @@
 #include "hybridstore/sections/section_rules.h"
+#include "hybridstore/common/text.h"
 
 #include <fmt/format.h>
 
@@ -9,12 +10,6 @@
 namespace hybridstore {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';

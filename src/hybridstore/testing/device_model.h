@@ -40,6 +40,7 @@
 #include <mutex>
 #include <string>
 
+#include "hybridstore/common/virtual_clock.h"
 #include "hybridstore/io/block_device.h"
 
 namespace hybridstore {
@@ -148,18 +149,6 @@ std::unique_ptr<DeviceModel> make_device_model(const Config& conf, DeviceRole ro
 HddModelParams hdd_params_from_config(const Config& conf, uint64_t capacity);
 SsdModelParams ssd_params_from_config(const Config& conf);
 
-// Modelled time shared by the devices of one store: a serial model (one
-// request at a time across both tiers), the way the HRO experiments replay a
-// trace as fast as the devices allow.
-class VirtualClock {
- public:
-  uint64_t now_ns() const { return ns_.load(std::memory_order_relaxed); }
-  void advance(uint64_t ns) { ns_.fetch_add(ns, std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> ns_{0};
-};
-
 struct ModeledDeviceStats {
   uint64_t reads = 0, writes = 0;
   uint64_t bytes_read = 0, bytes_written = 0;
@@ -169,6 +158,10 @@ struct ModeledDeviceStats {
   uint64_t seek_distance_bytes = 0;  // summed over all requests
 };
 
+// The devices of one store share one VirtualClock: a serial model (one
+// request at a time across both tiers), the way the HRO experiments replay a
+// trace as fast as the devices allow.
+//
 // A BlockDevice that forwards every call to `inner` unchanged and, for each
 // read or write that succeeds, charges the model's service time to the clock
 // and to its own statistics. Batches are charged in submission order. flush
