@@ -149,7 +149,7 @@ int NandMedia::open_file(const std::string& path, std::shared_ptr<NandMedia>* ou
   if (re != RecordError::kNone) {
     close(fd);
     *error = fmt::format("{}: flash image header: {}", path, record_error_name(re));
-    return re == RecordError::kBadChecksum ? -EIO : -EINVAL;
+    return record_errno(re);
   }
   Decoder b(body);
   std::string_view magic;

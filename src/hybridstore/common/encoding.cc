@@ -1,6 +1,9 @@
 #include "hybridstore/common/encoding.h"
 
+#include <fmt/format.h>
+
 #include <cassert>
+#include <cerrno>
 #include <cstring>
 
 #include "hybridstore/common/crc32c.h"
@@ -212,6 +215,24 @@ RecordError open_record(uint32_t tag, uint8_t max_version, std::string_view in,
   *version = v;
   *body = b;
   return RecordError::kNone;
+}
+
+int record_errno(RecordError e) {
+  switch (e) {
+    case RecordError::kNone: return 0;
+    case RecordError::kBadVersion: return -EOPNOTSUPP;
+    case RecordError::kTruncated:
+    case RecordError::kBadChecksum: break;
+  }
+  return -EIO;
+}
+
+int open_stored_record(uint32_t tag, uint8_t max_version, std::string_view in, std::string_view what,
+                       uint8_t* version, std::string_view* body, std::string* error) {
+  RecordError re = open_record(tag, max_version, in, version, body);
+  if (re == RecordError::kNone) return 0;
+  if (error) *error = fmt::format("{}: {}", what, record_error_name(re));
+  return record_errno(re);
 }
 
 }  // namespace hybridstore

@@ -89,4 +89,19 @@ const char* record_error_name(RecordError e);
 RecordError open_record(uint32_t tag, uint8_t max_version, std::string_view in,
                         uint8_t* version, std::string_view* body);
 
+// What a decoder of the store's own records returns, everywhere:
+//   -EIO        the bytes are damaged: framing, checksum, truncation, or a body
+//               that does not parse or holds values out of range. The errno a
+//               read of a damaged extent returns, so a caller treats a bad
+//               record and a bad sector alike (Ceph repairs both from a replica).
+//   -EOPNOTSUPP the record is intact but written by a newer build.
+//   -EINVAL     only for what a caller passes: options, arguments, a device
+//               that carries no HybridStore label at all.
+int record_errno(RecordError e);
+
+// open_record for a record the store wrote earlier: 0, or record_errno() with
+// *error = "<what>: <reason>" (error may be null).
+int open_stored_record(uint32_t tag, uint8_t max_version, std::string_view in, std::string_view what,
+                       uint8_t* version, std::string_view* body, std::string* error);
+
 }  // namespace hybridstore

@@ -62,15 +62,14 @@ int decode_label(std::string_view block, DeviceLabel* out, std::string* why) {
   uint32_t len = load_fixed32(block.data() + kMagicLen);
   if (len > block.size() - kMagicLen - 4) {
     *why = "label length out of range";
-    return -EINVAL;
+    return -EIO;
   }
   uint8_t ver;
   std::string_view body;
-  RecordError re = open_record(kLabelTag, kLabelVersion, block.substr(kMagicLen + 4, len), &ver, &body);
-  if (re != RecordError::kNone) {
-    *why = std::string("label: ") + record_error_name(re);
-    return -EINVAL;
-  }
+  if (int r = open_stored_record(kLabelTag, kLabelVersion, block.substr(kMagicLen + 4, len), "label", &ver, &body,
+                                 why);
+      r < 0)
+    return r;
   Decoder d(body);
   DeviceLabel l;
   std::string_view fsid;
@@ -79,14 +78,14 @@ int decode_label(std::string_view block, DeviceLabel* out, std::string* why) {
       !d.get_fixed32(&l.format_version) || !d.get_fixed64(&l.created_us) ||
       !d.get_bytes(&l.description, 1024) || !d.done() || role >= kNumTiers) {
     *why = "label body malformed";
-    return -EINVAL;
+    return -EIO;
   }
   std::memcpy(l.fsid.data(), fsid.data(), 16);
   l.role = static_cast<Tier>(role);
   if (l.format_version > kFormatVersion) {
     *why = fmt::format("label format version {} is newer than this build supports ({})",
                        l.format_version, kFormatVersion);
-    return -EINVAL;
+    return -EOPNOTSUPP;
   }
   *out = std::move(l);
   return 0;
@@ -135,52 +134,48 @@ std::string encode_superblock(const Superblock& s) {
 int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
   uint8_t ver;
   std::string_view body;
-  RecordError re = open_record(kSuperTag, kSuperVersion, v, &ver, &body);
-  if (re != RecordError::kNone) {
-    *why = std::string("superblock: ") + record_error_name(re);
-    return -EINVAL;
-  }
+  if (int r = open_stored_record(kSuperTag, kSuperVersion, v, "superblock", &ver, &body, why); r < 0) return r;
   Decoder d(body);
   Superblock s;
   std::string_view fsid;
   if (!d.get_fixed32(&s.format_version) || !d.get_raw(16, &fsid) || !d.get_fixed64(&s.created_us)) {
     *why = "superblock: truncated";
-    return -EINVAL;
+    return -EIO;
   }
   std::memcpy(s.fsid.data(), fsid.data(), 16);
   for (int t = 0; t < kNumTiers; ++t) {
     if (!d.get_varint(&s.tier_size[t]) || !d.get_varint(&s.alloc_unit[t]) ||
         !d.get_varint(&s.reserved[t])) {
       *why = "superblock: truncated";
-      return -EINVAL;
+      return -EIO;
     }
     uint64_t au = s.alloc_unit[t];
     if (au < 256 || (au & (au - 1)) || s.reserved[t] % au || s.reserved[t] > s.tier_size[t]) {
       *why = "superblock: bad allocation unit or reserved size";
-      return -EINVAL;
+      return -EIO;
     }
   }
   uint64_t nopts;
   if (!d.get_varint32(&s.csum_block) || !d.get_varint(&nopts) || nopts > d.remaining() / 2) {
     *why = "superblock: truncated";
-    return -EINVAL;
+    return -EIO;
   }
   for (uint64_t i = 0; i < nopts; ++i) {
     std::string k, val;
     if (!d.get_bytes(&k) || !d.get_bytes(&val)) {
       *why = "superblock: truncated options";
-      return -EINVAL;
+      return -EIO;
     }
     s.mkfs_options[k] = val;
   }
   if (!d.done()) {
     *why = "superblock: trailing bytes";
-    return -EINVAL;
+    return -EIO;
   }
   if (s.format_version > kFormatVersion) {
     *why = fmt::format("store format version {} is newer than this build supports ({})",
                        s.format_version, kFormatVersion);
-    return -EINVAL;
+    return -EOPNOTSUPP;
   }
   *out = std::move(s);
   return 0;

@@ -124,11 +124,9 @@ std::string SectionAllocator::geometry_record() const {
 int SectionAllocator::check_geometry_record(std::string_view record, std::string* error) const {
   uint8_t version;
   std::string_view body;
-  RecordError re = open_record(kGeometryTag, kVersion, record, &version, &body);
-  if (re != RecordError::kNone) {
-    *error = fmt::format("section geometry record: {}", record_error_name(re));
-    return -EIO;
-  }
+  if (int r = open_stored_record(kGeometryTag, kVersion, record, "section geometry record", &version, &body, error);
+      r < 0)
+    return r;
   Decoder d(body);
   uint64_t bs, eb, first, blocks, groups;
   std::string sections;
@@ -221,11 +219,10 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
   for (auto [eu, value] : eu_recs) {
     uint8_t version;
     std::string_view body;
-    RecordError re = open_record(kEraseUnitTag, kVersion, value, &version, &body);
-    if (re != RecordError::kNone) {
-      *error = fmt::format("erase unit {} record: {}", eu, record_error_name(re));
-      return -EIO;
-    }
+    if (int r = open_stored_record(kEraseUnitTag, kVersion, value, fmt::format("erase unit {} record", eu), &version,
+                                   &body, error);
+        r < 0)
+      return r;
     Decoder d(body);
     uint64_t section, group, next_untaken, last_mod, wus;
     uint8_t current;
@@ -245,7 +242,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       *error = fmt::format("erase unit {} record: {} extents / {} write units do not match the "
                            "section's geometry",
                            eu, next_untaken, wus);
-      return -EINVAL;
+      return -EIO;
     }
     Lane& l = lanes_[section * geo_.groups + group];
     if (take_eu(l) < 0) return -EIO;  // cannot happen: the pool is full here
@@ -254,7 +251,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
     if (got != eu) {
       if (eus_[eu].lane >= 0) {
         *error = fmt::format("erase unit {} owned twice", eu);
-        return -EINVAL;
+        return -EIO;
       }
       std::swap(eus_[got], eus_[eu]);
       free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
@@ -277,7 +274,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       uint64_t hi = (w + 1) * rt.extents_per_wu;
       if (written && hi > next_untaken) {
         *error = fmt::format("erase unit {}: write unit {} written before it was filled", eu, w);
-        return -EINVAL;
+        return -EIO;
       }
       u.wu_written[w] = written;
       u.wu_first_us[w] = first;
@@ -295,7 +292,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
     Lane& l = lanes_[u.lane];
     if (l.current >= 0 || u.next_untaken >= secs_[l.section].extents_per_eu) {
       *error = fmt::format("erase unit {}: inconsistent 'current' flag", eu);
-      return -EINVAL;
+      return -EIO;
     }
     l.current = static_cast<int32_t>(eu);
   }
@@ -306,21 +303,20 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
     EraseUnit& u = eus_[x.eu];
     if (u.lane < 0) {
       *error = fmt::format("extent record {}/{} in a free erase unit", x.eu, x.idx);
-      return -EINVAL;
+      return -EIO;
     }
     Lane& l = lanes_[u.lane];
     const SectionRt& rt = secs_[l.section];
     if (x.idx >= u.next_untaken) {
       *error = fmt::format("extent record {}/{} was never handed out", x.eu, x.idx);
-      return -EINVAL;
+      return -EIO;
     }
     uint8_t version;
     std::string_view body;
-    RecordError re = open_record(kExtentTag, kVersion, x.value, &version, &body);
-    if (re != RecordError::kNone) {
-      *error = fmt::format("extent {}/{} record: {}", x.eu, x.idx, record_error_name(re));
-      return -EIO;
-    }
+    if (int r = open_stored_record(kExtentTag, kVersion, x.value, fmt::format("extent {}/{} record", x.eu, x.idx),
+                                   &version, &body, error);
+        r < 0)
+      return r;
     Decoder d(body);
     uint8_t state;
     uint64_t tail, entered, seq, hint, n;
@@ -338,13 +334,13 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
         (written_wu != (st == ExtentState::kWritten))) {
       *error = fmt::format("extent {}/{}: state {} contradicts its write unit", x.eu, x.idx,
                            state);
-      return -EINVAL;
+      return -EIO;
     }
     uint64_t limit = st == ExtentState::kOpen ? tail : rt.s;
     if (tail > rt.s || (st != ExtentState::kOpen && tail != rt.s) ||
         (st == ExtentState::kOpen && tail == rt.s)) {
       *error = fmt::format("extent {}/{}: tail {} out of range", x.eu, x.idx, tail);
-      return -EINVAL;
+      return -EIO;
     }
     e.state = st;
     e.tail = static_cast<uint32_t>(tail);
@@ -362,14 +358,14 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       }
       if (gap > limit) {
         *error = fmt::format("extent {}/{}: placement {} starts past the extent", x.eu, x.idx, k);
-        return -EINVAL;
+        return -EIO;
       }
       uint64_t start = prev_end + gap;
       if (blocks == 0 || start > limit || blocks > limit - start || writes > UINT32_MAX ||
           bytes > blocks * bs || bytes <= (blocks - 1) * bs) {
         *error = fmt::format("extent {}/{}: placement {} [{}, +{}) of {} bytes is invalid",
                              x.eu, x.idx, k, start, blocks, bytes);
-        return -EINVAL;
+        return -EIO;
       }
       e.placements.push_back(Placement{static_cast<uint32_t>(start),
                                        static_cast<uint32_t>(blocks),
@@ -388,7 +384,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
         *error = fmt::format("extent {}/{}: tail {} is not the map position {} of its last "
                              "placement",
                              x.eu, x.idx, tail, expect);
-        return -EINVAL;
+        return -EIO;
       }
     }
     for (const Placement& p : e.placements) account(&e, p, +1, 0);
@@ -408,7 +404,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       ExtentDesc* e = &u.extents[i];
       if (e->state == ExtentState::kUntaken) {
         *error = fmt::format("extent {}/{} has no record", eu, i);
-        return -EINVAL;
+        return -EIO;
       }
       if (e->state == ExtentState::kOpen) {
         ++u.open;
@@ -431,7 +427,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       if (u.wu_first_us[w] != 0) {
         *error = fmt::format("erase unit {}: write unit {} has a start time but no extents",
                              eu, w);
-        return -EINVAL;
+        return -EIO;
       }
     }
   }
@@ -440,7 +436,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
   for (size_t i = 1; i < open.size(); ++i) {
     if (open[i]->seq == open[i - 1]->seq) {
       *error = "two open extents share a map-table position";
-      return -EINVAL;
+      return -EIO;
     }
   }
   for (ExtentDesc* e : open) lanes_[eus_[e->eu].lane].table.insert(e);

@@ -332,9 +332,9 @@ int StoreImpl::open_devices(bool create, std::string* error) {
                       perf_->ftl_host_pages_written});
     DeviceLabel label;
     std::string why;
-    if (read_label(dev_[t].get(), &label, &why) < 0) {
+    if (int r = read_label(dev_[t].get(), &label, &why); r < 0) {
       *error = fmt::format("{} device {}: {}", tier_name(tier), p, why);
-      return -EINVAL;
+      return r;
     }
     if (label.fsid != super_.fsid) {
       *error = fmt::format("{} device {} belongs to store {}, not to this store ({})", tier_name(tier),

@@ -292,11 +292,8 @@ std::string HeatTracker::encode_entry(const Entry& e) const {
 int HeatTracker::decode_entry(std::string_view record, Entry* out, std::string* error) const {
   uint8_t version;
   std::string_view body;
-  RecordError re = open_record(kEntryTag, kEntryVersion, record, &version, &body);
-  if (re != RecordError::kNone) {
-    if (error) *error = fmt::format("heat record: {}", record_error_name(re));
-    return -EINVAL;
-  }
+  if (int r = open_stored_record(kEntryTag, kEntryVersion, record, "heat record", &version, &body, error); r < 0)
+    return r;
   Decoder d(body);
   Entry e;
   uint64_t len;
@@ -307,7 +304,7 @@ int HeatTracker::decode_entry(std::string_view record, Entry* out, std::string* 
       !d.get_fixed32(&hf) || !d.get_fixed32(&hr) || !d.get_varint32(&e.epoch) ||
       !d.get_u8(&type) || !d.done()) {
     if (error) *error = "heat record: malformed body";
-    return -EINVAL;
+    return -EIO;
   }
   e.hist_f = bits_float(hf);
   e.hist_r = bits_float(hr);
@@ -321,7 +318,7 @@ int HeatTracker::decode_entry(std::string_view record, Entry* out, std::string* 
   else if (e.epoch > epoch_.load(std::memory_order_relaxed)) why = "entry from a future window";
   if (why) {
     if (error) *error = fmt::format("heat record: {}", why);
-    return -EINVAL;
+    return -EIO;
   }
   e.last_end = e.last_offset + len;
   e.last_type = static_cast<AccessType>(type);
@@ -344,11 +341,9 @@ std::string HeatTracker::encode_state() const {
 int HeatTracker::import_state(std::string_view record, std::string* error) {
   uint8_t version;
   std::string_view body;
-  RecordError re = open_record(kStateTag, kStateVersion, record, &version, &body);
-  if (re != RecordError::kNone) {
-    if (error) *error = fmt::format("heat state record: {}", record_error_name(re));
-    return -EINVAL;
-  }
+  if (int r = open_stored_record(kStateTag, kStateVersion, record, "heat state record", &version, &body, error);
+      r < 0)
+    return r;
   Decoder d(body);
   uint32_t epoch;
   uint8_t anchored;
@@ -356,7 +351,7 @@ int HeatTracker::import_state(std::string_view record, std::string* error) {
   if (!d.get_varint32(&epoch) || !d.get_u8(&anchored) || !d.get_varint(&index) || !d.done() ||
       anchored > 1) {
     if (error) *error = "heat state record: malformed body";
-    return -EINVAL;
+    return -EIO;
   }
   epoch_.store(epoch, std::memory_order_relaxed);
   std::lock_guard<std::mutex> g(window_mu_);

@@ -185,16 +185,14 @@ std::string HotnessGroups::encode() const {
 int HotnessGroups::decode(std::string_view record, std::string* error) {
   uint8_t version;
   std::string_view body;
-  RecordError re = open_record(kCentresTag, kCentresVersion, record, &version, &body);
-  if (re != RecordError::kNone) {
-    if (error) *error = fmt::format("hotness centres: {}", record_error_name(re));
-    return -EINVAL;
-  }
+  if (int r = open_stored_record(kCentresTag, kCentresVersion, record, "hotness centres", &version, &body, error);
+      r < 0)
+    return r;
   Decoder d(body);
   uint64_t n;
   if (!d.get_varint(&n) || n > kMaxGroups) {
     if (error) *error = "hotness centres: bad group count";
-    return -EINVAL;
+    return -EIO;
   }
   if (n != 0 && n != opts_.groups) {
     if (error) *error = fmt::format("hotness centres: stored for {} groups, configured {}", n,
@@ -208,12 +206,12 @@ int HotnessGroups::decode(std::string_view record, std::string* error) {
     std::memcpy(&c[i], &bits, sizeof bits);
     if (!std::isfinite(c[i]) || c[i] < 0 || (i > 0 && c[i] > c[i - 1])) {
       if (error) *error = "hotness centres: centres must be finite, non-negative, descending";
-      return -EINVAL;
+      return -EIO;
     }
   }
   if (!d.done()) {
     if (error) *error = "hotness centres: malformed body";
-    return -EINVAL;
+    return -EIO;
   }
   std::unique_lock<std::shared_mutex> g(mu_);
   centres_ = std::move(c);

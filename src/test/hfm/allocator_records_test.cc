@@ -234,7 +234,7 @@ TEST_F(Corruption, RecordsThatContradictEachOtherAreRejected) {
       s.erase(it);
       break;
     }
-  EXPECT_EQ(rebuild(s, &err), -EINVAL);
+  EXPECT_EQ(rebuild(s, &err), -EIO);
   EXPECT_NE(err.find("free erase unit"), std::string::npos) << err;
   // An extent record removed: a handed-out extent without state.
   s = w_->store;
@@ -243,7 +243,7 @@ TEST_F(Corruption, RecordsThatContradictEachOtherAreRejected) {
       s.erase(it);
       break;
     }
-  EXPECT_EQ(rebuild(s, &err), -EINVAL);
+  EXPECT_EQ(rebuild(s, &err), -EIO);
   EXPECT_NE(err.find("no record"), std::string::npos) << err;
 }
 

@@ -329,19 +329,19 @@ TEST(HeatTracker, ImportRejectsGarbageWithoutCrashing) {
   ASSERT_EQ(b.import_entry("o", good, &err), 0) << err;
   // Every truncation and every single-bit flip is rejected.
   for (size_t n = 0; n < good.size(); ++n)
-    EXPECT_EQ(b.import_entry("x", good.substr(0, n), &err), -EINVAL) << n;
+    EXPECT_EQ(b.import_entry("x", good.substr(0, n), &err), -EIO) << n;
   for (size_t i = 0; i < good.size() * 8; ++i) {
     std::string bad = good;
     bad[i / 8] ^= static_cast<char>(1 << (i % 8));
-    EXPECT_EQ(b.import_entry("x", bad, &err), -EINVAL) << i;
+    EXPECT_EQ(b.import_entry("x", bad, &err), -EIO) << i;
   }
   // Random bytes.
   std::mt19937_64 rng(3);
   for (int i = 0; i < 2000; ++i) {
     std::string junk(rng() % 64, '\0');
     for (auto& c : junk) c = static_cast<char>(rng());
-    EXPECT_EQ(b.import_entry("x", junk, &err), -EINVAL);
-    EXPECT_EQ(b.import_state(junk, &err), -EINVAL);
+    EXPECT_EQ(b.import_entry("x", junk, &err), -EIO);
+    EXPECT_EQ(b.import_state(junk, &err), -EIO);
   }
   HeatSample s;
   EXPECT_FALSE(b.lookup("x", &s));
@@ -370,15 +370,15 @@ TEST(HeatTracker, ImportRejectsWellFramedButImpossibleEntries) {
   HeatTracker t(opts());
   std::string err;
   EXPECT_EQ(t.import_entry("ok", entry(3, 2, 1.5f, 1.0f, 0, 1), &err), 0) << err;
-  EXPECT_EQ(t.import_entry("x", entry(3, 4, 0, 0, 0, 0), &err), -EINVAL);  // R > f
+  EXPECT_EQ(t.import_entry("x", entry(3, 4, 0, 0, 0, 0), &err), -EIO);  // R > f
   EXPECT_NE(err.find("randomness"), std::string::npos);
-  EXPECT_EQ(t.import_entry("x", entry(3, 2, NAN, 0, 0, 0), &err), -EINVAL);
-  EXPECT_EQ(t.import_entry("x", entry(3, 2, -1.0f, 0, 0, 0), &err), -EINVAL);
-  EXPECT_EQ(t.import_entry("x", entry(3, 2, 1.0f, 5.0f, 0, 0), &err), -EINVAL);
-  EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 9, 0), &err), -EINVAL);  // future window
-  EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 0, 7), &err), -EINVAL);  // bad type
-  EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 0, 0, true), &err), -EINVAL);
-  EXPECT_EQ(t.import_entry("x", seal_record(0x48454154, 2, "future version"), &err), -EINVAL);
+  EXPECT_EQ(t.import_entry("x", entry(3, 2, NAN, 0, 0, 0), &err), -EIO);
+  EXPECT_EQ(t.import_entry("x", entry(3, 2, -1.0f, 0, 0, 0), &err), -EIO);
+  EXPECT_EQ(t.import_entry("x", entry(3, 2, 1.0f, 5.0f, 0, 0), &err), -EIO);
+  EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 9, 0), &err), -EIO);  // future window
+  EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 0, 7), &err), -EIO);  // bad type
+  EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 0, 0, true), &err), -EIO);
+  EXPECT_EQ(t.import_entry("x", seal_record(0x48454154, 2, "future version"), &err), -EOPNOTSUPP);
   EXPECT_EQ(t.size(), 1u);
 }
 

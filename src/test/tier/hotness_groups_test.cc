@@ -139,11 +139,11 @@ TEST(HotnessGroups, DecodeRejectsGarbage) {
   const std::string good = a.encode();
   HotnessGroups b;
   std::string err;
-  for (size_t n = 0; n < good.size(); ++n) EXPECT_EQ(b.decode(good.substr(0, n), &err), -EINVAL);
+  for (size_t n = 0; n < good.size(); ++n) EXPECT_EQ(b.decode(good.substr(0, n), &err), -EIO);
   for (size_t i = 0; i < good.size() * 8; ++i) {
     std::string bad = good;
     bad[i / 8] ^= static_cast<char>(1 << (i % 8));
-    EXPECT_EQ(b.decode(bad, &err), -EINVAL) << i;
+    EXPECT_EQ(b.decode(bad, &err), -EIO) << i;
   }
   auto sealed = [](std::vector<double> c, uint64_t n) {
     std::string body;
@@ -156,14 +156,14 @@ TEST(HotnessGroups, DecodeRejectsGarbage) {
     return seal_record(0x53465343, 1, body);
   };
   EXPECT_EQ(b.decode(sealed({4, 3, 2, 1}, 4), &err), 0) << err;
-  EXPECT_EQ(b.decode(sealed({1, 2, 3, 4}, 4), &err), -EINVAL);  // not descending
-  EXPECT_EQ(b.decode(sealed({4, NAN, 2, 1}, 4), &err), -EINVAL);
-  EXPECT_EQ(b.decode(sealed({4, 3, 2, -1}, 4), &err), -EINVAL);
+  EXPECT_EQ(b.decode(sealed({1, 2, 3, 4}, 4), &err), -EIO);  // not descending
+  EXPECT_EQ(b.decode(sealed({4, NAN, 2, 1}, 4), &err), -EIO);
+  EXPECT_EQ(b.decode(sealed({4, 3, 2, -1}, 4), &err), -EIO);
   EXPECT_EQ(b.decode(sealed({3, 2, 1}, 3), &err), -EINVAL);  // other group count
   EXPECT_NE(err.find("configured"), std::string::npos);
-  EXPECT_EQ(b.decode(sealed({4, 3, 2}, 4), &err), -EINVAL);  // short
-  EXPECT_EQ(b.decode(sealed({4, 3, 2, 1, 0}, 4), &err), -EINVAL);  // trailing
-  EXPECT_EQ(b.decode(sealed({}, 1000), &err), -EINVAL);
+  EXPECT_EQ(b.decode(sealed({4, 3, 2}, 4), &err), -EIO);  // short
+  EXPECT_EQ(b.decode(sealed({4, 3, 2, 1, 0}, 4), &err), -EIO);  // trailing
+  EXPECT_EQ(b.decode(sealed({}, 1000), &err), -EIO);
   EXPECT_EQ(b.centres(), (std::vector<double>{4, 3, 2, 1}));  // last good value kept
 }
 
