@@ -124,6 +124,10 @@ struct MigrationReport;
 class SsdCleaner;
 struct CleanerReport;
 
+namespace test {
+class StoreTestPeer;
+}  // namespace test
+
 class HybridStore {
  public:
   HybridStore(std::string path, Config cfg = Config());
@@ -266,9 +270,10 @@ class HybridStore {
   // are set again at mount). Names and meanings: store/store_perf.cc.
   PerfCounterSet& perf();
 
-  StoreImpl* impl() { return impl_.get(); }
 
  private:
+  // White-box tests reach the internals through this one peer (src/test).
+  friend class test::StoreTestPeer;
   int move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end);
   // The store as the migrator and the SSD cleaner see it (their Store
   // interfaces); outlives both.

@@ -14,6 +14,7 @@
 #include "hybridstore/testing/fault_injection.h"
 #include "durability_helpers.h"
 #include "store_helpers.h"
+#include "store_test_peer.h"
 
 using namespace hybridstore;
 using hybridstore::test::StoreTest;
@@ -52,7 +53,7 @@ class DeferredTest : public StoreTest {
     EXPECT_EQ(store_->statfs(&s), 0);
     return s;
   }
-  uint64_t pending() { return store_->impl()->deferred_->pending_bytes(); }
+  uint64_t pending() { return test::StoreTestPeer::impl(*store_)->deferred_->pending_bytes(); }
   // Object "a" (16 KiB on the SSD), then a "fill" object that takes every
   // other free SSD block: the only SSD space a new object can get afterwards
   // is what "a" gives back.

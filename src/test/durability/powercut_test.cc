@@ -14,6 +14,7 @@
 #include "hybridstore/store/store_impl.h"
 #include "hybridstore/testing/fault_injection.h"
 #include "store_helpers.h"
+#include "store_test_peer.h"
 
 using namespace hybridstore;
 using namespace hybridstore::crashtest;
@@ -200,7 +201,7 @@ TEST_F(PowerCutExtentTest, TornWriteOverLiveDataIsCaughtByChecksums) {
   {
     OnodeRef on;
     std::shared_lock<std::shared_mutex> lock;
-    ASSERT_EQ(store_->impl()->get_onode_for_read(coll_, obj("victim"), &on, &lock), 0);
+    ASSERT_EQ(test::StoreTestPeer::impl(*store_)->get_onode_for_read(coll_, obj("victim"), &on, &lock), 0);
     ASSERT_FALSE(on->extents.empty());
     const DataExtent& e = on->extents.extents().begin()->second;
     phys = e.physical;
@@ -210,7 +211,7 @@ TEST_F(PowerCutExtentTest, TornWriteOverLiveDataIsCaughtByChecksums) {
   inj->powercut_after_writes(1, /*tear=*/true);
   AlignedBuffer junk(16 << 10);
   std::memset(junk.data(), 0x5a, junk.size());
-  EXPECT_EQ(store_->impl()->dev_[tier_index(tier)]->write(phys, junk.data(), junk.size()), -EIO);
+  EXPECT_EQ(test::StoreTestPeer::impl(*store_)->dev_[tier_index(tier)]->write(phys, junk.data(), junk.size()), -EIO);
   ASSERT_TRUE(inj->power_is_off());
   store_.reset();
 

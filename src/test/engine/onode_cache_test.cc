@@ -10,6 +10,7 @@
 #include "hybridstore/kv/onode_cache.h"
 #include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
+#include "store_test_peer.h"
 
 using namespace hybridstore;
 
@@ -146,7 +147,7 @@ TEST_F(OnodeCacheStoreTest, AStoreThatOnlyReadsKeepsItsOnodeCacheWithinCapacity)
   remount();
   for (int i = 0; i < 300; ++i)
     ASSERT_EQ(read_all(coll_, obj("r" + std::to_string(i))), std::string(100, static_cast<char>('a' + i % 26)));
-  EXPECT_LE(store_->impl()->cache_->size(), 64u);
+  EXPECT_LE(test::StoreTestPeer::impl(*store_)->cache_->size(), 64u);
 }
 
 }  // namespace

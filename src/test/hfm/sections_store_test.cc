@@ -9,6 +9,7 @@
 #include "hybridstore/sections/ssd_cleaner.h"
 #include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
+#include "store_test_peer.h"
 
 using namespace hybridstore;
 using hybridstore::test::StoreTest;
@@ -30,11 +31,11 @@ class SectionsStoreTest : public StoreTest {
     StoreTest::SetUp();
     make_coll(coll_);
   }
-  uint64_t pending() { return store_->impl()->deferred_->pending_bytes(); }
+  uint64_t pending() { return test::StoreTestPeer::impl(*store_)->deferred_->pending_bytes(); }
   // What umount does: every staged unit written out, every record applied.
   void write_out_staged() {
-    store_->impl()->flush_sections();
-    ASSERT_EQ(store_->impl()->deferred_->drain(true), 0);
+    test::StoreTestPeer::impl(*store_)->flush_sections();
+    ASSERT_EQ(test::StoreTestPeer::impl(*store_)->deferred_->drain(true), 0);
   }
   void random_overwrites_keep_data_and_space_exact();
   std::map<std::string, std::string> extra_;
@@ -178,14 +179,14 @@ TEST_F(SectionsStoreTest, SmallOverwritesGoInPlaceOrToNewExtentsAsConfigured) {
     auto physical_at = [&](uint64_t logical) {
       OnodeRef on;
       std::shared_lock<std::shared_mutex> lock;
-      EXPECT_EQ(store_->impl()->get_onode_for_read(coll_, obj("x"), &on, &lock), 0);
+      EXPECT_EQ(test::StoreTestPeer::impl(*store_)->get_onode_for_read(coll_, obj("x"), &on, &lock), 0);
       for (const auto& [off, e] : on->extents.extents())
         if (e.logical <= logical && logical < e.logical_end()) return e.physical + (logical - e.logical);
       ADD_FAILURE() << "no extent holds " << logical;
       return uint64_t(0);
     };
     const uint64_t old_place = physical_at(4096);
-    const uint64_t staged_before = store_->impl()->deferred_->stats().records_staged;
+    const uint64_t staged_before = test::StoreTestPeer::impl(*store_)->deferred_->stats().records_staged;
     std::string patch = hybridstore::test::random_bytes(rng_, 4096);
     Transaction o;
     o.write(coll_, obj("x"), 4096, patch);
@@ -195,7 +196,7 @@ TEST_F(SectionsStoreTest, SmallOverwritesGoInPlaceOrToNewExtentsAsConfigured) {
     EXPECT_EQ(read_all(coll_, obj("x")), data);
     // One record either way: the deferred overwrite, or the new extent's
     // staged data (held until its write unit goes out whole).
-    EXPECT_EQ(store_->impl()->deferred_->stats().records_staged, staged_before + 1);
+    EXPECT_EQ(test::StoreTestPeer::impl(*store_)->deferred_->stats().records_staged, staged_before + 1);
     if (c.redirected)
       EXPECT_NE(physical_at(4096), old_place);
     else

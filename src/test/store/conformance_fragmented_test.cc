@@ -18,6 +18,7 @@
 #include "hybridstore/sections/ssd_cleaner.h"
 #include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
+#include "store_test_peer.h"
 
 using namespace hybridstore;
 using hybridstore::test::StoreTest;
@@ -79,12 +80,12 @@ class FragmentedTest : public StoreTest, public ::testing::WithParamInterface<co
     std::array<Expect, kNumTiers> out{};
     OnodeRef on;
     std::shared_lock<std::shared_mutex> lock;
-    EXPECT_EQ(store_->impl()->get_onode_for_read(coll_, o, &on, &lock), 0);
+    EXPECT_EQ(test::StoreTestPeer::impl(*store_)->get_onode_for_read(coll_, o, &on, &lock), 0);
     if (!on) return out;
     std::array<std::vector<std::pair<uint64_t, uint64_t>>, kNumTiers> ranges;
     for (const auto& [off, e] : on->extents.extents()) {
       int t = tier_index(e.tier);
-      uint64_t a = store_->impl()->dev_[t]->alignment();
+      uint64_t a = test::StoreTestPeer::impl(*store_)->dev_[t]->alignment();
       uint64_t last = (e.length + e.csum_block - 1) / e.csum_block;
       uint64_t b = e.physical / a * a, f = (e.physical + last * e.csum_block + a - 1) / a * a;
       ranges[t].emplace_back(b, f);
@@ -136,10 +137,10 @@ TEST_P(FragmentedTest, ReadOfAFragmentedObjectJoinsContiguousDeviceRanges) {
     remount();  // everything on the devices, nothing staged
     auto want = expected_ios(obj("f"));
     std::array<BlockDeviceStats, kNumTiers> before;
-    for (int t = 0; t < kNumTiers; ++t) before[t] = store_->impl()->dev_[t]->io_stats();
+    for (int t = 0; t < kNumTiers; ++t) before[t] = test::StoreTestPeer::impl(*store_)->dev_[t]->io_stats();
     ASSERT_EQ(read_all(coll_, obj("f")), image);
     for (int t = 0; t < kNumTiers; ++t) {
-      BlockDeviceStats now = store_->impl()->dev_[t]->io_stats();
+      BlockDeviceStats now = test::StoreTestPeer::impl(*store_)->dev_[t]->io_stats();
       uint64_t requests = now.requests - before[t].requests, ios = now.device_ios - before[t].device_ios;
       printf("%s: %llu extents in %llu device runs; the read asked for %llu ranges, took %llu I/Os\n",
              tier_name(static_cast<Tier>(t)), static_cast<unsigned long long>(want[t].extents),
@@ -213,7 +214,7 @@ TEST_P(FragmentedTest, ReadersOfFragmentedObjectsWhileWritersDeferredWriterAndCl
   });
   threads.emplace_back([&] {
     while (!readers_done && failures[4].empty()) {
-      int rc = store_->impl()->deferred_->drain();
+      int rc = test::StoreTestPeer::impl(*store_)->deferred_->drain();
       if (rc < 0) failures[4] = "deferred drain: " + std::to_string(rc);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a drain on nothing returns at once
     }
