@@ -58,6 +58,7 @@ build: deps $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
 test: build
+	python3 qa/layering-check.py --self-test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	HS_QA_SEED=$(QA_SEED) qa/run-short.sh $(BUILD)
 	@$(MAKE) --no-print-directory qa-suites
