@@ -186,7 +186,7 @@ int run(const Args& args) {
     for (CleaningScheme s :
          {CleaningScheme::kGreedySingleLog, CleaningScheme::kCostBenefitSingleLog,
           CleaningScheme::kCostBenefitSepGc, CleaningScheme::kCostHotnessGrouped,
-          CleaningScheme::kCostBenefitOracle}) {
+          CleaningScheme::kCostHotnessPaper, CleaningScheme::kCostBenefitOracle}) {
       progress(fmt::format("cleaning: {}", cleaning_scheme_name(s)));
       CleaningResult c = run_cleaning(spec, s, args.seed, progress);
       printf("%-64s %6.2f %12llu %14.3f\n", c.scheme.c_str(), c.wa,
