@@ -27,7 +27,7 @@ help:
 	@echo "make build  configure and build into $(BUILD)/ (binaries in $(BUILD)/bin)"
 	@echo "make test   build and run the unit tests and the short qa checks"
 	@echo "make demo   build, then rados-bench-style runs on a fresh file-backed store, with a plotted report"
-	@echo "make bench  build and run the benchmarks (prints tables)"
+	@echo "make bench  build and run the benchmarks (prints tables, then every PASS/FAIL goal line)"
 	@echo "make crash-long  300 kill/recover rounds of the crash-consistency harness (HS_CRASH_ROUNDS=N)"
 	@echo "make fuzz   build the libFuzzer targets with clang into $(FUZZ_BUILD) and run each $(FUZZ_SECONDS) s"
 	@echo "make tsan   build the I/O stress tests with ThreadSanitizer into $(BUILD)-tsan and run them"

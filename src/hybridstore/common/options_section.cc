@@ -53,6 +53,11 @@ void add_section_options(std::vector<OptionSpec>* v) {
   v->push_back({"hybridstore_ssd_cleaner_policy", T::kString, "cost-hotness",
                 "victim choice when reclaiming holes", "", "",
                 {"greedy", "cost-benefit", "cost-hotness"}});
+  v->push_back({"hybridstore_ssd_cleaner_hotness_exponent", T::kDouble, "0.5",
+                "e in cost-hotness's victim score (1 - u) / (2 u H^e): 0.5 gives hot data "
+                "free space growing with the square root of its update rate, 1 is the SFS "
+                "paper's formula",
+                "0", "2"});
   v->push_back({"hybridstore_ssd_cleaner_start_free", T::kDouble, "0.05",
                 "start cleaning when the fraction of free erase units drops below this", "0",
                 "0.9"});

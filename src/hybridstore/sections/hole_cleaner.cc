@@ -1,6 +1,7 @@
 #include "hybridstore/sections/hole_cleaner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "hybridstore/common/config.h"
@@ -30,6 +31,7 @@ CleanerConfig CleanerConfig::from_config(const Config& cfg) {
   c.start_free = cfg.get_double("hybridstore_ssd_cleaner_start_free");
   c.stop_free = std::max(c.start_free, cfg.get_double("hybridstore_ssd_cleaner_stop_free"));
   c.max_live = cfg.get_double("hybridstore_ssd_cleaner_max_live");
+  c.hotness_exponent = cfg.get_double("hybridstore_ssd_cleaner_hotness_exponent");
   return c;
 }
 
@@ -49,7 +51,8 @@ double HoleCleaner::hotness(const EraseUnitInfo& u, uint64_t now_us) {
   return u.mean_writes / age_s;
 }
 
-double HoleCleaner::score(VictimPolicy p, const EraseUnitInfo& u, uint64_t now_us) {
+double HoleCleaner::score(VictimPolicy p, const EraseUnitInfo& u, uint64_t now_us,
+                          double hotness_exponent) {
   if (u.live_blocks == 0) return std::numeric_limits<double>::infinity();
   double util = double(u.live_blocks) / u.capacity_blocks;
   switch (p) {
@@ -59,8 +62,13 @@ double HoleCleaner::score(VictimPolicy p, const EraseUnitInfo& u, uint64_t now_u
       double age_s = now_us > u.last_modified_us ? double(now_us - u.last_modified_us) / 1e6 : 0;
       return (1 - util) * age_s / (1 + util);
     }
-    case VictimPolicy::kCostHotness:
-      return (1 - util) / (2 * util * std::max(hotness(u, now_us), 1e-12));
+    case VictimPolicy::kCostHotness: {
+      double h = std::max(hotness(u, now_us), 1e-12);
+      double weight = hotness_exponent == 1 ? h
+                      : hotness_exponent == 0.5 ? std::sqrt(h)
+                                                : std::pow(h, hotness_exponent);
+      return (1 - util) / (2 * util * weight);
+    }
   }
   return 0;
 }
@@ -82,7 +90,8 @@ size_t HoleCleaner::pick_victims(const SectionAllocator& a, uint64_t now_us, siz
     if (section >= 0 && info.section != section) continue;
     double util = double(info.live_blocks) / info.capacity_blocks;
     if (util > cfg_.max_live) continue;
-    VictimCandidate c{eu, score(cfg_.policy, info, now_us), util, hotness(info, now_us),
+    VictimCandidate c{eu, score(cfg_.policy, info, now_us, cfg_.hotness_exponent), util,
+                      hotness(info, now_us),
                       now_us > info.last_modified_us
                           ? double(now_us - info.last_modified_us) / 1e6 : 0};
     if (best.size() < max) {

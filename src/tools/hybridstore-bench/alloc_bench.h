@@ -93,6 +93,7 @@ enum class CleaningScheme {
   kCostBenefitSingleLog,  // Sprite LFS cost-benefit, one log
   kCostBenefitSepGc,      // cost-benefit, cleaned data in a separate log
   kCostHotnessGrouped,    // SFS: cost-hotness victims, hotness groups on write and clean
+  kCostHotnessPaper,      // the same with the SFS paper's 1 / H in the victim score
   kCostBenefitOracle,     // reference: the true hot/cold class picks the log
 };
 const char* cleaning_scheme_name(CleaningScheme s);

@@ -26,6 +26,8 @@ const char* cleaning_scheme_name(CleaningScheme s) {
     case CleaningScheme::kCostBenefitSingleLog: return "cost-benefit, one log";
     case CleaningScheme::kCostBenefitSepGc: return "cost-benefit, separate log for cleaned data";
     case CleaningScheme::kCostHotnessGrouped: return "cost-hotness, 4 hotness groups (SFS)";
+    case CleaningScheme::kCostHotnessPaper:
+      return "cost-hotness with the paper's 1 / H, 4 hotness groups";
     case CleaningScheme::kCostBenefitOracle: return "cost-benefit, true hot/cold class (oracle)";
   }
   return "?";
@@ -39,13 +41,19 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
 
   uint32_t groups = 1;
   VictimPolicy policy = VictimPolicy::kCostBenefit;
+  double hotness_exponent = CleanerConfig::kDefaultHotnessExponent;
+  bool by_hotness = false;  // groups chosen by HotnessGroups
   switch (scheme) {
     case CleaningScheme::kGreedySingleLog: policy = VictimPolicy::kGreedy; break;
     case CleaningScheme::kCostBenefitSingleLog: break;
     case CleaningScheme::kCostBenefitSepGc: groups = 2; break;
+    case CleaningScheme::kCostHotnessPaper:
+      hotness_exponent = 1;
+      [[fallthrough]];
     case CleaningScheme::kCostHotnessGrouped:
       groups = 4;
       policy = VictimPolicy::kCostHotness;
+      by_hotness = true;
       break;
     case CleaningScheme::kCostBenefitOracle: groups = 2; break;
   }
@@ -67,6 +75,7 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
   CleanerConfig ccfg;
   ccfg.policy = policy;
   ccfg.max_live = 1.0;
+  ccfg.hotness_exponent = hotness_exponent;
   HoleCleaner cleaner(ccfg);
   HotnessGroupOptions gopts;
   gopts.groups = groups;
@@ -88,9 +97,8 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
   auto group_for = [&](uint64_t id, bool cleaning) -> uint32_t {
     switch (scheme) {
       case CleaningScheme::kCostBenefitSepGc: return cleaning ? 1 : 0;
-      case CleaningScheme::kCostHotnessGrouped: return grouping.classify(hotness(id));
       case CleaningScheme::kCostBenefitOracle: return hot[id] ? 0 : 1;
-      default: return 0;
+      default: return by_hotness ? grouping.classify(hotness(id)) : 0;
     }
   };
   std::vector<AllocPiece> pieces;
@@ -130,7 +138,7 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
   double util_sum = 0;
   for (uint64_t w = 0; w < total; ++w, ++now) {
     const bool measuring = w >= warm;
-    if (scheme == CleaningScheme::kCostHotnessGrouped && w % refine_every == 0) {
+    if (by_hotness && w % refine_every == 0) {
       samples.clear();
       for (int k = 0; k < 4096; ++k) samples.push_back(hotness(rng() % n));
       grouping.refine(samples);

@@ -29,6 +29,7 @@ struct Args {
   uint64_t latency_objects = 0;
   uint64_t latency_ops = 0;
   uint32_t cleaning_units = 0;
+  double cleaning_fill = 0, cleaning_hot_objects = 0, cleaning_hot_writes = 0;
   uint32_t block_size = 0;
 };
 
@@ -176,6 +177,9 @@ int run(const Args& args) {
       spec.measure_capacity = 3;
     }
     if (args.cleaning_units) spec.erase_units = args.cleaning_units;
+    if (args.cleaning_fill > 0) spec.fill = args.cleaning_fill;
+    if (args.cleaning_hot_objects > 0) spec.hot_objects = args.cleaning_hot_objects;
+    if (args.cleaning_hot_writes > 0) spec.hot_writes = args.cleaning_hot_writes;
     printf("\nCleaning write amplification: %u erase units of 256 KiB, 4 KiB objects, SSD %.0f%%"
            " full,\n%.0f%% of the objects take %.0f%% of the overwrites; %.0fx + %.0fx the object"
            " count in\nwarm-up + measured overwrites. WA = (user + moved bytes) / user bytes.\n",
@@ -186,7 +190,7 @@ int run(const Args& args) {
     for (CleaningScheme s :
          {CleaningScheme::kGreedySingleLog, CleaningScheme::kCostBenefitSingleLog,
           CleaningScheme::kCostBenefitSepGc, CleaningScheme::kCostHotnessGrouped,
-          CleaningScheme::kCostBenefitOracle}) {
+          CleaningScheme::kCostHotnessPaper, CleaningScheme::kCostBenefitOracle}) {
       progress(fmt::format("cleaning: {}", cleaning_scheme_name(s)));
       CleaningResult c = run_cleaning(spec, s, args.seed, progress);
       printf("%-64s %6.2f %12llu %14.3f\n", c.scheme.c_str(), c.wa,
@@ -260,6 +264,15 @@ BenchCommand alloc_command(
                       "measured operations of the latency run (default 300000)");
       sub->add_option("--cleaning-units", args->cleaning_units,
                       "erase units of the cleaning run (default 4096)");
+      sub->add_option("--cleaning-fill", args->cleaning_fill,
+                      "live fraction of the SSD in the cleaning run (default 0.8)")
+          ->check(CLI::Range(0.05, 0.95));
+      sub->add_option("--cleaning-hot-objects", args->cleaning_hot_objects,
+                      "fraction of the objects that are hot in the cleaning run (default 0.1)")
+          ->check(CLI::Range(0.01, 0.99));
+      sub->add_option("--cleaning-hot-writes", args->cleaning_hot_writes,
+                      "fraction of the overwrites that go to the hot objects (default 0.9)")
+          ->check(CLI::Range(0.01, 0.99));
       return [args]() {
         try {
           return run(*args);
