@@ -1,7 +1,9 @@
 // Space allocation on one device.
 //
-// Allocator is the interface the tiers allocate through (the HFM section
-// allocator implements it for the SSD). ExtentAllocator is the general one:
+// Allocator is the interface of an extent allocator; a tier reaches its
+// space through TierSpace (space/tier_space.h), whose disk implementation
+// holds one of these and whose flash one holds HFM sections instead.
+// ExtentAllocator is the general one:
 // a free-extent tree indexed by offset and by size, allocating next-fit from
 // a cursor (so consecutive allocations land next to each other, which keeps
 // HDD objects and collections contiguous) or right after a locality hint,

@@ -88,7 +88,7 @@ int HybridStore::mount(std::string* error) {
   int r = impl_->mount(&e);
   if (error) *error = e;
   if (r == 0) {
-    cleaner_ = std::make_unique<SsdCleaner>(view_.get(), impl_->ssd_.get());
+    cleaner_ = std::make_unique<SsdCleaner>(view_.get(), impl_->space_[0]->sections());
     migrator_ = std::make_unique<Migrator>(view_.get(), impl_->cfg_);
     migrator_->start();
     impl_->promoter_.store(migrator_.get(), std::memory_order_release);
@@ -107,11 +107,12 @@ int HybridStore::umount() {
 HeatTracker* HybridStore::heat() { return impl_->heat_.get(); }
 PerfCounterSet& HybridStore::perf() { return impl_->perf_->set; }
 std::string HybridStore::sections_report() {
-  if (!impl_->ssd_) return {};
+  SsdSections* sections = impl_->space_[0]->sections();
+  if (!sections) return {};
   impl_->flush();
-  return impl_->ssd_->report();
+  return sections->report();
 }
-void HybridStore::tick() { impl_->tick_sections(); }
+void HybridStore::tick() { impl_->tick_staged_state(); }
 int HybridStore::save_heat() { return impl_->save_heat(); }
 int HybridStore::clean_now(bool force, CleanerReport* report) {
   std::lock_guard<std::mutex> l(cleaner_mutex_);
@@ -379,7 +380,7 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     // moves it): writing back a few absorbed blocks of a 4 MiB object on the
     // HDD must not read the whole object from the HDD. The read verifies
     // every checksum it covers: damaged data is not moved.
-    const uint64_t tu = impl_->unit_[tier_index(target)];
+    const uint64_t tu = impl_->space(target).unit();
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (const auto& [off, e] : on->extents.extents()) {
       const bool moves = begin == end ? e.tier != target

@@ -49,7 +49,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     uint64_t b = std::max(off, e->logical) - e->logical;
     uint64_t f = std::min(end, e->logical_end()) - e->logical;
     Pending p{e, b / cb, (f + cb - 1) / cb, 0, nullptr, 0, {}};
-    BlockDevice* dev = dev_[tier_index(e->tier)].get();
+    BlockDevice* dev = space(e->tier).device();
     uint64_t a = dev->alignment();
     uint64_t pb = align_down(e->physical + p.first_block * cb, a);
     uint64_t pe = align_up(e->physical + p.last_block * cb, a);
@@ -83,7 +83,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     uint64_t bytes = 0;
     for (const auto& io : ios) bytes += io.len;
     perf_->set.inc(perf_->device_read_bytes[t], bytes);
-    if (int r = dev_[t]->read_many(ios); r < 0) {
+    if (int r = dev(t)->read_many(ios); r < 0) {
       HS_ERROR("read error on {} device for object {} in {}: {}", tier_name(static_cast<Tier>(t)),
                oid.to_string(), c.name, strerror(-r));
       return -EIO;
@@ -138,53 +138,44 @@ int StoreImpl::read_extent_raw(const DataExtent& e, std::string* out) {
 
 int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out, const CollectionId& c,
                            const ObjectId& oid, uint64_t object_size, const char* data) {
-  int t = tier_index(tier);
-  if (tier == Tier::kSsd && s.ssd_) {
+  TierSpace& sp = s.space(tier);
+  TierSpace::Request req;
+  req.key = ObjectPlacementKey{oid.pool, oid.nspace, c.name, oid.name};
+  req.object_size = object_size;
+  req.length = len;
+  req.hint = hint;
+  req.owner = ObjectIdHash()(oid);
+  if (sp.route() == WriteRoute::kStaged) {
     // The object's section and hotness group decide where its data goes.
-    ObjectPlacementKey key{oid.pool, oid.nspace, c.name, oid.name};
     HeatSample h;
-    double hotness = 0;
-    std::string hk = kv::onode_key(c, oid);
-    if (s.heat_->lookup(hk, &h)) hotness = h.frequency;
-    std::vector<SsdSections::Piece> pieces;
-    // The data is staged while the sections are locked, so no write unit can
-    // be handed out for writing between the allocation and the staging.
-    auto stage = [&](const std::vector<SsdSections::Piece>& ps) {
-      uint64_t pos = 0;
-      for (const auto& pc : ps) {
-        tx.deferred.push_back(
-            s.deferred_->stage(tx.batch.get(), tier, pc.offset, std::string(data + pos, pc.length), pc.staged));
-        pos += pc.length;
-      }
-    };
-    if (int r = s.ssd_->allocate(key, object_size, len, hotness, ObjectIdHash()(oid), &pieces, stage); r < 0)
-      return r;
-    s.perf_->set.inc(s.perf_->write_bytes[t], len);
-    s.perf_->set.inc(s.perf_->bytes_used[t], len);
-    for (const auto& pc : pieces) {
-      PExtent p{tier, pc.offset, pc.length, pc.staged};
-      out->push_back(p);
-      tx.allocated.push_back(p);
-      s.freelist_[t]->toggle(tx.batch.get(), pc.offset, pc.length);
-    }
-    return 0;
+    if (s.heat_->lookup(kv::onode_key(c, oid), &h)) req.hotness = h.frequency;
   }
-  std::vector<Interval> iv;
-  if (int r = s.alloc_[t]->allocate(len, hint, &iv); r < 0) return r;
+  // A staged tier's data is staged while its space is locked, so no write
+  // unit can be handed out for writing between the allocation and the staging.
+  auto stage = [&](const std::vector<PExtent>& pieces) {
+    uint64_t pos = 0;
+    for (const auto& pc : pieces) {
+      tx.deferred.push_back(
+          s.deferred_->stage(tx.batch.get(), tier, pc.offset, std::string(data + pos, pc.length), pc.staged));
+      pos += pc.length;
+    }
+  };
+  std::vector<PExtent> got;
+  if (int r = sp.allocate(req, stage, &got); r < 0) return r;
+  const int t = tier_index(tier);
   s.perf_->set.inc(s.perf_->write_bytes[t], len);
   s.perf_->set.inc(s.perf_->bytes_used[t], len);
-  for (const auto& i : iv) {
-    PExtent p{tier, i.offset, i.length};
+  for (const auto& p : got) {
     out->push_back(p);
     tx.allocated.push_back(p);
-    s.freelist_[t]->toggle(tx.batch.get(), i.offset, i.length);
+    sp.freelist().toggle(tx.batch.get(), p.offset, p.length);
   }
   return 0;
 }
 
 void OpApplier::release(const PExtent& e) {
   tx.released.push_back(e);
-  s.freelist_[tier_index(e.tier)]->toggle(tx.batch.get(), e.offset, e.length);
+  s.space(e.tier).freelist().toggle(tx.batch.get(), e.offset, e.length);
 }
 
 void OpApplier::release_all_data(Onode& o) {
@@ -195,8 +186,7 @@ void OpApplier::release_all_data(Onode& o) {
 
 int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owned, uint64_t len,
                                  const std::vector<PExtent>& where, ExtentMap* into) {
-  int t = tier_index(tier);
-  uint32_t cb = s.csum_block_[t];
+  uint32_t cb = s.space(tier).csum_block();
   const char* buf = owned.data();
   std::vector<WriteIo> ios;
   uint64_t pos = 0;
@@ -215,12 +205,13 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
     pos += p.length;
   }
   if (pos != len) return -EINVAL;
-  if (tier == Tier::kSsd && s.ssd_) {
-    // Section data was staged by allocate_on (held until its write unit is
+  const WriteRoute route = s.space(tier).route();
+  if (route == WriteRoute::kStaged) {
+    // The data was staged by allocate_on (held until its write unit is
     // complete; pieces in holes of written extents in place).
-  } else if (tier == Tier::kHdd && len <= s.deferred_max_) {
-    // A small write to the HDD never goes to the disk synchronously: it rides
-    // in the transaction's batch and joins a sorted batch later.
+  } else if (route == WriteRoute::kDeferSmall && len <= s.deferred_max_) {
+    // A small write to a disk never goes to it synchronously: it rides in
+    // the transaction's batch and joins a sorted batch later.
     for (const auto& io : ios)
       tx.deferred.push_back(s.deferred_->stage(tx.batch.get(), tier, io.offset, std::string(io.buf, io.len)));
   } else {
@@ -237,7 +228,7 @@ int OpApplier::write_pending() {
     for (const auto& w : tx.writes)
       if (tier_index(w.tier) == t) ios.push_back({w.offset, w.data, w.len});
     if (ios.empty()) continue;
-    if (int r = s.dev_[t]->write_many(ios); r < 0) {
+    if (int r = s.dev(t)->write_many(ios); r < 0) {
       HS_ERROR("write to {} device failed: {}", tier_name(static_cast<Tier>(t)), strerror(-r));
       return -EIO;
     }
@@ -289,31 +280,30 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
   // it stay there, and the migrator writes it back, with the object's other
   // absorbed blocks, only if the SSD needs the room.
   bool absorbed = false;
-  if (absorbable && preferred == Tier::kHdd && s.ssd_can_absorb(data.size())) {
+  if (absorbable && preferred == Tier::kHdd && s.fastest_can_absorb(data.size())) {
     preferred = Tier::kSsd;
     absorbed = true;
   }
-  if (preferred == Tier::kSsd && s.ssd_ && o.extents.empty() &&
-      s.ssd_->bypass({oid.pool, oid.nspace, c.name, oid.name}, std::max(o.size, end)))
-    preferred = Tier::kHdd;  // a bypass section: straight to the HDD
+  if (o.extents.empty() && s.space(preferred).bypass({oid.pool, oid.nspace, c.name, oid.name}, std::max(o.size, end)))
+    preferred = other(preferred);  // a bypass section: straight to the slower tier
   for (Tier tier : {preferred, other(preferred)}) {
-    const uint64_t g = s.unit_[tier_index(tier)];
+    const uint64_t g = s.space(tier).unit();
     uint64_t a = align_down(off, g), b = align_up(end, g);
     // Widen to the unit of any coarser-grained extent the range cuts into.
     for (bool changed = true; changed;) {
       changed = false;
       for (const DataExtent* e : o.extents.overlapping(a, a + 1)) {
-        uint64_t na = std::max(e->logical, align_down(a, s.unit_[tier_index(e->tier)]));
+        uint64_t na = std::max(e->logical, align_down(a, s.space(e->tier).unit()));
         if (na < a) a = na, changed = true;
       }
       for (const DataExtent* e : o.extents.overlapping(b - 1, b)) {
-        uint64_t nb = std::min(e->logical_end(), align_up(b, s.unit_[tier_index(e->tier)]));
+        uint64_t nb = std::min(e->logical_end(), align_up(b, s.space(e->tier).unit()));
         if (nb > b) b = nb, changed = true;
       }
     }
     const uint64_t len = b - a;
     const bool in_place = len <= s.deferred_max_ && owned_on(o, tier, a, b) &&
-                          !(tier == Tier::kSsd && s.redirect_ssd_overwrites_);
+                          !s.space(tier).redirects_small_overwrites();
     std::vector<PExtent> where;
     uint64_t hint = 0;
     if (a > 0) {
@@ -408,10 +398,10 @@ int OpApplier::truncate(const CollectionId& c, const ObjectId& oid, Onode& o, ui
     // rewrite may have put finer-unit (SSD section) blocks up to `cut`.
     // An extent holding the end is cut at its own tier's unit; any other
     // extent past the end starts on its unit, so the finest unit cuts none.
-    uint64_t finest = *std::min_element(std::begin(s.unit_), std::end(s.unit_));
+    uint64_t finest = s.min_unit_;
     uint64_t keep = align_up(size, finest);
     if (auto at = o.extents.overlapping(size ? size - 1 : 0, size); size && !at.empty())
-      keep = align_up(size, s.unit_[tier_index(at.front()->tier)]);
+      keep = align_up(size, s.space(at.front()->tier).unit());
     std::vector<PExtent> freed;
     o.extents.punch(keep, UINT64_MAX, &freed);
     for (const auto& e : freed) release(e);
@@ -433,7 +423,7 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
     return -EAGAIN;
   }
   const Tier target = static_cast<Tier>(op.flags);
-  const uint64_t tu = s.unit_[tier_index(target)];
+  const uint64_t tu = s.space(target).unit();
   std::string_view image = op.payload();
   std::vector<DataExtent> moving;
   for (const auto& [off, e] : o->extents.extents()) {
@@ -531,7 +521,7 @@ int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId&
       std::vector<PExtent> where;
       Tier tier = e.tier;
       int r = allocate_on(tier, n, 0, &where, c, dst, so->size, buf.data());
-      if (r == -ENOSPC && n % s.unit_[tier_index(other(tier))] == 0) {
+      if (r == -ENOSPC && n % s.space(other(tier)).unit() == 0) {
         tier = other(tier);
         r = allocate_on(tier, n, 0, &where, c, dst, so->size, buf.data());
       }

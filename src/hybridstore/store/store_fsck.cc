@@ -101,7 +101,7 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   };
 
   std::vector<UnitBitmap> used;
-  for (int t = 0; t < kNumTiers; ++t) used.emplace_back(super_.tier_size[t] / unit_[t]);
+  for (int t = 0; t < kNumTiers; ++t) used.emplace_back(super_.tier_size[t] / space_[t]->unit());
   std::unordered_set<uint64_t> nids;
   int64_t objects = 0, bytes = 0;
   int64_t on_tier[kNumTiers] = {0, 0};
@@ -147,7 +147,7 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
     for (const auto& [off, e] : o.extents.extents()) {
       ++rep->extents;
       int t = tier_index(e.tier);
-      uint64_t u = unit_[t];
+      uint64_t u = space_[t]->unit();
       std::string bad;
       if (e.physical % u || e.length % u || e.logical % u)
         bad = fmt::format("extent at {} is not aligned to the {} unit", e.logical, tier_name(e.tier));
@@ -213,32 +213,24 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   // Persisted and in-memory allocation state against the references.
   for (int t = 0; t < kNumTiers; ++t) {
     Tier tier = static_cast<Tier>(t);
-    uint64_t u = unit_[t];
+    const TierSpace& sp = *space_[t];
+    uint64_t u = sp.unit();
     UnitBitmap persisted(used[t].units());
     std::string err;
-    int r = freelist_[t]->load(db_.get(), super_.tier_size[t],
+    int r = sp.freelist().load(db_.get(), super_.tier_size[t],
                                [&](uint64_t off, uint64_t len) { persisted.set_range(off / u, len / u); }, &err);
     if (r < 0) {
       problem(fmt::format("{} allocation bitmap: {}", tier_name(tier), err));
       continue;
     }
     UnitBitmap in_memory_free(used[t].units());
-    if (tier == Tier::kSsd && ssd_) {
-      // The sections track live placements, not free space: invert.
-      UnitBitmap live(used[t].units());
-      ssd_->for_each_live([&](uint64_t off, uint64_t len) { live.set_range(off / u, len / u); });
-      for (uint64_t unit = 0; unit < live.units(); ++unit)
-        if (!live.test(unit)) in_memory_free.set_range(unit, 1);
-      std::string bad = ssd_->verify();
-      if (!bad.empty()) problem("SSD sections: " + bad);
-    } else {
-      alloc_[t]->for_each_free([&](uint64_t off, uint64_t len) { in_memory_free.set_range(off / u, len / u); });
-    }
+    sp.for_each_free([&](uint64_t off, uint64_t len) { in_memory_free.set_range(off / u, len / u); });
+    if (std::string bad = sp.verify(); !bad.empty()) problem(fmt::format("{} {}", tier_name(tier), bad));
     uint64_t leaked = 0, unmarked = 0, mem_conflict = 0;
     // Runs of units whose bit must flip, for repair.
     uint64_t run_start = 0, run_len = 0;
     auto flush_run = [&] {
-      if (run_len && plan) freelist_[t]->toggle(&plan->batch, run_start * u, run_len * u);
+      if (run_len && plan) sp.freelist().toggle(&plan->batch, run_start * u, run_len * u);
       run_len = 0;
     };
     for (uint64_t unit = 0; unit < used[t].units(); ++unit) {

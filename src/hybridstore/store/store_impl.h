@@ -6,6 +6,7 @@
 // never takes a collection lock, and the committer takes no collection lock,
 // so a transaction may wait for earlier commits while holding its locks.
 #pragma once
+#include <array>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -20,8 +21,6 @@
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/write_batch_with_index.h>
 
-#include "hybridstore/alloc/allocator.h"
-#include "hybridstore/alloc/freelist.h"
 #include "hybridstore/common/config.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/io/block_device.h"
@@ -30,7 +29,7 @@
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/kv/onode_cache.h"
-#include "hybridstore/sections/ssd_sections.h"
+#include "hybridstore/space/tier_space.h"
 #include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/store/store_perf.h"
 #include "hybridstore/tier/heat_tracker.h"
@@ -185,21 +184,21 @@ class StoreImpl {
   bool mounted_ = false;
   Superblock super_;
   std::unique_ptr<rocksdb::DB> db_;
-  std::unique_ptr<BlockDevice> dev_[kNumTiers];
-  std::unique_ptr<Allocator> alloc_[kNumTiers];  // the SSD's is null under HFM sections
-  std::unique_ptr<SsdSections> ssd_;             // SSD space under hybridstore_ssd_allocator=hfm
-  // Gives space back to whichever allocator owns it.
+  // One per tier, fastest first: the device and its space (space/tier_space.h).
+  std::unique_ptr<TierSpace> space_[kNumTiers];
+  TierSpace& space(Tier t) const { return *space_[tier_index(t)]; }
+  BlockDevice* dev(int t) const { return space_[t]->device(); }
+  std::array<BlockDevice*, kNumTiers> devices() const;
+  // Gives space back to the tier that owns it.
   void return_space(const PExtent& e);
-  // Writes the SSD write units the sections completed (staging timeout / all).
-  void tick_sections();
-  void flush_sections();
-  // The sections' changed state and completed regions (tick or flush):
+  // Writes the write units staged tiers completed (staging timeout / all).
+  void tick_staged_state();
+  void flush_staged_state();
+  // The staged tiers' changed state and completed regions (tick or flush):
   // returns the state's commit sequence number, 0 when there was none.
-  uint64_t submit_sections_state(bool flush);
-  std::unique_ptr<BitmapFreelist> freelist_[kNumTiers];
-  uint64_t unit_[kNumTiers] = {4096, 4096};
-  uint32_t csum_block_[kNumTiers] = {4096, 4096};
-  uint64_t max_unit_ = 4096;  // the coarser unit: punches land on it
+  uint64_t submit_staged_state(TierSpace::Drain how);
+  uint64_t max_unit_ = 4096;  // the coarsest unit: punches land on it
+  uint64_t min_unit_ = 4096;  // the finest
   std::unique_ptr<TierPlacement> placement_;
   std::unique_ptr<OnodeCache> cache_;
   WriteTracker write_tracker_;
@@ -213,8 +212,9 @@ class StoreImpl {
   uint64_t promote_hits_ = 0;      // hybridstore_tier_promote_hits
   uint64_t absorb_max_ = 0;        // hybridstore_tier_absorb_max
   double absorb_min_free_ = 0;     // hybridstore_tier_absorb_min_free
-  // True when the SSD has room to absorb `len` more bytes of small writes.
-  bool ssd_can_absorb(uint64_t len) const;
+  // True when the fastest tier has room to absorb `len` more bytes of small
+  // writes.
+  bool fastest_can_absorb(uint64_t len) const;
   // True when a write at `off` continues the object's previous write (HRO's
   // continuation: same type, starts where it ended, soon after).
   bool write_continues(const CollectionId& c, const ObjectId& o, uint64_t off) const;
@@ -228,9 +228,6 @@ class StoreImpl {
                    bool counts = true);
   void maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& onode_key, const Onode& on);
   uint64_t deferred_max_ = 0;
-  // Small overwrites of SSD section data go to new extents, not in place
-  // (hybridstore_ssd_small_overwrites).
-  bool redirect_ssd_overwrites_ = false;
   int fsid_lock_fd_ = -1;
 
   std::mutex colls_mutex_;

@@ -16,7 +16,6 @@
 #include <rocksdb/table.h>
 #include <rocksdb/version.h>
 
-#include "ftl/nand_block_device.h"
 #include "hybridstore/common/encoding.h"
 #include "hybridstore/common/log.h"
 #include "hybridstore/kv/gated_db.h"
@@ -72,10 +71,8 @@ void StoreImpl::close_all() {
   committer_.reset();
   journal_.reset();
   deferred_.reset();
-  ssd_.reset();
+  for (auto& sp : space_) sp.reset();
   db_.reset();
-  for (auto& d : dev_) d.reset();
-  for (auto& a : alloc_) a.reset();
   if (fsid_lock_fd_ >= 0) {
     ::close(fsid_lock_fd_);
     fsid_lock_fd_ = -1;
@@ -209,10 +206,12 @@ int StoreImpl::mkfs(std::string* error) {
   for (const auto& o : option_registry())
     if (o.mkfs_only) sb.mkfs_options[o.name] = cfg_.get_text(o.name);
 
-  const bool sections = cfg_.get_str("hybridstore_ssd_allocator") == "hfm";
-  const uint64_t units[kNumTiers] = {
-      sections ? cfg_.get_size("hybridstore_ssd_block_size") : cfg_.get_size("hybridstore_ssd_alloc_unit"),
-      cfg_.get_size("hybridstore_hdd_alloc_unit")};
+  TierLayout layouts[kNumTiers];
+  uint64_t units[kNumTiers];
+  for (int t = 0; t < kNumTiers; ++t) {
+    layouts[t] = tier_layout(static_cast<Tier>(t), sb.mkfs_options);
+    units[t] = tier_alloc_unit(static_cast<Tier>(t), layouts[t], cfg_);
+  }
   for (int t = 0; t < kNumTiers; ++t) {
     std::string link = path_ + "/" + kTierLink[t];
     std::string want = cfg_.get_str(kTierOpt[t][0]);
@@ -230,11 +229,7 @@ int StoreImpl::mkfs(std::string* error) {
         return -EIO;
       }
     }
-    std::unique_ptr<BlockDevice> dev;
-    if (t == tier_index(Tier::kSsd) && cfg_.get_str("hybridstore_ssd_kind") == "nand")
-      dev = ftl::open_nand_block_device(cfg_, dev_path, o.create, error);  // formats a new flash file
-    else
-      dev = open_block_device(dev_path, o, error);
+    std::unique_ptr<BlockDevice> dev = open_tier_device(layouts[t], cfg_, dev_path, o, o.create, nullptr, error);
     if (!dev) return -ENOENT;
     uint64_t size = dev->size() / units[t] * units[t];
     uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), units[t]);
@@ -261,13 +256,11 @@ int StoreImpl::mkfs(std::string* error) {
   if (int r = open_db(true, error); r < 0) return r;
   rocksdb::WriteBatch b;
   b.Put(kv::superblock_key(), encode_superblock(sb));
-  if (sections) {
-    int t = tier_index(Tier::kSsd);
-    if (int r = SsdSections::format(cfg_, sb.reserved[t], sb.tier_size[t] - sb.reserved[t], &b, error); r < 0) {
+  for (int t = 0; t < kNumTiers; ++t)
+    if (int r = format_tier_space(static_cast<Tier>(t), layouts[t], cfg_, sb, &b, error); r < 0) {
       db_.reset();
       return r;
     }
-  }
   std::string nid;
   put_fixed64(&nid, 1);
   b.Put(kv::nid_max_key(), nid);
@@ -317,22 +310,18 @@ int StoreImpl::open_devices(bool create, std::string* error) {
   if (!parse_io_backend(cfg_.get_str("hybridstore_io_backend"), &o.backend)) o.backend = IoBackend::kAuto;
   o.direct_io = cfg_.get_bool("hybridstore_direct_io");
   o.uring_depth = static_cast<unsigned>(cfg_.get_int("hybridstore_uring_depth"));
+  const NandCounters nand{&perf_->set, perf_->ftl_merges, perf_->ftl_erases, perf_->ftl_pages_copied,
+                          perf_->ftl_host_pages_written};
   for (int t = 0; t < kNumTiers; ++t) {
     Tier tier = static_cast<Tier>(t);
     std::string p = path_ + "/" + kTierLink[t];
-    // The SSD may be raw NAND behind the embedded FTL: mkfs recorded which.
-    auto kind = super_.mkfs_options.find("hybridstore_ssd_kind");
-    if (tier == Tier::kSsd && kind != super_.mkfs_options.end() && kind->second == "nand")
-      dev_[t] = ftl::open_nand_block_device(cfg_, p, false, error);
-    else
-      dev_[t] = open_block_device(p, o, error);
-    if (!dev_[t]) return -ENOENT;
-    if (auto* nand = dynamic_cast<ftl::NandBlockDevice*>(dev_[t].get()))
-      nand->set_perf({&perf_->set, perf_->ftl_merges, perf_->ftl_erases, perf_->ftl_pages_copied,
-                      perf_->ftl_host_pages_written});
+    // What the device is (raw NAND behind the embedded FTL, say): mkfs recorded it.
+    std::unique_ptr<BlockDevice> dev =
+        open_tier_device(tier_layout(tier, super_.mkfs_options), cfg_, p, o, false, &nand, error);
+    if (!dev) return -ENOENT;
     DeviceLabel label;
     std::string why;
-    if (int r = read_label(dev_[t].get(), &label, &why); r < 0) {
+    if (int r = read_label(dev.get(), &label, &why); r < 0) {
       *error = fmt::format("{} device {}: {}", tier_name(tier), p, why);
       return r;
     }
@@ -346,23 +335,16 @@ int StoreImpl::open_devices(bool create, std::string* error) {
                            p, tier_name(label.role), tier_name(tier));
       return -EINVAL;
     }
-    if (dev_[t]->size() < label.size || label.size < super_.tier_size[t]) {
+    if (dev->size() < label.size || label.size < super_.tier_size[t]) {
       *error = fmt::format("{} device {} is {} bytes but its label says {} (store expects {}): "
                            "truncated or wrong device",
-                           tier_name(tier), p, dev_[t]->size(), label.size, super_.tier_size[t]);
+                           tier_name(tier), p, dev->size(), label.size, super_.tier_size[t]);
       return -EINVAL;
     }
     // Test tools put fault injection and device models in between here.
-    if (auto hooks = storage_hooks()) dev_[t] = hooks->wrap_device(path_, tier, cfg_, std::move(dev_[t]));
-    // Section pieces smaller than a sector are written by read-modify-write;
-    // the extent allocators write their units directly.
-    bool sections = tier == Tier::kSsd && super_.mkfs_options.count("hybridstore_ssd_allocator") &&
-                    super_.mkfs_options.at("hybridstore_ssd_allocator") == "hfm";
-    if (!sections && dev_[t]->alignment() > super_.alloc_unit[t]) {
-      *error = fmt::format("{} device {} needs {}-byte aligned I/O, coarser than the allocation unit {}",
-                           tier_name(tier), p, dev_[t]->alignment(), super_.alloc_unit[t]);
-      return -EINVAL;
-    }
+    if (auto hooks = storage_hooks()) dev = hooks->wrap_device(path_, tier, cfg_, std::move(dev));
+    space_[t] = make_tier_space(tier, std::move(dev), super_);
+    if (int r = space_[t]->check_device(error); r < 0) return r;
   }
   (void)create;
   return 0;
@@ -420,45 +402,17 @@ int StoreImpl::mount(std::string* error) {
   if (int r = open_devices(false, error); r < 0) return fail(r);
   // Deferred writes acknowledged before a crash reach their devices before
   // anything reads them.
-  if (int r = DeferredWriter::replay(db_.get(), {dev_[0].get(), dev_[1].get()}, error,
+  if (int r = DeferredWriter::replay(db_.get(), devices(), error,
                                      repair_mode_ ? &repair_log_ : nullptr);
       r < 0)
     return fail(r);
 
+  max_unit_ = 0;
+  min_unit_ = UINT64_MAX;
   for (int t = 0; t < kNumTiers; ++t) {
-    unit_[t] = super_.alloc_unit[t];
-    csum_block_[t] = static_cast<uint32_t>(std::min<uint64_t>(super_.csum_block, unit_[t]));
-    max_unit_ = std::max(max_unit_, unit_[t]);
-    auto a = std::make_unique<ExtentAllocator>(super_.tier_size[t], unit_[t]);
-    freelist_[t] = std::make_unique<BitmapFreelist>(static_cast<Tier>(t), unit_[t]);
-    // Free space is the complement of what the bitmap marks used.
-    uint64_t pos = super_.reserved[t];
-    std::vector<std::pair<uint64_t, uint64_t>> used;
-    int r = freelist_[t]->load(db_.get(), super_.tier_size[t],
-                               [&](uint64_t off, uint64_t len) {
-                                 used.emplace_back(off, len);
-                                 if (off > pos) a->init_add_free(pos, off - pos);
-                                 pos = std::max(pos, off + len);
-                               },
-                               error);
-    if (r < 0) return fail(r);
-    if (super_.tier_size[t] > pos) a->init_add_free(pos, super_.tier_size[t] - pos);
-    // Stores made before the option existed use plain extents.
-    auto kind = super_.mkfs_options.find("hybridstore_ssd_allocator");
-    if (t == tier_index(Tier::kSsd) && kind != super_.mkfs_options.end() && kind->second == "hfm") {
-      auto marked = [&](uint64_t off, uint64_t len) {
-        auto it = std::upper_bound(used.begin(), used.end(), std::make_pair(off, UINT64_MAX));
-        if (it == used.begin()) return false;
-        --it;
-        return it->first <= off && off + len <= it->first + it->second;
-      };
-      if (int rr = SsdSections::open(cfg_, db_.get(), super_.reserved[t], super_.tier_size[t] - super_.reserved[t],
-                                     marked, &ssd_, error);
-          rr < 0)
-        return fail(rr);
-      continue;
-    }
-    alloc_[t] = std::move(a);
+    max_unit_ = std::max(max_unit_, space_[t]->unit());
+    min_unit_ = std::min(min_unit_, space_[t]->unit());
+    if (int r = space_[t]->load(db_.get(), cfg_, error); r < 0) return fail(r);
   }
 
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
@@ -493,7 +447,7 @@ int StoreImpl::mount(std::string* error) {
   placement_ = std::make_unique<TierPlacement>(cfg_);
   cache_ = std::make_unique<OnodeCache>(static_cast<size_t>(cfg_.get_int("hybridstore_onode_cache_size")));
   max_object_size_ = cfg_.get_size("hybridstore_max_object_size");
-  committer_ = std::make_unique<KvCommitter>(db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()},
+  committer_ = std::make_unique<KvCommitter>(db_.get(), devices(),
                                              &write_tracker_, 4096);
   committer_->set_perf(perf_->committer());
   if (journal_ && cfg_.get_size("hybridstore_commit_journal_size") > 0)
@@ -509,16 +463,9 @@ int StoreImpl::mount(std::string* error) {
   absorb_max_ = cfg_.get_size("hybridstore_tier_absorb_max");
   absorb_min_free_ = cfg_.get_double("hybridstore_tier_absorb_min_free");
   promote_max_size_ = cfg_.get_size("hybridstore_tier_promote_max_size");
-  {
-    const std::string mode = cfg_.get_str("hybridstore_ssd_small_overwrites");
-    auto kind = super_.mkfs_options.find("hybridstore_ssd_kind");
-    const bool nand = kind != super_.mkfs_options.end() && kind->second == "nand";
-    // Only sections stage redirected data into whole units; without them a
-    // redirected write would go to the device before the commit.
-    redirect_ssd_overwrites_ = ssd_ && (mode == "redirect" || (mode == "auto" && nand));
-  }
+  for (auto& sp : space_) sp->set_small_overwrites(cfg_.get_str("hybridstore_ssd_small_overwrites"));
   deferred_ = std::make_unique<DeferredWriter>(
-      db_.get(), std::array<BlockDevice*, kNumTiers>{dev_[0].get(), dev_[1].get()}, &write_tracker_,
+      db_.get(), devices(), &write_tracker_,
       [this](const PExtent& e) { return_space(e); }, dopts);
   // One failure state for the store: after any failed write to RocksDB or a
   // device, nothing more is written (RocksDB refuses, or asserts, after a
@@ -527,7 +474,8 @@ int StoreImpl::mount(std::string* error) {
                                [this](int err, const std::string& why) { committer_->fail(err, why); });
   deferred_->set_perf(perf_->deferred());
   deferred_->start();
-  if (ssd_) ssd_->set_perf(perf_->sections(ssd_->section_names()));
+  for (auto& sp : space_)
+    if (SsdSections* sections = sp->sections()) sections->set_perf(perf_->sections(sections->section_names()));
   if (int r = init_perf_gauges(error); r < 0) return fail(r);
   heat_ = std::make_unique<HeatTracker>(heat_tracker_options_from_config(cfg_));
   load_heat();
@@ -561,8 +509,8 @@ int StoreImpl::flush() {
 
 int StoreImpl::settle() {
   int r = flush();
-  if (r == 0 && ssd_) {
-    flush_sections();
+  if (r == 0 && std::any_of(std::begin(space_), std::end(space_), [](auto& sp) { return sp->keeps_state(); })) {
+    flush_staged_state();
     r = deferred_->drain(true);
   }
   return r;
@@ -585,9 +533,8 @@ int StoreImpl::umount() {
   committer_->stop();
   committer_.reset();
   deferred_.reset();
-  ssd_.reset();
-  for (auto& d : dev_)
-    if (d && !failed) d->flush();
+  for (auto& sp : space_)
+    if (sp && !failed) sp->device()->flush();
   if (db_) {
     if (!failed) db_->FlushWAL(true);
     db_->Close();
@@ -617,11 +564,15 @@ void StoreImpl::note_access(const std::string& onode_key, AccessType type, uint6
   heat_->record(onode_key, type, off, len, wall_us(), size, counts);
 }
 
-bool StoreImpl::ssd_can_absorb(uint64_t len) const {
-  const int t = tier_index(Tier::kSsd);
-  const uint64_t total = super_.tier_size[t] - super_.reserved[t];
-  const uint64_t free = ssd_ ? total - std::min(total, ssd_->consumed_bytes()) : alloc_[t]->free_bytes();
-  return free > len && static_cast<double>(free - len) >= absorb_min_free_ * static_cast<double>(total);
+bool StoreImpl::fastest_can_absorb(uint64_t len) const {
+  const TierSpace::Usage u = space_[0]->usage();
+  return u.free > len && static_cast<double>(u.free - len) >= absorb_min_free_ * static_cast<double>(u.total);
+}
+
+std::array<BlockDevice*, kNumTiers> StoreImpl::devices() const {
+  std::array<BlockDevice*, kNumTiers> d;
+  for (int t = 0; t < kNumTiers; ++t) d[t] = dev(t);
+  return d;
 }
 
 bool StoreImpl::write_continues(const CollectionId& c, const ObjectId& o, uint64_t off) const {
@@ -634,40 +585,38 @@ bool StoreImpl::write_continues(const CollectionId& c, const ObjectId& o, uint64
 
 void StoreImpl::return_space(const PExtent& e) {
   perf_->set.dec(perf_->bytes_used[tier_index(e.tier)], e.length);
-  if (e.tier == Tier::kSsd && ssd_)
-    ssd_->release(e.offset, e.length);
-  else
-    alloc_[tier_index(e.tier)]->release({{e.offset, e.length}});
+  space(e.tier).release(e.offset, e.length);
 }
 
-void StoreImpl::tick_sections() {
-  if (!ssd_ || !mounted_ || committer_->error()) return;
-  submit_sections_state(false);
+void StoreImpl::tick_staged_state() {
+  if (!mounted_ || committer_->error()) return;
+  submit_staged_state(TierSpace::Drain::kTick);
 }
 
-void StoreImpl::flush_sections() {
-  if (!ssd_ || committer_->error()) return;
-  if (uint64_t seq = submit_sections_state(true)) committer_->wait_committed(seq);
+void StoreImpl::flush_staged_state() {
+  if (committer_->error()) return;
+  if (uint64_t seq = submit_staged_state(TierSpace::Drain::kFlush)) committer_->wait_committed(seq);
 }
 
-uint64_t StoreImpl::submit_sections_state(bool flush) {
-  // Through the committer, drained and submitted under the sections' lock
-  // like a transaction's state: RocksDB then takes every state in the order
-  // it was drained (see SsdSections::tick_locked).
-  std::vector<SsdSections::Region> regions;
+uint64_t StoreImpl::submit_staged_state(TierSpace::Drain how) {
+  // Through the committer, drained and submitted under the tiers' locks like
+  // a transaction's state: RocksDB then takes every state in the order it
+  // was drained (see SsdSections::tick_locked).
+  std::vector<TierSpace::Region> regions[kNumTiers];
   CommitWork work;
   work.batch = std::make_unique<rocksdb::WriteBatch>();
   uint64_t seq = 0;
   {
-    std::lock_guard<std::mutex> l(ssd_->lock());
-    if (flush)
-      ssd_->flush_locked(work.batch.get(), &regions);
-    else
-      ssd_->tick_locked(work.batch.get(), &regions);
+    std::unique_lock<std::mutex> locks[kNumTiers];
+    for (int t = 0; t < kNumTiers; ++t)
+      if (space_[t]->keeps_state()) locks[t] = space_[t]->drain_state(how, work.batch.get(), &regions[t]);
     if (work.batch->Count() > 0 && (seq = committer_->submit(std::move(work))) == 0)
       return 0;  // read-only: without their state the regions must not be written either
+    for (int t = kNumTiers - 1; t >= 0; --t)
+      if (locks[t].owns_lock()) locks[t].unlock();
   }
-  for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
+  for (int t = 0; t < kNumTiers; ++t)
+    for (const auto& r : regions[t]) deferred_->write_region(static_cast<Tier>(t), r.begin, r.end);
   return seq;
 }
 
@@ -712,23 +661,17 @@ int StoreImpl::statfs(StoreStats* st) {
   flush();
   for (int t = 0; t < kNumTiers; ++t) {
     TierStats& ts = st->tier[t];
-    ts.total = super_.tier_size[t] - super_.reserved[t];
-    if (t == tier_index(Tier::kSsd) && ssd_) {
-      // Sections: space a section holds but cannot give any object yet
-      // (rounding gaps, holes awaiting cleaning) counts as consumed.
-      ts.consumed = ssd_->consumed_bytes();
-      ts.allocated = ssd_->live_bytes();
-      ts.free = ts.total - std::min(ts.total, ts.consumed);
-      ts.fragmentation = ts.consumed ? 1.0 - static_cast<double>(ts.allocated) / static_cast<double>(ts.consumed) : 0;
-    } else {
-      ts.free = alloc_[t]->free_bytes();
-      ts.allocated = ts.total - ts.free;
-      ts.consumed = ts.allocated;
-      ts.fragmentation = alloc_[t]->fragmentation();
-    }
-    ts.unit = unit_[t];
-    ts.device = dev_[t]->path();
-    ts.backend = dev_[t]->backend();
+    // A staged tier counts space it holds but cannot give any object yet
+    // (rounding gaps, holes awaiting cleaning) as consumed.
+    const TierSpace::Usage u = space_[t]->usage();
+    ts.total = u.total;
+    ts.consumed = u.consumed;
+    ts.allocated = u.allocated;
+    ts.free = u.free;
+    ts.fragmentation = u.fragmentation;
+    ts.unit = space_[t]->unit();
+    ts.device = dev(t)->path();
+    ts.backend = dev(t)->backend();
   }
   std::string v;
   int64_t stats[kv::kStatCount];

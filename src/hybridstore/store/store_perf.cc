@@ -143,12 +143,9 @@ SectionPerf StorePerf::sections(const std::vector<std::string>& names) {
 int StoreImpl::init_perf_gauges(std::string* error) {
   PerfCounterSet& ps = perf_->set;
   for (int t = 0; t < kNumTiers; ++t) {
-    uint64_t total = super_.tier_size[t] - super_.reserved[t];
-    ps.set(perf_->bytes_total[t], total);
-    if (t == tier_index(Tier::kSsd) && ssd_)
-      ps.set(perf_->bytes_used[t], ssd_->live_bytes());
-    else
-      ps.set(perf_->bytes_used[t], total - std::min(total, alloc_[t]->free_bytes()));
+    const TierSpace::Usage u = space_[t]->usage();
+    ps.set(perf_->bytes_total[t], u.total);
+    ps.set(perf_->bytes_used[t], u.allocated);
   }
   std::string v;
   int64_t stats[kv::kStatCount];

@@ -19,11 +19,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <rocksdb/db.h>
 
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/space/tier_space.h"
 #include "hybridstore/store/hybrid_store.h"
 
 namespace hybridstore {
@@ -129,25 +131,28 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
     out->in_use = locked_by_other(path + "/fsid");
     have_super = read_superblock(path, &sb, error) == 0;
   }
-  std::string ssd_kind = have_super && sb.mkfs_options.count("hybridstore_ssd_kind")
-                             ? sb.mkfs_options.at("hybridstore_ssd_kind")
-                             : cfg.get_str("hybridstore_ssd_kind");
+  // The layout mkfs recorded; before mkfs, the one it would choose.
+  std::map<std::string, std::string> mkfs_options = sb.mkfs_options;
+  if (!have_super)
+    for (const auto& o : option_registry())
+      if (o.mkfs_only) mkfs_options[o.name] = cfg.get_text(o.name);
   for (int t = 0; t < kNumTiers; ++t) {
     // The link mkfs made wins; before mkfs, what mkfs would use.
     std::string p = path + "/" + links[t];
     if (!fs::exists(p, ec) && !cfg.get_str(options[t]).empty()) p = cfg.get_str(options[t]);
     StoreProbe::Device& d = out->tier[t];
-    if (t == tier_index(Tier::kSsd) && ssd_kind == "nand") d.kind = "nand";
+    d.kind = device_kind_name(tier_layout(static_cast<Tier>(t), mkfs_options).device);
     // A file or a device sysfs says nothing about keeps the role it plays.
     describe(p, t == tier_index(Tier::kHdd), &d);
   }
   if (have_super) {
     out->min_alloc_size = std::min(sb.alloc_unit[0], sb.alloc_unit[1]);
   } else {
-    // What mkfs would choose (StoreImpl::mkfs).
-    const uint64_t ssd = cfg.get_str("hybridstore_ssd_allocator") == "hfm" ? cfg.get_size("hybridstore_ssd_block_size")
-                                                                            : cfg.get_size("hybridstore_ssd_alloc_unit");
-    out->min_alloc_size = std::min(ssd, cfg.get_size("hybridstore_hdd_alloc_unit"));
+    out->min_alloc_size = UINT64_MAX;
+    for (int t = 0; t < kNumTiers; ++t) {
+      const Tier tier = static_cast<Tier>(t);
+      out->min_alloc_size = std::min(out->min_alloc_size, tier_alloc_unit(tier, tier_layout(tier, mkfs_options), cfg));
+    }
   }
   struct stat st;
   std::string kv_dir = fs::exists(path + "/db", ec) ? path + "/db" : path;

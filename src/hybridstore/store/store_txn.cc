@@ -146,10 +146,11 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   if (!tx.released.empty() || !tx.deferred.empty()) {
     // Freed space goes back through the deferred writer: it must not be
     // reused while a deferred write staged before it may still land there.
-    // SSD section space is the exception: every write to it is a deferred
-    // record applied in staging order, so reuse cannot overtake an old one.
+    // A staged tier's space is the exception: every write to it is a
+    // deferred record applied in staging order, so reuse cannot overtake an
+    // old one.
     std::vector<PExtent> held, now;
-    for (auto& e : tx.released) (e.tier == Tier::kSsd && ssd_ ? now : held).push_back(e);
+    for (auto& e : tx.released) (space(e.tier).reuse_at_commit() ? now : held).push_back(e);
     work.after_commit = [this, held = std::move(held), now = std::move(now), staged = tx.deferred] {
       deferred_->committed(staged, held);
       for (const auto& e : now) {
@@ -158,17 +159,19 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
       }
     };
   }
-  // The SSD sections' state is drained into this batch and submitted under
-  // one lock, so states commit in the order they were drained.
-  std::vector<SsdSections::Region> regions;
-  std::unique_lock<std::mutex> ssd_lock;
-  if (ssd_) {
-    ssd_lock = std::unique_lock<std::mutex>(ssd_->lock());
-    ssd_->finish_locked(work.batch.get(), &regions);
-  }
+  // The staged tiers' state is drained into this batch and submitted under
+  // their locks (taken fastest tier first), so states commit in the order
+  // they were drained.
+  std::vector<TierSpace::Region> regions[kNumTiers];
+  std::unique_lock<std::mutex> state_locks[kNumTiers];
+  for (int t = 0; t < kNumTiers; ++t)
+    if (space_[t]->keeps_state())
+      state_locks[t] = space_[t]->drain_state(TierSpace::Drain::kCommit, work.batch.get(), &regions[t]);
   uint64_t seq = committer_->submit(std::move(work), caller_waits);
-  if (ssd_lock.owns_lock()) ssd_lock.unlock();
-  for (const auto& r : regions) deferred_->write_region(Tier::kSsd, r.begin, r.end);
+  for (int t = kNumTiers - 1; t >= 0; --t)
+    if (state_locks[t].owns_lock()) state_locks[t].unlock();
+  for (int t = 0; t < kNumTiers; ++t)
+    for (const auto& r : regions[t]) deferred_->write_region(static_cast<Tier>(t), r.begin, r.end);
   if (seq == 0) {
     rollback();
     if (error) *error = TxnError{-EROFS, -1, -1, "", "store is read-only after an I/O error: " + committer_->error_message()};

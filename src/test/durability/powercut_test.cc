@@ -211,7 +211,7 @@ TEST_F(PowerCutExtentTest, TornWriteOverLiveDataIsCaughtByChecksums) {
   inj->powercut_after_writes(1, /*tear=*/true);
   AlignedBuffer junk(16 << 10);
   std::memset(junk.data(), 0x5a, junk.size());
-  EXPECT_EQ(test::StoreTestPeer::impl(*store_)->dev_[tier_index(tier)]->write(phys, junk.data(), junk.size()), -EIO);
+  EXPECT_EQ(test::StoreTestPeer::impl(*store_)->space(tier).device()->write(phys, junk.data(), junk.size()), -EIO);
   ASSERT_TRUE(inj->power_is_off());
   store_.reset();
 

@@ -34,7 +34,7 @@ class SectionsStoreTest : public StoreTest {
   uint64_t pending() { return test::StoreTestPeer::impl(*store_)->deferred_->pending_bytes(); }
   // What umount does: every staged unit written out, every record applied.
   void write_out_staged() {
-    test::StoreTestPeer::impl(*store_)->flush_sections();
+    test::StoreTestPeer::impl(*store_)->flush_staged_state();
     ASSERT_EQ(test::StoreTestPeer::impl(*store_)->deferred_->drain(true), 0);
   }
   void random_overwrites_keep_data_and_space_exact();

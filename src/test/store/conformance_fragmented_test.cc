@@ -85,7 +85,7 @@ class FragmentedTest : public StoreTest, public ::testing::WithParamInterface<co
     std::array<std::vector<std::pair<uint64_t, uint64_t>>, kNumTiers> ranges;
     for (const auto& [off, e] : on->extents.extents()) {
       int t = tier_index(e.tier);
-      uint64_t a = test::StoreTestPeer::impl(*store_)->dev_[t]->alignment();
+      uint64_t a = test::StoreTestPeer::impl(*store_)->dev(t)->alignment();
       uint64_t last = (e.length + e.csum_block - 1) / e.csum_block;
       uint64_t b = e.physical / a * a, f = (e.physical + last * e.csum_block + a - 1) / a * a;
       ranges[t].emplace_back(b, f);
@@ -137,10 +137,10 @@ TEST_P(FragmentedTest, ReadOfAFragmentedObjectJoinsContiguousDeviceRanges) {
     remount();  // everything on the devices, nothing staged
     auto want = expected_ios(obj("f"));
     std::array<BlockDeviceStats, kNumTiers> before;
-    for (int t = 0; t < kNumTiers; ++t) before[t] = test::StoreTestPeer::impl(*store_)->dev_[t]->io_stats();
+    for (int t = 0; t < kNumTiers; ++t) before[t] = test::StoreTestPeer::impl(*store_)->dev(t)->io_stats();
     ASSERT_EQ(read_all(coll_, obj("f")), image);
     for (int t = 0; t < kNumTiers; ++t) {
-      BlockDeviceStats now = test::StoreTestPeer::impl(*store_)->dev_[t]->io_stats();
+      BlockDeviceStats now = test::StoreTestPeer::impl(*store_)->dev(t)->io_stats();
       uint64_t requests = now.requests - before[t].requests, ios = now.device_ios - before[t].device_ios;
       printf("%s: %llu extents in %llu device runs; the read asked for %llu ranges, took %llu I/Os\n",
              tier_name(static_cast<Tier>(t)), static_cast<unsigned long long>(want[t].extents),

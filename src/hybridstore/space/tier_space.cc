@@ -1,0 +1,262 @@
+#include "hybridstore/space/tier_space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "ftl/nand_block_device.h"
+#include "hybridstore/alloc/allocator.h"
+#include "hybridstore/sections/ssd_sections.h"
+
+namespace hybridstore {
+
+namespace {
+
+std::string option_or(const std::map<std::string, std::string>& opts, const std::string& name,
+                      const std::string& absent) {
+  auto it = opts.find(name);
+  return it == opts.end() ? absent : it->second;
+}
+
+// A disk tier, or an SSD made without HFM sections: extents written in place.
+class ExtentSpace final : public TierSpace {
+ public:
+  ExtentSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super,
+              WriteRoute route)
+      : TierSpace(tier, layout, std::move(dev), super, route), alloc_(super.tier_size[tier_index(tier)], unit()) {}
+
+  int check_device(std::string* error) const override {
+    // Units are written whole, without read-modify-write.
+    if (device()->alignment() > unit()) {
+      *error = fmt::format("{} device {} needs {}-byte aligned I/O, coarser than the allocation unit {}",
+                           tier_name(tier()), device()->path(), device()->alignment(), unit());
+      return -EINVAL;
+    }
+    return 0;
+  }
+
+  int load(rocksdb::DB* db, const Config&, std::string* error) override {
+    // Free space is the complement of what the bitmap marks used.
+    uint64_t pos = reserved();
+    int r = load_bitmap(
+        db,
+        [&](uint64_t off, uint64_t len) {
+          if (off > pos) alloc_.init_add_free(pos, off - pos);
+          pos = std::max(pos, off + len);
+        },
+        error);
+    if (r < 0) return r;
+    if (size() > pos) alloc_.init_add_free(pos, size() - pos);
+    return 0;
+  }
+
+  int allocate(const Request& req, const Stage&, std::vector<PExtent>* out) override {
+    std::vector<Interval> iv;
+    if (int r = alloc_.allocate(req.length, req.hint, &iv); r < 0) return r;
+    for (const auto& i : iv) out->push_back(PExtent{tier(), i.offset, i.length});
+    return 0;
+  }
+
+  void release(uint64_t offset, uint64_t length) override { alloc_.release({{offset, length}}); }
+
+  Usage usage() const override {
+    Usage u;
+    u.total = size() - reserved();
+    u.free = alloc_.free_bytes();
+    u.allocated = u.total - std::min(u.total, u.free);
+    u.consumed = u.allocated;
+    u.fragmentation = alloc_.fragmentation();
+    return u;
+  }
+
+  void for_each_free(const Range& fn) const override { alloc_.for_each_free(fn); }
+
+ private:
+  ExtentAllocator alloc_;
+};
+
+// A flash tier under HFM data sections.
+class SectionSpace final : public TierSpace {
+ public:
+  SectionSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super)
+      : TierSpace(tier, layout, std::move(dev), super, WriteRoute::kStaged) {}
+
+  // Pieces smaller than a sector are written by read-modify-write: any
+  // device alignment will do.
+  int check_device(std::string*) const override { return 0; }
+
+  int load(rocksdb::DB* db, const Config& cfg, std::string* error) override {
+    std::vector<std::pair<uint64_t, uint64_t>> used;
+    if (int r = load_bitmap(db, [&](uint64_t off, uint64_t len) { used.emplace_back(off, len); }, error); r < 0)
+      return r;
+    // Live placements the bitmap does not mark are crash leftovers.
+    auto marked = [&](uint64_t off, uint64_t len) {
+      auto it = std::upper_bound(used.begin(), used.end(), std::make_pair(off, UINT64_MAX));
+      if (it == used.begin()) return false;
+      --it;
+      return it->first <= off && off + len <= it->first + it->second;
+    };
+    return SsdSections::open(cfg, db, reserved(), size() - reserved(), marked, &sections_, error);
+  }
+
+  int allocate(const Request& req, const Stage& stage, std::vector<PExtent>* out) override {
+    std::vector<SsdSections::Piece> pieces;
+    auto as_extents = [&](const std::vector<SsdSections::Piece>& ps) {
+      std::vector<PExtent> v;
+      v.reserve(ps.size());
+      for (const auto& p : ps) v.push_back(PExtent{tier(), p.offset, p.length, p.staged});
+      return v;
+    };
+    int r = sections_->allocate(req.key, req.object_size, req.length, req.hotness, req.owner, &pieces,
+                                [&](const std::vector<SsdSections::Piece>& ps) { stage(as_extents(ps)); });
+    if (r < 0) return r;
+    for (const auto& e : as_extents(pieces)) out->push_back(e);
+    return 0;
+  }
+
+  void release(uint64_t offset, uint64_t length) override { sections_->release(offset, length); }
+
+  bool bypass(const ObjectPlacementKey& key, uint64_t object_size) const override {
+    return sections_->bypass(key, object_size);
+  }
+
+  Usage usage() const override {
+    // Space a section holds but cannot give any object yet (rounding gaps,
+    // holes awaiting cleaning) counts as consumed.
+    Usage u;
+    u.total = size() - reserved();
+    u.consumed = sections_->consumed_bytes();
+    u.allocated = sections_->live_bytes();
+    u.free = u.total - std::min(u.total, u.consumed);
+    u.fragmentation =
+        u.consumed ? 1.0 - static_cast<double>(u.allocated) / static_cast<double>(u.consumed) : 0;
+    return u;
+  }
+
+  void for_each_free(const Range& fn) const override {
+    // The sections track live placements, not free space: the gaps between
+    // them (from the reserved head on) are free.
+    uint64_t pos = reserved();
+    std::vector<std::pair<uint64_t, uint64_t>> live;
+    sections_->for_each_live([&](uint64_t off, uint64_t len) { live.emplace_back(off, len); });
+    std::sort(live.begin(), live.end());
+    for (const auto& [off, len] : live) {
+      if (off > pos) fn(pos, off - pos);
+      pos = std::max(pos, off + len);
+    }
+    if (size() > pos) fn(pos, size() - pos);
+  }
+
+  std::string verify() const override {
+    std::string bad = sections_->verify();
+    return bad.empty() ? bad : "sections: " + bad;
+  }
+
+  bool keeps_state() const override { return true; }
+
+  std::unique_lock<std::mutex> drain_state(Drain how, rocksdb::WriteBatchBase* batch,
+                                           std::vector<Region>* regions) override {
+    std::unique_lock<std::mutex> l(sections_->lock());
+    std::vector<SsdSections::Region> rs;
+    switch (how) {
+      case Drain::kCommit: sections_->finish_locked(batch, &rs); break;
+      case Drain::kTick: sections_->tick_locked(batch, &rs); break;
+      case Drain::kFlush: sections_->flush_locked(batch, &rs); break;
+    }
+    for (const auto& r : rs) regions->push_back(Region{r.begin, r.end});
+    return l;
+  }
+
+  SsdSections* sections() const override { return sections_.get(); }
+
+ private:
+  std::unique_ptr<SsdSections> sections_;
+};
+
+}  // namespace
+
+TierLayout tier_layout(Tier tier, const std::map<std::string, std::string>& mkfs_options) {
+  TierLayout l;
+  // Only the SSD tier has a choice today; the HDD is always extents on a
+  // block device.
+  if (tier == Tier::kSsd) {
+    if (option_or(mkfs_options, "hybridstore_ssd_kind", "file") == "nand") l.device = DeviceKind::kNand;
+    if (option_or(mkfs_options, "hybridstore_ssd_allocator", "extent") == "hfm") l.space = SpaceKind::kSections;
+  }
+  return l;
+}
+
+uint64_t tier_alloc_unit(Tier tier, const TierLayout& layout, const Config& cfg) {
+  if (tier == Tier::kHdd) return cfg.get_size("hybridstore_hdd_alloc_unit");
+  return layout.space == SpaceKind::kSections ? cfg.get_size("hybridstore_ssd_block_size")
+                                              : cfg.get_size("hybridstore_ssd_alloc_unit");
+}
+
+const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::kNand ? "nand" : ""; }
+
+std::unique_ptr<BlockDevice> open_tier_device(const TierLayout& layout, const Config& cfg, const std::string& path,
+                                              const DeviceOpenOptions& options, bool create,
+                                              const NandCounters* counters, std::string* error) {
+  if (layout.device == DeviceKind::kBlock) return open_block_device(path, options, error);
+  // Raw flash behind the embedded FTL; mkfs formats a new flash file.
+  auto dev = ftl::open_nand_block_device(cfg, path, create, error);
+  if (dev && counters) {
+    // open_nand_block_device makes a NandBlockDevice; its FTL counters are
+    // the one thing a NAND tier adds to the store's.
+    auto* nand = static_cast<ftl::NandBlockDevice*>(dev.get());
+    nand->set_perf({counters->set, counters->merges, counters->erases, counters->pages_copied,
+                    counters->host_pages_written});
+  }
+  return dev;
+}
+
+TierSpace::TierSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super,
+                     WriteRoute route)
+    : tier_(tier),
+      layout_(layout),
+      dev_(std::move(dev)),
+      size_(super.tier_size[tier_index(tier)]),
+      reserved_(super.reserved[tier_index(tier)]),
+      unit_(super.alloc_unit[tier_index(tier)]),
+      csum_block_(static_cast<uint32_t>(std::min<uint64_t>(super.csum_block, unit_))),
+      route_(route),
+      freelist_(tier, unit_) {}
+
+TierSpace::~TierSpace() = default;
+
+void TierSpace::set_small_overwrites(const std::string& mode) {
+  redirect_small_overwrites_ = route_ == WriteRoute::kStaged &&
+                               (mode == "redirect" || (mode == "auto" && layout_.device == DeviceKind::kNand));
+}
+
+int TierSpace::check_device(std::string*) const { return 0; }
+bool TierSpace::bypass(const ObjectPlacementKey&, uint64_t) const { return false; }
+std::string TierSpace::verify() const { return ""; }
+bool TierSpace::keeps_state() const { return false; }
+std::unique_lock<std::mutex> TierSpace::drain_state(Drain, rocksdb::WriteBatchBase*, std::vector<Region>*) {
+  return {};
+}
+SsdSections* TierSpace::sections() const { return nullptr; }
+
+int TierSpace::load_bitmap(rocksdb::DB* db, const Range& used, std::string* error) const {
+  return freelist_.load(db, size_, used, error);
+}
+
+std::unique_ptr<TierSpace> make_tier_space(Tier tier, std::unique_ptr<BlockDevice> dev, const Superblock& super) {
+  const TierLayout layout = tier_layout(tier, super.mkfs_options);
+  if (layout.space == SpaceKind::kSections)
+    return std::make_unique<SectionSpace>(tier, layout, std::move(dev), super);
+  // A small synchronous write to a disk costs a seek: the disk tier defers them.
+  const WriteRoute route = tier == Tier::kHdd ? WriteRoute::kDeferSmall : WriteRoute::kDirect;
+  return std::make_unique<ExtentSpace>(tier, layout, std::move(dev), super, route);
+}
+
+int format_tier_space(Tier tier, const TierLayout& layout, const Config& cfg, const Superblock& super,
+                      rocksdb::WriteBatchBase* batch, std::string* error) {
+  if (layout.space != SpaceKind::kSections) return 0;  // an empty bitmap is an empty tier
+  const int t = tier_index(tier);
+  return SsdSections::format(cfg, super.reserved[t], super.tier_size[t] - super.reserved[t], batch, error);
+}
+
+}  // namespace hybridstore
