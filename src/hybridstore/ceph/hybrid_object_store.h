@@ -47,7 +47,8 @@ class PerfBridge;
 //   18 (Reef): getattrs() takes a map with a transparent comparator (the old
 //     signature would silently stop overriding; `override` makes it an
 //     error); ObjectStore::create() returns a unique_ptr (ceph-integrate's
-//     edit follows the tree's signature).
+//     edit follows the tree's signature); PerfCounters::dump_formatted()
+//     takes whether to dump labeled counters.
 #ifndef HS_CEPH_RELEASE
 #error "HS_CEPH_RELEASE is not defined: build the adapter through src/tools/ceph-integrate"
 #endif
