@@ -162,6 +162,28 @@ with tempfile.TemporaryDirectory() as tmp:
           "the ISA-L include is guarded")
     changed = []
     check(ci.apply_toolchain_fixes(old, False, changed) == [] and changed == [], "a second run fixes nothing")
+    # Reef's scrub backend with Debian's fmt 9: its object_info_t and SnapSet
+    # messages go through operator<<; with an older fmt the file is left alone.
+    reef = os.path.join(tmp, "reef")
+    scrub = ('#include <fmt/ranges.h>\n'
+             '  dout(10) << fmt::format("{} {}", ho,\n                          ret_auth.auth_oi)\n'
+             '      fmt::format_to(out, "{} {}", x,\n                     auth_oi);\n'
+             '  dout(15) << fmt::format("{}: obj:{} snapset:{}", __func__, hoid, snapset)\n')
+    write(reef, "src/osd/scrubber/scrub_backend.cc", scrub)
+    real_fmt_major = ci._system_fmt_major
+    try:
+        ci._system_fmt_major = lambda: 8
+        check(ci.apply_toolchain_fixes(reef, False, []) == [], "with fmt 8 the scrub backend is left alone")
+        ci._system_fmt_major = lambda: 9
+        changed = []
+        fixed = ci.apply_toolchain_fixes(reef, False, changed)
+        text = read(reef, "src/osd/scrubber/scrub_backend.cc")
+        check(len(fixed) == 1 and "fmt::streamed(ret_auth.auth_oi))" in text and "fmt::streamed(auth_oi));" in text
+              and "hoid, fmt::streamed(snapset))" in text and "#include <fmt/ostream.h>" in text,
+              "with fmt 9 the scrub backend formats object_info_t and SnapSet through operator<<")
+        check(ci.apply_toolchain_fixes(reef, False, []) == [], "a second run leaves the scrub backend alone")
+    finally:
+        ci._system_fmt_major = real_fmt_major
     new_tree = os.path.join(tmp, "released")
     write(new_tree, "src/include/buffer.h", "#include <list>\n#include <memory>\nstd::unique_ptr<int> p;\n")
     write(new_tree, "src/compressor/zlib/ZlibCompressor.cc", '#include "isa-l/include/igzip_lib.h"\nint z;\n')
