@@ -12,6 +12,8 @@
 #   - the cluster comes up and every PG of a pool of 64 goes active+clean;
 #   - rados bench write / seq / rand, 4 MiB and 4 KiB objects, 16 in flight,
 #     HS_BENCH_SECONDS (30) each;
+#   - an RBD image created (the OSDs load the tree's cls_rbd), 16 MiB of 4 KiB
+#     random writes and reads through librbd;
 # and for hybridstore only:
 #   - the admin socket: perf dump has the hybridstore section with commit_lat,
 #     `compact`, `flush_store_cache`, `list_devices`; `ceph osd perf`;
@@ -71,6 +73,24 @@ bench_all() {
         for mode in write seq rand; do bench "$store" bench "$mode" "$bs" || return 1; done
         rados_cli -p bench cleanup --run-name "bench-$bs" > /dev/null || return 1
     done
+}
+
+# rbd_check STORE: an RBD image on the cluster (the OSDs load the tree's
+# cls_rbd), written and read back with Debian's rbd client.
+rbd_check() {
+    local store=$1 out=$dir/rbd-bench.txt
+    create_pool rbd 32 || return 1
+    timeout --foreground 120 rbd pool init rbd || { fail "rbd pool init on $store"; return 1; }
+    timeout --foreground 120 rbd create rbd/proof --size 256M ||
+        { fail "rbd create on $store (does the OSD load cls_rbd?)"; return 1; }
+    for io in write read; do
+        timeout --foreground 300 rbd bench rbd/proof --io-type "$io" --io-size 4K --io-pattern rand \
+            --io-threads 16 --io-total 16M >> "$out" 2>&1 ||
+            { tail -20 "$out" >&2; fail "rbd bench $io on $store"; return 1; }
+    done
+    log "$store: rbd create, 4 KiB random write and read bench of rbd/proof passed ($(grep -c '^elapsed' "$out") runs)"
+    echo "$store: rbd create + 16 MiB of 4 KiB random writes and reads through librbd: passed" >> "$base/summary"
+    timeout --foreground 120 rbd rm rbd/proof > /dev/null 2>&1 || { fail "rbd rm on $store"; return 1; }
 }
 
 admin_checks() {
@@ -156,6 +176,7 @@ run_store() {
     log "=== $store: mon, mgr, 3 OSDs ($HS_DEVICES devices, SSD $HS_SSD_SIZE, HDD $HS_HDD_SIZE, cephx)"
     run_cluster "$dir" 3 || return 1
     bench_all "$store" || return 1
+    rbd_check "$store" || return 1
     if [ "$store" = hybridstore ]; then
         admin_checks || return 1
         kill9_recovery || return 1
