@@ -43,6 +43,10 @@ void add_section_options(std::vector<OptionSpec>* v) {
                 "write units a section lane keeps staged besides the newest before the oldest "
                 "is written partly filled",
                 "1", "1024"});
+  v->push_back({"hybridstore_ssd_direct_units", T::kBool, "true",
+                "write units an allocation fills alone (large objects, migrations) are written "
+                "to the SSD before the transaction commits, as one I/O each, instead of being "
+                "staged through RocksDB until the unit is written; false = stage everything"});
   v->push_back({"hybridstore_ssd_hole_fill_below", T::kDouble, "0.05",
                 "fraction of free erase units under which sections with holes=fill put new "
                 "data into holes of written extents (in place) before taking clean extents",

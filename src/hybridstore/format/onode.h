@@ -27,6 +27,7 @@ struct PExtent {
   uint64_t offset;
   uint64_t length;
   bool staged = false;  // SSD sections: a staged extent, written later as a whole unit
+  bool direct = false;  // SSD sections: whole write units, written before the commit
 };
 
 struct DataExtent {

@@ -120,6 +120,14 @@ bool DeferredWriter::overlaps_pending_locked(const PExtent& e, uint64_t up_to_se
   return false;
 }
 
+bool DeferredWriter::range_quiet(Tier tier, uint64_t offset, uint64_t len) const {
+  std::lock_guard<std::mutex> l(mutex_);
+  if (overlaps_pending_locked(PExtent{tier, offset, len}, UINT64_MAX)) return false;
+  for (const auto& [seq, sp] : dead_spans_)
+    if (sp.tier == tier && sp.begin < offset + len && offset < sp.end) return false;
+  return true;
+}
+
 void DeferredWriter::release_ready_locked(std::vector<PExtent>* out) {
   size_t keep = 0;
   for (size_t i = 0; i < held_.size(); ++i) {
@@ -133,6 +141,7 @@ void DeferredWriter::release_ready_locked(std::vector<PExtent>* out) {
 
 void DeferredWriter::discard_locked(std::map<uint64_t, Entry>::iterator it) {
   discarded_.push_back(it->first);
+  dead_spans_[it->first] = Span{it->second.tier, it->second.offset, it->second.offset + it->second.data->size()};
   ++stats_.records_discarded;
   erase_locked(it);
 }
@@ -258,7 +267,8 @@ int DeferredWriter::drain(bool held_too) {
     bool released = true;
     if (held_too)
       for (const auto& h : held_) released &= h.tag > target;
-    if (held_too && !discarded_.empty()) released = false;  // their records are still to delete
+    // Discarded records are still to delete, or their deletion is in flight.
+    if (held_too && !dead_spans_.empty()) released = false;
     if (!error_ && store_failed_) error_ = store_failed_();  // read-only: nothing will be written
     return (applied && released) || error_;
   };
@@ -503,6 +513,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
         auto it = entries_.find(seq);
         if (it != entries_.end()) erase_locked(it);
       }
+    for (uint64_t seq : discarded) dead_spans_.erase(seq);
     stats_.records_applied += batch.size() + covered.size();
     stats_.bytes_applied += bytes;
     stats_.device_writes += writes;

@@ -120,6 +120,11 @@ class DeferredWriter {
   // records are deleted with the next applied batch, never after a later
   // region over the same space.
   void discard_held(Tier tier, uint64_t offset, uint64_t len);
+  // True when no record staged so far, applied or not, and no discarded
+  // record whose deletion is not yet durable covers any of
+  // [offset, offset + len): a write there from now on cannot be overtaken by
+  // an older record, neither by the applier nor by a replay after a crash.
+  bool range_quiet(Tier tier, uint64_t offset, uint64_t len) const;
   uint64_t pending_bytes() const;
   DeferredStats stats() const;
 
@@ -184,6 +189,7 @@ class DeferredWriter {
   std::vector<Held> held_;
   std::deque<Region> regions_;
   std::vector<uint64_t> discarded_;  // seqs whose records are still to delete
+  std::map<uint64_t, Span> dead_spans_;  // discarded seq -> its range, until deleted durably
   bool in_flight_ = false;           // apply_batch is writing outside the lock
   uint64_t next_seq_ = 1;
   std::atomic<uint64_t> pending_bytes_{0};

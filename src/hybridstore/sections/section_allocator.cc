@@ -477,6 +477,7 @@ int SectionAllocator::allocate(const AllocRequest& req, std::vector<AllocPiece>*
     pieces->clear();
     return -ENOSPC;
   }
+  if (req.direct) hand_over_whole_units(pieces, 0);
   return 0;
 }
 

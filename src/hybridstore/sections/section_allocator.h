@@ -100,6 +100,10 @@ struct AllocRequest {
   uint32_t writes = 1;   // hotness inputs (SFS): the object's write count ...
   uint64_t born_us = 0;  // ... and creation time
   uint64_t now_us = 0;
+  // The caller can write whole write units now, from the data in hand: a
+  // unit this request fills alone is handed over written (AllocPiece::direct)
+  // instead of being staged until a region asks for it.
+  bool direct = false;
 };
 
 // One contiguous piece of an allocation, in object order; the last piece holds
@@ -109,6 +113,9 @@ struct AllocPiece {
   uint64_t blocks;
   uint64_t bytes;   // object bytes in the piece
   bool in_place;    // lands in an already written extent: write it directly
+  // Whole write units this request filled alone (AllocRequest::direct): the
+  // caller writes them before the allocation commits; no region follows.
+  bool direct = false;
 };
 
 // A write unit whose extents are all sealed: write [block, block + blocks) in
@@ -322,6 +329,9 @@ class SectionAllocator {
   void seal(ExtentDesc* e, bool in_table, AllocEvents* ev);
   bool wu_complete(uint32_t eu, uint32_t wu) const;
   void emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev);
+  // Marks write units that pieces[from..] fill whole as written by the
+  // caller, splitting pieces at their edges (AllocRequest::direct).
+  void hand_over_whole_units(std::vector<AllocPiece>* pieces, size_t from);
   void force_wu(uint32_t eu, uint32_t wu, AllocEvents* ev);
   void enforce_staging_cap(Lane& l, AllocEvents* ev);
   void maybe_free_eu(uint32_t eu);

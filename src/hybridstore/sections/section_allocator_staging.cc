@@ -69,6 +69,68 @@ bool SectionAllocator::wu_complete(uint32_t eu, uint32_t wu) const {
   return u.next_untaken >= hi && u.wu_open[wu] == 0;
 }
 
+void SectionAllocator::hand_over_whole_units(std::vector<AllocPiece>* pieces, size_t from) {
+  std::vector<AllocPiece> out(pieces->begin(), pieces->begin() + static_cast<long>(from));
+  for (size_t i = from; i < pieces->size(); ++i) {
+    const AllocPiece p = (*pieces)[i];
+    if (p.in_place || p.direct) {
+      out.push_back(p);
+      continue;
+    }
+    const uint64_t bs = geo_.block_size;
+    uint64_t b = p.block, end = p.block + p.blocks, bytes_left = p.bytes;
+    auto emit_piece = [&](uint64_t upto, bool direct) {
+      if (upto <= b) return;
+      // Every block but the piece's last is full of object data.
+      uint64_t n = upto - b;
+      uint64_t bytes = upto == end ? bytes_left : n * bs;
+      out.push_back(AllocPiece{b, n, bytes, false, direct});
+      bytes_left -= bytes;
+      b = upto;
+    };
+    while (b < end) {
+      const uint32_t eu = static_cast<uint32_t>((b - base_) / eu_blocks_);
+      EraseUnit& u = eus_[eu];
+      const SectionRt& rt = rt_of(u);
+      const uint64_t wu_blocks = uint64_t(rt.extents_per_wu) * rt.s;
+      const uint64_t in_eu = b - erase_unit_block(eu);
+      const uint64_t wu_start = erase_unit_block(eu) + in_eu / wu_blocks * wu_blocks;
+      if (wu_start != b) {  // starts inside a unit: up to the next one, staged
+        emit_piece(std::min(end, wu_start + wu_blocks), false);
+        continue;
+      }
+      if (b + wu_blocks > end) {  // the unit's rest is not ours
+        emit_piece(end, false);
+        continue;
+      }
+      const uint32_t wu = static_cast<uint32_t>(in_eu / wu_blocks);
+      // Filled by this request alone: every extent of it sealed around one
+      // placement that spans it, and no region handed out for it yet.
+      bool whole = wu_complete(eu, wu);
+      for (uint32_t x = wu * rt.extents_per_wu; whole && x < (wu + 1) * rt.extents_per_wu; ++x) {
+        const ExtentDesc& e = u.extents[x];
+        whole = e.placements.size() == 1 && e.placements[0].start == 0 && e.placements[0].blocks == rt.s;
+      }
+      if (whole) {
+        AllocEvents none;
+        emit(eu, wu, false, &none);  // written: the caller writes it now
+      }
+      emit_piece(b + wu_blocks, whole);
+    }
+  }
+  // Adjacent direct pieces merge again (one I/O for a run of units).
+  pieces->clear();
+  for (const auto& p : out) {
+    if (!pieces->empty() && p.direct && pieces->back().direct &&
+        pieces->back().block + pieces->back().blocks == p.block) {
+      pieces->back().blocks += p.blocks;
+      pieces->back().bytes += p.bytes;
+    } else {
+      pieces->push_back(p);
+    }
+  }
+}
+
 void SectionAllocator::emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev) {
   EraseUnit& u = eus_[eu];
   Lane& l = lanes_[u.lane];

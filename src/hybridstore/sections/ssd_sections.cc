@@ -194,7 +194,7 @@ void SsdSections::apply_releases_locked() {
 
 int SsdSections::allocate(const ObjectPlacementKey& key, uint64_t object_bytes, uint64_t len, double hotness,
                           uint64_t owner, std::vector<Piece>* out,
-                          const std::function<void(const std::vector<Piece>&)>& stage) {
+                          const std::function<void(const std::vector<Piece>&)>& stage, bool direct) {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
   int section = router_.route(key, std::max<uint64_t>(object_bytes, len));
@@ -207,6 +207,7 @@ int SsdSections::allocate(const ObjectPlacementKey& key, uint64_t object_bytes, 
   req.hint = owner;
   req.now_us = now_us();
   req.born_us = req.now_us;
+  req.direct = direct;
   std::vector<AllocPiece> pieces;
   AllocEvents ev;
   int used;
@@ -226,6 +227,10 @@ int SsdSections::allocate(const ObjectPlacementKey& key, uint64_t object_bytes, 
   size_t first = out->size();
   for (const auto& p : pieces) {
     uint64_t b = p.block * block_size_, e = (p.block + p.blocks) * block_size_;
+    if (p.direct) {
+      out->push_back({b, e - b, false, true});
+      continue;
+    }
     while (b < e) {
       uint64_t cut = p.in_place ? e : std::min(e, (b / split_ + 1) * split_);
       out->push_back({b, cut - b, !p.in_place});

@@ -54,6 +54,9 @@ class SsdSections {
     uint64_t offset;  // device bytes
     uint64_t length;
     bool staged;      // in a staged extent (held record); else in place
+    // Whole write units handed over written: the caller writes them before
+    // the allocation commits (allocate(direct = true) only).
+    bool direct = false;
   };
   struct Region {
     uint64_t begin, end;  // device bytes, a whole write unit
@@ -78,8 +81,11 @@ class SsdSections {
   // SSD has no room (nothing stays allocated).
   // `stage` runs under the sections' lock with the pieces, before any write
   // unit they complete can be handed out.
+  // With `direct`, write units the allocation fills alone come back as
+  // direct pieces (see Piece::direct).
   int allocate(const ObjectPlacementKey& key, uint64_t object_bytes, uint64_t len, double hotness, uint64_t owner,
-               std::vector<Piece>* out, const std::function<void(const std::vector<Piece>&)>& stage);
+               std::vector<Piece>* out, const std::function<void(const std::vector<Piece>&)>& stage,
+               bool direct = false);
   // Returns space; applied at the next allocate/finish (callable from any
   // thread, takes no lock that a transaction holds).
   void release(uint64_t offset, uint64_t len);

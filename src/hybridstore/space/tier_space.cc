@@ -105,11 +105,12 @@ class SectionSpace final : public TierSpace {
     auto as_extents = [&](const std::vector<SsdSections::Piece>& ps) {
       std::vector<PExtent> v;
       v.reserve(ps.size());
-      for (const auto& p : ps) v.push_back(PExtent{tier(), p.offset, p.length, p.staged});
+      for (const auto& p : ps) v.push_back(PExtent{tier(), p.offset, p.length, p.staged, p.direct});
       return v;
     };
     int r = sections_->allocate(req.key, req.object_size, req.length, req.hotness, req.owner, &pieces,
-                                [&](const std::vector<SsdSections::Piece>& ps) { stage(as_extents(ps)); });
+                                [&](const std::vector<SsdSections::Piece>& ps) { stage(as_extents(ps)); },
+                                req.direct);
     if (r < 0) return r;
     for (const auto& e : as_extents(pieces)) out->push_back(e);
     return 0;

@@ -97,6 +97,9 @@ class TierSpace {
     uint64_t hint = 0;    // device offset the new space should follow (0 = none)
     double hotness = 0;
     uint64_t owner = 0;   // the object's hash: the cleaner finds live data by it
+    // A staged tier may hand whole write units over for writing now, from
+    // the data in hand, instead of staging them (PExtent::direct).
+    bool direct = false;
   };
 
   struct Usage {

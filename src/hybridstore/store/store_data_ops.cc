@@ -149,15 +149,29 @@ int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<P
     // The object's section and hotness group decide where its data goes.
     HeatSample h;
     if (s.heat_->lookup(kv::onode_key(c, oid), &h)) req.hotness = h.frequency;
+    req.direct = s.direct_units_;
   }
   // A staged tier's data is staged while its space is locked, so no write
   // unit can be handed out for writing between the allocation and the staging.
   auto stage = [&](const std::vector<PExtent>& pieces) {
     uint64_t pos = 0;
+    const uint64_t align = s.dev(tier_index(tier))->alignment();
     for (const auto& pc : pieces) {
-      tx.deferred.push_back(
-          s.deferred_->stage(tx.batch.get(), tier, pc.offset, std::string(data + pos, pc.length), pc.staged));
+      const char* src = data + pos;
       pos += pc.length;
+      // Whole write units go to the device with the transaction's other
+      // writes, before it commits: the space is new, so nothing references
+      // it until then. An older record still over that space (a record
+      // replayed after a crash would land on the new data) sends the unit
+      // the ordered way instead: an in-place record applied after it.
+      if (pc.direct && pc.offset % align == 0 && pc.length % align == 0 &&
+          reinterpret_cast<uintptr_t>(src) % 4096 == 0 && s.deferred_->range_quiet(tier, pc.offset, pc.length)) {
+        tx.writes.push_back({tier, pc.offset, src, pc.length});
+        s.perf_->set.inc(s.perf_->ssd_direct_unit_bytes, pc.length);
+        continue;
+      }
+      tx.deferred.push_back(
+          s.deferred_->stage(tx.batch.get(), tier, pc.offset, std::string(src, pc.length), pc.staged));
     }
   };
   std::vector<PExtent> got;
@@ -208,7 +222,9 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
   const WriteRoute route = s.space(tier).route();
   if (route == WriteRoute::kStaged) {
     // The data was staged by allocate_on (held until its write unit is
-    // complete; pieces in holes of written extents in place).
+    // complete; pieces in holes of written extents in place), or its whole
+    // units wait in tx.writes, which point into this buffer.
+    tx.buffers.push_back(std::move(owned));
   } else if (route == WriteRoute::kDeferSmall && len <= s.deferred_max_) {
     // A small write to a disk never goes to it synchronously: it rides in
     // the transaction's batch and joins a sorted batch later.

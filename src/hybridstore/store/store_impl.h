@@ -228,6 +228,7 @@ class StoreImpl {
                    bool counts = true);
   void maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& onode_key, const Onode& on);
   uint64_t deferred_max_ = 0;
+  bool direct_units_ = true;  // hybridstore_ssd_direct_units
   int fsid_lock_fd_ = -1;
 
   std::mutex colls_mutex_;

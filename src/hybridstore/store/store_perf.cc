@@ -56,6 +56,8 @@ StorePerf::StorePerf(const Config& cfg) {
   section_seals = c("ssd_section_seals", "SSD section extents sealed");
   write_units = c("ssd_write_units", "SSD write units written whole");
   write_units_forced = c("ssd_write_units_forced", "SSD write units written partly filled (timeout, cap, sync)");
+  ssd_direct_unit_bytes = c("ssd_direct_unit_bytes",
+                            "bytes of whole SSD write units written before their transaction committed, not staged");
   free_erase_units = g("ssd_free_erase_units", "SSD erase units free");
   std::vector<SectionSpec> specs;
   std::string err;

@@ -41,7 +41,7 @@ struct StorePerf {
   int bytes_used[kNumTiers], bytes_total[kNumTiers], objects[kNumTiers];
   int write_bytes[kNumTiers], device_read_bytes[kNumTiers], tier_spill_ops;
   // SSD sections.
-  int section_allocs, section_seals, write_units, write_units_forced, free_erase_units;
+  int section_allocs, section_seals, write_units, write_units_forced, free_erase_units, ssd_direct_unit_bytes;
   std::vector<std::pair<std::string, std::pair<int, int>>> per_section;  // name -> (allocs, seals)
   // Migration and cleaning.
   int migration_passes, migration_lat, migrate_up_ops, migrate_up_bytes, migrate_down_ops,

@@ -54,6 +54,8 @@ struct Workload {
   BlockModel model;
   Store store;
   std::mt19937_64 rng{7};
+  std::mt19937_64 direct_rng{11};
+  bool direct = false;  // half the requests may take whole units written
   uint64_t now = 0, next_id = 1;
   std::vector<PersistOp> ops;
 
@@ -74,6 +76,7 @@ struct Workload {
       r.writes = 1 + static_cast<uint32_t>(rng() % 5);
       r.born_us = now - rng() % 400;
       r.now_us = now;
+      r.direct = direct && direct_rng() % 2 == 0;
       int used;
       if (al->allocate_with_fallback(r, &pieces, &ev, &used) == 0) {
         ASSERT_TRUE(model.add(next_id, bytes, pieces, setup.block_size));
@@ -137,6 +140,24 @@ TEST(AllocatorRecords, RoundTripRebuildsTheSameState) {
             0)
       << err;
   EXPECT_EQ(first_difference(c->dump(), w.a->dump()), "");
+}
+
+TEST(AllocatorRecords, UnitsHandedOverWrittenRebuildAsWritten) {
+  Workload w(pressured());
+  w.direct = true;
+  for (int i = 0; i < 1500; ++i) {
+    w.step(w.a.get());
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  ASSERT_EQ(w.a->verify(), "");
+  std::unique_ptr<SectionAllocator> b;
+  std::string err;
+  ASSERT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune,
+                                      records(w.store), w.now, &b, &err),
+            0)
+      << err;
+  ASSERT_EQ(b->verify(), "");
+  EXPECT_EQ(first_difference(b->dump(), w.a->dump()), "");
 }
 
 TEST(AllocatorRecords, OpenExtentsComeBackInTheirMapTableEntries) {

@@ -32,7 +32,8 @@ AllocRequest req(uint64_t bytes, int section = 0, uint64_t now = 0, uint32_t gro
 
 // Random creates and removes against the brute-force model, checking every
 // invariant of the allocator after each step.
-void random_workload(const AllocSetup& setup, uint64_t seed, int steps, bool fallback) {
+void random_workload(const AllocSetup& setup, uint64_t seed, int steps, bool fallback,
+                     bool direct = false) {
   auto a = make_allocator(setup);
   ASSERT_TRUE(a);
   SectionRouter router;
@@ -44,6 +45,7 @@ void random_workload(const AllocSetup& setup, uint64_t seed, int steps, bool fal
   AllocEvents ev;
   uint64_t next_id = 1, now = 0;
   std::set<uint64_t> written_blocks;  // blocks inside emitted regions
+  std::set<uint64_t> direct_blocks;   // live blocks of units handed over written
   for (int step = 0; step < steps; ++step) {
     now += 1000;
     bool create = model.objects().empty() || rng() % 100 < 55;
@@ -52,13 +54,19 @@ void random_workload(const AllocSetup& setup, uint64_t seed, int steps, bool fal
       int section = router.route_by_size(bytes);
       AllocRequest r = req(bytes, section, now, static_cast<uint32_t>(rng() % setup.groups),
                            next_id);
+      r.direct = direct && next_id % 2 == 0;
       int used = section, rc;
       rc = fallback ? a->allocate_with_fallback(r, &pieces, &ev, &used)
                     : a->allocate(r, &pieces, &ev);
       if (rc == 0) {
         ASSERT_TRUE(model.add(next_id, bytes, pieces, setup.block_size));
         uint64_t sum = 0;
-        for (const auto& p : pieces) sum += p.bytes;
+        for (const auto& p : pieces) {
+          sum += p.bytes;
+          ASSERT_TRUE(!p.direct || r.direct);
+          if (p.direct)
+            for (uint64_t b = p.block; b < p.block + p.blocks; ++b) direct_blocks.insert(b);
+        }
         ASSERT_EQ(sum, bytes);
         ++next_id;
       } else {
@@ -69,13 +77,19 @@ void random_workload(const AllocSetup& setup, uint64_t seed, int steps, bool fal
       auto it = model.objects().begin();
       std::advance(it, rng() % model.objects().size());
       uint64_t id = it->first;
-      for (const auto& p : it->second.pieces) ASSERT_EQ(a->release(p.block, p.blocks, now), 0);
+      for (const auto& p : it->second.pieces) {
+        ASSERT_EQ(a->release(p.block, p.blocks, now), 0);
+        for (uint64_t b = p.block; b < p.block + p.blocks; ++b) direct_blocks.erase(b);
+      }
       model.remove(id);
     }
     a->collect(&ev);
     if (step % 97 == 0) a->tick(now, &ev);
     for (const auto& r : ev.regions) {
       ASSERT_EQ(r.block % r.blocks, 0u) << "region not aligned to its size";
+      auto d = direct_blocks.lower_bound(r.block);
+      ASSERT_TRUE(d == direct_blocks.end() || *d >= r.block + r.blocks)
+          << "a region over live data of a unit handed over written, step " << step;
       for (const auto& [b, n] : r.extents) {
         ASSERT_GE(b, r.block);
         ASSERT_LE(b + n, r.block + r.blocks);
@@ -99,6 +113,14 @@ void random_workload(const AllocSetup& setup, uint64_t seed, int steps, bool fal
 TEST(SectionAllocator, RandomWorkloadKeepsInvariantsDefaultSections) {
   AllocSetup s;
   random_workload(s, 1, 3000, true);
+}
+
+TEST(SectionAllocator, RandomWorkloadKeepsInvariantsWithUnitsHandedOverWritten) {
+  AllocSetup s;
+  random_workload(s, 5, 3000, true, true);
+  s.ssd_bytes = 8 << 20;  // under pressure: holes and fallbacks take large objects too
+  s.sections = "small:8K:rho1,mid:64K:rho2,large:512K:rho3:delta32:holes=fill";
+  random_workload(s, 6, 3000, true, true);
 }
 
 TEST(SectionAllocator, RandomWorkloadKeepsInvariantsHfmPolicyNoGaps) {
@@ -281,6 +303,69 @@ TEST(SectionAllocator, LargeObjectsTakeWholeExtentsAndPlaceTheRemainder) {
   EXPECT_EQ(p[1].blocks, 30u);   // the remainder went into the open tail
   EXPECT_EQ(p[1].bytes, 30u * 1024 - 100);
   EXPECT_EQ(p[1].block, small_block + 20);
+  EXPECT_EQ(a->verify(), "");
+}
+
+TEST(SectionAllocator, WholeUnitsOfADirectRequestAreHandedOverWritten) {
+  AllocSetup s;
+  s.sections = "small:8K:rho1,large:64K:rho3:delta4";
+  s.erase_block = 256 << 10;  // a write unit = 4 large extents = 256 blocks
+  s.ssd_bytes = 16 << 20;
+  auto a = make_allocator(s);
+  std::vector<AllocPiece> p;
+  AllocEvents ev;
+  // 1 MiB + 10 KiB: four whole units, the remainder down in `small`.
+  AllocRequest r = req((1 << 20) + 10 * 1024, 1, 1000, 0, 7);
+  r.direct = true;
+  ASSERT_EQ(a->allocate(r, &p, &ev), 0);
+  ASSERT_GE(p.size(), 2u);
+  EXPECT_TRUE(p[0].direct);
+  EXPECT_EQ(p[0].blocks, 1024u);
+  EXPECT_EQ(p[0].bytes, 1u << 20);
+  EXPECT_EQ(p[0].block % 256, 0u);
+  for (size_t i = 1; i < p.size(); ++i) EXPECT_FALSE(p[i].direct);
+  a->collect(&ev);
+  for (const auto& reg : ev.regions)
+    EXPECT_TRUE(reg.block + reg.blocks <= p[0].block || reg.block >= p[0].block + p[0].blocks)
+        << "a region over units handed over written";
+  EXPECT_EQ(a->verify(), "");
+  // Without `direct` the same request stages its units and regions follow.
+  AllocRequest staged = req((1 << 20), 1, 2000, 0, 8);
+  ASSERT_EQ(a->allocate(staged, &p, &ev), 0);
+  for (const auto& piece : p) EXPECT_FALSE(piece.direct);
+  ev.clear();
+  a->collect(&ev);
+  EXPECT_EQ(ev.regions.size(), 4u);
+  // Released, a handed-over unit is free space like any written one.
+  ASSERT_EQ(a->release(p[0].block, p[0].blocks, 3000), 0);
+  EXPECT_EQ(a->verify(), "");
+}
+
+TEST(SectionAllocator, ADirectRequestStagesUnitsItSharesWithOthers) {
+  AllocSetup s;
+  s.sections = "large:64K:rho3:delta4";
+  s.erase_block = 256 << 10;
+  s.ssd_bytes = 16 << 20;
+  auto a = make_allocator(s);
+  std::vector<AllocPiece> p;
+  AllocEvents ev;
+  // A small object opens the first unit; a large direct one (10 extents)
+  // fills the rest of it (3 extents, staged: the unit is shared), one whole
+  // unit (direct) and 3 extents of the next (staged: not whole).
+  ASSERT_EQ(a->allocate(req(20 * 1024, 0, 0, 0, 1), &p, &ev), 0);
+  AllocRequest r = req(640 << 10, 0, 1000, 0, 2);
+  r.direct = true;
+  ASSERT_EQ(a->allocate(r, &p, &ev), 0);
+  uint64_t direct_blocks = 0, total = 0;
+  for (const auto& piece : p) {
+    total += piece.blocks;
+    if (!piece.direct) continue;
+    direct_blocks += piece.blocks;
+    EXPECT_EQ(piece.block % 256, 0u) << "a direct piece not on a unit";
+    EXPECT_EQ(piece.blocks % 256, 0u);
+  }
+  EXPECT_EQ(total, 640u);
+  EXPECT_EQ(direct_blocks, 256u);
   EXPECT_EQ(a->verify(), "");
 }
 
