@@ -381,9 +381,10 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     // HDD must not read the whole object from the HDD. The read verifies
     // every checksum it covers: damaged data is not moved.
     const uint64_t tu = impl_->space(target).unit();
+    const bool whole = impl_->move_rewrites_whole(target);
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (const auto& [off, e] : on->extents.extents()) {
-      const bool moves = begin == end ? e.tier != target
+      const bool moves = begin == end ? whole || e.tier != target
                                       : e.tier == target && e.physical < end && e.physical + e.length > begin;
       if (!moves) continue;
       uint64_t a = e.logical / tu * tu, b = std::min(last, (e.logical_end() + tu - 1) / tu * tu);

@@ -350,7 +350,11 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       set_size(o, std::max(o.size, end));
       return 0;
     }
-    int r = allocate_on(tier, len, hint, &where, c, oid, std::max(o.size, end), buf.data());
+    // An absorbed write is placed by its own size: in the section of an
+    // object its size, not in the lanes the whole object (4 MiB) would take,
+    // whose write units a later promotion of the object should fill alone.
+    const uint64_t placed_as = absorbed && tier == Tier::kSsd ? len : std::max(o.size, end);
+    int r = allocate_on(tier, len, hint, &where, c, oid, placed_as, buf.data());
     if (r == -ENOSPC) {
       if (tier == preferred) s.perf_->set.inc(s.perf_->tier_spill_ops);
       continue;  // spill to the other tier
@@ -442,9 +446,10 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
   const uint64_t tu = s.space(target).unit();
   std::string_view image = op.payload();
   std::vector<DataExtent> moving;
+  const bool whole = s.move_rewrites_whole(target);
   for (const auto& [off, e] : o->extents.extents()) {
     bool in_range = op.len && e.tier == target && e.physical < op.off + op.len && e.physical + e.length > op.off;
-    if (op.len ? in_range : e.tier != target) moving.push_back(e);
+    if (op.len ? in_range : whole || e.tier != target) moving.push_back(e);
   }
   // What moves, in the target's units: an object whose tiers have different
   // units (an SSD of 1 KiB blocks took a small write into an object on a

@@ -187,6 +187,12 @@ class StoreImpl {
   // One per tier, fastest first: the device and its space (space/tier_space.h).
   std::unique_ptr<TierSpace> space_[kNumTiers];
   TierSpace& space(Tier t) const { return *space_[tier_index(t)]; }
+  // A move of an object to `target` rewrites all of it, not only what lies
+  // elsewhere: on a staged tier one contiguous allocation takes whole write
+  // units (written at once), where the pieces between a few blocks already
+  // there (small writes the tier absorbed) would each be staged apart. The
+  // reader of the move's image and the migrate op must agree on it.
+  bool move_rewrites_whole(Tier target) const { return space(target).route() == WriteRoute::kStaged; }
   BlockDevice* dev(int t) const { return space_[t]->device(); }
   std::array<BlockDevice*, kNumTiers> devices() const;
   // Gives space back to the tier that owns it.

@@ -441,6 +441,39 @@ TEST_F(SectionsStoreTest, ARangeUnderADiscardedRecordIsNotQuietUntilItsDeletionI
   EXPECT_TRUE(impl->deferred_->range_quiet(Tier::kSsd, e.physical, e.length));
 }
 
+TEST_F(SectionsStoreTest, APromotionRewritesTheWholeObjectInWholeUnits) {
+  // A 4 MiB object on the HDD took three small random writes on the SSD
+  // (absorbed). Promoted, it becomes one contiguous allocation whose whole
+  // units are written at once, not the pieces between the absorbed blocks,
+  // each staged apart.
+  std::string data = hybridstore::test::random_bytes(rng_, 4 << 20);
+  Transaction t;
+  t.touch(coll_, obj("p"));
+  t.set_alloc_hint(coll_, obj("p"), 64ull << 20, 0, kHintSequentialWrite);
+  t.write(coll_, obj("p"), 0, data);
+  apply(std::move(t));
+  for (uint64_t off : {300000ull, 1900000ull, 3500000ull}) {
+    Transaction w;
+    std::string piece(4096, static_cast<char>('a' + off % 26));
+    w.write(coll_, obj("p"), off, piece);
+    apply(std::move(w));
+    data.replace(off, piece.size(), piece);
+  }
+  ObjectStat st;
+  ASSERT_EQ(store_->stat(coll_, obj("p"), &st), 0);
+  ASSERT_GT(st.bytes_on[0], 0u) << "the small writes were not absorbed";
+  ASSERT_GT(st.bytes_on[1], 0u);
+  const uint64_t direct_before = counter(*store_, "ssd_direct_unit_bytes");
+  ASSERT_EQ(store_->migrate(coll_, obj("p"), Tier::kSsd), 0);
+  ASSERT_EQ(store_->stat(coll_, obj("p"), &st), 0);
+  EXPECT_EQ(st.bytes_on[0], st.allocated);
+  EXPECT_GE(counter(*store_, "ssd_direct_unit_bytes") - direct_before, 3u << 20);
+  EXPECT_EQ(read_all(coll_, obj("p")), data);
+  remount();
+  EXPECT_EQ(read_all(coll_, obj("p")), data);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
 TEST_F(SectionsStoreTest, MigrationIntoAndOutOfSectionsKeepsData) {
   std::string data = hybridstore::test::random_bytes(rng_, 200000);
   Transaction t;
