@@ -37,6 +37,7 @@ help:
 	@echo "make ceph-hybrid-proof CEPH_BUILD=DIR  HybridStore against BlueStore on emulated SSD and HDD classes (root, FUSE)"
 	@echo "make ceph-objectstore-fio CEPH_BUILD=DIR  HybridStore against BlueStore through Ceph's fio ObjectStore engine: IOPS, latency, CPU per op"
 	@echo "make ceph-thrash CEPH_BUILD=DIR  ceph_test_rados under OSD thrashing, replicated and EC pools, HybridStore then BlueStore (HS_THRASH_MINUTES per pool)"
+	@echo "make ceph-standalone CEPH_BUILD=DIR  Ceph's standalone scrub/repair/EIO/space scripts, unmodified, on HybridStore then BlueStore"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
@@ -94,7 +95,7 @@ clean:
 # Steps that need a hybridstore-capable ceph-osd run when CEPH_OSD=/path or
 # CEPH_BUILD=dir is given and report SKIPPED otherwise.
 QA_DEB_PACKAGES := ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-venv \
-  python3-apt uuid-runtime jq shellcheck util-linux procps
+  python3-apt uuid-runtime jq shellcheck util-linux procps xmlstarlet
 QA_PYTHON    ?= /usr/bin/python3
 QA_VENV      ?= $(BUILD)/venv-qa
 ANSIBLE_VENV ?= $(BUILD)/venv-ansible
@@ -103,7 +104,7 @@ ANSIBLE_VENV ?= $(BUILD)/venv-ansible
 # hybridstore ones are listed with their skip reason unless CEPH_OSD is given.
 QA_LOCAL_ARGS ?= hybridstore/basic --filter-out rados-bench,omap
 
-.PHONY: qa-deps qa-venv ansible-venv qa-validate qa-standalone qa-local ansible-test qa-suites ceph-proof ceph-hybrid-proof ceph-deps
+.PHONY: qa-deps qa-venv ansible-venv qa-validate qa-standalone qa-local ansible-test qa-suites ceph-proof ceph-hybrid-proof ceph-deps ceph-thrash ceph-standalone
 .PHONY: ansible-multihost-deps ansible-test-multihost
 
 qa-deps:
@@ -214,6 +215,12 @@ ceph-objectstore-fio:
 THRASH_OUT ?= thrash-report
 ceph-thrash: qa-deps
 	@qa/ceph/thrash.sh both $(THRASH_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# Ceph's own standalone scripts (scrub/repair, EIO, recovery and backfill
+# space, split/merge) from the tree CEPH_BUILD was built from, unmodified,
+# on hybridstore OSDs and then on the same binary's BlueStore.
+ceph-standalone: qa-deps
+	@qa/ceph/ceph-standalone.sh both $(STANDALONE_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 ceph-deps:

@@ -10,6 +10,14 @@ QA_CEPH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck disable=SC2034
 HS_TOP=$(cd "$QA_CEPH_DIR/../.." && pwd)
 
+# --help / -h of the sourcing script (the positional parameters of a script
+# that sources this file are this file's): its header comment, up to `set -u`.
+case "${1:-}" in
+-h | --help)
+    sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'
+    exit 0 ;;
+esac
+
 skip() {
     echo "SKIPPED: $*"
     exit "$HS_SKIP"
