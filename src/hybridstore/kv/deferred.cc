@@ -125,6 +125,10 @@ bool DeferredWriter::range_quiet(Tier tier, uint64_t offset, uint64_t len) const
   if (overlaps_pending_locked(PExtent{tier, offset, len}, UINT64_MAX)) return false;
   for (const auto& [seq, sp] : dead_spans_)
     if (sp.tier == tier && sp.begin < offset + len && offset < sp.end) return false;
+  for (const auto& r : regions_)
+    if (r.tier == tier && r.begin < offset + len && offset < r.end) return false;
+  for (const auto& r : inflight_regions_)
+    if (r.tier == tier && r.begin < offset + len && offset < r.end) return false;
   return true;
 }
 
@@ -378,6 +382,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
     }
   }
   in_flight_ = true;
+  inflight_regions_ = regions;
   const uint64_t t0_ns = perf_.set ? perf_now_ns() : 0;
   l.unlock();
 
@@ -505,6 +510,7 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
   std::vector<PExtent> ready;
   l.lock();
   in_flight_ = false;
+  inflight_regions_.clear();
   if (err) {
     error_ = err;
   } else {

@@ -120,10 +120,11 @@ class DeferredWriter {
   // records are deleted with the next applied batch, never after a later
   // region over the same space.
   void discard_held(Tier tier, uint64_t offset, uint64_t len);
-  // True when no record staged so far, applied or not, and no discarded
-  // record whose deletion is not yet durable covers any of
-  // [offset, offset + len): a write there from now on cannot be overtaken by
-  // an older record, neither by the applier nor by a replay after a crash.
+  // True when no record staged so far, applied or not, no discarded record
+  // whose deletion is not yet durable, and no region queued or being written
+  // covers any of [offset, offset + len): a write there from now on cannot
+  // be overtaken by older data, neither by the applier (a region rewrites
+  // what it read of its range) nor by a replay after a crash.
   bool range_quiet(Tier tier, uint64_t offset, uint64_t len) const;
   uint64_t pending_bytes() const;
   DeferredStats stats() const;
@@ -188,6 +189,7 @@ class DeferredWriter {
   uint64_t committed_bytes_ = 0;
   std::vector<Held> held_;
   std::deque<Region> regions_;
+  std::vector<Region> inflight_regions_;  // being written by apply_batch outside the lock
   std::vector<uint64_t> discarded_;  // seqs whose records are still to delete
   std::map<uint64_t, Span> dead_spans_;  // discarded seq -> its range, until deleted durably
   bool in_flight_ = false;           // apply_batch is writing outside the lock

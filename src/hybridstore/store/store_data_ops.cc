@@ -161,14 +161,19 @@ int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<P
       pos += pc.length;
       // Whole write units go to the device with the transaction's other
       // writes, before it commits: the space is new, so nothing references
-      // it until then. An older record still over that space (a record
-      // replayed after a crash would land on the new data) sends the unit
-      // the ordered way instead: an in-place record applied after it.
-      if (pc.direct && pc.offset % align == 0 && pc.length % align == 0 &&
-          reinterpret_cast<uintptr_t>(src) % 4096 == 0 && s.deferred_->range_quiet(tier, pc.offset, pc.length)) {
-        tx.writes.push_back({tier, pc.offset, src, pc.length});
-        s.perf_->set.inc(s.perf_->ssd_direct_unit_bytes, pc.length);
-        continue;
+      // it until then. Older data still headed for that space (a record, a
+      // record replayed after a crash, a region still to be written) sends
+      // the unit the ordered way instead: an in-place record applied after
+      // it. Staged records of an earlier owner there are dead (the space was
+      // free) and leave first: no region will come for them now.
+      if (pc.direct) {
+        s.deferred_->discard_held(tier, pc.offset, pc.length);
+        if (pc.offset % align == 0 && pc.length % align == 0 && reinterpret_cast<uintptr_t>(src) % 4096 == 0 &&
+            s.deferred_->range_quiet(tier, pc.offset, pc.length)) {
+          tx.writes.push_back({tier, pc.offset, src, pc.length});
+          s.perf_->set.inc(s.perf_->ssd_direct_unit_bytes, pc.length);
+          continue;
+        }
       }
       tx.deferred.push_back(
           s.deferred_->stage(tx.batch.get(), tier, pc.offset, std::string(src, pc.length), pc.staged));

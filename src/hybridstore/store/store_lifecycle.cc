@@ -613,11 +613,12 @@ uint64_t StoreImpl::submit_staged_state(TierSpace::Drain how) {
       if (space_[t]->keeps_state()) locks[t] = space_[t]->drain_state(how, work.batch.get(), &regions[t]);
     if (work.batch->Count() > 0 && (seq = committer_->submit(std::move(work))) == 0)
       return 0;  // read-only: without their state the regions must not be written either
+    // Queued under the locks, as a transaction's (see store_txn.cc).
+    for (int t = 0; t < kNumTiers; ++t)
+      for (const auto& r : regions[t]) deferred_->write_region(static_cast<Tier>(t), r.begin, r.end);
     for (int t = kNumTiers - 1; t >= 0; --t)
       if (locks[t].owns_lock()) locks[t].unlock();
   }
-  for (int t = 0; t < kNumTiers; ++t)
-    for (const auto& r : regions[t]) deferred_->write_region(static_cast<Tier>(t), r.begin, r.end);
   return seq;
 }
 

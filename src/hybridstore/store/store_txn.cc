@@ -146,9 +146,10 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   if (!tx.released.empty() || !tx.deferred.empty()) {
     // Freed space goes back through the deferred writer: it must not be
     // reused while a deferred write staged before it may still land there.
-    // A staged tier's space is the exception: every write to it is a
-    // deferred record applied in staging order, so reuse cannot overtake an
-    // old one.
+    // A staged tier's space is the exception: its writes are deferred
+    // records applied in staging order, or whole units written before the
+    // commit only where no older record or region covers them
+    // (DeferredWriter::range_quiet), so reuse cannot overtake an old one.
     std::vector<PExtent> held, now;
     for (auto& e : tx.released) (space(e.tier).reuse_at_commit() ? now : held).push_back(e);
     work.after_commit = [this, held = std::move(held), now = std::move(now), staged = tx.deferred] {
@@ -168,10 +169,13 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     if (space_[t]->keeps_state())
       state_locks[t] = space_[t]->drain_state(TierSpace::Drain::kCommit, work.batch.get(), &regions[t]);
   uint64_t seq = committer_->submit(std::move(work), caller_waits);
-  for (int t = kNumTiers - 1; t >= 0; --t)
-    if (state_locks[t].owns_lock()) state_locks[t].unlock();
+  // Regions are queued before the tiers' locks drop: an allocation made after
+  // that may write a whole unit directly, and must see a region still to be
+  // written over its space (DeferredWriter::range_quiet).
   for (int t = 0; t < kNumTiers; ++t)
     for (const auto& r : regions[t]) deferred_->write_region(static_cast<Tier>(t), r.begin, r.end);
+  for (int t = kNumTiers - 1; t >= 0; --t)
+    if (state_locks[t].owns_lock()) state_locks[t].unlock();
   if (seq == 0) {
     rollback();
     if (error) *error = TxnError{-EROFS, -1, -1, "", "store is read-only after an I/O error: " + committer_->error_message()};
