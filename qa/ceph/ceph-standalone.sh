@@ -141,7 +141,10 @@ for store in $stores; do
             log "$store $script $t"
             start=$SECONDS
             # ceph-helpers' main() puts "." first on PATH and makes td/ here.
-            (cd "$work" && PATH="$shim:$PATH" CEPH_ROOT=$tree CEPH_LIB=$lib LOCALRUN=yes \
+            # No CEPH_LIB: Ceph reads it as every daemon's plugin directory,
+            # and Debian's mon must load Debian's erasure-code plugins (the
+            # shim's ceph-osd gets the build's).
+            (cd "$work" && PATH="$shim:$PATH" CEPH_ROOT=$tree LOCALRUN=yes \
                 HS_OSD_START_LOG=$starts timeout --signal=TERM --kill-after=120 "$test_timeout" \
                 bash "$path" "$t") > "$tdir/$t.log" 2>&1
             rc=$?
