@@ -19,7 +19,11 @@
 #   ceph-objectstore-tool  the build's
 #   ceph-mgr               Debian's, on its own mgr modules (the tree's are
 #                          for the tree's mgr, which this build does not have)
-#   ceph-mon, ceph, rados, ceph-authtool, ...  Debian's
+#   ceph-mon               Debian's; for hybridstore with
+#                          mon_debug_no_require_bluestore_for_ec_overwrites
+#                          (the monitor allows EC overwrites only on BlueStore
+#                          OSDs; hybridstore checksums every block for scrub)
+#   ceph, rados, ceph-authtool, ...  Debian's
 # Every TEST_ function of every script runs on its own (ceph-helpers' run()
 # takes their names), so each gets a row: passed, failed, or not applicable
 # with the reason read from the test (its OSDs ran on FileStore; it reads
@@ -86,6 +90,15 @@ EOF
     cat > "$bin/ceph-objectstore-tool" << EOF
 #!/usr/bin/env bash
 exec "$CEPH_BUILD/bin/ceph-objectstore-tool" "\$@"
+EOF
+    # The monitor allows EC overwrites only on BlueStore OSDs (FileStore had
+    # no data checksums for scrub to check); hybridstore checksums every
+    # block, and thrash.sh sets the same option.
+    local mon_extra=""
+    [ "$store" = bluestore ] || mon_extra="--mon-debug-no-require-bluestore-for-ec-overwrites=true"
+    cat > "$bin/ceph-mon" << EOF
+#!/usr/bin/env bash
+exec /usr/bin/ceph-mon "\$@" $mon_extra
 EOF
     cat > "$bin/ceph-mgr" << 'EOF'
 #!/usr/bin/env bash
