@@ -96,6 +96,17 @@ struct Workload {
   }
 };
 
+// Rebuilds an allocator from what `w` persisted; it must verify clean.
+std::unique_ptr<SectionAllocator> rebuilt(const Workload& w) {
+  std::unique_ptr<SectionAllocator> b;
+  std::string err;
+  EXPECT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune, records(w.store), w.now, &b, &err),
+            0)
+      << err;
+  if (b) EXPECT_EQ(b->verify(), "");
+  return b;
+}
+
 AllocSetup pressured() {
   AllocSetup s;
   s.ssd_bytes = 16 << 20;
@@ -113,13 +124,9 @@ TEST(AllocatorRecords, RoundTripRebuildsTheSameState) {
       w.step(w.a.get());
       ASSERT_FALSE(HasFatalFailure());
     }
-    std::unique_ptr<SectionAllocator> b;
-    std::string err;
-    ASSERT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune,
-                                        records(w.store), w.now, &b, &err),
-              0)
-        << err;
-    ASSERT_EQ(b->verify(), "");
+    auto b = rebuilt(w);
+    ASSERT_TRUE(b);
+    ASSERT_FALSE(HasFailure());
     ASSERT_EQ(first_difference(b->dump(), w.a->dump()), "") << "round " << round;
   }
   // The rebuilt allocator carries on: same objects, more work, invariants hold.
@@ -150,13 +157,8 @@ TEST(AllocatorRecords, UnitsHandedOverWrittenRebuildAsWritten) {
     ASSERT_FALSE(HasFatalFailure());
   }
   ASSERT_EQ(w.a->verify(), "");
-  std::unique_ptr<SectionAllocator> b;
-  std::string err;
-  ASSERT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune,
-                                      records(w.store), w.now, &b, &err),
-            0)
-      << err;
-  ASSERT_EQ(b->verify(), "");
+  auto b = rebuilt(w);
+  ASSERT_TRUE(b);
   EXPECT_EQ(first_difference(b->dump(), w.a->dump()), "");
 }
 

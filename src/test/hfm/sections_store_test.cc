@@ -2,6 +2,7 @@
 // readable at once, written out whole, survives a crash before it was
 // written, and the sections' state persists and reconciles.
 #include <sys/wait.h>
+#include <functional>
 #include <future>
 #include <random>
 #include <thread>
@@ -41,6 +42,27 @@ class SectionsStoreTest : public StoreTest {
     ASSERT_EQ(test::StoreTestPeer::impl(*store_)->deferred_->drain(true), 0);
   }
   void random_overwrites_keep_data_and_space_exact();
+  // A child process mounts the store, runs `work` (false: it failed) and
+  // dies without umount, as a crash would; then the store is mounted again.
+  void crash_after(const std::function<bool(HybridStore&)>& work) {
+    ASSERT_EQ(store_->umount(), 0);
+    store_.reset();
+    const std::string path = dir_->path() + "/store";
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      HybridStore s(path, config());
+      std::string err;
+      if (s.mount(&err) < 0) _exit(2);
+      _exit(work(s) ? 0 : 3);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    store_ = std::make_unique<HybridStore>(path, config());
+    std::string err;
+    ASSERT_EQ(store_->mount(&err), 0) << err;
+  }
   std::map<std::string, std::string> extra_;
 };
 
@@ -215,29 +237,16 @@ TEST_F(SectionsStoreTest, SmallOverwritesGoInPlaceOrToNewExtentsAsConfigured) {
 }
 
 TEST_F(SectionsStoreTest, StagedDataSurvivesACrashBeforeItWasWritten) {
-  ASSERT_EQ(store_->umount(), 0);
-  store_.reset();
-  std::string path = dir_->path() + "/store";
   extra_["hybridstore_ssd_staging_timeout"] = "3600";  // nothing written by timeout
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    HybridStore s(path, config());
-    std::string err;
-    if (s.mount(&err) < 0) _exit(2);
+  // Acknowledged, staged, never written to the device.
+  ASSERT_NO_FATAL_FAILURE(crash_after([&](HybridStore& s) {
     for (int i = 0; i < 50; ++i) {
       Transaction t;
       t.write(coll_, obj("c" + std::to_string(i)), 0, std::string(700 + i * 37, static_cast<char>('A' + i % 26)));
-      if (s.apply_transaction(std::move(t)) < 0) _exit(3);
+      if (s.apply_transaction(std::move(t)) < 0) return false;
     }
-    _exit(0);  // acknowledged, staged, never written to the device
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  store_ = std::make_unique<HybridStore>(path, config());
-  std::string err;
-  ASSERT_EQ(store_->mount(&err), 0) << err;
+    return true;
+  }));
   for (int i = 0; i < 50; ++i)
     EXPECT_EQ(read_all(coll_, obj("c" + std::to_string(i))), std::string(700 + i * 37, static_cast<char>('A' + i % 26)));
   EXPECT_EQ(fsck_errors(true), 0);
@@ -376,35 +385,21 @@ TEST_F(SectionsStoreTest, WithDirectUnitsOffEverythingIsStaged) {
 }
 
 TEST_F(SectionsStoreTest, WholeUnitsWrittenBeforeACrashSurviveIt) {
-  ASSERT_EQ(store_->umount(), 0);
-  store_.reset();
-  std::string path = dir_->path() + "/store";
   extra_["hybridstore_ssd_staging_timeout"] = "3600";
   auto data = [](int i) {
     std::mt19937_64 r(static_cast<uint64_t>(i));
     return hybridstore::test::random_bytes(r, (2 << 20) + 300 + static_cast<uint64_t>(i) * 4099);
   };
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    HybridStore s(path, config());
-    std::string err;
-    if (s.mount(&err) < 0) _exit(2);
+  ASSERT_NO_FATAL_FAILURE(crash_after([&](HybridStore& s) {
     for (int i = 0; i < 8; ++i) {
       Transaction t;
       t.write(coll_, obj("d" + std::to_string(i)), 0, data(i));
       // Small objects too: their units stay staged around the direct ones.
       t.write(coll_, obj("s" + std::to_string(i)), 0, std::string(900 + i, static_cast<char>('a' + i)));
-      if (s.apply_transaction(std::move(t)) < 0) _exit(3);
+      if (s.apply_transaction(std::move(t)) < 0) return false;
     }
-    _exit(0);  // acknowledged; no umount
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  store_ = std::make_unique<HybridStore>(path, config());
-  std::string err;
-  ASSERT_EQ(store_->mount(&err), 0) << err;
+    return true;
+  }));
   for (int i = 0; i < 8; ++i) {
     EXPECT_EQ(read_all(coll_, obj("d" + std::to_string(i))), data(i)) << i;
     EXPECT_EQ(read_all(coll_, obj("s" + std::to_string(i))), std::string(900 + i, static_cast<char>('a' + i)));
