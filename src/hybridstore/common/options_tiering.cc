@@ -54,6 +54,14 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "heat window (an object written once and not read since is not hot, and copying "
                 "it up costs the HDD a read and takes SSD room small writes need)",
                 "0", "1000000"});
+  v->push_back({"hybridstore_tier_promote_break_even", T::kSize, "1M",
+                "the bytes the HDD streams in the time one random access costs it: an object on "
+                "the HDD is promoted (by a pass or on its reads) only once its random requests "
+                "in the heat window, each of which cost the HDD a positioning, would have paid "
+                "for copying it, (requests - 1) x this >= its size; an object written and read "
+                "whole, in order, stays on the HDD, which streams it about as fast (0 = no such "
+                "rule)",
+                "0", "1G"});
   v->push_back({"hybridstore_tier_promote_hits", T::kInt, "3",
                 "an object mostly on the HDD, no larger than hybridstore_tier_promote_max_size, is "
                 "promoted to the SSD within a second once a read finds its accesses (reads and "

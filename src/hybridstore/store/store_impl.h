@@ -225,6 +225,7 @@ class StoreImpl {
   // continuation: same type, starts where it ended, soon after).
   bool write_continues(const CollectionId& c, const ObjectId& o, uint64_t off) const;
   uint64_t promote_max_size_ = 0;  // hybridstore_tier_promote_max_size
+  uint64_t promote_break_even_ = 0;  // hybridstore_tier_promote_break_even
   // Heat history in RocksDB (`H` keys): load at mount, save periodically and at umount.
   void load_heat();
   int save_heat();

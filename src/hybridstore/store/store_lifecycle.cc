@@ -464,6 +464,7 @@ int StoreImpl::mount(std::string* error) {
   absorb_max_ = cfg_.get_size("hybridstore_tier_absorb_max");
   absorb_min_free_ = cfg_.get_double("hybridstore_tier_absorb_min_free");
   promote_max_size_ = cfg_.get_size("hybridstore_tier_promote_max_size");
+  promote_break_even_ = cfg_.get_size("hybridstore_tier_promote_break_even");
   for (auto& sp : space_) sp->set_small_overwrites(cfg_.get_str("hybridstore_ssd_small_overwrites"));
   deferred_ = std::make_unique<DeferredWriter>(
       db_.get(), devices(), &write_tracker_,

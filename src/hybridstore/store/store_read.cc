@@ -82,7 +82,9 @@ void StoreImpl::maybe_promote(const CollectionId& c, const ObjectId& o, const st
   const uint64_t ssd = on.extents.bytes_on(Tier::kSsd);
   if (hdd <= ssd || hdd + ssd > promote_max_size_) return;
   HeatSample h;
-  if (heat_->lookup(key, &h) && h.frequency >= static_cast<double>(promote_hits_)) m->request_promotion(c, o, hdd + ssd);
+  if (heat_->lookup(key, &h) && h.frequency >= static_cast<double>(promote_hits_) &&
+      random_requests_pay_for_copy(h.randomness, hdd + ssd, promote_break_even_))
+    m->request_promotion(c, o, hdd + ssd);
 }
 
 int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,

@@ -40,6 +40,11 @@ PlannerOptions planner_options_from_config(const Config& conf, uint64_t ssd_capa
   return o;
 }
 
+bool random_requests_pay_for_copy(double randomness, uint64_t size, uint64_t break_even) {
+  if (!break_even) return true;
+  return (randomness - 1.0) * static_cast<double>(break_even) >= static_cast<double>(size);
+}
+
 uint64_t knapsack_weight(uint64_t size, uint64_t alloc_unit) {
   if (size == 0) return 0;
   if (alloc_unit <= 1) return size;

@@ -55,6 +55,14 @@ struct TierCandidate {
   bool on_ssd = false;          // current tier
 };
 
+// Whether an object's random requests (R) pay for copying it up from the HDD:
+// each non-continuing request cost the HDD one positioning, worth
+// `break_even` bytes of streaming, and the copy costs one positioning plus
+// `size` bytes, so (R - 1) * break_even >= size. A 4 MiB object written once
+// and read once whole (R = 2) does not pay with a 1 MiB break-even; a 4 KiB
+// one does. break_even 0 = every object pays.
+bool random_requests_pay_for_copy(double randomness, uint64_t size, uint64_t break_even);
+
 struct PlannerOptions {
   TierPolicy policy = TierPolicy::kHro;
   uint64_t ssd_budget = 0;     // bytes of SSD the chosen set may occupy

@@ -11,7 +11,10 @@
 // object written while being copied is retried, never lost.
 //
 // A pass promotes only objects with at least hybridstore_tier_promote_min_accesses
-// accesses in the heat window (2: an object written once is not hot).
+// accesses in the heat window (2: an object written once is not hot), and
+// whose random requests would have paid for their copy
+// (hybridstore_tier_promote_break_even: a large object streamed in order once
+// stays on the HDD, even while the SSD has room for it).
 //
 // Passes run on a background thread every hybridstore_tier_migrate_interval_sec,
 // or once the store has been idle (fewer than hybridstore_tier_migrate_idle_ops
@@ -156,6 +159,7 @@ class Migrator {
   std::atomic<uint64_t> ops_{0};
   double ssd_target_ratio_ = 0.9;
   double min_accesses_ = 0;  // hybridstore_tier_promote_min_accesses
+  uint64_t break_even_ = 0;  // hybridstore_tier_promote_break_even
   std::mutex pass_mutex_;  // one pass (or promotion batch) at a time
   std::mutex mutex_;
   std::condition_variable cv_;

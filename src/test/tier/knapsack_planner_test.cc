@@ -79,6 +79,20 @@ TEST(KnapsackPlanner, BenefitIsFrequencyPerAllocatedByteTimesRandomness) {
   EXPECT_EQ(knapsack_weight(4096, 4096), 4096u);
 }
 
+TEST(KnapsackPlanner, RandomRequestsPayForACopyOncePositioningsSavedExceedTheStreamedBytes) {
+  const uint64_t mib = 1 << 20;
+  // A 4 MiB object written and read whole: two requests, one positioning saved.
+  EXPECT_FALSE(random_requests_pay_for_copy(2, 4 * mib, mib));
+  EXPECT_FALSE(random_requests_pay_for_copy(4.99, 4 * mib, mib));
+  EXPECT_TRUE(random_requests_pay_for_copy(5, 4 * mib, mib));
+  // 4 KiB objects pay with their second request, not their first.
+  EXPECT_TRUE(random_requests_pay_for_copy(2, 4096, mib));
+  EXPECT_FALSE(random_requests_pay_for_copy(1, 4096, mib));
+  EXPECT_FALSE(random_requests_pay_for_copy(0, 4096, mib));
+  // 0 turns the rule off.
+  EXPECT_TRUE(random_requests_pay_for_copy(0, 4 * mib, 0));
+}
+
 TEST(KnapsackPlanner, PoliciesRankAsSpecified) {
   // 0: small, hot and random.  1: large, hottest by count, sequential.
   // 2: cold but the most recently used.  3: never accessed.

@@ -222,6 +222,65 @@ TEST_F(MigrationTest, AnObjectWrittenOnceIsNotPromotedByAPassUntilItIsReadAgain)
   EXPECT_TRUE(whole_on(obj("once"), Tier::kSsd));
 }
 
+// rados bench's objects: 4 MiB written whole, then read whole, in order. The
+// HDD streams them about as fast as the SSD would serve them; copying them up
+// would take its time from the reads.
+class BreakEvenTest : public MigrationTest {
+ protected:
+  Config config() override {
+    Config c = MigrationTest::config();
+    std::string err;
+    c.set("hybridstore_tier_promote_hits", "0", &err);  // passes alone decide
+    if (!break_even_.empty()) EXPECT_EQ(c.set("hybridstore_tier_promote_break_even", break_even_, &err), 0) << err;
+    return c;
+  }
+  void remake() {
+    ASSERT_EQ(store_->umount(), 0);
+    store_.reset();
+    dir_ = std::make_unique<hybridstore::test::TempDir>("store");
+    make_store();
+    make_coll(coll_);
+  }
+  std::string break_even_;
+};
+
+TEST_F(BreakEvenTest, ALargeObjectReadWholeInOrderStaysOnTheHddUntilItsRandomReadsPayForTheCopy) {
+  const std::string data = hybridstore::test::random_bytes(rng_, 4 << 20);
+  put_on_hdd(obj("big"), data);
+  put_on_hdd(obj("small"), data.substr(0, 4096));
+  ASSERT_EQ(read_all(coll_, obj("big")), data);
+  ASSERT_EQ(read_all(coll_, obj("small")), data.substr(0, 4096));
+  MigrationReport rep;
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  // Two requests each: enough for 4 KiB, not for 4 MiB (R - 1 < 4 MiB / 1 MiB).
+  EXPECT_EQ(rep.promoted, 1u);
+  EXPECT_TRUE(whole_on(obj("small"), Tier::kSsd));
+  EXPECT_TRUE(whole_on(obj("big"), Tier::kHdd));
+  // Five random 4 KiB reads later it has paid (the pass halved the old window's count).
+  std::mt19937_64 rng(5);
+  for (int n = 0; n < 5; ++n) {
+    std::string out;
+    ASSERT_EQ(store_->read(coll_, obj("big"), (rng() % 1024) * 4096, 4096, &out), 4096);
+  }
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  EXPECT_EQ(rep.promoted, 1u);
+  EXPECT_TRUE(whole_on(obj("big"), Tier::kSsd));
+  EXPECT_EQ(read_all(coll_, obj("big")), data);
+  EXPECT_EQ(fsck_errors(), 0);
+}
+
+TEST_F(BreakEvenTest, ZeroTurnsTheRuleOff) {
+  break_even_ = "0";
+  remake();
+  const std::string data = hybridstore::test::random_bytes(rng_, 4 << 20);
+  put_on_hdd(obj("big"), data);
+  ASSERT_EQ(read_all(coll_, obj("big")), data);
+  MigrationReport rep;
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  EXPECT_EQ(rep.promoted, 1u);
+  EXPECT_TRUE(whole_on(obj("big"), Tier::kSsd));
+}
+
 TEST_F(MigrationTest, HeatHistorySurvivesRemount) {
   put_on_hdd(obj("h"), std::string(64 << 10, 'h'));
   for (int n = 0; n < 50; ++n) {
