@@ -124,6 +124,60 @@ def p99_by_window(lat_log, window):
     return out
 
 
+def step_bounds(out, row):
+    """{step: (host CPU busy share, mean HDD busy share)} from the snapshots
+    taken after each step (snapshot_counters): the host's /proc/stat line and
+    the disk model's busy/elapsed nanoseconds, differenced step to step."""
+    d = os.path.join(out, row)
+    try:
+        steps = [s.strip() for s in open(os.path.join(d, "steps")) if s.strip()]
+    except OSError:
+        return {}
+
+    def cpu(step):
+        try:
+            f = [int(x) for x in open(os.path.join(d, f"cpu-{step}.txt")).read().split()[1:9]]
+        except (OSError, ValueError):
+            return None
+        return sum(f), f[3] + f[4]  # total, idle + iowait
+
+    def hdd(step):
+        busy = elapsed = 0
+        for i in range(3):
+            try:
+                m = json.load(open(os.path.join(d, f"hdd-{step}-osd.{i}.json")))["driver"]["model"]
+            except (OSError, ValueError, KeyError):
+                return None
+            busy += m["busy_ns"]
+            elapsed += m["elapsed_ns"]
+        return busy, elapsed
+
+    res = {}
+    for prev, step in zip(steps, steps[1:]):
+        c0, c1, h0, h1 = cpu(prev), cpu(step), hdd(prev), hdd(step)
+        cs = hs = None
+        if c0 and c1 and c1[0] > c0[0]:
+            cs = 1 - (c1[1] - c0[1]) / (c1[0] - c0[0])
+        if h0 and h1 and h1[1] > h0[1]:
+            hs = (h1[0] - h0[0]) / (h1[1] - h0[1])
+        res[step] = (cs, hs)
+    return res
+
+
+def bound_phrase(b):
+    if not b or b[0] is None:
+        return ""
+    cpu, hdd = b
+    text = f"CPU {100 * cpu:.0f}% busy"
+    if hdd is not None:
+        text += f", HDDs {100 * hdd:.0f}% busy"
+    if cpu >= 0.9 and (hdd is None or hdd < 0.8):
+        text += ": bounded by the CPU"
+    elif hdd is not None and hdd >= 0.8:
+        text += ": bounded by the HDDs"
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser(
         description="Write REPORT.md, results.json and plots for one qa/ceph/hybrid-hardware.sh run.")
@@ -337,18 +391,54 @@ def main():
         pr = ratio(p99_last.get("bluestore"), p99_last.get("hybridstore"))
         goals.append(("hot-set p99 after migration (BlueStore's over hybridstore's)", pr, 3.0))
 
+    # What bounded each step: the host's CPU or the modelled HDDs.
+    bounds = {r: step_bounds(out, r) for r in rows}
+    if any(bounds.values()):
+        steps = []
+        for r in rows:
+            for st in bounds[r]:
+                if st not in steps:
+                    steps.append(st)
+        lines.append("## What bounded each step (host CPU busy / HDD busy, the 3 OSDs' disk models together)")
+        lines.append("")
+        lines.append("| step | " + " | ".join(ROW_TITLE[r] for r in rows) + " |")
+        lines.append("|---|" + "---|" * len(rows))
+        for st in steps:
+            cells = []
+            for r in rows:
+                b = bounds[r].get(st)
+                if not b or b[0] is None:
+                    cells.append("-")
+                else:
+                    cells.append(f"{100 * b[0]:.0f}% / " + ("-" if b[1] is None else f"{100 * b[1]:.0f}%"))
+            lines.append(f"| {st} | " + " | ".join(cells) + " |")
+        lines.append("")
+    goal_step = {
+        "rados 4 KiB writes, sustained": "rados-write-4K",
+        "rados 4 KiB random reads": "rados-rand-4K",
+        "rados 4 MiB writes": "rados-write-4M",
+        "rados 4 MiB sequential reads": "rados-seq-4M",
+        "RBD 4 KiB random writes, sustained": "rbd-randwrite-4k",
+        "hot-set IOPS after migration": "rbd-hotset",
+        "hot-set p99 after migration (BlueStore's over hybridstore's)": "rbd-hotset",
+    }
+
     lines.append("## Goals (ratios from this run)")
     lines.append("")
-    lines.append("| goal | ratio | target | |")
-    lines.append("|---|---|---|---|")
+    lines.append("| goal | ratio | target | | hybridstore's step | BlueStore's step |")
+    lines.append("|---|---|---|---|---|---|")
     summary = []
     for name, rt, target in goals:
+        st = goal_step.get(name)
+        why = [bound_phrase(bounds.get(r, {}).get(st)) or "-" for r in ("hybridstore", "bluestore")]
         if rt is None:
-            lines.append(f"| {name} | - | >= {target} | not measured |")
+            lines.append(f"| {name} | - | >= {target} | not measured | {why[0]} | {why[1]} |")
             continue
         ok = rt >= target
-        lines.append(f"| {name} | {rt:.2f} | >= {target} | {'met' if ok else 'NOT met (%.0f%% short)' % (100 * (1 - rt / target))} |")
-        summary.append({"goal": name, "ratio": round(rt, 3), "target": target, "met": ok})
+        verdict = 'met' if ok else 'NOT met (%.0f%% short)' % (100 * (1 - rt / target))
+        lines.append(f"| {name} | {rt:.2f} | >= {target} | {verdict} | {why[0]} | {why[1]} |")
+        summary.append({"goal": name, "ratio": round(rt, 3), "target": target, "met": ok,
+                        "bounds": {r: bounds.get(r, {}).get(st) for r in ("hybridstore", "bluestore")}})
     lines.append("")
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(lines) + "\n")

@@ -43,19 +43,19 @@ HH_PARTS=${HH_PARTS:-rados rbd hotset}
 # The floor row (BlueStore all on the HDD) skips the hot set by default: it
 # bounds the rados and RBD rows, and the hour's budget is the others'.
 HH_FLOOR_PARTS=${HH_FLOOR_PARTS:-rados rbd}
-HH_SECONDS=${HH_SECONDS:-30}
+HH_SECONDS=${HH_SECONDS:-25}
 # The 4 KiB write run is longer: BlueStore defers small writes to its DB
 # device and takes them to the HDD later, so a short run measures its
 # deferred queue filling, not what it sustains. The report takes the second
 # half of the run.
-HH_WRITE4K_SECONDS=${HH_WRITE4K_SECONDS:-90}
-HH_RBD_SECONDS=${HH_RBD_SECONDS:-45}
+HH_WRITE4K_SECONDS=${HH_WRITE4K_SECONDS:-60}
+HH_RBD_SECONDS=${HH_RBD_SECONDS:-40}
 HH_RBD_SIZE=${HH_RBD_SIZE:-16G}
 HH_HOT_SECONDS=${HH_HOT_SECONDS:-240}
 HH_MIGRATE_INTERVAL=${HH_MIGRATE_INTERVAL:-60}
 HH_SSD_CLASS=${HH_SSD_CLASS:-raw}
 HH_HDD_CLASS=${HH_HDD_CLASS:-hdd}
-HH_CHECK_SECONDS=${HH_CHECK_SECONDS:-10}
+HH_CHECK_SECONDS=${HH_CHECK_SECONDS:-8}
 out=${1:-$PWD/hybrid-hardware-$(date +%Y%m%d-%H%M%S)}
 
 for b in ceph-mon ceph-mgr ceph rados rbd monmaptool uuidgen jq fio; do
@@ -236,6 +236,10 @@ rbd_cli_ls() { timeout --foreground 60 rbd ls rbd 2> /dev/null; }
 # HDD devices' own counters from the disk model.
 snapshot_counters() {
     local row=$1 step=$2 i
+    # The host's CPU time (the first line of /proc/stat) beside the devices'
+    # busy time: the report says which one bounded each step.
+    head -1 /proc/stat > "$out/$row/cpu-$step.txt"
+    echo "$step" >> "$out/$row/steps"
     for i in 0 1 2; do
         ceph_cli daemon "osd.$i" perf dump > "$out/$row/perf-$step-osd.$i.json" 2> /dev/null
     done
@@ -270,12 +274,16 @@ run_row() {
     conf_set "$dir" osd "osd recovery sleep hdd" 0
     conf_set "$dir" osd "osd recovery sleep hybrid" 0
     # The test's own migration interval (the default is a day); see docs/tiering.md.
-    [ "$row" = hybridstore ] &&
+    if [ "$row" = hybridstore ]; then
         conf_set "$dir" osd "hybridstore tier migrate interval sec" "$HH_MIGRATE_INTERVAL"
+        # The engine's info lines (one per migration pass) reach the OSD's log.
+        conf_set "$dir" osd "debug hybridstore" "5/5"
+    fi
     conf_render "$dir"
     record "$row" row binary "$(ceph_release "$osd")"
     log "=== $row: $(ceph_release "$osd"); 3 OSDs, SSD $HS_SSD_SIZE ($HS_SSD_CLASS), HDD $HS_HDD_SIZE ($HS_HDD_CLASS)"
     run_cluster "$dir" 3 || return 1
+    snapshot_counters "$row" start
     ceph_cli osd metadata 0 -f json > "$out/$row/osd.0-metadata.json" 2> /dev/null
     local part start parts=$HH_PARTS
     [ "$row" = bluestore-hdd ] && parts=$HH_FLOOR_PARTS
@@ -290,6 +298,11 @@ run_row() {
         record "$row" "$part" all seconds $((SECONDS - start))
     done
     record "$row" row status ran
+    # The passes' own lines (when, what moved) beside the rows they ran in.
+    local i
+    for i in 0 1 2; do
+        [ -e "$dir/osd.$i.log" ] && grep -E 'migration \(|promot|destage' "$dir/osd.$i.log" > "$out/$row/osd.$i-migrations.log"
+    done
     teardown "$dir"
     dir=
 }
