@@ -136,10 +136,13 @@ def step_bounds(out, row):
 
     def cpu(step):
         try:
-            f = [int(x) for x in open(os.path.join(d, f"cpu-{step}.txt")).read().split()[1:9]]
-        except (OSError, ValueError):
+            lines = open(os.path.join(d, f"cpu-{step}.txt")).read().splitlines()
+            f = [int(x) for x in lines[0].split()[1:9]]
+        except (OSError, ValueError, IndexError):
             return None
-        return sum(f), f[3] + f[4]  # total, idle + iowait
+        # The OSDs' ticks (a line per OSD, after the host's), when all three were read.
+        osd = [int(x.split()[1]) for x in lines[1:] if x.startswith("osd.")]
+        return sum(f), f[3] + f[4], (sum(osd) if len(osd) == 3 else None)  # total, idle + iowait, OSDs
 
     def hdd(step):
         busy = elapsed = 0
@@ -155,20 +158,25 @@ def step_bounds(out, row):
     res = {}
     for prev, step in zip(steps, steps[1:]):
         c0, c1, h0, h1 = cpu(prev), cpu(step), hdd(prev), hdd(step)
-        cs = hs = None
+        cs = hs = osd = None
         if c0 and c1 and c1[0] > c0[0]:
             cs = 1 - (c1[1] - c0[1]) / (c1[0] - c0[0])
+            if c0[2] is not None and c1[2] is not None and c1[2] >= c0[2]:
+                # /proc/stat's first line sums every CPU: the OSDs' share of all of it.
+                osd = (c1[2] - c0[2]) / (c1[0] - c0[0])
         if h0 and h1 and h1[1] > h0[1]:
             hs = (h1[0] - h0[0]) / (h1[1] - h0[1])
-        res[step] = (cs, hs)
+        res[step] = (cs, hs, osd)
     return res
 
 
 def bound_phrase(b):
     if not b or b[0] is None:
         return ""
-    cpu, hdd = b
+    cpu, hdd, osd = b
     text = f"CPU {100 * cpu:.0f}% busy"
+    if osd is not None:
+        text += f" ({100 * osd:.0f}% in the OSDs)"
     if hdd is not None:
         text += f", HDDs {100 * hdd:.0f}% busy"
     if cpu >= 0.9 and (hdd is None or hdd < 0.8):
@@ -399,7 +407,7 @@ def main():
             for st in bounds[r]:
                 if st not in steps:
                     steps.append(st)
-        lines.append("## What bounded each step (host CPU busy / HDD busy, the 3 OSDs' disk models together)")
+        lines.append("## What bounded each step (host CPU busy, of it in the OSDs / HDD busy, the 3 OSDs' disk models together)")
         lines.append("")
         lines.append("| step | " + " | ".join(ROW_TITLE[r] for r in rows) + " |")
         lines.append("|---|" + "---|" * len(rows))
@@ -410,7 +418,8 @@ def main():
                 if not b or b[0] is None:
                     cells.append("-")
                 else:
-                    cells.append(f"{100 * b[0]:.0f}% / " + ("-" if b[1] is None else f"{100 * b[1]:.0f}%"))
+                    osd = "" if b[2] is None else f" ({100 * b[2]:.0f}%)"
+                    cells.append(f"{100 * b[0]:.0f}%{osd} / " + ("-" if b[1] is None else f"{100 * b[1]:.0f}%"))
             lines.append(f"| {st} | " + " | ".join(cells) + " |")
         lines.append("")
     goal_step = {

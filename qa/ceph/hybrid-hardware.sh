@@ -239,6 +239,13 @@ snapshot_counters() {
     # The host's CPU time (the first line of /proc/stat) beside the devices'
     # busy time: the report says which one bounded each step.
     head -1 /proc/stat > "$out/$row/cpu-$step.txt"
+    # And the OSDs' own (utime + stime, clock ticks): the rest is the clients,
+    # the mon and mgr, the disk model and the kernel.
+    local pid
+    for i in 0 1 2; do
+        pid=$(daemon_pid "$dir" "osd.$i") || continue
+        awk -v i="$i" '{ print "osd." i, $14 + $15 }' "/proc/$pid/stat" >> "$out/$row/cpu-$step.txt"
+    done
     echo "$step" >> "$out/$row/steps"
     for i in 0 1 2; do
         ceph_cli daemon "osd.$i" perf dump > "$out/$row/perf-$step-osd.$i.json" 2> /dev/null
