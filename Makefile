@@ -38,6 +38,7 @@ help:
 	@echo "make ceph-objectstore-fio CEPH_BUILD=DIR  HybridStore against BlueStore through Ceph's fio ObjectStore engine: IOPS, latency, CPU per op"
 	@echo "make ceph-thrash CEPH_BUILD=DIR  ceph_test_rados under OSD thrashing, replicated and EC pools, HybridStore then BlueStore (HS_THRASH_MINUTES per pool)"
 	@echo "make ceph-standalone CEPH_BUILD=DIR  Ceph's standalone scrub/repair/EIO/space scripts, unmodified, on HybridStore then BlueStore"
+	@echo "make ceph-corruption CEPH_BUILD=DIR  bytes flipped beneath a stopped OSD's store (SSD data, HDD data, a RocksDB SST): read-repair, deep scrub, repair"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
@@ -221,6 +222,17 @@ ceph-thrash: qa-deps
 # on hybridstore OSDs and then on the same binary's BlueStore.
 ceph-standalone: qa-deps
 	@qa/ceph/ceph-standalone.sh both $(STANDALONE_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# Bytes flipped beneath the store on a stopped OSD's devices (an SSD-section
+# object, an HDD object, a RocksDB SST): the read returns the replica's bytes,
+# deep scrub finds it, repair fixes it, a corrupt SST stops the OSD from
+# starting; HybridStore, then BlueStore of the same binary
+# (qa/ceph/corruption.sh). Needs CEPH_BUILD; SKIPPED without. ~3 min a store.
+.PHONY: ceph-corruption
+CORRUPTION_OUT ?= corruption-report
+ceph-corruption: build qa-deps
+	@HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool \
+	  qa/ceph/corruption.sh both $(CORRUPTION_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 ceph-deps:
