@@ -39,6 +39,7 @@ help:
 	@echo "make ceph-thrash CEPH_BUILD=DIR  ceph_test_rados under OSD thrashing, replicated and EC pools, HybridStore then BlueStore (HS_THRASH_MINUTES per pool)"
 	@echo "make ceph-standalone CEPH_BUILD=DIR  Ceph's standalone scrub/repair/EIO/space scripts, unmodified, on HybridStore then BlueStore"
 	@echo "make ceph-corruption CEPH_BUILD=DIR  bytes flipped beneath a stopped OSD's store (SSD data, HDD data, a RocksDB SST): read-repair, deep scrub, repair"
+	@echo "make ceph-full CEPH_BUILD=DIR  a cluster filled past its full ratio: writes held, no ENOSPC crash, deletes and writes resume"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
@@ -233,6 +234,16 @@ CORRUPTION_OUT ?= corruption-report
 ceph-corruption: build qa-deps
 	@HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool \
 	  qa/ceph/corruption.sh both $(CORRUPTION_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# A cluster filled past its full ratio on small devices: OSD_FULL blocks
+# writes, no OSD exits on ENOSPC, deletes with --force-full bring it back,
+# writes resume, nothing acknowledged is lost; on HybridStore the SSD tier
+# fills first and objects spill to the HDD. HybridStore, then BlueStore of
+# the same binary (qa/ceph/full.sh). Needs CEPH_BUILD; SKIPPED without.
+.PHONY: ceph-full
+FULL_OUT ?= full-report
+ceph-full: qa-deps
+	@qa/ceph/full.sh both $(FULL_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 ceph-deps:
