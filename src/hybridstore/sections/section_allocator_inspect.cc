@@ -10,6 +10,14 @@
 
 namespace hybridstore {
 
+uint64_t SectionAllocator::live_blocks() const {
+  // Only lanes of placing sections own erase units (a bypass section's takes
+  // no allocation), and verify() holds each lane's count to its extents'.
+  uint64_t n = 0;
+  for (const Lane& l : lanes_) n += l.live_blocks;
+  return n;
+}
+
 std::vector<SectionUsage> SectionAllocator::usage() const {
   std::vector<SectionUsage> out(geo_.sections.size());
   for (size_t i = 0; i < out.size(); ++i) out[i].name = geo_.sections[i].name;

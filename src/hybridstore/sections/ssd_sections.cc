@@ -287,17 +287,13 @@ void SsdSections::flush_locked(rocksdb::WriteBatchBase* batch, std::vector<Regio
 uint64_t SsdSections::live_bytes() {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
-  uint64_t n = 0;
-  for (const auto& u : sa_->usage()) n += u.live_blocks;
-  return n * block_size_;
+  return sa_->live_blocks() * block_size_;
 }
 
 uint64_t SsdSections::consumed_bytes() {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
-  uint64_t n = 0;
-  for (const auto& u : sa_->usage()) n += u.consumed_blocks;
-  return n * block_size_;
+  return sa_->consumed_blocks() * block_size_;
 }
 
 void SsdSections::for_each_live(const std::function<void(uint64_t, uint64_t)>& fn) {

@@ -99,6 +99,14 @@ void random_workload(const AllocSetup& setup, uint64_t seed, int steps, bool fal
     ASSERT_EQ(test::total_live_blocks(*a), model.live_blocks());
     std::string v = a->verify();
     ASSERT_EQ(v, "") << "step " << step;
+    // The constant-time totals agree with the scan.
+    uint64_t live = 0, consumed = 0;
+    for (const auto& u : a->usage()) {
+      live += u.live_blocks;
+      consumed += u.consumed_blocks;
+    }
+    ASSERT_EQ(a->live_blocks(), live) << "step " << step;
+    ASSERT_EQ(a->consumed_blocks(), consumed) << "step " << step;
   }
   a->flush(now, &ev);
   ASSERT_EQ(a->verify(), "");
