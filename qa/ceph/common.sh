@@ -45,3 +45,13 @@ ceph_build_release() {
     fi
     echo "${v:-unknown release}"
 }
+
+# osd_crash_lines DIR OSDS [MAX]: the lines of DIR/osd.0.log .. osd.(OSDS-1).log
+# that tell of a crash, at most MAX (20) a log, each prefixed by its log's name.
+osd_crash_lines() {
+    local dir=$1 n=$2 max=${3:-20} id
+    for ((id = 0; id < n; id++)); do
+        grep -a -n -E 'Caught signal|FAILED ceph_assert|ceph_abort|terminate called|[*]{3} Aborted' \
+            "$dir/osd.$id.log" 2> /dev/null | head -"$max" | sed "s|^|osd.$id.log:|"
+    done
+}

@@ -214,14 +214,6 @@ pg_repaired() {
     st=$(pg_state "$1") && [ -n "$st" ] && ! grep -q -E 'inconsistent|repair' <<< "$st"
 }
 
-crash_lines() {
-    local id
-    for id in 0 1 2; do
-        grep -a -n -E 'Caught signal|FAILED ceph_assert|ceph_abort|terminate called|[*]{3} Aborted' \
-            "$dir/osd.$id.log" 2> /dev/null | head -5 | sed "s|^|osd.$id.log:|"
-    done
-}
-
 # ---------------------------------------------------------------- one store
 
 run_store() {
@@ -411,7 +403,7 @@ os.fsync(fd)' "$sst" "$n"
     record final-deep-scrub "$POOL" "$([ $incons = 0 ] && [ $pgs = 16 ] && echo passed || echo FAILED)" \
         "$pgs of 16 PGs deep-scrubbed, $incons inconsistent"
     local crashes
-    crashes=$(crash_lines)
+    crashes=$(osd_crash_lines "$dir" 3 5)
     record crashes osd.0-2 "$([ -z "$crashes" ] && echo passed || echo FAILED)" "${crashes:-none}"
     cleanup
 }

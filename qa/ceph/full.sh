@@ -116,14 +116,6 @@ put() {
     timeout -k 5 "$HS_FULL_PUT_TIMEOUT" rados -p "$POOL" put "$1" "$dir/payload" 2> "$dir/put.err"
 }
 
-crash_lines() {
-    local id
-    for id in 0 1 2; do
-        grep -a -n -E 'Caught signal|FAILED ceph_assert|ceph_abort|terminate called|[*]{3} Aborted' \
-            "$dir/osd.$id.log" 2> /dev/null | head -5 | sed "s|^|osd.$id.log:|"
-    done
-}
-
 osds_alive() {
     local id n=0
     for id in 0 1 2; do daemon_pid "$dir" "osd.$id" > /dev/null && n=$((n + 1)); done
@@ -211,7 +203,7 @@ run_store() {
     # ---- alive
     local alive crashes
     alive=$(osds_alive)
-    crashes=$(crash_lines)
+    crashes=$(osd_crash_lines "$dir" 3 5)
     record alive "$([ "$alive" = 3 ] && [ -z "$crashes" ] && echo passed || echo FAILED)" \
         "$alive of 3 OSDs running; ${crashes:-no crash line}"
 
@@ -243,7 +235,7 @@ run_store() {
     done < <(tail -n +$(($(wc -l < "$dir/deleted") + 1)) "$dir/acked")
     record intact "$([ $bad = 0 ] && [ $checked -gt 0 ] && echo passed || echo FAILED)" "$bad of $checked acknowledged objects differ"
     alive=$(osds_alive)
-    crashes=$(crash_lines)
+    crashes=$(osd_crash_lines "$dir" 3 5)
     record end "$([ "$alive" = 3 ] && [ -z "$crashes" ] && echo passed || echo FAILED)" \
         "$alive of 3 OSDs running; ${crashes:-no crash line}; $((SECONDS - start)) s"
     cleanup

@@ -359,22 +359,13 @@ deep_scrub() {
     [ "$incons" = 0 ] && [ "$errs" = 0 ] && [ "$bad" = 0 ] && [ "$listed" = 0 ]
 }
 
-# crash_lines: every OSD log's lines that tell of a crash.
-crash_lines() {
-    local id
-    for ((id = 0; id < NUM_OSDS; id++)); do
-        grep -a -n -E 'Caught signal|FAILED ceph_assert|ceph_abort|terminate called|[*]{3} Aborted' \
-            "$dir/osd.$id.log" 2> /dev/null | head -20 | sed "s|^|osd.$id.log:|"
-    done
-}
-
 show_tails() {
     local pool=$1 id
     {
         echo "---- ceph_test_rados stderr (tail)"; tail -30 "$dir/rados-$pool.err" 2> /dev/null
         echo "---- ceph_test_rados stdout (tail)"; tail -20 "$dir/rados-$pool.out" 2> /dev/null
         echo "---- thrasher"; tail -30 "$dir/thrash-$pool.log" 2> /dev/null
-        echo "---- crash lines in the OSD logs"; crash_lines
+        echo "---- crash lines in the OSD logs"; osd_crash_lines "$dir" "$NUM_OSDS"
         for ((id = 0; id < NUM_OSDS; id++)); do
             echo "---- osd.$id.log (tail)"; tail -25 "$dir/osd.$id.log" 2> /dev/null
         done
@@ -497,7 +488,7 @@ run_pool() {
         fail "$store/$pool: OSDs died other than by the thrasher's kills: $(echo "$unexpected" | tr '\n' ' ')"
     fi
     local crashes
-    crashes=$(crash_lines)
+    crashes=$(osd_crash_lines "$dir" "$NUM_OSDS")
     if [ -n "$crashes" ]; then
         status=FAILED
         fail "$store/$pool: crash lines in the OSD logs:"
