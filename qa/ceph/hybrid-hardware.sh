@@ -6,11 +6,15 @@
 #
 #   CEPH_BUILD=DIR qa/ceph/hybrid-hardware.sh [OUTDIR]
 #
-# Rows (HH_ROWS, default all four):
+# Rows (HH_ROWS, default all five):
 #   hybridstore       the built ceph-osd, osd_objectstore = hybridstore, SSD + HDD
 #   bluestore         the same binary's BlueStore, block on the HDD, block.db on the SSD
 #   debian-bluestore  Debian's ceph-osd (/usr/bin/ceph-osd), the same layout
 #   bluestore-hdd     the built BlueStore all on the HDD (the floor)
+#   memstore          the built MemStore, no device at all (the ceiling): what
+#                     the OSD's own code path, the clients and the mon reach on
+#                     this host's CPU whatever the store does; only its 4 KiB
+#                     rows (HH_CEILING_PARTS), on a HH_CEILING_RBD_SIZE image
 # Each row: Debian's mon and mgr, 3 OSDs, pool size 1, cephx; then the parts
 # (HH_PARTS, default "rados rbd hotset"):
 #   rados   rados bench write/seq/rand, 4 MiB and 4 KiB objects, 16 in flight
@@ -38,11 +42,15 @@ source "$HS_TOP/qa/standalone/hybridstore-helpers.sh"
 # shellcheck source=qa/devclass/devclass.sh
 source "$HS_TOP/qa/devclass/devclass.sh"
 
-HH_ROWS=${HH_ROWS:-hybridstore bluestore debian-bluestore bluestore-hdd}
+HH_ROWS=${HH_ROWS:-hybridstore bluestore debian-bluestore bluestore-hdd memstore}
 HH_PARTS=${HH_PARTS:-rados rbd hotset}
 # The floor row (BlueStore all on the HDD) skips the hot set by default: it
 # bounds the rados and RBD rows, and the hour's budget is the others'.
 HH_FLOOR_PARTS=${HH_FLOOR_PARTS:-rados rbd}
+# The ceiling row keeps its data in the OSDs' memory: 4 KiB objects and a
+# small image only (a 4 KiB op costs the same CPU on a 2 GiB image).
+HH_CEILING_PARTS=${HH_CEILING_PARTS:-rados rbd}
+HH_CEILING_RBD_SIZE=${HH_CEILING_RBD_SIZE:-2G}
 HH_SECONDS=${HH_SECONDS:-25}
 # The 4 KiB write run is longer: BlueStore defers small writes to its DB
 # device and takes them to the HDD later, so a short run measures its
@@ -108,9 +116,10 @@ model_check() {
 
 # ---------------------------------------------------------------- rados bench
 rados_bench() {
-    local row=$1 bs mode f
+    local row=$1 bs mode f sizes="4M 4K"
+    [ "$row" = memstore ] && sizes=4K
     create_pool bench 64 || return 1
-    for bs in 4M 4K; do
+    for bs in $sizes; do
         for mode in write seq rand; do
             f=$out/$row/rados-$mode-$bs.txt
             local args=() seconds=$HH_SECONDS
@@ -176,15 +185,23 @@ rbd_setup() {
     ceph_cli osd pool create rbd 64 64 > /dev/null || return 1
     timeout --foreground 120 rbd pool init rbd || { fail "$row: rbd pool init"; return 1; }
     wait_for_clean "$HS_TIMEOUT" || return 1
-    timeout --foreground 120 rbd create rbd/img --size "$HH_RBD_SIZE" ||
+    local size=$HH_RBD_SIZE
+    [ "$row" = memstore ] && size=$HH_CEILING_RBD_SIZE
+    timeout --foreground 120 rbd create rbd/img --size "$size" ||
         { fail "$row: rbd create (does the OSD load cls_rbd?)"; return 1; }
-    log "$row: writing the whole image ($HH_RBD_SIZE) in 4 MiB pieces"
+    log "$row: writing the whole image ($size) in 4 MiB pieces"
     fio_rbd "$row" fill --rw=write --bs=4M --iodepth=16 --size=100% || return 1
 }
 
 rbd_rows() {
     local row=$1
     rbd_setup "$row" || return 1
+    local common=(--time_based --runtime="$HH_RBD_SECONDS" --ramp_time=5 --iodepth=16 --randseed=7)
+    if [ "$row" = memstore ]; then
+        fio_rbd "$row" randwrite-4k --rw=randwrite --bs=4k "${common[@]}" || return 1
+        fio_rbd "$row" randread-4k --rw=randread --bs=4k "${common[@]}"
+        return
+    fi
     # A verifying pass of each kind first, on its own slice of the image.
     fio_rbd "$row" verify-randwrite --rw=randwrite --bs=4k --iodepth=16 --offset=0 --size=32M \
         --verify=crc32c --do_verify=1 --verify_fatal=1 --randseed=41 || return 1
@@ -192,7 +209,6 @@ rbd_rows() {
         --verify=crc32c --do_verify=1 --verify_fatal=1 || return 1
     fio_rbd "$row" verify-randrw --rw=randrw --rwmixread=70 --bs=4k --iodepth=16 --offset=512M --size=32M \
         --verify=crc32c --verify_fatal=1 --randseed=43 || return 1
-    local common=(--time_based --runtime="$HH_RBD_SECONDS" --ramp_time=5 --iodepth=16 --randseed=7)
     fio_rbd "$row" randwrite-4k --rw=randwrite --bs=4k "${common[@]}" || return 1
     fio_rbd "$row" randread-4k --rw=randread --bs=4k "${common[@]}" || return 1
     fio_rbd "$row" seqwrite-64k --rw=write --bs=64k "${common[@]}" || return 1
@@ -265,6 +281,7 @@ run_row() {
     bluestore) export HS_OBJECTSTORE=bluestore HS_BLUESTORE_DB=ssd; osd=${built_osd:-(no CEPH_BUILD)} ;;
     debian-bluestore) export HS_OBJECTSTORE=bluestore HS_BLUESTORE_DB=ssd; osd=/usr/bin/ceph-osd ;;
     bluestore-hdd) export HS_OBJECTSTORE=bluestore HS_BLUESTORE_DB=none; osd=${built_osd:-(no CEPH_BUILD)} ;;
+    memstore) export HS_OBJECTSTORE=memstore; osd=${built_osd:-(no CEPH_BUILD)} ;;
     *) fail "unknown row $row"; return 1 ;;
     esac
     if [ ! -x "$osd" ]; then
@@ -294,6 +311,7 @@ run_row() {
     ceph_cli osd metadata 0 -f json > "$out/$row/osd.0-metadata.json" 2> /dev/null
     local part start parts=$HH_PARTS
     [ "$row" = bluestore-hdd ] && parts=$HH_FLOOR_PARTS
+    [ "$row" = memstore ] && parts=$HH_CEILING_PARTS
     for part in $parts; do
         start=$SECONDS
         case $part in

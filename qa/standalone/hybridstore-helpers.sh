@@ -25,7 +25,9 @@
 #   CEPH_OSD        the ceph-osd to test (else $CEPH_BUILD/bin/ceph-osd, else
 #                   ceph-osd on PATH if it knows hybridstore)
 #   HS_OBJECTSTORE  hybridstore (default) or bluestore (the baseline, with any
-#                   ceph-osd; results are labelled as such, never as hybridstore)
+#                   ceph-osd; results are labelled as such, never as hybridstore),
+#                   or memstore (no device at all: the ceiling of the OSD's own
+#                   code path on this host, HS_MEMSTORE_SIZE bytes per OSD)
 #   HS_DEVICES      file (default: the store creates sparse files in the OSD
 #                   directory) or loop (loop devices, SSD rotational=0)
 #   HS_SSD_SIZE, HS_HDD_SIZE   device sizes (default 1G and 8G)
@@ -90,14 +92,14 @@ objectstore_unavailable_reason() {
         else
             export CEPH_OSD=$osd
         fi ;;
-    bluestore)
+    bluestore|memstore)
         if [ -z "$osd" ] || [ ! -x "$osd" ]; then
-            echo "no ceph-osd found for the bluestore baseline"
+            echo "no ceph-osd found for the $HS_OBJECTSTORE baseline"
         else
             export CEPH_OSD=$osd
         fi ;;
     *)
-        echo "HS_OBJECTSTORE=$HS_OBJECTSTORE is neither hybridstore nor bluestore" ;;
+        echo "HS_OBJECTSTORE=$HS_OBJECTSTORE is none of hybridstore, bluestore, memstore" ;;
     esac
     local b
     for b in ceph-mon ceph-mgr ceph rados monmaptool uuidgen jq; do
@@ -250,6 +252,8 @@ conf_base() {
         conf_set "$dir" osd "bluestore block size" "$(size_bytes "$HS_HDD_SIZE")"
         conf_set "$dir" osd "bluestore block create" true
         conf_set "$dir" osd "bluestore fsck on mount" true ;;
+    memstore)
+        conf_set "$dir" osd "memstore device bytes" "$(size_bytes "${HS_MEMSTORE_SIZE:-4G}")" ;;
     esac
     # A ceph-osd built from a source tree loads its plugins (erasure code,
     # compression, object classes) from the tree.
@@ -468,6 +472,8 @@ class_device() {
 osd_devices() {
     local dir=$1 id=$2 ssd hdd
     [ "$HS_DEVICES" = loop ] || return 0
+    # MemStore keeps everything in the OSD's memory: no device to make.
+    [ "$HS_OBJECTSTORE" = memstore ] && return 0
     hdd=$(class_device "$dir" "osd.$id.hdd" "${HS_HDD_CLASS:-raw}" "$HS_HDD_SIZE" 1) || return 1
     if ! [ "$HS_OBJECTSTORE" = bluestore ] || [ "${HS_BLUESTORE_DB:-ssd}" != none ]; then
         ssd=$(class_device "$dir" "osd.$id.ssd" "${HS_SSD_CLASS:-raw}" "$HS_SSD_SIZE" 0) || return 1
