@@ -387,50 +387,138 @@ class RadosBench(Task):
                 remove_pool(ctx, created)
 
 
+def test_rados_binary():
+    """Ceph's model-checking client: $HS_TEST_RADOS, $CEPH_BUILD/bin/ceph_test_rados,
+    or the one on PATH (Debian's ceph-test package); None when there is none."""
+    given = os.environ.get("HS_TEST_RADOS")
+    if given:
+        return given if os.access(given, os.X_OK) else None
+    build = os.environ.get("CEPH_BUILD")
+    if build:
+        built = os.path.join(build, "bin", "ceph_test_rados")
+        if os.access(built, os.X_OK):
+            return built
+    return shutil.which("ceph_test_rados")
+
+
 class Rados(Task):
-    """Ceph's rados task (ceph_test_rados) for the operations that need no
-    snapshots, through qa/workunits/hybridstore/rados-model.py: random
-    reads, writes, appends, deletes and xattr changes checked against a model."""
+    """Ceph's rados task. With ceph_test_rados (test_rados_binary) it runs as
+    teuthology runs it: every op weight, pool snapshots, EC pools with or
+    without overwrites. Without it, the ops that need no snapshot go through
+    qa/workunits/hybridstore/rados-model.py (reads, writes, appends, deletes,
+    xattrs checked against a Python model); a job asking for more is skipped."""
     name = "rados"
-    supported_ops = ("read", "write", "append", "delete", "setattr", "rmattr")
-    options = {
+    model_ops = ("read", "write", "append", "delete", "setattr", "rmattr")
+    # ceph_test_rados's op names (src/test/osd/TestRados.cc) that need no
+    # cache tier or manifest pool beside the tested one.
+    binary_ops = ("read", "write", "write_excl", "writesame", "delete", "append", "append_excl",
+                  "snap_create", "snap_remove", "rollback", "setattr", "rmattr", "watch", "copy_from")
+    common_options = {
         "clients": is_list_of_str, "ops": is_int, "objects": is_int, "max_in_flight": is_int,
-        "op_weights": lambda v: isinstance(v, dict), "size": is_int, "min_stride_size": is_int,
-        "max_stride_size": is_int, "max_seconds": is_number, "pools": ANY, "runs": is_int,
-        "ec_pool": off, "pool_snaps": off, "write_fadvise_dontneed": off, "fast_read": off,
-        "balance_reads": off, "localize_reads": off, "set_chunk": off, "write_append_excl": is_bool,
+        "op_weights": lambda v: isinstance(v, dict), "size": is_int, "object_size": is_int,
+        "min_stride_size": is_int, "max_stride_size": is_int, "max_seconds": is_number, "pools": ANY,
+        "runs": is_int, "write_append_excl": is_bool,
     }
+    model_options = dict(common_options, ec_pool=off, pool_snaps=off, write_fadvise_dontneed=off,
+                         fast_read=off, balance_reads=off, localize_reads=off, set_chunk=off,
+                         erasure_code_use_overwrites=off, min_size=ANY)
+    binary_options = dict(common_options, ec_pool=is_bool, erasure_code_use_overwrites=is_bool,
+                          erasure_code_profile=lambda v: isinstance(v, dict), min_size=is_int,
+                          pool_snaps=is_bool, write_fadvise_dontneed=is_bool, fast_read=is_bool,
+                          balance_reads=is_bool, localize_reads=is_bool, set_chunk=off)
     model = os.path.join(QA_DIR, "workunits", "hybridstore", "rados-model.py")
+
+    def __init__(self, binary=None):
+        self.binary = binary
+
+    @property
+    def options(self):
+        return self.binary_options if self.binary else self.model_options
 
     def unsupported(self, config, job_config):
         reason = super().unsupported(config, job_config)
         if reason:
+            if not self.binary:
+                reason += " (without ceph_test_rados: install ceph-test or set CEPH_BUILD)"
             return reason
         weights = (config or {}).get("op_weights") or {}
-        extra = sorted(op for op, w in weights.items() if w and op not in self.supported_ops)
+        known = self.binary_ops if self.binary else self.model_ops
+        extra = sorted(op for op, w in weights.items() if w and op not in known)
         if extra:
-            return "unsupported op_weights of task rados: %s" % ", ".join(extra)
+            why = "" if self.binary else " (without ceph_test_rados: install ceph-test or set CEPH_BUILD)"
+            return "unsupported op_weights of task rados: %s%s" % (", ".join(extra), why)
         pools = (config or {}).get("pools")
         if pools is not None and not (isinstance(pools, list) and len(pools) == 1):
             return "task rados: pools must list one pool"
+        if pools is not None and (config or {}).get("ec_pool"):
+            return "task rados: ec_pool makes its own pool; pools must not be given"
         return None
 
-    @contextlib.contextmanager
-    def run(self, ctx, config):
-        require_cluster(ctx, self.name)
-        config = config or {}
-        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
-        if subprocess.run([python, "-c", "import rados"], stderr=subprocess.DEVNULL).returncode != 0:
-            raise TaskFailed("%s cannot import rados (install python3-rados)" % python)
+    @staticmethod
+    def object_size(config):
+        return config.get("object_size", config.get("size", 4000000))
+
+    def binary_args(self, config, pool):
+        """ceph_test_rados's command line for the task's config, as Ceph's
+        qa/tasks/rados.py builds it (the exclusive variants of write and
+        append take half of their weight unless write_append_excl is off)."""
+        size = self.object_size(config)
+        argv = [self.binary]
+        if config.get("ec_pool"):
+            argv.append("--no-omap")
+            if not config.get("erasure_code_use_overwrites"):
+                argv.append("--ec-pool")
+        for flag, opt in (("pool_snaps", "--pool-snaps"), ("write_fadvise_dontneed", "--write-fadvise-dontneed"),
+                          ("balance_reads", "--balance-reads"), ("localize_reads", "--localize-reads")):
+            if config.get(flag):
+                argv.append(opt)
+        argv += ["--max-ops", str(config.get("ops", 10000)), "--objects", str(config.get("objects", 500)),
+                 "--max-in-flight", str(config.get("max_in_flight", 16)), "--size", str(size),
+                 "--min-stride-size", str(config.get("min_stride_size", size // 10)),
+                 "--max-stride-size", str(config.get("max_stride_size", size // 5)),
+                 "--max-seconds", str(config.get("max_seconds", 0))]
+        weights = dict(config.get("op_weights") or {"read": 100, "write": 100, "delete": 10})
+        if config.get("write_append_excl", True):
+            for op in ("write", "append"):
+                if weights.get(op):
+                    weights[op] //= 2
+                    weights[op + "_excl"] = weights[op]
+        for op in sorted(weights):
+            if weights[op]:
+                argv += ["--op", op, str(weights[op])]
+        return argv + ["--pool", pool]
+
+    def make_pool(self, ctx, config):
+        """The pool the task creates when the job names none: replicated, or
+        EC with the job's profile (overwrites allowed when asked)."""
+        pool = ctx.unique_pool()
+        try:
+            if config.get("ec_pool"):
+                profile = dict(config.get("erasure_code_profile") or {})
+                name = str(profile.pop("name", "teuthologyprofile"))
+                profile.setdefault("k", 2)
+                profile.setdefault("m", 1)
+                profile.setdefault("crush-failure-domain", "osd")
+                ctx.cluster.ceph("osd", "erasure-code-profile", "set", name,
+                                 *("%s=%s" % kv for kv in sorted(profile.items())))
+                ctx.cluster.ceph("osd", "pool", "create", pool, "16", "16", "erasure", name)
+                ctx.cluster.ceph("osd", "pool", "application", "enable", pool, "rados")
+                if config.get("erasure_code_use_overwrites"):
+                    ctx.cluster.ceph("osd", "pool", "set", pool, "allow_ec_overwrites", "true")
+                if config.get("fast_read"):
+                    ctx.cluster.ceph("osd", "pool", "set", pool, "fast_read", "1")
+            else:
+                create_pool(ctx, pool)
+            if config.get("min_size"):
+                ctx.cluster.ceph("osd", "pool", "set", pool, "min_size", str(config["min_size"]))
+        except HelperError as e:
+            raise TaskFailed("pool %s: %s" % (pool, e))
+        return pool
+
+    def model_args(self, config, pool, python):
         weights = config.get("op_weights") or {"read": 100, "write": 100, "delete": 10}
-        size = config.get("size", 4000000)
-        pools = config.get("pools") or [None]
-        pool = pools[0]
-        created = None
-        if pool is None:
-            pool = created = ctx.unique_pool()
-            create_pool(ctx, pool)
-        argv = [python, self.model, "--pool", pool,
+        size = self.object_size(config)
+        return [python, self.model, "--pool", pool,
                 "--ops", str(config.get("ops", 100)), "--objects", str(config.get("objects", 50)),
                 "--threads", str(config.get("max_in_flight", 16)),
                 "--weights", ",".join("%s=%d" % kv for kv in sorted(weights.items())),
@@ -438,12 +526,32 @@ class Rados(Task):
                 "--min-stride", str(config.get("min_stride_size", max(1, size // 10))),
                 "--max-stride", str(config.get("max_stride_size", max(1, size // 5))),
                 "--max-seconds", str(config.get("max_seconds", 0))]
+
+    @contextlib.contextmanager
+    def run(self, ctx, config):
+        require_cluster(ctx, self.name)
+        config = config or {}
+        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+        if not self.binary and subprocess.run([python, "-c", "import rados"],
+                                              stderr=subprocess.DEVNULL).returncode != 0:
+            raise TaskFailed("%s cannot import rados (install python3-rados)" % python)
+        pools = config.get("pools") or [None]
+        pool = pools[0]
+        created = None
+        if pool is None:
+            pool = created = self.make_pool(ctx, config)
+        ctx.note("rados: %s" % ("ceph_test_rados " + self.binary if self.binary else
+                                "the Python model (no ceph_test_rados)"))
         bg = Background(ctx, "rados", 3 * 3600)
         for run in range(config.get("runs", 1)):
             for client in clients_in(ctx, config.get("clients")):
-                seed = ctx.seed * 100 + run
-                bg.start(argv + ["--seed", str(seed), "--prefix", "%s-run%d" % (client, run)],
-                         ctx.client_env(client))
+                if self.binary:
+                    argv = self.binary_args(config, pool)
+                else:
+                    seed = ctx.seed * 100 + run
+                    argv = self.model_args(config, pool, python) + [
+                        "--seed", str(seed), "--prefix", "%s-run%d" % (client, run)]
+                bg.start(argv, ctx.client_env(client))
         ok = False
         try:
             yield
@@ -607,5 +715,5 @@ class Print(Task):
         yield
 
 
-TASKS = {t.name: t for t in (Install(), Hybridstore(), Ceph(), RadosBench(), Rados(), Thrashosds(),
+TASKS = {t.name: t for t in (Install(), Hybridstore(), Ceph(), RadosBench(), Rados(test_rados_binary()), Thrashosds(),
                              Workunit(), Exec(), Sleep(), Print())}

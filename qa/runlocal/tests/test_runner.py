@@ -75,8 +75,26 @@ class HonestSkips(unittest.TestCase):
                       self.reason({"tasks": [{"thrashosds": {"chance_pgnum_grow": 1}}]}))
 
     def test_rados_ops_that_need_snapshots(self):
-        r = self.reason({"tasks": [{"rados": {"op_weights": {"read": 1, "snap_create": 1}}}]})
-        self.assertEqual(r, "unsupported op_weights of task rados: snap_create")
+        # Without ceph_test_rados only the Python model's ops run; the job
+        # that needs more is skipped and says what would run it.
+        with mock.patch.dict(tasks.TASKS, {"rados": tasks.Rados(None)}):
+            r = self.reason({"tasks": [{"rados": {"op_weights": {"read": 1, "snap_create": 1}}}]})
+            self.assertEqual(r, "unsupported op_weights of task rados: snap_create "
+                                "(without ceph_test_rados: install ceph-test or set CEPH_BUILD)")
+            self.assertIn("unsupported value ec_pool=True",
+                          self.reason({"tasks": [{"rados": {"ec_pool": True}}]}))
+
+    def test_rados_with_the_binary_takes_what_teuthology_does(self):
+        with mock.patch.dict(tasks.TASKS, {"rados": tasks.Rados("/opt/ceph/bin/ceph_test_rados")}):
+            cfg = {"op_weights": {"read": 100, "snap_create": 50, "rollback": 50, "copy_from": 50},
+                   "ec_pool": True, "erasure_code_use_overwrites": True, "min_size": 2,
+                   "erasure_code_profile": {"name": "p", "k": 2, "m": 1}, "object_size": 16384}
+            self.assertIsNone(self.reason({"tasks": [{"rados": cfg}]}))
+            # A cache tier's ops need a second pool this task does not make.
+            self.assertEqual(self.reason({"tasks": [{"rados": {"op_weights": {"cache_flush": 1}}}]}),
+                             "unsupported op_weights of task rados: cache_flush")
+
+
 
     def test_hybridstore_job_needs_a_given_ceph_osd(self):
         cfg = {"tasks": [{"ceph": {"conf": {"osd": {"osd objectstore": "hybridstore"}}}}]}
@@ -98,6 +116,56 @@ class HonestSkips(unittest.TestCase):
         with self.assertRaises(TaskSkipped):
             OsdChoice(None).binary_for("hybridstore")
 
+
+class RadosArgs(unittest.TestCase):
+    binary = "/opt/ceph/bin/ceph_test_rados"
+
+    def args(self, config):
+        return tasks.Rados(self.binary).binary_args(config, "p1")
+
+    @staticmethod
+    def weights(argv):
+        return {argv[i + 1]: int(argv[i + 2]) for i, a in enumerate(argv) if a == "--op"}
+
+    def test_exclusive_variants_take_half_as_rados_py_does(self):
+        argv = self.args({"op_weights": {"read": 100, "write": 100, "append": 50, "delete": 10},
+                          "object_size": 16384, "min_stride_size": 1638, "max_stride_size": 3276})
+        self.assertEqual(self.weights(argv), {"read": 100, "write": 50, "write_excl": 50,
+                                              "append": 25, "append_excl": 25, "delete": 10})
+        self.assertEqual(argv[argv.index("--size") + 1], "16384")
+        self.assertEqual(argv[argv.index("--min-stride-size") + 1], "1638")
+        self.assertEqual(argv[-2:], ["--pool", "p1"])
+
+    def test_write_append_excl_off(self):
+        argv = self.args({"op_weights": {"write": 10}, "write_append_excl": False})
+        self.assertEqual(self.weights(argv), {"write": 10})
+
+    def test_ec_pool_flags(self):
+        plain = self.args({"ec_pool": True})
+        self.assertIn("--ec-pool", plain)
+        self.assertIn("--no-omap", plain)
+        over = self.args({"ec_pool": True, "erasure_code_use_overwrites": True})
+        self.assertNotIn("--ec-pool", over)
+        self.assertIn("--no-omap", over)
+        self.assertLess(over.index("--no-omap"), over.index("--op"))
+
+    def test_size_is_an_alias_of_object_size(self):
+        argv = self.args({"size": 65536})
+        self.assertEqual(argv[argv.index("--size") + 1], "65536")
+        self.assertEqual(argv[argv.index("--max-stride-size") + 1], str(65536 // 5))
+
+    def test_binary_found_from_the_environment(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "bin"))
+            exe = os.path.join(d, "bin", "ceph_test_rados")
+            with open(exe, "w") as f:
+                f.write("#!/bin/sh\n")
+            os.chmod(exe, 0o755)
+            with mock.patch.dict(os.environ, {"CEPH_BUILD": d}, clear=False):
+                os.environ.pop("HS_TEST_RADOS", None)
+                self.assertEqual(tasks.test_rados_binary(), exe)
+            with mock.patch.dict(os.environ, {"HS_TEST_RADOS": os.path.join(d, "missing")}):
+                self.assertIsNone(tasks.test_rados_binary())
 
 class Conf(unittest.TestCase):
     def test_lines_and_lookup(self):
