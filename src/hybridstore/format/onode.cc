@@ -2,64 +2,197 @@
 
 #include <fmt/format.h>
 
+#include <iterator>
+#include <mutex>
+#include <stdexcept>
+
 #include "hybridstore/common/encoding.h"
 
 namespace hybridstore {
 
 const char* tier_name(Tier t) { return t == Tier::kSsd ? "ssd" : "hdd"; }
 
-void ExtentMap::insert(DataExtent e) { map_.emplace(e.logical, std::move(e)); }
+namespace {
+void encode_extent(std::string* b, const DataExtent& e) {
+  put_varint(b, e.logical);
+  put_varint(b, e.length);
+  put_u8(b, static_cast<uint8_t>(e.tier));
+  put_varint(b, e.physical);
+  put_varint(b, e.csum_block);
+  for (uint32_t c : e.csums) put_fixed32(b, c);
+}
+}  // namespace
+
+struct ExtentShard {
+  ExtentMap::Map extents;
+  // The shard's extents encoded, filled by the first encode after a change.
+  // A shard shared with the onode cache is read by other threads, so the
+  // cache is filled under a lock; a shard being changed belongs to one map.
+  mutable std::mutex encoded_lock;
+  mutable std::string encoded;
+  mutable bool encoded_valid = false;
+
+  ExtentShard() = default;
+  explicit ExtentShard(const ExtentMap::Map& m) : extents(m) {}
+};
+
+ExtentMap::const_iterator::const_iterator(Outer outer, Outer end) : outer_(outer), end_(end) {
+  if (outer_ != end_) inner_ = outer_->second->extents.begin();
+}
+
+ExtentMap::const_iterator& ExtentMap::const_iterator::operator++() {
+  ++inner_;
+  // Shards are never empty (drop_if_empty), but step over one anyway.
+  while (outer_ != end_ && inner_ == outer_->second->extents.end()) {
+    ++outer_;
+    if (outer_ != end_) inner_ = outer_->second->extents.begin();
+  }
+  return *this;
+}
+
+ExtentShard& ExtentMap::writable(uint64_t logical) {
+  auto& slot = shards_[logical / kShardSpan];
+  if (!slot)
+    slot = std::make_shared<ExtentShard>();
+  else if (slot.use_count() > 1)
+    slot = std::make_shared<ExtentShard>(slot->extents);
+  slot->encoded_valid = false;
+  return *slot;
+}
+
+void ExtentMap::drop_if_empty(uint64_t shard_index) {
+  auto it = shards_.find(shard_index);
+  if (it != shards_.end() && it->second->extents.empty()) shards_.erase(it);
+}
+
+void ExtentMap::count_in(const DataExtent& e) {
+  ++count_;
+  bytes_[tier_index(e.tier)] += e.length;
+}
+
+void ExtentMap::count_out(const DataExtent& e) {
+  --count_;
+  bytes_[tier_index(e.tier)] -= e.length;
+}
+
+void ExtentMap::insert(DataExtent e) {
+  uint64_t at = e.logical;
+  ExtentShard& sh = writable(at);
+  auto [it, inserted] = sh.extents.emplace(at, std::move(e));
+  if (inserted) count_in(it->second);
+}
+
+void ExtentMap::clear() {
+  shards_.clear();
+  count_ = 0;
+  bytes_[0] = bytes_[1] = 0;
+}
+
+const DataExtent* ExtentMap::at_or_before(uint64_t logical) const {
+  // The shard holding `logical`, or failing that the nearest one before it:
+  // only one extent can start at or before an offset and still cover it.
+  auto sit = shards_.upper_bound(logical / kShardSpan);
+  while (sit != shards_.begin()) {
+    --sit;
+    const Map& m = sit->second->extents;
+    auto it = m.upper_bound(logical);
+    if (it != m.begin()) return &std::prev(it)->second;
+  }
+  return nullptr;
+}
+
+std::vector<const DataExtent*> ExtentMap::overlapping(uint64_t begin, uint64_t end) const {
+  std::vector<const DataExtent*> out;
+  if (begin >= end) return out;
+  const DataExtent* first = at_or_before(begin);
+  if (first && first->logical_end() > begin) out.push_back(first);
+  // The extents starting in (begin, end).
+  for (auto sit = shards_.lower_bound(begin / kShardSpan); sit != shards_.end() && sit->first * kShardSpan < end; ++sit) {
+    const Map& m = sit->second->extents;
+    for (auto it = m.upper_bound(begin); it != m.end() && it->first < end; ++it) out.push_back(&it->second);
+  }
+  return out;
+}
+
+bool ExtentMap::any_in(uint64_t begin, uint64_t end) const {
+  if (begin >= end) return false;
+  const DataExtent* first = at_or_before(begin);
+  if (first && first->logical_end() > begin) return true;
+  for (auto sit = shards_.lower_bound(begin / kShardSpan); sit != shards_.end() && sit->first * kShardSpan < end; ++sit) {
+    const Map& m = sit->second->extents;
+    auto it = m.upper_bound(begin);
+    if (it != m.end() && it->first < end) return true;
+  }
+  return false;
+}
+
+const DataExtent& ExtentMap::at(uint64_t logical) const {
+  auto sit = shards_.find(logical / kShardSpan);
+  if (sit == shards_.end()) throw std::out_of_range("no extent starts there");
+  return sit->second->extents.at(logical);
+}
+
+DataExtent* ExtentMap::mutable_extent(uint64_t logical) {
+  auto sit = shards_.find(logical / kShardSpan);
+  if (sit == shards_.end() || !sit->second->extents.count(logical)) return nullptr;
+  return &writable(logical).extents.at(logical);
+}
+
+bool ExtentMap::erase(uint64_t logical) {
+  auto sit = shards_.find(logical / kShardSpan);
+  if (sit == shards_.end()) return false;
+  auto it = sit->second->extents.find(logical);
+  if (it == sit->second->extents.end()) return false;
+  count_out(it->second);
+  writable(logical).extents.erase(logical);
+  drop_if_empty(logical / kShardSpan);
+  return true;
+}
 
 void ExtentMap::punch(uint64_t begin, uint64_t end, std::vector<PExtent>* released) {
   if (begin >= end) return;
-  auto it = map_.upper_bound(begin);
-  if (it != map_.begin()) --it;
-  while (it != map_.end() && it->second.logical < end) {
-    DataExtent& e = it->second;
-    if (e.logical_end() <= begin) {
-      ++it;
-      continue;
-    }
+  // The starts of the extents to cut, found before any shard changes.
+  std::vector<uint64_t> starts;
+  for (const DataExtent* e : overlapping(begin, end)) starts.push_back(e->logical);
+  for (uint64_t start : starts) {
+    ExtentShard& sh = writable(start);
+    auto it = sh.extents.find(start);
+    DataExtent e = std::move(it->second);
+    sh.extents.erase(it);
+    count_out(e);
+    drop_if_empty(start / kShardSpan);
     uint64_t cut_b = std::max(begin, e.logical);
     uint64_t cut_e = std::min(end, e.logical_end());
     released->push_back({e.tier, e.physical + (cut_b - e.logical), cut_e - cut_b});
-    DataExtent head = e, tail = e;
-    bool keep_head = cut_b > e.logical;
-    bool keep_tail = cut_e < e.logical_end();
-    it = map_.erase(it);
-    if (keep_head) {
+    if (cut_b > e.logical) {
+      DataExtent head = e;
       head.length = cut_b - head.logical;
       head.csums.resize(head.length / head.csum_block);
-      map_.emplace(head.logical, std::move(head));
+      insert(std::move(head));
     }
-    if (keep_tail) {
+    if (cut_e < e.logical_end()) {
+      DataExtent tail = std::move(e);
       uint64_t skip = cut_e - tail.logical;
       tail.physical += skip;
       tail.logical = cut_e;
       tail.length -= skip;
       tail.csums.erase(tail.csums.begin(), tail.csums.begin() + static_cast<long>(skip / tail.csum_block));
-      it = map_.emplace(tail.logical, std::move(tail)).first;
-      ++it;
+      insert(std::move(tail));
     }
   }
 }
 
-std::vector<const DataExtent*> ExtentMap::overlapping(uint64_t begin, uint64_t end) const {
-  std::vector<const DataExtent*> out;
-  auto it = map_.upper_bound(begin);
-  if (it != map_.begin()) --it;
-  for (; it != map_.end() && it->second.logical < end; ++it)
-    if (it->second.logical_end() > begin) out.push_back(&it->second);
-  return out;
-}
-
-bool ExtentMap::any_in(uint64_t begin, uint64_t end) const { return !overlapping(begin, end).empty(); }
-
-uint64_t ExtentMap::bytes_on(Tier t) const {
-  uint64_t n = 0;
-  for (const auto& [off, e] : map_)
-    if (e.tier == t) n += e.length;
-  return n;
+void ExtentMap::encode_into(std::string* out) const {
+  put_varint(out, count_);
+  for (const auto& [idx, sh] : shards_) {
+    std::lock_guard<std::mutex> l(sh->encoded_lock);
+    if (!sh->encoded_valid) {
+      sh->encoded.clear();
+      for (const auto& [off, e] : sh->extents) encode_extent(&sh->encoded, e);
+      sh->encoded_valid = true;
+    }
+    out->append(sh->encoded);
+  }
 }
 
 std::string extent_fingerprint(const ExtentMap& m) {
@@ -94,15 +227,7 @@ std::string encode_onode(const Onode& o) {
     put_bytes(&b, k);
     put_bytes(&b, v);
   }
-  put_varint(&b, o.extents.size());
-  for (const auto& [off, e] : o.extents.extents()) {
-    put_varint(&b, e.logical);
-    put_varint(&b, e.length);
-    put_u8(&b, static_cast<uint8_t>(e.tier));
-    put_varint(&b, e.physical);
-    put_varint(&b, e.csum_block);
-    for (uint32_t c : e.csums) put_fixed32(&b, c);
-  }
+  o.extents.encode_into(&b);
   return seal_record(kOnodeTag, kOnodeVersion, b);
 }
 

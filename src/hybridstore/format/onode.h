@@ -10,6 +10,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,31 +42,90 @@ struct DataExtent {
   uint64_t logical_end() const { return logical + length; }
 };
 
-// Logical offset -> extent.
+struct ExtentShard;  // onode.cc
+
+// Logical offset -> extent, kept in shards of kShardSpan logical bytes (an
+// extent lives in the shard of its first byte). Copies share the shards and
+// a change copies only the shard it touches, and each shard caches its own
+// encoding: a transaction copies an object's onode and re-encodes it for
+// every small write, and an object made of hundreds of extents (4 KiB
+// overwrites of a 4 MiB RBD object) would otherwise cost that copy and that
+// encoding in full each time. The encoded form is the same extent list in
+// logical order either way.
 class ExtentMap {
  public:
-  using Map = std::map<uint64_t, DataExtent>;
+  static constexpr uint64_t kShardSpan = 256 * 1024;
+  using Map = std::map<uint64_t, DataExtent>;  // one shard's extents
 
-  const Map& extents() const { return map_; }
-  // For in-place changes that keep offsets and lengths (checksum updates).
-  Map& mutable_extents() { return map_; }
-  bool empty() const { return map_.empty(); }
-  size_t size() const { return map_.size(); }
+  // Every extent in logical order, across the shards.
+  class const_iterator {
+   public:
+    using value_type = Map::value_type;
+    const value_type& operator*() const { return *inner_; }
+    const value_type* operator->() const { return &*inner_; }
+    const_iterator& operator++();
+    bool operator==(const const_iterator& o) const {
+      return outer_ == o.outer_ && (outer_ == end_ || inner_ == o.inner_);
+    }
+    bool operator!=(const const_iterator& o) const { return !(*this == o); }
+
+   private:
+    friend class ExtentMap;
+    using Outer = std::map<uint64_t, std::shared_ptr<ExtentShard>>::const_iterator;
+    const_iterator(Outer outer, Outer end);
+    Outer outer_, end_;
+    Map::const_iterator inner_;
+  };
+  struct Range {
+    const ExtentMap* map;
+    const_iterator begin() const { return map->begin(); }
+    const_iterator end() const { return map->end(); }
+    size_t size() const { return map->size(); }
+    const DataExtent& at(uint64_t logical) const { return map->at(logical); }
+  };
+
+  Range extents() const { return Range{this}; }
+  const_iterator begin() const { return const_iterator(shards_.begin(), shards_.end()); }
+  const_iterator end() const { return const_iterator(shards_.end(), shards_.end()); }
+  bool empty() const { return count_ == 0; }
+  size_t size() const { return count_; }
+  size_t shard_count() const { return shards_.size(); }
 
   void insert(DataExtent e);  // caller guarantees no overlap
   // Removes coverage of [begin, end); a partially covered extent is trimmed.
   // Cut points must fall on csum_block boundaries of the extents they cut.
   // Appends the physical ranges no longer referenced to *released.
   void punch(uint64_t begin, uint64_t end, std::vector<PExtent>* released);
+  // The extent starting at `logical`, to change its checksums in place (its
+  // offsets and length must stay); null if none starts there.
+  DataExtent* mutable_extent(uint64_t logical);
+  // Removes the extent starting at `logical`; false if none does.
+  bool erase(uint64_t logical);
+  // The extent starting at `logical`; throws std::out_of_range if none does.
+  const DataExtent& at(uint64_t logical) const;
   // Extents overlapping [begin, end), in order.
   std::vector<const DataExtent*> overlapping(uint64_t begin, uint64_t end) const;
   // Whether [begin, end) holds any extent.
   bool any_in(uint64_t begin, uint64_t end) const;
-  uint64_t bytes_on(Tier t) const;
-  void clear() { map_.clear(); }
+  uint64_t bytes_on(Tier t) const { return bytes_[tier_index(t)]; }
+  void clear();
+  // Appends the extent count and every extent's encoding (encode_onode's
+  // extent list), re-encoding only shards changed since they were last encoded.
+  void encode_into(std::string* out) const;
 
  private:
-  Map map_;
+  // The shard holding `logical`'s extents, ready to change: copied first if
+  // another map shares it, made if missing; its cached encoding dropped.
+  ExtentShard& writable(uint64_t logical);
+  void drop_if_empty(uint64_t shard_index);
+  void count_in(const DataExtent& e);
+  void count_out(const DataExtent& e);
+  // The last extent starting at or before `logical`, or null.
+  const DataExtent* at_or_before(uint64_t logical) const;
+
+  std::map<uint64_t, std::shared_ptr<ExtentShard>> shards_;  // by logical / kShardSpan
+  size_t count_ = 0;
+  uint64_t bytes_[kNumTiers] = {0, 0};
 };
 
 // CEPH_OSD_ALLOC_HINT_FLAG_*: set by a transaction, kept in the onode

@@ -262,12 +262,10 @@ int OpApplier::write_pending() {
 
 void OpApplier::overwrite_deferred(Tier tier, Onode& o, uint64_t a, const char* buf, uint64_t len) {
   const uint64_t b = a + len;
-  auto& m = o.extents.mutable_extents();
-  auto it = m.upper_bound(a);
-  if (it != m.begin()) --it;
-  for (; it != m.end() && it->second.logical < b; ++it) {
-    DataExtent& e = it->second;
-    if (e.logical_end() <= a) continue;
+  std::vector<uint64_t> starts;
+  for (const DataExtent* e : o.extents.overlapping(a, b)) starts.push_back(e->logical);
+  for (uint64_t start : starts) {
+    DataExtent& e = *o.extents.mutable_extent(start);
     uint64_t x = std::max(a, e.logical), y = std::min(b, e.logical_end());
     const char* src = buf + (x - a);
     for (uint64_t blk = (x - e.logical) / e.csum_block; blk < (y - e.logical) / e.csum_block; ++blk)

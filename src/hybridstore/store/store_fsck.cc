@@ -177,11 +177,11 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
       }
     }
     if (plan && (rewrite || !drop.empty())) {
-      for (uint64_t off : drop) o.extents.mutable_extents().erase(off);
+      for (uint64_t off : drop) o.extents.erase(off);
       plan->batch.Put(it->key(), encode_onode(o));
     }
     // As the transactions count it: after repair cut out any bad extents.
-    for (uint64_t off : drop) o.extents.mutable_extents().erase(off);
+    for (uint64_t off : drop) o.extents.erase(off);
     if (int h = home_tier(o); h >= 0) ++on_tier[h];
   }
   if (!it->status().ok()) problem("iterating onodes: " + it->status().ToString());

@@ -52,8 +52,7 @@ struct CollectionState {
 // The tier an object counts on (kStatSsdObjects + home): the one holding most
 // of its data, the SSD on a tie; -1 when it holds no data.
 inline int home_tier(const Onode& o) {
-  uint64_t on[kNumTiers] = {0, 0};
-  for (const auto& [off, e] : o.extents.extents()) on[tier_index(e.tier)] += e.length;
+  const uint64_t on[kNumTiers] = {o.extents.bytes_on(Tier::kSsd), o.extents.bytes_on(Tier::kHdd)};
   if (!on[0] && !on[1]) return -1;
   return on[tier_index(Tier::kSsd)] >= on[tier_index(Tier::kHdd)] ? tier_index(Tier::kSsd) : tier_index(Tier::kHdd);
 }

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <map>
 #include <random>
+#include <stdexcept>
 
 using namespace hybridstore;
 
@@ -88,4 +91,144 @@ TEST(Onode, OverlappingFindsEveryTouchedExtent) {
   EXPECT_EQ(m.overlapping(4095, 8193).size(), 2u);
   EXPECT_EQ(m.overlapping(0, 1 << 20).size(), 3u);
   EXPECT_TRUE(m.any_in(24000, 24001));
+}
+
+namespace {
+// The reference: every extent in one plain map, cut the way punch cuts.
+using RefMap = std::map<uint64_t, DataExtent>;
+
+void ref_punch(RefMap* m, uint64_t b, uint64_t e) {
+  RefMap out;
+  for (auto& [off, x] : *m) {
+    if (x.logical_end() <= b || x.logical >= e) {
+      out.emplace(off, x);
+      continue;
+    }
+    if (x.logical < b) {
+      DataExtent h = x;
+      h.length = b - h.logical;
+      h.csums.resize(h.length / h.csum_block);
+      out.emplace(h.logical, h);
+    }
+    if (x.logical_end() > e) {
+      DataExtent t = x;
+      uint64_t skip = e - t.logical;
+      t.physical += skip;
+      t.logical = e;
+      t.length -= skip;
+      t.csums.erase(t.csums.begin(), t.csums.begin() + static_cast<long>(skip / t.csum_block));
+      out.emplace(t.logical, t);
+    }
+  }
+  *m = std::move(out);
+}
+
+std::string listing(const ExtentMap& m) {
+  std::string s;
+  for (const auto& [off, e] : m.extents())
+    s += std::to_string(off) + "+" + std::to_string(e.length) + "@" + std::to_string(e.physical) + "/" +
+         std::to_string(e.csums.empty() ? 0 : e.csums.front()) + " ";
+  return s;
+}
+
+std::string listing(const RefMap& m) {
+  std::string s;
+  for (const auto& [off, e] : m)
+    s += std::to_string(off) + "+" + std::to_string(e.length) + "@" + std::to_string(e.physical) + "/" +
+         std::to_string(e.csums.empty() ? 0 : e.csums.front()) + " ";
+  return s;
+}
+
+std::string encoded(const ExtentMap& m) {
+  std::string s;
+  m.encode_into(&s);
+  return s;
+}
+}  // namespace
+
+// The sharded map against one plain map, through random writes (punch, then
+// insert) over an object of many shards, big extents spanning several.
+TEST(Onode, ShardedMapMatchesAPlainMap) {
+  const unsigned seed = 20261128;
+  std::printf("seed %u\n", seed);
+  std::mt19937_64 rng(seed);
+  ExtentMap m;
+  RefMap ref;
+  uint64_t phys = 0;
+  const uint64_t object = 4 << 20;
+  for (int step = 0; step < 3000; ++step) {
+    uint64_t len = (rng() % 4 == 0 ? 1 + rng() % 256 : 1 + rng() % 4) * 4096;
+    uint64_t at = rng() % (object / 4096) * 4096;
+    std::vector<PExtent> freed;
+    m.punch(at, at + len, &freed);
+    ref_punch(&ref, at, at + len);
+    if (rng() % 8) {
+      DataExtent e = extent(at, len, phys += len);
+      m.insert(e);
+      ref.emplace(at, e);
+    }
+    if (step % 97 == 0) {
+      ExtentMap copy = m;  // a transaction's copy, changed and then dropped
+      copy.punch(0, object / 2, &freed);
+    }
+    ASSERT_EQ(listing(m), listing(ref)) << "step " << step;
+    ASSERT_EQ(m.size(), ref.size());
+    uint64_t on[2] = {0, 0};
+    for (const auto& [off, e] : ref) on[tier_index(e.tier)] += e.length;
+    ASSERT_EQ(m.bytes_on(Tier::kSsd), on[0]);
+    uint64_t qb = rng() % object, qe = qb + 1 + rng() % (1 << 20);
+    size_t want = 0;
+    for (const auto& [off, e] : ref) want += e.logical < qe && e.logical_end() > qb;
+    ASSERT_EQ(m.overlapping(qb, qe).size(), want) << qb << "~" << qe;
+    ASSERT_EQ(m.any_in(qb, qe), want > 0);
+  }
+  // The same extents inserted into a fresh map encode the same way.
+  ExtentMap fresh;
+  for (const auto& [off, e] : ref) fresh.insert(e);
+  EXPECT_EQ(encoded(m), encoded(fresh));
+  EXPECT_GT(m.shard_count(), 8u);
+}
+
+// A copy shares the shards; changing it leaves the original, and the
+// original's cached encoding, as they were.
+TEST(Onode, CopiesShareShardsUntilChanged) {
+  Onode a;
+  a.size = 4 << 20;
+  for (uint64_t off = 0; off < (4u << 20); off += 64 * 1024) a.extents.insert(extent(off, 8192, off));
+  const std::string before = encode_onode(a);
+  Onode b = a;
+  std::vector<PExtent> freed;
+  b.extents.punch(1 << 20, (1 << 20) + 4096, &freed);
+  b.extents.insert(extent(1 << 20, 4096, 1ull << 30));
+  DataExtent* e = b.extents.mutable_extent(3 << 20);
+  ASSERT_NE(e, nullptr);
+  e->csums[0] = 0xdeadbeef;
+  EXPECT_EQ(encode_onode(a), before);
+  EXPECT_EQ(a.extents.at(3 << 20).csums[0], static_cast<uint32_t>(3 << 20));
+  Onode back;
+  std::string why;
+  ASSERT_TRUE(decode_onode(encode_onode(b), &back, &why)) << why;
+  EXPECT_EQ(back.extents.at(3 << 20).csums[0], 0xdeadbeefu);
+  EXPECT_EQ(back.extents.at(1 << 20).physical, 1ull << 30);
+  EXPECT_EQ(listing(back.extents), listing(b.extents));
+  EXPECT_EQ(b.extents.mutable_extent(4096), nullptr);
+  EXPECT_TRUE(b.extents.erase(0));
+  EXPECT_FALSE(b.extents.erase(0));
+  EXPECT_EQ(b.extents.size(), a.extents.size());  // one split in two, one erased
+  EXPECT_THROW(b.extents.at(0), std::out_of_range);
+}
+
+// One extent spanning many shards is found from any offset inside it.
+TEST(Onode, AnExtentSpanningShardsIsFoundAnywhereInIt) {
+  ExtentMap m;
+  m.insert(extent(0, 4 << 20, 0));
+  std::vector<PExtent> freed;
+  m.punch(1 << 20, (1 << 20) + 4096, &freed);
+  ASSERT_EQ(m.size(), 2u);
+  auto at = m.overlapping(3 << 20, (3 << 20) + 1);
+  ASSERT_EQ(at.size(), 1u);
+  EXPECT_EQ(at[0]->logical, (1u << 20) + 4096);
+  EXPECT_FALSE(m.any_in(1 << 20, (1 << 20) + 4096));
+  EXPECT_TRUE(m.any_in((1 << 20) - 1, 1 << 20));
+  EXPECT_EQ(m.bytes_on(Tier::kSsd), (4u << 20) - 4096);
 }
