@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <iterator>
 #include <mutex>
 #include <stdexcept>
@@ -50,12 +51,27 @@ ExtentMap::const_iterator& ExtentMap::const_iterator::operator++() {
   return *this;
 }
 
+ExtentMap& ExtentMap::operator=(ExtentMap&& o) noexcept {
+  if (this == &o) return *this;
+  shards_ = std::move(o.shards_);
+  count_ = o.count_;
+  bytes_[0] = o.bytes_[0];
+  bytes_[1] = o.bytes_[1];
+  o.clear();
+  return *this;
+}
+
 ExtentShard& ExtentMap::writable(uint64_t logical) {
   auto& slot = shards_[logical / kShardSpan];
-  if (!slot)
+  if (!slot) {
     slot = std::make_shared<ExtentShard>();
-  else if (slot.use_count() > 1)
+  } else if (slot.use_count() > 1) {
     slot = std::make_shared<ExtentShard>(slot->extents);
+  } else {
+    // The last other owner (a cached onode another thread read) may have let
+    // go just now: its reads happen before the changes below.
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
   slot->encoded_valid = false;
   return *slot;
 }

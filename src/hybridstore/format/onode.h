@@ -84,6 +84,13 @@ class ExtentMap {
     const DataExtent& at(uint64_t logical) const { return map->at(logical); }
   };
 
+  ExtentMap() = default;
+  ExtentMap(const ExtentMap&) = default;
+  ExtentMap& operator=(const ExtentMap&) = default;
+  // A moved-from map is empty, its totals included.
+  ExtentMap(ExtentMap&& o) noexcept { *this = std::move(o); }
+  ExtentMap& operator=(ExtentMap&& o) noexcept;
+
   Range extents() const { return Range{this}; }
   const_iterator begin() const { return const_iterator(shards_.begin(), shards_.end()); }
   const_iterator end() const { return const_iterator(shards_.end(), shards_.end()); }
@@ -97,7 +104,9 @@ class ExtentMap {
   // Appends the physical ranges no longer referenced to *released.
   void punch(uint64_t begin, uint64_t end, std::vector<PExtent>* released);
   // The extent starting at `logical`, to change its checksums in place (its
-  // offsets and length must stay); null if none starts there.
+  // offsets and length must stay); null if none starts there. The pointer is
+  // good until the map is next copied, encoded or changed: its shard's cached
+  // encoding is dropped now, not when the caller writes through it.
   DataExtent* mutable_extent(uint64_t logical);
   // Removes the extent starting at `logical`; false if none does.
   bool erase(uint64_t logical);

@@ -232,3 +232,14 @@ TEST(Onode, AnExtentSpanningShardsIsFoundAnywhereInIt) {
   EXPECT_TRUE(m.any_in((1 << 20) - 1, 1 << 20));
   EXPECT_EQ(m.bytes_on(Tier::kSsd), (4u << 20) - 4096);
 }
+
+TEST(Onode, AMovedFromMapIsEmptyTotalsIncluded) {
+  ExtentMap m;
+  m.insert(extent(0, 8192, 0, Tier::kHdd));
+  ExtentMap n = std::move(m);
+  EXPECT_EQ(n.size(), 1u);
+  EXPECT_EQ(n.bytes_on(Tier::kHdd), 8192u);
+  EXPECT_EQ(m.size(), 0u);  // NOLINT(bugprone-use-after-move): what is checked
+  EXPECT_EQ(m.bytes_on(Tier::kHdd), 0u);
+  EXPECT_EQ(encoded(m), encoded(ExtentMap()));
+}
