@@ -198,16 +198,33 @@ void ExtentMap::punch(uint64_t begin, uint64_t end, std::vector<PExtent>* releas
   }
 }
 
+namespace {
+// The shard's encoding, made now if a change dropped it. Called with the
+// shard's encoded_lock held.
+const std::string& shard_encoding(const ExtentShard& sh) {
+  if (!sh.encoded_valid) {
+    sh.encoded.clear();
+    for (const auto& [off, e] : sh.extents) encode_extent(&sh.encoded, e);
+    sh.encoded_valid = true;
+  }
+  return sh.encoded;
+}
+}  // namespace
+
+size_t ExtentMap::encoded_size() const {
+  size_t n = varint_size(count_);
+  for (const auto& [idx, sh] : shards_) {
+    std::lock_guard<std::mutex> l(sh->encoded_lock);
+    n += shard_encoding(*sh).size();
+  }
+  return n;
+}
+
 void ExtentMap::encode_into(std::string* out) const {
   put_varint(out, count_);
   for (const auto& [idx, sh] : shards_) {
     std::lock_guard<std::mutex> l(sh->encoded_lock);
-    if (!sh->encoded_valid) {
-      sh->encoded.clear();
-      for (const auto& [off, e] : sh->extents) encode_extent(&sh->encoded, e);
-      sh->encoded_valid = true;
-    }
-    out->append(sh->encoded);
+    out->append(shard_encoding(*sh));
   }
 }
 
@@ -232,6 +249,8 @@ constexpr uint64_t kMaxLogical = 1ull << 48;
 }  // namespace
 
 std::string encode_onode(const Onode& o) {
+  // The header and attributes first, then the extent list straight into the
+  // sealed record: an onode of many extents is copied once, not three times.
   std::string b;
   put_varint(&b, o.size);
   put_varint(&b, o.nid);
@@ -243,8 +262,12 @@ std::string encode_onode(const Onode& o) {
     put_bytes(&b, k);
     put_bytes(&b, v);
   }
-  o.extents.encode_into(&b);
-  return seal_record(kOnodeTag, kOnodeVersion, b);
+  std::string out;
+  append_sealed_record(&out, kOnodeTag, kOnodeVersion, b.size() + o.extents.encoded_size(), [&](std::string* r) {
+    r->append(b);
+    o.extents.encode_into(r);
+  });
+  return out;
 }
 
 bool decode_onode(std::string_view in, Onode* out, std::string* why) {

@@ -118,6 +118,9 @@ class ExtentMap {
   bool any_in(uint64_t begin, uint64_t end) const;
   uint64_t bytes_on(Tier t) const { return bytes_[tier_index(t)]; }
   void clear();
+  // Bytes encode_into appends. Encodes the shards changed since they were
+  // last encoded (encode_into then only copies).
+  size_t encoded_size() const;
   // Appends the extent count and every extent's encoding (encode_onode's
   // extent list), re-encoding only shards changed since they were last encoded.
   void encode_into(std::string* out) const;

@@ -186,6 +186,7 @@ TEST(Onode, ShardedMapMatchesAPlainMap) {
   ExtentMap fresh;
   for (const auto& [off, e] : ref) fresh.insert(e);
   EXPECT_EQ(encoded(m), encoded(fresh));
+  EXPECT_EQ(encoded(m).size(), m.encoded_size());
   EXPECT_GT(m.shard_count(), 8u);
 }
 
