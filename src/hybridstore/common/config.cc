@@ -11,18 +11,45 @@
 
 namespace hybridstore {
 
-const std::vector<OptionSpec>& option_registry() {
-  static const std::vector<OptionSpec> registry = [] {
-    std::vector<OptionSpec> v;
-    add_core_options(&v);
-    add_durability_options(&v);
-    add_section_options(&v);
-    add_ftl_options(&v);
-    add_tiering_options(&v);
-    return v;
+namespace {
+
+struct Registry {
+  std::deque<OptionSpec> specs;
+  std::vector<OptionTable> tables;
+};
+
+Registry& registry() {
+  static Registry r = [] {
+    Registry built;
+    for (OptionTable t : {add_core_options, add_section_options, add_ftl_options,
+                          add_tiering_options}) {
+      std::vector<OptionSpec> v;
+      t(&v);
+      built.specs.insert(built.specs.end(), v.begin(), v.end());
+      built.tables.push_back(t);
+    }
+    return built;
   }();
-  return registry;
+  return r;
 }
+
+}  // namespace
+
+void register_option_table(OptionTable table, bool test_only) {
+  Registry& r = registry();
+  for (OptionTable t : r.tables)
+    if (t == table) return;
+  std::vector<OptionSpec> v;
+  table(&v);
+  for (auto& o : v) {
+    if (find_option(o.name)) throw std::logic_error("option " + o.name + " registered twice");
+    o.needs_storage_hooks = o.needs_storage_hooks || test_only;
+  }
+  r.specs.insert(r.specs.end(), v.begin(), v.end());
+  r.tables.push_back(table);
+}
+
+const std::deque<OptionSpec>& option_registry() { return registry().specs; }
 
 const OptionSpec* find_option(std::string_view name) {
   std::string n = normalize_option_name(name);
@@ -215,6 +242,13 @@ Config::Config() {
   }
 }
 
+const std::string& Config::value_of(const OptionSpec& o) const {
+  auto it = values_.find(o.name);
+  if (it == values_.end())
+    throw std::logic_error("option " + o.name + " was registered after this Config was made");
+  return it->second;
+}
+
 const OptionSpec& Config::spec(std::string_view name) const {
   const OptionSpec* o = find_option(name);
   if (!o) throw std::logic_error("unknown option " + std::string(name));
@@ -308,29 +342,29 @@ int Config::load_ini_text(std::string_view text, const std::string& source, std:
 bool Config::get_bool(std::string_view name) const {
   const auto& o = spec(name);
   if (o.type != OptionType::kBool) throw std::logic_error(o.name + " is not a bool");
-  return values_.at(o.name) == "true";
+  return value_of(o) == "true";
 }
 int64_t Config::get_int(std::string_view name) const {
   const auto& o = spec(name);
   if (o.type != OptionType::kInt) throw std::logic_error(o.name + " is not an int");
-  return std::stoll(values_.at(o.name));
+  return std::stoll(value_of(o));
 }
 uint64_t Config::get_size(std::string_view name) const {
   const auto& o = spec(name);
   if (o.type != OptionType::kSize) throw std::logic_error(o.name + " is not a size");
-  return std::stoull(values_.at(o.name));
+  return std::stoull(value_of(o));
 }
 double Config::get_double(std::string_view name) const {
   const auto& o = spec(name);
   if (o.type != OptionType::kDouble) throw std::logic_error(o.name + " is not a double");
-  return std::stod(values_.at(o.name));
+  return std::stod(value_of(o));
 }
 const std::string& Config::get_str(std::string_view name) const {
   const auto& o = spec(name);
   if (o.type != OptionType::kString) throw std::logic_error(o.name + " is not a string");
-  return values_.at(o.name);
+  return value_of(o);
 }
-std::string Config::get_text(std::string_view name) const { return values_.at(spec(name).name); }
+std::string Config::get_text(std::string_view name) const { return value_of(spec(name)); }
 bool Config::is_default(std::string_view name) const {
   return explicit_.find(spec(name).name) == explicit_.end();
 }

@@ -1,4 +1,10 @@
-// The one registry of hybridstore_* options, and a Config holding their values.
+// The registry of hybridstore_* options, and a Config holding their values.
+//
+// The product's options are built in (common/options_*.cc). Test-only
+// machinery (fault injection, device timing models) adds its own table at
+// startup through register_option_table, so a product binary does not know
+// those options at all: setting one there is an unknown option, not a
+// silently ignored one.
 //
 // Every option has a name, a type, a default, optional bounds or allowed
 // values, and a description. Tools, the bench and the Ceph adapter read the
@@ -9,6 +15,7 @@
 // option's name in the message.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
 #include <string_view>
@@ -32,16 +39,28 @@ struct OptionSpec {
   bool mkfs_only = false;
   // Sizes and ints that must be a power of two.
   bool power_of_two = false;
+  // Honoured only by storage hooks (store/storage_hooks.h): the store
+  // refuses to open with it away from its default when no hooks are
+  // installed. Set for every option of a table registered as test-only.
+  bool needs_storage_hooks = false;
 };
 
 // Registry tables, one per component (common/options_*.cc).
 void add_core_options(std::vector<OptionSpec>* out);
-void add_durability_options(std::vector<OptionSpec>* out);
 void add_section_options(std::vector<OptionSpec>* out);
 void add_ftl_options(std::vector<OptionSpec>* out);
 void add_tiering_options(std::vector<OptionSpec>* out);
 
-const std::vector<OptionSpec>& option_registry();
+using OptionTable = void (*)(std::vector<OptionSpec>*);
+// Adds a table's options to the registry, each marked needs_storage_hooks
+// when `test_only`. Call at the start of main, before any Config is made or
+// another thread reads options; a table registered twice is added once, and
+// a name already registered is a logic_error.
+void register_option_table(OptionTable table, bool test_only);
+
+// Built-in options, then registered tables, in order. A deque: registering
+// a table leaves pointers to earlier options valid.
+const std::deque<OptionSpec>& option_registry();
 const OptionSpec* find_option(std::string_view name);
 
 // "64K", "8G", "4KiB", "1048576" -> bytes. False on garbage or overflow.
@@ -72,6 +91,7 @@ class Config {
 
  private:
   const OptionSpec& spec(std::string_view name) const;
+  const std::string& value_of(const OptionSpec& o) const;
   std::map<std::string, std::string> values_;  // normalized text
   std::map<std::string, bool> explicit_;
 };

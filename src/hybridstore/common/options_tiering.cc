@@ -91,29 +91,6 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "1", "16"});
   v->push_back({"hybridstore_sfs_refine_iterations", T::kInt, "3",
                 "at most this many k-means passes when the group centres are refined", "1", "3"});
-  // Device timing models.
-  v->push_back({"hybridstore_device_model", T::kString, "none",
-                "charge modelled device time on a virtual clock: none (real time only) or paper "
-                "(the HRO paper's HDD and SSD, tunable by hybridstore_model_*)",
-                "", "", {"none", "paper"}});
-  v->push_back({"hybridstore_model_hdd_seek_track_ms", T::kDouble, "2.0",
-                "modelled HDD track-to-track seek time", "0.01", "100"});
-  v->push_back({"hybridstore_model_hdd_seek_avg_ms", T::kDouble, "8.9",
-                "modelled HDD average seek time (mean over random seeks)", "0.01", "100"});
-  v->push_back({"hybridstore_model_hdd_seek_full_ms", T::kDouble, "21",
-                "modelled HDD full-stroke seek time", "0.01", "200"});
-  v->push_back({"hybridstore_model_hdd_rpm", T::kDouble, "7200", "modelled HDD spindle speed",
-                "1000", "20000"});
-  v->push_back({"hybridstore_model_hdd_transfer_mbps", T::kDouble, "100",
-                "modelled HDD sequential transfer rate, MB/s (10^6 bytes)", "1", "10000"});
-  v->push_back({"hybridstore_model_ssd_seq_read_us", T::kDouble, "20",
-                "modelled SSD sequential read latency per 4 KiB", "0.1", "100000"});
-  v->push_back({"hybridstore_model_ssd_seq_write_us", T::kDouble, "70",
-                "modelled SSD sequential write latency per 4 KiB", "0.1", "100000"});
-  v->push_back({"hybridstore_model_ssd_rand_read_us", T::kDouble, "270",
-                "modelled SSD random read latency (first 4 KiB)", "0.1", "100000"});
-  v->push_back({"hybridstore_model_ssd_rand_write_us", T::kDouble, "375",
-                "modelled SSD random write latency (first 4 KiB)", "0.1", "100000"});
 }
 
 }  // namespace hybridstore

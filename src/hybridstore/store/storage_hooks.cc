@@ -26,8 +26,7 @@ std::string option_needing_storage_hooks(const Config& cfg) {
   // asks for nothing a product store cannot do.
   static const Config defaults;
   for (const auto& o : option_registry()) {
-    bool debug = o.name.rfind("hybridstore_debug_", 0) == 0;
-    if ((debug || o.name == "hybridstore_device_model") && cfg.get_text(o.name) != defaults.get_text(o.name))
+    if (o.needs_storage_hooks && cfg.get_text(o.name) != defaults.get_text(o.name))
       return o.name;
   }
   return {};

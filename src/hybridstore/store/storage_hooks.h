@@ -8,10 +8,11 @@
 // binary or tool installs its hooks (TestStorageHooks) at startup; the store
 // calls them at the two points where it opens storage.
 //
-// Without hooks (the product), the options that ask for this machinery —
-// any hybridstore_debug_* option away from its default, and
-// hybridstore_device_model other than none — make mkfs and mount fail with
-// an error naming the option, rather than be silently ignored.
+// The options that ask for this machinery are registered by the testing
+// library (testing/test_options.h), so a product binary does not know them.
+// Where they are registered but no hooks are installed, any of them away
+// from its default makes mkfs and mount fail with an error naming the
+// option, rather than be silently ignored.
 #pragma once
 #include <memory>
 #include <string>

@@ -1,6 +1,7 @@
 #include "hybridstore/testing/test_storage_hooks.h"
 
 #include "hybridstore/testing/device_model.h"
+#include "hybridstore/testing/test_options.h"
 #include "hybridstore/testing/fault_injection.h"
 
 namespace hybridstore {
@@ -33,6 +34,9 @@ std::shared_ptr<VirtualClock> TestStorageHooks::clock_for(const std::string& sto
   return c;
 }
 
-void install_test_storage_hooks() { set_storage_hooks(std::make_shared<TestStorageHooks>()); }
+void install_test_storage_hooks() {
+  register_test_options();
+  set_storage_hooks(std::make_shared<TestStorageHooks>());
+}
 
 }  // namespace hybridstore

@@ -39,7 +39,8 @@ class TestStorageHooks final : public StorageHooks {
   std::map<std::string, std::shared_ptr<VirtualClock>> clocks_;
 };
 
-// Installs TestStorageHooks for the process (call at the start of main).
+// Registers the testing options (test_options.h) and installs
+// TestStorageHooks for the process (call at the start of main).
 void install_test_storage_hooks();
 
 }  // namespace hybridstore

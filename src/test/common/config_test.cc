@@ -78,3 +78,59 @@ TEST(Config, SetFromArg) {
   EXPECT_EQ(c.get_size("hybridstore_hdd_size"), 1ull << 30);
   EXPECT_EQ(c.set_from_arg("novalue", &err), -EINVAL);
 }
+
+namespace {
+
+void add_probe_option(std::vector<OptionSpec>* v) {
+  v->push_back({"hybridstore_registry_probe", OptionType::kInt, "7", "test: an option a table registers late"});
+}
+void add_clashing_option(std::vector<OptionSpec>* v) {
+  v->push_back({"hybridstore_csum_block", OptionType::kInt, "1", "test: a name the product already has"});
+}
+
+bool is_test_machinery_option(const std::string& name) {
+  return name.rfind("hybridstore_debug_", 0) == 0 || name.rfind("hybridstore_model_", 0) == 0 ||
+         name == "hybridstore_device_model";
+}
+
+}  // namespace
+
+TEST(Config, TheProductsTablesHoldNoTestOnlyOption) {
+  std::vector<OptionSpec> product;
+  for (OptionTable t : {add_core_options, add_section_options, add_ftl_options, add_tiering_options}) t(&product);
+  ASSERT_GT(product.size(), 30u);
+  for (const auto& o : product) {
+    EXPECT_FALSE(is_test_machinery_option(o.name)) << o.name << " belongs to the testing library's table";
+    EXPECT_FALSE(o.needs_storage_hooks) << o.name;
+  }
+  // The test binary registered the testing tables (test_main): each of their
+  // options is known here and marked as needing the hooks.
+  int test_only = 0;
+  for (const auto& o : option_registry())
+    if (is_test_machinery_option(o.name)) {
+      EXPECT_TRUE(o.needs_storage_hooks) << o.name;
+      ++test_only;
+    }
+  EXPECT_EQ(test_only, 17);
+}
+
+TEST(Config, ARegisteredTableIsKnownToConfigsMadeAfterIt) {
+  Config before;
+  size_t n = option_registry().size();
+  const OptionSpec* first = &option_registry().front();
+  register_option_table(add_probe_option, /*test_only=*/false);
+  register_option_table(add_probe_option, /*test_only=*/false);  // twice: added once
+  EXPECT_EQ(option_registry().size(), n + 1);
+  EXPECT_EQ(&option_registry().front(), first);  // earlier options stay where they were
+  ASSERT_NE(find_option("hybridstore_registry_probe"), nullptr);
+  EXPECT_FALSE(find_option("hybridstore_registry_probe")->needs_storage_hooks);
+  Config after;
+  EXPECT_EQ(after.get_int("hybridstore_registry_probe"), 7);
+  std::string err;
+  EXPECT_EQ(after.set("hybridstore_registry_probe", "9", &err), 0) << err;
+  EXPECT_EQ(after.get_int("hybridstore_registry_probe"), 9);
+  // A Config made before the table says so rather than invent a value.
+  EXPECT_THROW(before.get_int("hybridstore_registry_probe"), std::logic_error);
+  EXPECT_THROW(register_option_table(add_clashing_option, false), std::logic_error);
+  EXPECT_EQ(option_registry().size(), n + 1);
+}
