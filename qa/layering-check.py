@@ -2,7 +2,8 @@
 """Fails when a source file includes a layer it may not call.
 
 The rules are the table "Allowed includes" in docs/architecture.md: each row
-names a layer (a folder under src/hybridstore/, or src/ftl) and the layers its
+names a layer (a folder under src/hybridstore/, or src/ftl, src/hscommon,
+src/hsio) and the layers its
 files may include. Everything else under src/ (tools, tests, fuzz targets) may
 include any layer. Two more rules from the same page:
   - no product layer includes testing/ (the test-only library);
@@ -51,12 +52,16 @@ def read_rules(doc_path):
     return rules
 
 
+# Libraries that are folders of src/ themselves, not of src/hybridstore/.
+TOP_LAYERS = ("ftl", "hscommon", "hsio")
+
+
 def layer_of_file(rel):
     parts = rel.split("/")
     if len(parts) >= 4 and parts[0] == "src" and parts[1] == "hybridstore":
         return parts[2]
-    if len(parts) >= 3 and parts[0] == "src" and parts[1] == "ftl":
-        return "ftl"
+    if len(parts) >= 3 and parts[0] == "src" and parts[1] in TOP_LAYERS:
+        return parts[1]
     return None
 
 
@@ -64,8 +69,8 @@ def layer_of_include(inc):
     parts = inc.split("/")
     if len(parts) >= 3 and parts[0] == "hybridstore":
         return parts[1]
-    if len(parts) >= 2 and parts[0] == "ftl":
-        return "ftl"
+    if len(parts) >= 2 and parts[0] in TOP_LAYERS:
+        return parts[0]
     return None
 
 
@@ -125,6 +130,14 @@ def self_test():
         _, errors = check(tmp)
         if len(errors) != 1 or "test-only" not in errors[0]:
             return f"a product include of testing/ was not reported: {errors}"
+        os.remove(bad)
+        os.makedirs(os.path.join(tmp, "src", "hscommon"))
+        low = os.path.join(tmp, "src", "hscommon", "low.cc")
+        with open(low, "w") as f:
+            f.write('#include "hscommon/log.h"\n#include "hsio/block_device.h"\n')
+        _, errors = check(tmp)
+        if len(errors) != 1 or "low.cc:2" not in errors[0]:
+            return f"an upward include (hscommon -> hsio) was not reported once: {errors}"
     return None
 
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 namespace hybridstore::fuzz {
 

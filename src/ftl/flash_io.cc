@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "hybridstore/common/crc32c.h"
+#include "hscommon/crc32c.h"
 
 namespace hybridstore::ftl {
 

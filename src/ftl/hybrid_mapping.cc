@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 
 namespace hybridstore::ftl {
 

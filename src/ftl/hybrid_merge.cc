@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "ftl/hybrid_mapping.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 
 namespace hybridstore::ftl {
 

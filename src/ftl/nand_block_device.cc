@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/config.h"
+#include "hscommon/log.h"
 
 namespace hybridstore::ftl {
 

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "ftl/flash_translation_layer.h"
-#include "hybridstore/common/perf_counters.h"
-#include "hybridstore/io/block_device.h"
+#include "hscommon/perf_counters.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore {
 class Config;

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <string>
 
-#include "hybridstore/common/virtual_clock.h"
+#include "hscommon/virtual_clock.h"
 
 namespace hybridstore::ftl {
 

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 namespace hybridstore::ftl {
 

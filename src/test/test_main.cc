@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/testing/test_storage_hooks.h"
 
 extern char** environ;

@@ -7,7 +7,7 @@
 // them, and `ceph-conf`/`config show` list them. The table is made from the
 // engine's one registry at start-up, so it can never disagree with it.
 //
-// The registry is a function-local static (common/config.cc), so it is built
+// The registry is a function-local static (hscommon/config.cc), so it is built
 // on first use even though Ceph builds its table during static
 // initialisation.
 #include <cerrno>
@@ -17,7 +17,7 @@
 
 #include "common/options.h"
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 # Ceph binary knows the hybridstore_* options.
 set(HS_SRC ${HYBRIDSTORE_SOURCE_DIR}/src)
 file(GLOB HS_OPTION_SOURCES CONFIGURE_DEPENDS
-  ${HS_SRC}/hybridstore/common/config.cc
-  ${HS_SRC}/hybridstore/common/options_*.cc)
+  ${HS_SRC}/hscommon/config.cc
+  ${HS_SRC}/hscommon/options_*.cc)
 add_library(hybridstore-options-objs OBJECT
   ${HS_OPTION_SOURCES}
   ${HS_SRC}/hybridstore/ceph/ceph_options.cc)

@@ -19,7 +19,7 @@
 #include "hybridstore/ceph/op_codes_check.h"
 #include "hybridstore/ceph/op_policy.h"
 #include "hybridstore/ceph/perf_bridge.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 
 #define dout_context cct
 #define dout_subsys ceph_subsys_hybridstore

@@ -6,7 +6,7 @@
 
 #include "common/perf_counters.h"
 
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/perf_counters.h"
 
 namespace hybridstore::ceph_adapter {
 

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "hybridstore/common/crc32c.h"
+#include "hscommon/crc32c.h"
 
 // The mangled name of rocksdb::crc32c::Extend(uint32_t, const char*, size_t).
 extern "C" uint32_t __wrap__ZN7rocksdb6crc32c6ExtendEjPKcm(uint32_t crc, const char* data, size_t n) {

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/crc32c.h"
-#include "hybridstore/common/encoding.h"
+#include "hscommon/crc32c.h"
+#include "hscommon/encoding.h"
 
 namespace hybridstore {
 

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 namespace hybridstore {
 

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 namespace hybridstore {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "hybridstore/format/onode.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore {
 

@@ -12,9 +12,9 @@
 
 #include <rocksdb/write_batch.h>
 
-#include "hybridstore/common/crc32c.h"
-#include "hybridstore/common/encoding.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/crc32c.h"
+#include "hscommon/encoding.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 
 namespace hybridstore {

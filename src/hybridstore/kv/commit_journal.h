@@ -46,7 +46,7 @@
 #include <rocksdb/db.h>
 
 #include "hybridstore/format/store_format.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore {
 

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/encoding.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/encoding.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 
 namespace hybridstore {

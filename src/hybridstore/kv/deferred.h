@@ -37,9 +37,9 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch_base.h>
 
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/perf_counters.h"
 #include "hybridstore/format/onode.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 #include "hybridstore/kv/kv_committer.h"
 
 namespace hybridstore {

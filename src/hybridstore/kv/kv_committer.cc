@@ -8,8 +8,8 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "hybridstore/common/encoding.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/encoding.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 
 namespace hybridstore {

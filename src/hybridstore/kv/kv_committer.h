@@ -39,9 +39,9 @@
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/write_batch.h>
 
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/perf_counters.h"
 #include "hybridstore/format/onode.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 #include "hybridstore/kv/commit_journal.h"
 
 namespace hybridstore {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 namespace hybridstore::kv {
 

@@ -22,7 +22,7 @@
 #include <map>
 #include <set>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 #include "hybridstore/sections/section_allocator.h"
 
 namespace hybridstore {

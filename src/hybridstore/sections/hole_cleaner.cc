@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore {
 

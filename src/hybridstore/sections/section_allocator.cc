@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore {
 

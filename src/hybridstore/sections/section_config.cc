@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <set>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/text.h"
+#include "hscommon/config.h"
+#include "hscommon/text.h"
 
 namespace hybridstore {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore {
 

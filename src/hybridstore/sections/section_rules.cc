@@ -1,5 +1,5 @@
 #include "hybridstore/sections/section_rules.h"
-#include "hybridstore/common/text.h"
+#include "hscommon/text.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #include "hybridstore/sections/ssd_cleaner.h"
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/sections/ssd_sections.h"
 
 namespace hybridstore {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/sections/section_report.h"
 

@@ -31,8 +31,8 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch_base.h>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/config.h"
+#include "hscommon/perf_counters.h"
 #include "hybridstore/sections/hole_cleaner.h"
 #include "hybridstore/sections/section_allocator.h"
 #include "hybridstore/sections/section_rules.h"

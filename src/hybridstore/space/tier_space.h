@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "hybridstore/alloc/freelist.h"
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/format/onode.h"
 #include "hybridstore/format/store_format.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 #include "hybridstore/sections/section_rules.h"
 
 namespace rocksdb {

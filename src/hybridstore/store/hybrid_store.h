@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/config.h"
+#include "hscommon/perf_counters.h"
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
 #include "hybridstore/format/object_stat.h"

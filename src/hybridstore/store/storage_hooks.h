@@ -19,9 +19,9 @@
 
 #include <rocksdb/options.h>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/format/onode.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore {
 

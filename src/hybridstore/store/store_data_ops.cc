@@ -10,8 +10,8 @@
 #include <limits>
 #include <cstring>
 
-#include "hybridstore/common/crc32c.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/crc32c.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/store/store_impl.h"
 

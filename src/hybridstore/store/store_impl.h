@@ -21,9 +21,9 @@
 #include <rocksdb/db.h>
 #include <rocksdb/utilities/write_batch_with_index.h>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/format/store_format.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 #include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_committer.h"

@@ -16,8 +16,8 @@
 #include <rocksdb/table.h>
 #include <rocksdb/version.h>
 
-#include "hybridstore/common/encoding.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/encoding.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/gated_db.h"
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_impl.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/config.h"
+#include "hscommon/perf_counters.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/sections/ssd_sections.h"

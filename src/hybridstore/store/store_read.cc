@@ -6,7 +6,7 @@
 // commit, as BlueStore's onode flush does.
 #include <cstring>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {

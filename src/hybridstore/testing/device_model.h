@@ -40,8 +40,8 @@
 #include <mutex>
 #include <string>
 
-#include "hybridstore/common/virtual_clock.h"
-#include "hybridstore/io/block_device.h"
+#include "hscommon/virtual_clock.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore {
 

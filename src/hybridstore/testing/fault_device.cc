@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/testing/fault_injection.h"
 
 namespace hybridstore {

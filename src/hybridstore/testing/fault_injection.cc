@@ -6,7 +6,7 @@
 
 #include <rocksdb/env.h>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/testing/fault_device.h"
 #include "hybridstore/testing/fault_kv_fs.h"
 

@@ -56,8 +56,8 @@
 
 #include <rocksdb/options.h>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/io/block_device.h"
+#include "hscommon/config.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/testing/fault_injection.h"
 
 namespace hybridstore {

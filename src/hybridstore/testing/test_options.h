@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore {
 

@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/encoding.h"
-#include "hybridstore/common/string_table.h"
+#include "hscommon/config.h"
+#include "hscommon/encoding.h"
+#include "hscommon/string_table.h"
 
 namespace hybridstore {
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/encoding.h"
+#include "hscommon/config.h"
+#include "hscommon/encoding.h"
 
 namespace hybridstore {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <numeric>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/tier/heat_tracker.h"
 

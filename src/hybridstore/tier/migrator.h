@@ -56,7 +56,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
 #include "hybridstore/format/object_stat.h"

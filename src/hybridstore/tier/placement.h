@@ -21,7 +21,7 @@
 #pragma once
 #include <cstdint>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/format/onode.h"
 
 namespace hybridstore {

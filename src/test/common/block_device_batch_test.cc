@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "common_helpers.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 
 using namespace hybridstore;
 using hybridstore::test::TempDir;

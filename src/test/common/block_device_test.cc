@@ -1,4 +1,4 @@
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 #include <gtest/gtest.h>
 

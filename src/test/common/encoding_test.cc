@@ -1,4 +1,4 @@
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 #include <gtest/gtest.h>
 

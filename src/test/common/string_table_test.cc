@@ -1,4 +1,4 @@
-#include "hybridstore/common/string_table.h"
+#include "hscommon/string_table.h"
 
 #include <cstdio>
 #include <functional>

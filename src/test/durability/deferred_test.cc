@@ -6,8 +6,8 @@
 
 #include <rocksdb/db.h>
 
-#include "hybridstore/common/encoding.h"
-#include "hybridstore/io/block_device.h"
+#include "hscommon/encoding.h"
+#include "hsio/block_device.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/store/store_impl.h"

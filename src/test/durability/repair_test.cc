@@ -3,7 +3,7 @@
 // corrupt onodes and deferred records, wrong counters.
 #include <rocksdb/db.h>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "store_helpers.h"

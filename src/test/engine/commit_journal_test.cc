@@ -18,7 +18,7 @@
 #include <rocksdb/write_batch.h>
 
 #include "common_helpers.h"
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 #include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/kv/kv_schema.h"

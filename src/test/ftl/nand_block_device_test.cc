@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "common_helpers.h"
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 using namespace hybridstore;
 using hybridstore::test::TempDir;

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "allocator_fixture.h"
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 #include "hybridstore/sections/section_rules.h"
 
 namespace hybridstore {

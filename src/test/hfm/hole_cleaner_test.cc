@@ -5,7 +5,7 @@
 #include <string>
 
 #include "allocator_fixture.h"
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/sections/hole_cleaner.h"
 
 namespace hybridstore {

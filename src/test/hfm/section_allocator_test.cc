@@ -6,7 +6,7 @@
 #include <set>
 
 #include "allocator_fixture.h"
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/sections/section_report.h"
 #include "hybridstore/sections/section_rules.h"
 

@@ -2,7 +2,7 @@
 // mapping objects to sections.
 #include <gtest/gtest.h>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/sections/section_config.h"
 #include "hybridstore/sections/section_rules.h"
 

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <mutex>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/tier/heat_tracker.h"
 #include "store_helpers.h"

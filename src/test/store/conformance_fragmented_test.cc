@@ -14,7 +14,7 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 #include "hybridstore/sections/ssd_cleaner.h"
 #include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"

@@ -5,7 +5,7 @@
 
 #include <rocksdb/db.h>
 
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/sections/ssd_cleaner.h"
 #include "hybridstore/tier/migrator.h"

@@ -6,7 +6,7 @@
 #include <random>
 
 #include "common_helpers.h"
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 using namespace hybridstore;
 using hybridstore::test::TempDir;

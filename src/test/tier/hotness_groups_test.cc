@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 using namespace hybridstore;
 

@@ -2,7 +2,7 @@
 
 #include <cerrno>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/tier/heat_tracker.h"
 #include "hybridstore/tier/hotness_groups.h"
 #include "hybridstore/tier/knapsack_planner.h"

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/perf_counters.h"
 
 namespace hybridstore::tools {
 

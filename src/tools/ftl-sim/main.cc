@@ -9,7 +9,7 @@
 #include <iostream>
 
 #include "commands.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "sim_options.h"
 #include "simulation.h"
 

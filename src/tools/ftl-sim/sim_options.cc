@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cmath>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore::ftl::sim {
 

@@ -15,7 +15,7 @@
 
 #include "alloc_bench.h"
 #include "bench_command.h"
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore::bench {
 namespace {

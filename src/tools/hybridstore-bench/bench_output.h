@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/config.h"
+#include "hscommon/perf_counters.h"
 #include "op_runner.h"
 #include "raw_ceiling.h"
 #include "rados_args.h"

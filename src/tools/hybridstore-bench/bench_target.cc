@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 
 namespace hybridstore::bench {
 

@@ -31,8 +31,8 @@
 #include "bench_command.h"
 #include "bench_util.h"
 #include "ftl/nand_block_device.h"
-#include "hybridstore/io/block_device.h"
-#include "hybridstore/common/config.h"
+#include "hsio/block_device.h"
+#include "hscommon/config.h"
 #include "raw_device.h"
 
 namespace hybridstore::bench {

@@ -14,7 +14,7 @@
 
 #include "bench_command.h"
 #include "bench_util.h"
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "raw_ceiling.h"
 
 namespace hybridstore::bench {

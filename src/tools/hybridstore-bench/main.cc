@@ -5,7 +5,7 @@
 
 #include "bench_command.h"
 #include "bench_output.h"
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/testing/test_storage_hooks.h"
 
 namespace hybridstore::bench {

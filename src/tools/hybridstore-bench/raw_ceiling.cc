@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore::bench {
 

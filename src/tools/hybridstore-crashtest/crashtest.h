@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore::crashtest {
 

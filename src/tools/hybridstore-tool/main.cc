@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <map>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 #include "hybridstore/testing/test_storage_hooks.h"
 #include "tool_command.h"
 

@@ -2,7 +2,7 @@
 // shapes of Ceph's `ceph daemon osd.N perf dump` and `perf schema`.
 #include <cstdio>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "store_access.h"
 #include "tools/common/perf_json.h"
 

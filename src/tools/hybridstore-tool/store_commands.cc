@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/format/store_format.h"
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 #include "store_access.h"
 
 namespace hybridstore::tool {

@@ -1,7 +1,7 @@
 // migrate --now: one tiering pass on a stopped store.
 #include <cstdio>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 #include "hybridstore/tier/migrator.h"
 #include "store_access.h"
 

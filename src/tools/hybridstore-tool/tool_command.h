@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore::tool {
 

@@ -1,5 +1,5 @@
-#include "hybridstore/common/config.h"
-#include "hybridstore/common/text.h"
+#include "hscommon/config.h"
+#include "hscommon/text.h"
 
 #include <cerrno>
 #include <cmath>

@@ -1,5 +1,5 @@
 // Options of the engine core: devices, allocation, placement, RocksDB, caches.
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/common/encoding.h"
+#include "hscommon/encoding.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "hybridstore/common/crc32c.h"
+#include "hscommon/crc32c.h"
 
 namespace hybridstore {
 

@@ -1,5 +1,5 @@
 // Options of the section component; each entry documents itself in the registry.
-#include "hybridstore/common/config.h"
+#include "hscommon/config.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/io/block_device.h"
+#include "hsio/block_device.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -20,7 +20,7 @@
 #include <mutex>
 #include <thread>
 
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/common/perf_counters.h"
+#include "hscommon/perf_counters.h"
 
 #include <chrono>
 

@@ -1,4 +1,4 @@
-#include "hybridstore/common/log.h"
+#include "hscommon/log.h"
 
 #include <atomic>
 #include <chrono>

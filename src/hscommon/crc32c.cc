@@ -1,4 +1,4 @@
-#include "hybridstore/common/crc32c.h"
+#include "hscommon/crc32c.h"
 
 #include <array>
 #include <cstring>
