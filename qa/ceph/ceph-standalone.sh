@@ -5,6 +5,14 @@
 # part 2).
 #
 #   CEPH_BUILD=DIR qa/ceph/ceph-standalone.sh [hybridstore|bluestore|both] [OUTDIR]
+#   HS_CEPH_TREE=TREE qa/ceph/ceph-standalone.sh ...     # installed Ceph
+#
+# With CEPH_BUILD, the build's ceph-osd, ceph-objectstore-tool and plugins,
+# and the tree it was built from. Without it (a node with Ceph installed, as
+# in a teuthology job: qa/workunits/hybridstore/ceph-standalone.sh), the
+# ceph-osd named by CEPH_OSD or found on PATH, the ceph-objectstore-tool
+# beside it or on PATH, their own plugin directories, and the scripts of
+# HS_CEPH_TREE: a Ceph source tree of the installed release.
 #
 # The scripts start their daemons through ceph-helpers.sh (run_mon, run_mgr,
 # run_osd, activate_osd, objectstore_tool), which call ceph-mon, ceph-mgr,
@@ -50,24 +58,38 @@ both) stores="hybridstore bluestore" ;;
 esac
 out=${2:-$PWD/ceph-standalone-$(date +%Y%m%d-%H%M%S)}
 
-require_ceph_build ceph-osd ceph-objectstore-tool
-tree=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$CEPH_BUILD/CMakeCache.txt" 2> /dev/null)
+if [ -n "${CEPH_BUILD:-}" ] || [ -z "${HS_CEPH_TREE:-}" ]; then
+    require_ceph_build ceph-osd ceph-objectstore-tool
+    tree=${HS_CEPH_TREE:-$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$CEPH_BUILD/CMakeCache.txt" 2> /dev/null)}
+    osd_bin=$CEPH_BUILD/bin/ceph-osd
+    cot_bin=$CEPH_BUILD/bin/ceph-objectstore-tool
+    # The build's plugins; Ceph's own defaults point at an installed tree.
+    lib=$CEPH_BUILD/lib
+    plugin_args="--erasure-code-dir=$lib --plugin-dir=$lib --osd-class-dir=$lib"
+else
+    tree=$HS_CEPH_TREE
+    osd_bin=${CEPH_OSD:-$(command -v ceph-osd)}
+    [ -n "$osd_bin" ] && [ -x "$osd_bin" ] || skip "no ceph-osd: set CEPH_BUILD, or CEPH_OSD, or install Ceph"
+    cot_bin=$(dirname "$osd_bin")/ceph-objectstore-tool
+    [ -x "$cot_bin" ] || cot_bin=$(command -v ceph-objectstore-tool)
+    [ -n "$cot_bin" ] || skip "no ceph-objectstore-tool beside $osd_bin or on PATH"
+    plugin_args=""
+fi
 [ -n "$tree" ] && [ -f "$tree/qa/standalone/ceph-helpers.sh" ] ||
-    skip "the Ceph tree of $CEPH_BUILD (CMakeCache's CMAKE_HOME_DIRECTORY) has no qa/standalone/ceph-helpers.sh"
+    skip "the Ceph tree '${tree}' (HS_CEPH_TREE, or the CMakeCache of CEPH_BUILD) has no qa/standalone/ceph-helpers.sh"
 for b in ceph-mon ceph-mgr ceph rados ceph-authtool jq uuidgen xmlstarlet; do
     command -v "$b" > /dev/null || skip "$b is not installed (make qa-deps)"
 done
 osd_knows_store() {
-    "$CEPH_BUILD/bin/ceph-osd" --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore "$1" \
+    "$osd_bin" --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore "$1" \
         --show-config-value osd_objectstore 2> /dev/null | grep -qx "$1"
 }
-osd_knows_store hybridstore || skip "$CEPH_BUILD/bin/ceph-osd does not know osd_objectstore=hybridstore"
+osd_knows_store hybridstore || skip "$osd_bin does not know osd_objectstore=hybridstore"
 
 scripts=${HS_STANDALONE_SCRIPTS:-"scrub/osd-scrub-repair.sh scrub/osd-scrub-snaps.sh scrub/osd-recovery-scrub.sh osd/osd-rep-recov-eio.sh osd/osd-recovery-space.sh osd/osd-backfill-space.sh osd/pg-split-merge.sh osd/osd-dup.sh erasure-code/test-erasure-eio.sh"}
 test_timeout=${HS_TEST_TIMEOUT:-1800}
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
-lib=$CEPH_BUILD/lib
 results=$out/results.tsv   # store script test result seconds reason
 : > "$results"
 
@@ -84,12 +106,11 @@ for a in "\$@"; do
     case "\$a" in --osd-objectstore=*) store=\${a#--osd-objectstore=} ;; esac
 done
 echo "\$(date +%s) \$store \$*" >> "\${HS_OSD_START_LOG:-/dev/null}"
-exec "$CEPH_BUILD/bin/ceph-osd" --osd-objectstore="$store" --erasure-code-dir="$lib" \\
-    --plugin-dir="$lib" --osd-class-dir="$lib" "\$@"
+exec "$osd_bin" --osd-objectstore="$store" $plugin_args "\$@"
 EOF
     cat > "$bin/ceph-objectstore-tool" << EOF
 #!/usr/bin/env bash
-exec "$CEPH_BUILD/bin/ceph-objectstore-tool" "\$@"
+exec "$cot_bin" "\$@"
 EOF
     # The monitor allows EC overwrites only on BlueStore OSDs (FileStore had
     # no data checksums for scrub to check); hybridstore checksums every
@@ -131,7 +152,11 @@ not_applicable() {
 work=$out/work
 mkdir -p "$work"
 any_failed=0
-release=$(ceph_build_release)
+if [ -n "${CEPH_BUILD:-}" ]; then
+    release=$(ceph_build_release)
+else
+    release=$("$osd_bin" --version 2> /dev/null | head -1)
+fi
 log() { echo "$(date +%T) $*"; }
 log "Ceph tree $tree, ceph-osd $release; output in $out"
 for store in $stores; do

@@ -31,7 +31,7 @@ from .tasks import TASKS
 # Upper bounds on jobs per suite: a suite that grows past its bound must be
 # split or subset on purpose, not by accident.
 JOB_CAPS = {"hybridstore": 30, "hybridstore/basic": 12, "hybridstore/thrash": 12,
-            "hybridstore/standalone": 2}
+            "hybridstore/standalone": 4}
 DEFAULT_CAP = 50
 # Tasks from Ceph's qa tree a suite here may use (the local runner honours
 # the ones in its TASKS).
