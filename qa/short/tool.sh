@@ -45,6 +45,13 @@ expect_fail "$TOOL" --path "$S" getattr --coll 1.0_head --oid c --name k
 "$TOOL" --path "$S" omap-list --coll 1.0_head --oid a | tr -d ' \n' | grep -q '{"x":"1","y":"2"}' || fail "omap-list a"
 "$TOOL" --path "$S" omap-list --coll 1.0_head --oid c | tr -d ' \n' | grep -q '^{"x":"1"}$' || fail "omap-list c"
 "$TOOL" --path "$S" stat --coll 1.0_head --oid '{"name":"a","pool":1}' >/dev/null || fail "JSON oid"
+# omap-keys: every key of every object, one a line; odd bytes as %XX.
+"$TOOL" --path "$S" omap-keys > "$W/keys" || fail "omap-keys"
+[ "$(cut -f1,3 "$W/keys" | tr '\t\n' ': ')" = "1.0_head:x 1.0_head:y 1.0_head:x " ] || fail "omap-keys: $(cat "$W/keys")"
+cut -f2 "$W/keys" | head -1 | grep -q '"name":"a"' || fail "omap-keys names the object as JSON"
+printf '[{"ops": [{"op": "omap_setkeys", "coll": "1.0_head", "oid": "b", "kv": {"sp ace%%": "1"}}]}]' > "$W/t3.json"
+"$TOOL" --path "$S" txn "$W/t3.json" >/dev/null || fail "txn t3"
+"$TOOL" --path "$S" omap-keys --coll 1.0_head | cut -f3 | grep -qx 'sp%20ace%25' || fail "omap-keys escapes: $("$TOOL" --path "$S" omap-keys)"
 expect_fail "$TOOL" --path "$S" stat --coll 1.0_head --oid nothing
 
 # A failing transaction: nothing of it lands, the message names the op.

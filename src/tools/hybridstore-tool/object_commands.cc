@@ -1,4 +1,4 @@
-// list, stat, cat, getattr, omap-list: read-only views of collections and objects.
+// list, stat, cat, getattr, omap-list, omap-keys: read-only views of collections and objects.
 #include <unistd.h>
 
 #include <cstdio>
@@ -167,6 +167,59 @@ ToolCommand omap_cmd("omap-list", "print an object's omap as a JSON object of ke
                          return store->umount() < 0 ? 1 : 0;
                        };
                      });
+
+// A key as one line's field: bytes outside printable ASCII, '%' and the
+// tab are written %XX, so any key prints on one line and reads back.
+std::string escape_key(const std::string& k) {
+  std::string out;
+  for (unsigned char ch : k) {
+    if (ch < 0x21 || ch > 0x7e || ch == '%') {
+      char buf[4];
+      snprintf(buf, sizeof(buf), "%%%02X", ch);
+      out += buf;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+ToolCommand omap_keys_cmd(
+    "omap-keys",
+    "print every omap key of a collection's objects (or of all collections): collection, object as JSON, key "
+    "(%XX for bytes outside printable ASCII), tab-separated, one key a line",
+    [](CLI::App* sub, GlobalArgs* args) {
+      auto a = std::make_shared<ObjArgs>();
+      sub->add_option("--coll", a->coll, "collection (default: every collection)");
+      return [args, a] {
+        auto store = mount_store(*args);
+        if (!store) return 1;
+        std::vector<CollectionId> colls;
+        if (a->coll.empty())
+          colls = store->list_collections();
+        else
+          colls.push_back(CollectionId(a->coll));
+        for (const auto& c : colls) {
+          ObjectId start = ObjectId::make_min();
+          for (;;) {
+            std::vector<ObjectId> page;
+            ObjectId next;
+            if (int r = store->collection_list(c, start, ObjectId::make_max(), 1000, &page, &next); r < 0)
+              return fail("list " + c.name, r);
+            for (const auto& o : page) {
+              std::set<std::string> keys;
+              if (int r = store->omap_get_keys(c, o, &keys); r < 0 && r != -ENOENT)
+                return fail("omap keys of " + o.name + " in " + c.name, r);
+              const std::string id = object_id_to_json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+              for (const auto& k : keys) printf("%s\t%s\t%s\n", c.name.c_str(), id.c_str(), escape_key(k).c_str());
+            }
+            if (next.max) break;
+            start = next;
+          }
+        }
+        return store->umount() < 0 ? 1 : 0;
+      };
+    });
 
 }  // namespace
 }  // namespace hybridstore::tool
