@@ -93,7 +93,10 @@ int HybridObjectStore::stat(CollectionHandle& ch, const ghobject_t& oid, struct 
   ObjectStat s;
   int r = engine_->stat(cid_of(ch), to_engine(oid), &s);
   if (r < 0) return r;
-  if (!allow_eio && debug_eio(to_engine(oid), /*data=*/false)) {
+  // allow_eio says the caller handles -EIO (scrub passes it, so that the
+  // injected error becomes the shard's stat_error); the injected error is
+  // returned either way, as BlueStore does.
+  if (debug_eio(to_engine(oid), /*data=*/false)) {
     derr << "stat " << oid << ": injected EIO" << dendl;
     return -EIO;
   }
