@@ -268,6 +268,34 @@ with tempfile.TemporaryDirectory() as tmp:
     check(read(dest, "src/os/ObjectStore.cc") == read(g, "src/os/ObjectStore.cc"), "export writes the files")
     check(os.path.isfile(os.path.join(dest, "src/.git_version")), "export writes src/.git_version")
 
+    # The interpreter hint: passed to a new build, added to an old one that
+    # lacks it (cmake itself is not run here: the commands are recorded).
+    ran = []
+
+    class Done:
+        returncode = 0
+
+    real_run = ci.subprocess.run
+    ci.subprocess.run = lambda cmd, **kw: ran.append(cmd) or Done()
+    try:
+        old = os.path.join(tmp, "oldbuild")
+        write(old, "build.ninja", "")
+        write(old, "CMakeCache.txt", "Python3_EXECUTABLE:INTERNAL=/usr/bin/python3\n")
+        ci.configure(f, old, [], {})
+        with_hint = bool(ran) and "-DPython3_ROOT_DIR=/usr" in ran[-1]
+        if os.path.exists("/usr/bin/python3"):
+            check(with_hint, "an old build gets Python3_ROOT_DIR=/usr: " + str(ran[-1:] or "no cmake run"))
+        ran.clear()
+        write(old, "CMakeCache.txt", "Python3_ROOT_DIR:UNINITIALIZED=/usr\n")
+        ci.configure(f, old, [], {})
+        check(not ran, "a build that has the hint is left alone")
+        new = os.path.join(tmp, "newbuild")
+        ci.configure(f, new, [], {})
+        if os.path.exists("/usr/bin/python3"):
+            check(bool(ran) and "-DPython3_ROOT_DIR=/usr" in ran[-1], "a new build is configured with the hint")
+    finally:
+        ci.subprocess.run = real_run
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)
