@@ -29,6 +29,24 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 true, true});
   v->push_back({"hybridstore_hdd_alloc_unit", T::kSize, "4K",
                 "allocation unit of the HDD tier", "4K", "4M", {}, true, true});
+  v->push_back({"hybridstore_tiers", T::kInt, "2",
+                "tiers of the store, fastest first: the SSD (hybridstore_ssd_*), then the extra "
+                "tiers hybridstore_tier2_* and hybridstore_tier3_* in that order, then the HDD "
+                "(hybridstore_hdd_*). New objects go to the fastest or, when large, the slowest "
+                "tier; migration moves objects between neighbours in that order",
+                "2", "4", {}, true});
+  for (int t = 2; t <= 3; ++t) {
+    const std::string n = "hybridstore_tier" + std::to_string(t);
+    v->push_back({n + "_path", T::kString, "",
+                  "device of extra tier " + std::to_string(t) + " (file or block device), used when "
+                  "hybridstore_tiers > " + std::to_string(t) + "; empty means <store>/block.tier" +
+                  std::to_string(t)});
+    v->push_back({n + "_size", T::kSize, "16G",
+                  "size of a device file mkfs creates for extra tier " + std::to_string(t), "64M", "", {},
+                  true});
+    v->push_back({n + "_alloc_unit", T::kSize, "4K",
+                  "allocation unit of extra tier " + std::to_string(t), "4K", "1M", {}, true, true});
+  }
   v->push_back({"hybridstore_io_backend", T::kString, "auto",
                 "device I/O: io_uring, plain pread/pwrite, or io_uring when available",
                 "", "", {"auto", "uring", "posix"}});

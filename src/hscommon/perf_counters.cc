@@ -32,21 +32,25 @@ int PerfCounterSet::find(const std::string& name) const {
 }
 
 void PerfCounterSet::inc(int id, uint64_t v) {
+  if (id < 0) return;  // a counter not registered (see perf_counters.h)
   slots_[id]->value.fetch_add(v, std::memory_order_relaxed);
   if (auto* s = sink_.load(std::memory_order_acquire)) s->on_inc(id, v);
 }
 
 void PerfCounterSet::dec(int id, uint64_t v) {
+  if (id < 0) return;
   uint64_t now = slots_[id]->value.fetch_sub(v, std::memory_order_relaxed) - v;
   if (auto* s = sink_.load(std::memory_order_acquire)) s->on_set(id, now);
 }
 
 void PerfCounterSet::set(int id, uint64_t v) {
+  if (id < 0) return;
   slots_[id]->value.store(v, std::memory_order_relaxed);
   if (auto* s = sink_.load(std::memory_order_acquire)) s->on_set(id, v);
 }
 
 void PerfCounterSet::tinc(int id, uint64_t ns) {
+  if (id < 0) return;
   Slot& sl = *slots_[id];
   sl.value.fetch_add(1, std::memory_order_relaxed);
   sl.sum_ns.fetch_add(ns, std::memory_order_relaxed);
@@ -54,7 +58,7 @@ void PerfCounterSet::tinc(int id, uint64_t ns) {
   if (auto* s = sink_.load(std::memory_order_acquire)) s->on_latency(id, ns);
 }
 
-uint64_t PerfCounterSet::get(int id) const { return slots_[id]->value.load(std::memory_order_relaxed); }
+uint64_t PerfCounterSet::get(int id) const { return id < 0 ? 0 : slots_[id]->value.load(std::memory_order_relaxed); }
 
 std::vector<PerfCounterSet::Value> PerfCounterSet::snapshot() const {
   std::vector<Value> out(slots_.size());

@@ -54,6 +54,8 @@ class PerfCounterSet {
   const std::vector<PerfCounterInfo>& schema() const { return info_; }
   int find(const std::string& name) const;  // -1 when absent
 
+  // An id of -1 stands for a counter the store did not register (a tier
+  // beyond the configured count): updates to it are dropped, get() says 0.
   void inc(int id, uint64_t v = 1);
   void dec(int id, uint64_t v = 1);  // gauges
   void set(int id, uint64_t v);      // gauges

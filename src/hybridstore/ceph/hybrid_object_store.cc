@@ -259,12 +259,12 @@ int HybridObjectStore::get_devices(std::set<std::string>* devls) {
 }
 
 bool HybridObjectStore::is_rotational() {
-  // The capacity tier decides: the OSD's _hdd tunables suit a store whose
+  // The capacity (slowest) tier decides: the OSD's _hdd tunables suit a store whose
   // bulk data lives on the HDD, as for BlueStore with an SSD block.db.
   StoreProbe p;
   std::string error;
   if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return true;
-  return p.tier[static_cast<int>(Tier::kHdd)].rotational;
+  return p.tier[tier_index(p.slowest)].rotational;
 }
 
 bool HybridObjectStore::is_journal_rotational() {
@@ -311,10 +311,9 @@ void HybridObjectStore::collect_metadata(std::map<std::string, std::string>* pm)
   StoreProbe p;
   std::string error;
   if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return;
-  const char* names[] = {"ssd", "hdd"};
-  for (int t = 0; t < kNumTiers; ++t) {
+  for (int t = 0; t < p.tiers; ++t) {
     const auto& d = p.tier[t];
-    std::string prefix = std::string("hybridstore_") + names[t] + "_";
+    std::string prefix = std::string("hybridstore_") + tier_name(tier_at(t)) + "_";
     (*pm)[prefix + "path"] = d.resolved;
     (*pm)[prefix + "size"] = std::to_string(d.size);
     (*pm)[prefix + "rotational"] = d.rotational ? "1" : "0";

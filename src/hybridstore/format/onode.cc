@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iterator>
 #include <mutex>
@@ -11,7 +12,11 @@
 
 namespace hybridstore {
 
-const char* tier_name(Tier t) { return t == Tier::kSsd ? "ssd" : "hdd"; }
+const char* tier_name(Tier t) {
+  static const char* const kNames[kMaxTiers] = {"ssd", "hdd", "tier2", "tier3"};
+  const int i = tier_index(t);
+  return i >= 0 && i < kMaxTiers ? kNames[i] : "unknown-tier";
+}
 
 namespace {
 void encode_extent(std::string* b, const DataExtent& e) {
@@ -55,8 +60,7 @@ ExtentMap& ExtentMap::operator=(ExtentMap&& o) noexcept {
   if (this == &o) return *this;
   shards_ = std::move(o.shards_);
   count_ = o.count_;
-  bytes_[0] = o.bytes_[0];
-  bytes_[1] = o.bytes_[1];
+  std::copy(std::begin(o.bytes_), std::end(o.bytes_), std::begin(bytes_));
   o.clear();
   return *this;
 }
@@ -101,7 +105,7 @@ void ExtentMap::insert(DataExtent e) {
 void ExtentMap::clear() {
   shards_.clear();
   count_ = 0;
-  bytes_[0] = bytes_[1] = 0;
+  std::fill(std::begin(bytes_), std::end(bytes_), 0);
 }
 
 const DataExtent* ExtentMap::at_or_before(uint64_t logical) const {
@@ -270,7 +274,7 @@ std::string encode_onode(const Onode& o) {
   return out;
 }
 
-bool decode_onode(std::string_view in, Onode* out, std::string* why) {
+bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers) {
   auto bad = [&](const std::string& w) {
     if (why) *why = w;
     return false;
@@ -304,7 +308,7 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why) {
     if (!d.get_varint(&e.logical) || !d.get_varint(&e.length) || !d.get_u8(&tier) ||
         !d.get_varint(&e.physical) || !d.get_varint32(&e.csum_block))
       return bad("onode: truncated extent");
-    if (tier >= kNumTiers) return bad("onode: bad tier");
+    if (tier >= std::min(tiers, kMaxTiers)) return bad("onode: bad tier");
     e.tier = static_cast<Tier>(tier);
     if (e.csum_block < 256 || (e.csum_block & (e.csum_block - 1)))
       return bad("onode: bad csum block");

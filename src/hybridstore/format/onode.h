@@ -17,10 +17,16 @@
 
 namespace hybridstore {
 
+// A tier's index names its device: 0 is the SSD (block.ssd, hybridstore_ssd_*),
+// 1 the HDD (block.hdd, hybridstore_hdd_*), 2 and 3 the extra tiers a store
+// made with hybridstore_tiers > 2 has (block.tier2, hybridstore_tier2_*, ...).
+// What is faster than what is the superblock's tier order, not the index:
+// placement and migration go by that order (StoreImpl::fastest(), slower()).
 enum class Tier : uint8_t { kSsd = 0, kHdd = 1 };
-constexpr int kNumTiers = 2;
-const char* tier_name(Tier t);
+constexpr int kMaxTiers = 4;
+const char* tier_name(Tier t);  // "ssd", "hdd", "tier2", "tier3"
 inline int tier_index(Tier t) { return static_cast<int>(t); }
+inline Tier tier_at(int index) { return static_cast<Tier>(index); }
 
 // A physical byte range on one tier's device.
 struct PExtent {
@@ -137,7 +143,7 @@ class ExtentMap {
 
   std::map<uint64_t, std::shared_ptr<ExtentShard>> shards_;  // by logical / kShardSpan
   size_t count_ = 0;
-  uint64_t bytes_[kNumTiers] = {0, 0};
+  uint64_t bytes_[kMaxTiers] = {};
 };
 
 // CEPH_OSD_ALLOC_HINT_FLAG_*: set by a transaction, kept in the onode
@@ -172,6 +178,7 @@ std::string extent_fingerprint(const ExtentMap& m);
 // Versioned, checksummed encoding; decode rejects anything malformed or
 // inconsistent (returns false, never crashes).
 std::string encode_onode(const Onode& o);
-bool decode_onode(std::string_view in, Onode* out, std::string* why = nullptr);
+// `tiers`: the store's tier count; an extent on a tier index past it is corrupt.
+bool decode_onode(std::string_view in, Onode* out, std::string* why = nullptr, int tiers = kMaxTiers);
 
 }  // namespace hybridstore

@@ -17,8 +17,26 @@ constexpr size_t kMagicLen = sizeof(kLabelMagic) - 1;
 constexpr uint32_t kLabelTag = 0x4c41424c;   // "LABL"
 constexpr uint32_t kSuperTag = 0x53555052;   // "SUPR"
 constexpr uint8_t kLabelVersion = 1;
-constexpr uint8_t kSuperVersion = 1;
+// Record versions: 1 is format 1's superblock (two tiers), 2 adds the tier
+// count, each tier's layout and the tier order.
+constexpr uint8_t kSuperVersion = 2;
+
+std::string option_or(const std::map<std::string, std::string>& opts, const std::string& name,
+                      const std::string& fallback) {
+  auto it = opts.find(name);
+  return it == opts.end() ? fallback : it->second;
+}
 }  // namespace
+
+TierLayout format1_tier_layout(Tier tier, const std::map<std::string, std::string>& mkfs_options) {
+  TierLayout l;
+  // Options a store predates take the behaviour of that time (block device, extents).
+  if (tier == Tier::kSsd) {
+    if (option_or(mkfs_options, "hybridstore_ssd_kind", "file") == "nand") l.device = DeviceKind::kNand;
+    if (option_or(mkfs_options, "hybridstore_ssd_allocator", "extent") == "hfm") l.space = SpaceKind::kSections;
+  }
+  return l;
+}
 
 Uuid generate_uuid() {
   Uuid u;
@@ -76,7 +94,7 @@ int decode_label(std::string_view block, DeviceLabel* out, std::string* why) {
   uint8_t role;
   if (!d.get_raw(16, &fsid) || !d.get_u8(&role) || !d.get_fixed64(&l.size) ||
       !d.get_fixed32(&l.format_version) || !d.get_fixed64(&l.created_us) ||
-      !d.get_bytes(&l.description, 1024) || !d.done() || role >= kNumTiers) {
+      !d.get_bytes(&l.description, 1024) || !d.done() || role >= kMaxTiers) {
     *why = "label body malformed";
     return -EIO;
   }
@@ -117,11 +135,15 @@ std::string encode_superblock(const Superblock& s) {
   put_fixed32(&b, s.format_version);
   b.append(reinterpret_cast<const char*>(s.fsid.data()), 16);
   put_fixed64(&b, s.created_us);
-  for (int t = 0; t < kNumTiers; ++t) {
+  put_u8(&b, static_cast<uint8_t>(s.tiers));
+  for (int t = 0; t < s.tiers; ++t) {
     put_varint(&b, s.tier_size[t]);
     put_varint(&b, s.alloc_unit[t]);
     put_varint(&b, s.reserved[t]);
+    put_u8(&b, static_cast<uint8_t>(s.layout[t].device));
+    put_u8(&b, static_cast<uint8_t>(s.layout[t].space));
   }
+  for (int r = 0; r < s.tiers; ++r) put_u8(&b, static_cast<uint8_t>(s.order[r]));
   put_varint(&b, s.csum_block);
   put_varint(&b, s.mkfs_options.size());
   for (const auto& [k, v] : s.mkfs_options) {
@@ -143,7 +165,19 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
     return -EIO;
   }
   std::memcpy(s.fsid.data(), fsid.data(), 16);
-  for (int t = 0; t < kNumTiers; ++t) {
+  if (ver >= 2) {
+    uint8_t n;
+    if (!d.get_u8(&n)) {
+      *why = "superblock: truncated";
+      return -EIO;
+    }
+    if (n < 2 || n > kMaxTiers) {
+      *why = fmt::format("superblock: {} tiers (a store has 2 to {})", n, kMaxTiers);
+      return -EIO;
+    }
+    s.tiers = n;
+  }
+  for (int t = 0; t < s.tiers; ++t) {
     if (!d.get_varint(&s.tier_size[t]) || !d.get_varint(&s.alloc_unit[t]) ||
         !d.get_varint(&s.reserved[t])) {
       *why = "superblock: truncated";
@@ -153,6 +187,34 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
     if (au < 256 || (au & (au - 1)) || s.reserved[t] % au || s.reserved[t] > s.tier_size[t]) {
       *why = "superblock: bad allocation unit or reserved size";
       return -EIO;
+    }
+    if (ver >= 2) {
+      uint8_t dev, space;
+      if (!d.get_u8(&dev) || !d.get_u8(&space)) {
+        *why = "superblock: truncated";
+        return -EIO;
+      }
+      if (dev > static_cast<uint8_t>(DeviceKind::kNand) || space > static_cast<uint8_t>(SpaceKind::kSections)) {
+        *why = fmt::format("superblock: tier {} has an unknown device or space kind", t);
+        return -EIO;
+      }
+      s.layout[t] = {static_cast<DeviceKind>(dev), static_cast<SpaceKind>(space)};
+    }
+  }
+  if (ver >= 2) {
+    bool seen[kMaxTiers] = {};
+    for (int r = 0; r < s.tiers; ++r) {
+      uint8_t t;
+      if (!d.get_u8(&t)) {
+        *why = "superblock: truncated";
+        return -EIO;
+      }
+      if (t >= s.tiers || seen[t]) {
+        *why = "superblock: the tier order is not an order of the store's tiers";
+        return -EIO;
+      }
+      seen[t] = true;
+      s.order[r] = static_cast<Tier>(t);
     }
   }
   uint64_t nopts;
@@ -176,6 +238,12 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
     *why = fmt::format("store format version {} is newer than this build supports ({})",
                        s.format_version, kFormatVersion);
     return -EOPNOTSUPP;
+  }
+  if (ver < 2) {
+    // Format 1: SSD then HDD, layouts from the mkfs options.
+    for (int t = 0; t < s.tiers; ++t) s.layout[t] = format1_tier_layout(tier_at(t), s.mkfs_options);
+    s.order[0] = Tier::kSsd;
+    s.order[1] = Tier::kHdd;
   }
   *out = std::move(s);
   return 0;

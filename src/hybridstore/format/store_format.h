@@ -15,7 +15,10 @@
 
 namespace hybridstore {
 
-constexpr uint32_t kFormatVersion = 1;
+// 1: two tiers, SSD and HDD, their layouts implied by the mkfs options.
+// 2: 2 to kMaxTiers tiers, each with its layout and its place in the order
+//    (fastest first) recorded; a format-1 store is upgraded when mounted.
+constexpr uint32_t kFormatVersion = 2;
 constexpr uint64_t kLabelSize = 4096;  // bytes reserved for the label at offset 0
 
 using Uuid = std::array<uint8_t, 16>;
@@ -39,13 +42,31 @@ int decode_label(std::string_view block, DeviceLabel* out, std::string* why);
 int write_label(BlockDevice* dev, const DeviceLabel& l);
 int read_label(BlockDevice* dev, DeviceLabel* out, std::string* why);
 
+// What the device under a tier is, and how its space is managed.
+enum class DeviceKind : uint8_t { kBlock = 0, kNand = 1 };  // a file or block device; raw flash behind the FTL
+enum class SpaceKind : uint8_t { kExtents = 0, kSections = 1 };
+
+struct TierLayout {
+  DeviceKind device = DeviceKind::kBlock;
+  SpaceKind space = SpaceKind::kExtents;
+};
+
+// The layout a format-1 store's tier has: only the SSD had a choice, and
+// the mkfs options recorded it.
+TierLayout format1_tier_layout(Tier tier, const std::map<std::string, std::string>& mkfs_options);
+
 struct Superblock {
   uint32_t format_version = kFormatVersion;
   Uuid fsid{};
   uint64_t created_us = 0;
-  uint64_t tier_size[kNumTiers] = {0, 0};
-  uint64_t alloc_unit[kNumTiers] = {4096, 4096};
-  uint64_t reserved[kNumTiers] = {0, 0};  // bytes at the start of each device not allocated
+  // Tiers present are indexes 0 .. tiers-1; the arrays are by index.
+  int tiers = 2;
+  uint64_t tier_size[kMaxTiers] = {};
+  uint64_t alloc_unit[kMaxTiers] = {4096, 4096, 4096, 4096};
+  uint64_t reserved[kMaxTiers] = {};  // bytes at the start of each device not allocated
+  TierLayout layout[kMaxTiers] = {};
+  // order[0] is the fastest tier, order[tiers-1] the slowest.
+  Tier order[kMaxTiers] = {Tier::kSsd, Tier::kHdd, Tier::kSsd, Tier::kSsd};
   uint32_t csum_block = 4096;
   // Values of the mkfs-only options the store was created with.
   std::map<std::string, std::string> mkfs_options;

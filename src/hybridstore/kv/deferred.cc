@@ -36,12 +36,12 @@ bool decode_deferred(std::string_view v, Tier* tier, uint64_t* offset, std::stri
   std::string_view body;
   if (open_record(kDeferredTag, 1, v, &ver, &body) != RecordError::kNone) return false;
   Decoder d(body);
-  if (!d.get_u8(&t) || t >= kNumTiers || !d.get_varint(offset) || !d.get_bytes(data) || !d.done()) return false;
+  if (!d.get_u8(&t) || t >= kMaxTiers || !d.get_varint(offset) || !d.get_bytes(data) || !d.done()) return false;
   *tier = static_cast<Tier>(t);
   return true;
 }
 
-DeferredWriter::DeferredWriter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices,
+DeferredWriter::DeferredWriter(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices,
                                WriteTracker* tracker, Release release, DeferredOptions opts)
     : db_(db), devices_(devices), tracker_(tracker), release_(std::move(release)), opts_(opts) {}
 
@@ -406,7 +406,8 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
   }
   // Records: one image per tier, later records over earlier ones; adjacent
   // pieces merge; pieces not aligned for the device are widened by reading.
-  for (int t = 0; t < kNumTiers && !err; ++t) {
+  for (int t = 0; t < kMaxTiers && !err; ++t) {
+    if (!devices_[t]) continue;  // a tier this store does not have
     std::map<uint64_t, std::string> image;
     for (const auto& [seq, e] : batch) {
       if (tier_index(e.tier) != t) continue;
@@ -459,8 +460,8 @@ int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
     }
     for (auto& m : merged) runs.push_back(std::move(m));
   }
-  bool wrote[kNumTiers] = {false, false};
-  for (int t = 0; t < kNumTiers && !err; ++t) {
+  bool wrote[kMaxTiers] = {};
+  for (int t = 0; t < kMaxTiers && !err; ++t) {
     std::vector<AlignedBuffer> bufs;
     std::vector<WriteIo> ios;
     for (const auto& run : runs) {
@@ -571,13 +572,13 @@ void DeferredWriter::run() {
   }
 }
 
-int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, std::string* error,
+int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices, std::string* error,
                            std::vector<std::string>* dropped) {
   std::string prefix(1, kv::kDeferred);
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   rocksdb::WriteBatch del;
   int n = 0;
-  bool wrote[kNumTiers] = {false, false};
+  bool wrote[kMaxTiers] = {};
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
     Tier t;
     uint64_t off;
@@ -588,7 +589,10 @@ int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> 
       bad = "corrupt deferred write record " + it->key().ToString(true);
     } else {
       dev = devices[tier_index(t)];
-      if (off < 4096 || data.empty() || off + data.size() > dev->size())
+      if (!dev)
+        bad = fmt::format("deferred write record {} targets {}, a tier this store does not have",
+                          it->key().ToString(true), tier_name(t));
+      else if (off < 4096 || data.empty() || off + data.size() > dev->size())
         bad = fmt::format("deferred write record {} targets an invalid {} range {}~{}", it->key().ToString(true),
                           tier_name(t), off, data.size());
     }
@@ -624,7 +628,7 @@ int DeferredWriter::replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> 
     *error = "reading deferred records: " + it->status().ToString();
     return -EIO;
   }
-  for (int t = 0; t < kNumTiers; ++t)
+  for (int t = 0; t < kMaxTiers; ++t)
     if (wrote[t])
       if (int r = devices[t]->flush(); r < 0) {
         *error = "flushing after deferred replay failed";

@@ -68,7 +68,7 @@ struct DeferredPerf {
 class DeferredWriter {
  public:
   using Release = std::function<void(const PExtent&)>;
-  DeferredWriter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, WriteTracker* tracker,
+  DeferredWriter(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices, WriteTracker* tracker,
                  Release release, DeferredOptions opts);
   ~DeferredWriter();
 
@@ -133,7 +133,7 @@ class DeferredWriter {
   // Returns the number replayed, or -EIO with *error on a corrupt record.
   // With `dropped`, records that cannot be decoded or target an invalid
   // range are deleted (and described there) instead of failing the mount.
-  static int replay(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, std::string* error,
+  static int replay(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices, std::string* error,
                     std::vector<std::string>* dropped = nullptr);
 
  private:
@@ -173,7 +173,7 @@ class DeferredWriter {
   void discard_locked(std::map<uint64_t, Entry>::iterator it);
 
   rocksdb::DB* db_;
-  std::array<BlockDevice*, kNumTiers> devices_;
+  std::array<BlockDevice*, kMaxTiers> devices_;
   WriteTracker* tracker_;
   Release release_;
   DeferredOptions opts_;
@@ -184,7 +184,7 @@ class DeferredWriter {
   std::condition_variable space_cv_;  // pending bytes dropped
   std::map<uint64_t, Entry> entries_; // seq -> entry, staged order
   // Per tier: device offset -> seq, to find the entries a read overlaps.
-  std::array<std::multimap<uint64_t, uint64_t>, kNumTiers> by_offset_;
+  std::array<std::multimap<uint64_t, uint64_t>, kMaxTiers> by_offset_;
   uint64_t max_entry_len_ = 0;
   uint64_t committed_bytes_ = 0;
   std::vector<Held> held_;

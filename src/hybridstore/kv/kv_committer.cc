@@ -14,7 +14,7 @@
 
 namespace hybridstore {
 
-KvCommitter::KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices,
+KvCommitter::KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices,
                          WriteTracker* tracker, size_t max_queued)
     : db_(db), merge_op_(db->GetOptions().merge_operator), devices_(devices), tracker_(tracker),
       max_queued_(max_queued) {}
@@ -183,7 +183,7 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
   // Data first: every write these transactions made completed before they
   // were queued, so one flush per written device covers them all.
   bool ok = true;
-  for (int t = 0; t < kNumTiers && ok; ++t) {
+  for (int t = 0; t < kMaxTiers && ok; ++t) {
     uint64_t w = tracker_->written(t);
     if (w != flushed_[t] && devices_[t]) {
       int r = devices_[t]->flush();

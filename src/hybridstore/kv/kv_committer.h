@@ -54,7 +54,7 @@ class WriteTracker {
   uint64_t written(int tier) const { return written_[tier].load(std::memory_order_acquire); }
 
  private:
-  std::array<std::atomic<uint64_t>, kNumTiers> written_{};
+  std::array<std::atomic<uint64_t>, kMaxTiers> written_{};
 };
 
 struct CommitWork {
@@ -102,7 +102,7 @@ struct CommitterStats {
 class KvCommitter {
  public:
   static constexpr int kMaxLanes = 16;
-  KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kNumTiers> devices, WriteTracker* tracker,
+  KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices, WriteTracker* tracker,
               size_t max_queued);
   ~KvCommitter();
 
@@ -163,9 +163,9 @@ class KvCommitter {
 
   rocksdb::DB* db_;
   std::shared_ptr<rocksdb::MergeOperator> merge_op_;  // folds a group's merges of one key
-  std::array<BlockDevice*, kNumTiers> devices_;
+  std::array<BlockDevice*, kMaxTiers> devices_;
   WriteTracker* tracker_;
-  std::array<uint64_t, kNumTiers> flushed_{};  // tracker counts covered by the last flush
+  std::array<uint64_t, kMaxTiers> flushed_{};  // tracker counts covered by the last flush
   const size_t max_queued_;
 
   mutable std::mutex mutex_;

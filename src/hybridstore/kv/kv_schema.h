@@ -70,7 +70,7 @@ enum Stat : int {
   kStatOmapBytes = 2,
   kStatSsdObjects = 3,  // + tier_index(tier)
   kStatHddObjects = 4,
-  kStatCount = 5
+  kStatCount = kStatSsdObjects + kMaxTiers
 };
 std::string encode_stat_delta(const int64_t (&delta)[kStatCount]);
 bool decode_stats(std::string_view v, int64_t (&out)[kStatCount]);

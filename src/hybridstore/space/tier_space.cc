@@ -13,12 +13,6 @@ namespace hybridstore {
 
 namespace {
 
-std::string option_or(const std::map<std::string, std::string>& opts, const std::string& name,
-                      const std::string& absent) {
-  auto it = opts.find(name);
-  return it == opts.end() ? absent : it->second;
-}
-
 // A disk tier, or an SSD made without HFM sections: extents written in place.
 class ExtentSpace final : public TierSpace {
  public:
@@ -178,18 +172,12 @@ class SectionSpace final : public TierSpace {
 }  // namespace
 
 TierLayout tier_layout(Tier tier, const std::map<std::string, std::string>& mkfs_options) {
-  TierLayout l;
-  // Only the SSD tier has a choice today; the HDD is always extents on a
-  // block device.
-  if (tier == Tier::kSsd) {
-    if (option_or(mkfs_options, "hybridstore_ssd_kind", "file") == "nand") l.device = DeviceKind::kNand;
-    if (option_or(mkfs_options, "hybridstore_ssd_allocator", "extent") == "hfm") l.space = SpaceKind::kSections;
-  }
-  return l;
+  return format1_tier_layout(tier, mkfs_options);
 }
 
 uint64_t tier_alloc_unit(Tier tier, const TierLayout& layout, const Config& cfg) {
   if (tier == Tier::kHdd) return cfg.get_size("hybridstore_hdd_alloc_unit");
+  if (tier != Tier::kSsd) return cfg.get_size(fmt::format("hybridstore_{}_alloc_unit", tier_name(tier)));
   return layout.space == SpaceKind::kSections ? cfg.get_size("hybridstore_ssd_block_size")
                                               : cfg.get_size("hybridstore_ssd_alloc_unit");
 }
@@ -245,11 +233,12 @@ int TierSpace::load_bitmap(rocksdb::DB* db, const Range& used, std::string* erro
 }
 
 std::unique_ptr<TierSpace> make_tier_space(Tier tier, std::unique_ptr<BlockDevice> dev, const Superblock& super) {
-  const TierLayout layout = tier_layout(tier, super.mkfs_options);
+  const TierLayout layout = super.layout[tier_index(tier)];
   if (layout.space == SpaceKind::kSections)
     return std::make_unique<SectionSpace>(tier, layout, std::move(dev), super);
-  // A small synchronous write to a disk costs a seek: the disk tier defers them.
-  const WriteRoute route = tier == Tier::kHdd ? WriteRoute::kDeferSmall : WriteRoute::kDirect;
+  // A small synchronous write to a disk costs a seek: the slowest tier, the
+  // disk, defers them; faster extent tiers take them directly.
+  const WriteRoute route = tier == super.order[super.tiers - 1] ? WriteRoute::kDeferSmall : WriteRoute::kDirect;
   return std::make_unique<ExtentSpace>(tier, layout, std::move(dev), super, route);
 }
 

@@ -52,18 +52,9 @@ enum class WriteRoute {
   kDirect,
 };
 
-// What the device under a tier is, and how its space is managed.
-enum class DeviceKind { kBlock, kNand };  // a file or block device; raw flash behind the embedded FTL
-enum class SpaceKind { kExtents, kSections };
-
-struct TierLayout {
-  DeviceKind device = DeviceKind::kBlock;
-  SpaceKind space = SpaceKind::kExtents;
-};
-
-// The layout mkfs chose for `tier`, read from the options it recorded.
-// Options a store predates take the behaviour of that time (block device,
-// extents).
+// The layout mkfs gives `tier`, from the mkfs options: the SSD tier may be
+// raw NAND and may have HFM sections (hybridstore_ssd_kind/_allocator); the
+// HDD and the extra tiers are extents on a file or block device.
 TierLayout tier_layout(Tier tier, const std::map<std::string, std::string>& mkfs_options);
 // The allocation unit mkfs gives a tier of that layout.
 uint64_t tier_alloc_unit(Tier tier, const TierLayout& layout, const Config& cfg);

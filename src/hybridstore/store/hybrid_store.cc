@@ -17,12 +17,18 @@ class HybridStore::ComponentView final : public Migrator::Store, public SsdClean
 
   const Config& config() const override { return s_->config(); }
   HeatTracker* heat() override { return s_->heat(); }
-  int ssd_space(uint64_t* total, uint64_t* unit, uint64_t* free) override {
+  int tier_order(Tier* order) override {
+    const StoreImpl& impl = *s_->impl_;
+    for (int r = 0; r < impl.tiers(); ++r) order[r] = impl.super_.order[r];
+    return impl.tiers();
+  }
+  int tier_space(Tier t, uint64_t* total, uint64_t* unit, uint64_t* free) override {
     StoreStats st;
     if (int r = s_->statfs(&st); r < 0) return r;
-    *total = st.tier[tier_index(Tier::kSsd)].total;
-    *unit = st.tier[tier_index(Tier::kSsd)].unit;
-    *free = st.tier[tier_index(Tier::kSsd)].free;
+    if (tier_index(t) >= st.tiers) return -EINVAL;
+    *total = st.tier[tier_index(t)].total;
+    *unit = st.tier[tier_index(t)].unit;
+    *free = st.tier[tier_index(t)].free;
     return 0;
   }
   int for_each_object(
@@ -355,8 +361,10 @@ int HybridStore::relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd
 
 int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end) {
   constexpr uint64_t kMaxMove = 256ull << 20;
+  if (tier_index(target) >= impl_->tiers()) return -EINVAL;
   std::string fingerprint;
   uint64_t moving = 0;  // bytes not yet on the target tier (migrate)
+  bool up = false;      // the object lived on a slower tier than `target`
   auto image = std::make_shared<std::string>();
   {
     OnodeRef on;
@@ -374,6 +382,8 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     }
     if (nothing) return 0;
     if (last > kMaxMove) return -EFBIG;
+    const int home = impl_->home_tier(*on);
+    up = home >= 0 && impl_->rank(tier_at(home)) > impl_->rank(target);
     fingerprint = extent_fingerprint(on->extents);
     image->resize(last);
     // Only what moves is read (in the target's units, as the migrate op
@@ -406,7 +416,6 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
   int r = apply_transaction(std::move(t));
   if (r == 0 && begin == end) {
     StorePerf& p = *impl_->perf_;
-    bool up = target == Tier::kSsd;
     p.set.inc(up ? p.migrate_up_ops : p.migrate_down_ops);
     p.set.inc(up ? p.migrate_up_bytes : p.migrate_down_bytes, moving);
   }

@@ -47,7 +47,10 @@ struct TierStats {
 };
 
 struct StoreStats {
-  TierStats tier[kNumTiers];
+  uint32_t format_version = 0;  // of the store on disk
+  int tiers = 2;  // tier[0 .. tiers-1] are filled, by tier index
+  Tier order[kMaxTiers] = {Tier::kSsd, Tier::kHdd};  // fastest first
+  TierStats tier[kMaxTiers];
   uint64_t objects = 0;
   uint64_t data_bytes = 0;  // sum of object sizes
   uint64_t transactions_committed = 0;
@@ -72,7 +75,7 @@ enum ReadFlags : uint32_t {
 // adapter answers before mount: devices, rotational, min_alloc_size).
 struct StoreProbe {
   struct Device {
-    std::string path;      // as configured or <store>/block.{ssd,hdd}
+    std::string path;      // as configured or <store>/block.{ssd,hdd,tier2,tier3}
     std::string resolved;  // symlinks followed
     bool exists = false;
     bool is_block = false;
@@ -83,7 +86,9 @@ struct StoreProbe {
     // itself, or the one holding the file.
     std::vector<std::string> kernel_devices;
   };
-  Device tier[kNumTiers];
+  int tiers = 2;  // tier[0 .. tiers-1], by tier index
+  Tier slowest = Tier::kHdd;  // the capacity tier
+  Device tier[kMaxTiers];
   bool exists = false;          // mkfs has completed here
   bool in_use = false;          // another process has it mounted
   std::string fsid;
@@ -99,7 +104,7 @@ struct FsckReport {
   uint64_t extents = 0;
   uint64_t omap_entries = 0;
   uint64_t bytes_verified = 0;  // deep only
-  uint64_t leaked_bytes[kNumTiers] = {0, 0};
+  uint64_t leaked_bytes[kMaxTiers] = {};
   std::vector<std::string> problems;  // one line each
 };
 

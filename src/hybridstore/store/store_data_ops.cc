@@ -20,7 +20,6 @@ namespace hybridstore {
 namespace {
 uint64_t align_down(uint64_t v, uint64_t a) { return v / a * a; }
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-Tier other(Tier t) { return t == Tier::kSsd ? Tier::kHdd : Tier::kSsd; }
 // Large copies (clone, clone_range) go in pieces of this size, bounding memory.
 constexpr uint64_t kCopyChunk = 8ull << 20;
 }  // namespace
@@ -75,7 +74,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
   std::vector<DeferredWriter::Snapshot> staged(reads.size());
   for (size_t i = 0; i < reads.size(); ++i)
     staged[i] = deferred_->snapshot(reads[i].e->tier, reads[i].phys_begin, reads[i].size);
-  for (int t = 0; t < kNumTiers; ++t) {
+  for (int t = 0; t < tiers(); ++t) {
     std::vector<ReadIo> ios;
     for (auto& p : reads)
       if (tier_index(p.e->tier) == t) ios.push_back({p.phys_begin, p.data, p.size});
@@ -244,7 +243,7 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
 }
 
 int OpApplier::write_pending() {
-  for (int t = 0; t < kNumTiers; ++t) {
+  for (int t = 0; t < s.tiers(); ++t) {
     std::vector<WriteIo> ios;
     for (const auto& w : tx.writes)
       if (tier_index(w.tier) == t) ios.push_back({w.offset, w.data, w.len});
@@ -299,13 +298,17 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
   // it stay there, and the migrator writes it back, with the object's other
   // absorbed blocks, only if the SSD needs the room.
   bool absorbed = false;
-  if (absorbable && preferred == Tier::kHdd && s.fastest_can_absorb(data.size())) {
-    preferred = Tier::kSsd;
+  if (absorbable && preferred != s.fastest() && s.fastest_can_absorb(data.size())) {
+    preferred = s.fastest();
     absorbed = true;
   }
-  if (o.extents.empty() && s.space(preferred).bypass({oid.pool, oid.nspace, c.name, oid.name}, std::max(o.size, end)))
-    preferred = other(preferred);  // a bypass section: straight to the slower tier
-  for (Tier tier : {preferred, other(preferred)}) {
+  if (o.extents.empty() && preferred != s.slowest() &&
+      s.space(preferred).bypass({oid.pool, oid.nspace, c.name, oid.name}, std::max(o.size, end)))
+    preferred = s.next_tier(preferred, +1);  // a bypass section: straight to the slower tier
+  Tier tiers[kMaxTiers];
+  const int ntiers = s.spill_order(preferred, tiers);
+  for (int ti = 0; ti < ntiers; ++ti) {
+    const Tier tier = tiers[ti];
     const uint64_t g = s.space(tier).unit();
     uint64_t a = align_down(off, g), b = align_up(end, g);
     // Widen to the unit of any coarser-grained extent the range cuts into.
@@ -356,11 +359,11 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     // An absorbed write is placed by its own size: in the section of an
     // object its size, not in the lanes the whole object (4 MiB) would take,
     // whose write units a later promotion of the object should fill alone.
-    const uint64_t placed_as = absorbed && tier == Tier::kSsd ? len : std::max(o.size, end);
+    const uint64_t placed_as = absorbed && tier == s.fastest() ? len : std::max(o.size, end);
     int r = allocate_on(tier, len, hint, &where, c, oid, placed_as, buf.data());
     if (r == -ENOSPC) {
       if (tier == preferred) s.perf_->set.inc(s.perf_->tier_spill_ops);
-      continue;  // spill to the other tier
+      continue;  // spill to the next tier
     }
     if (r < 0) return r;
     std::vector<PExtent> freed;
@@ -368,7 +371,7 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     if (int rr = store_new_extents(tier, a, std::move(buf), len, where, &o.extents); rr < 0) return rr;
     for (const auto& e : freed) release(e);
     set_size(o, std::max(o.size, end));
-    if (absorbed && tier == Tier::kSsd) {
+    if (absorbed && tier == s.fastest()) {
       s.perf_->set.inc(s.perf_->tier_absorb_ops);
       s.perf_->set.inc(s.perf_->tier_absorb_bytes, len);
       if (Migrator* m = s.promoter_.load(std::memory_order_acquire)) m->note_absorbed(c, oid);
@@ -446,6 +449,10 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
     return -EAGAIN;
   }
   const Tier target = static_cast<Tier>(op.flags);
+  if (op.flags >= static_cast<uint32_t>(s.tiers())) {
+    *why = fmt::format("no tier {} in this store", op.flags);
+    return -EINVAL;
+  }
   const uint64_t tu = s.space(target).unit();
   std::string_view image = op.payload();
   std::vector<DataExtent> moving;
@@ -543,10 +550,15 @@ int OpApplier::clone(const CollectionId& c, const ObjectId& src, const ObjectId&
         return r;
       }
       std::vector<PExtent> where;
+      // The source's tier, else the next one that has room and takes
+      // pieces of this size.
+      Tier order[kMaxTiers];
+      const int norder = s.spill_order(e.tier, order);
       Tier tier = e.tier;
-      int r = allocate_on(tier, n, 0, &where, c, dst, so->size, buf.data());
-      if (r == -ENOSPC && n % s.space(other(tier)).unit() == 0) {
-        tier = other(tier);
+      int r = -ENOSPC;
+      for (int k = 0; k < norder && r == -ENOSPC; ++k) {
+        if (k > 0 && n % s.space(order[k]).unit() != 0) continue;
+        tier = order[k];
         r = allocate_on(tier, n, 0, &where, c, dst, so->size, buf.data());
       }
       if (r < 0) {

@@ -101,10 +101,10 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   };
 
   std::vector<UnitBitmap> used;
-  for (int t = 0; t < kNumTiers; ++t) used.emplace_back(super_.tier_size[t] / space_[t]->unit());
+  for (int t = 0; t < tiers(); ++t) used.emplace_back(super_.tier_size[t] / space_[t]->unit());
   std::unordered_set<uint64_t> nids;
   int64_t objects = 0, bytes = 0;
-  int64_t on_tier[kNumTiers] = {0, 0};
+  int64_t on_tier[kMaxTiers] = {};
   std::set<CollectionId> colls;
   for (const auto& c : list_collections()) colls.insert(c);
   rep->collections = colls.size();
@@ -123,7 +123,7 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
     std::string where = oid.to_string() + " in " + c.name;
     Onode o;
     std::string why;
-    if (!decode_onode(it->value().ToStringView(), &o, &why)) {
+    if (!decode_onode(it->value().ToStringView(), &o, &why, tiers())) {
       problem("object " + where + ": " + why);
       if (plan) plan->batch.Delete(it->key());
       change("dropped object " + where + ": its onode cannot be read (" + why + ")");
@@ -211,8 +211,8 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   }
 
   // Persisted and in-memory allocation state against the references.
-  for (int t = 0; t < kNumTiers; ++t) {
-    Tier tier = static_cast<Tier>(t);
+  for (int t = 0; t < tiers(); ++t) {
+    Tier tier = tier_at(t);
     const TierSpace& sp = *space_[t];
     uint64_t u = sp.unit();
     UnitBitmap persisted(used[t].units());
@@ -267,17 +267,21 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   std::string v;
   int64_t stats[kv::kStatCount];
   bool stats_ok = db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() && kv::decode_stats(v, stats);
-  const int64_t ssd = on_tier[tier_index(Tier::kSsd)], hdd = on_tier[tier_index(Tier::kHdd)];
-  if (!stats_ok || stats[kv::kStatObjects] != objects || stats[kv::kStatBytes] != bytes ||
-      stats[kv::kStatSsdObjects] != ssd || stats[kv::kStatHddObjects] != hdd) {
-    problem(stats_ok ? fmt::format("statistics say {} objects / {} bytes / {} on ssd / {} on hdd, onodes hold "
-                                   "{} / {} / {} / {}",
-                                   stats[kv::kStatObjects], stats[kv::kStatBytes], stats[kv::kStatSsdObjects],
-                                   stats[kv::kStatHddObjects], objects, bytes, ssd, hdd)
+  bool stats_match = stats_ok && stats[kv::kStatObjects] == objects && stats[kv::kStatBytes] == bytes;
+  std::string said, hold;
+  for (int t = 0; t < tiers(); ++t) {
+    stats_match = stats_match && stats[kv::kStatSsdObjects + t] == on_tier[t];
+    said += fmt::format(" / {} on {}", stats_ok ? stats[kv::kStatSsdObjects + t] : 0, tier_name(tier_at(t)));
+    hold += fmt::format(" / {}", on_tier[t]);
+  }
+  if (!stats_match) {
+    problem(stats_ok ? fmt::format("statistics say {} objects / {} bytes{}, onodes hold {} / {}{}", stats[kv::kStatObjects],
+                                   stats[kv::kStatBytes], said, objects, bytes, hold)
                      : std::string("statistics record missing or corrupt"));
-    int64_t fixed[kv::kStatCount] = {objects, bytes, 0, ssd, hdd};
+    int64_t fixed[kv::kStatCount] = {objects, bytes, 0};
+    for (int t = 0; t < tiers(); ++t) fixed[kv::kStatSsdObjects + t] = on_tier[t];
     if (plan) plan->batch.Put(kv::stats_key(), kv::encode_stat_delta(fixed));
-    change(fmt::format("rewrote statistics: {} objects, {} bytes, {} on ssd, {} on hdd", objects, bytes, ssd, hdd));
+    change(fmt::format("rewrote statistics: {} objects, {} bytes, per tier{}", objects, bytes, hold));
   }
   return static_cast<int>(std::min<uint64_t>(rep->errors, INT32_MAX));
 }

@@ -50,11 +50,17 @@ struct CollectionState {
 };
 
 // The tier an object counts on (kStatSsdObjects + home): the one holding most
-// of its data, the SSD on a tie; -1 when it holds no data.
-inline int home_tier(const Onode& o) {
-  const uint64_t on[kNumTiers] = {o.extents.bytes_on(Tier::kSsd), o.extents.bytes_on(Tier::kHdd)};
-  if (!on[0] && !on[1]) return -1;
-  return on[tier_index(Tier::kSsd)] >= on[tier_index(Tier::kHdd)] ? tier_index(Tier::kSsd) : tier_index(Tier::kHdd);
+// of its data, the faster on a tie; -1 when it holds no data. `order` is the
+// store's tiers, fastest first.
+inline int home_tier(const Onode& o, const Tier* order, int tiers) {
+  int home = -1;
+  uint64_t most = 0;
+  for (int r = 0; r < tiers; ++r)
+    if (uint64_t b = o.extents.bytes_on(order[r]); b > most) {
+      most = b;
+      home = tier_index(order[r]);
+    }
+  return home;
 }
 
 using ObjectKey = std::pair<std::string, ObjectId>;  // (collection name, object)
@@ -113,7 +119,7 @@ struct TxnContext {
   };
   std::vector<AlignedBuffer> buffers;
   std::vector<PendingWrite> writes;
-  int64_t stat_delta[kv::kStatCount] = {0, 0, 0};
+  int64_t stat_delta[kv::kStatCount] = {};
   std::map<CollectionId, std::shared_ptr<CollectionState>> locked;
 };
 
@@ -183,9 +189,23 @@ class StoreImpl {
   bool mounted_ = false;
   Superblock super_;
   std::unique_ptr<rocksdb::DB> db_;
-  // One per tier, fastest first: the device and its space (space/tier_space.h).
-  std::unique_ptr<TierSpace> space_[kNumTiers];
+  // One per tier, by index (0 .. tiers()-1): the device and its space
+  // (space/tier_space.h). Which is faster than which is super_.order.
+  std::unique_ptr<TierSpace> space_[kMaxTiers];
   TierSpace& space(Tier t) const { return *space_[tier_index(t)]; }
+  int tiers() const { return super_.tiers; }
+  Tier fastest() const { return super_.order[0]; }
+  Tier slowest() const { return super_.order[super_.tiers - 1]; }
+  // The tier's place in the order, 0 = fastest.
+  int rank(Tier t) const;
+  // The neighbour of `t` one step slower (+1) or faster (-1); `t` itself at
+  // the end of the order.
+  Tier next_tier(Tier t, int step) const;
+  // Where a write that prefers `preferred` goes when a tier is full:
+  // `preferred`, then the slower tiers fastest first, then the faster ones
+  // nearest first. Fills `out`, returns the count (tiers()).
+  int spill_order(Tier preferred, Tier* out) const;
+  int home_tier(const Onode& o) const { return hybridstore::home_tier(o, super_.order, super_.tiers); }
   // A move of an object to `target` rewrites all of it, not only what lies
   // elsewhere: on a staged tier one contiguous allocation takes whole write
   // units (written at once), where the pieces between a few blocks already
@@ -193,7 +213,7 @@ class StoreImpl {
   // reader of the move's image and the migrate op must agree on it.
   bool move_rewrites_whole(Tier target) const { return space(target).route() == WriteRoute::kStaged; }
   BlockDevice* dev(int t) const { return space_[t]->device(); }
-  std::array<BlockDevice*, kNumTiers> devices() const;
+  std::array<BlockDevice*, kMaxTiers> devices() const;  // null past tiers()
   // Gives space back to the tier that owns it.
   void return_space(const PExtent& e);
   // Writes the write units staged tiers completed (staging timeout / all).

@@ -34,9 +34,11 @@ uint64_t now_us() {
                                    .count());
 }
 
-const char* kTierOpt[kNumTiers][2] = {{"hybridstore_ssd_path", "hybridstore_ssd_size"},
-                                      {"hybridstore_hdd_path", "hybridstore_hdd_size"}};
-const char* kTierLink[kNumTiers] = {"block.ssd", "block.hdd"};
+// A tier's device link in the store directory and its options, by the
+// tier's name: block.ssd and hybridstore_ssd_path, block.tier2 and
+// hybridstore_tier2_path, ...
+std::string tier_link(Tier t) { return std::string("block.") + tier_name(t); }
+std::string tier_option(Tier t, const char* what) { return fmt::format("hybridstore_{}_{}", tier_name(t), what); }
 
 bool write_text_file(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
@@ -206,19 +208,21 @@ int StoreImpl::mkfs(std::string* error) {
   for (const auto& o : option_registry())
     if (o.mkfs_only) sb.mkfs_options[o.name] = cfg_.get_text(o.name);
 
-  TierLayout layouts[kNumTiers];
-  uint64_t units[kNumTiers];
-  for (int t = 0; t < kNumTiers; ++t) {
-    layouts[t] = tier_layout(static_cast<Tier>(t), sb.mkfs_options);
-    units[t] = tier_alloc_unit(static_cast<Tier>(t), layouts[t], cfg_);
+  // Fastest first: the SSD, the extra tiers, the HDD.
+  sb.tiers = static_cast<int>(cfg_.get_int("hybridstore_tiers"));
+  for (int t = 0; t < sb.tiers; ++t) sb.order[t] = t == 0 ? Tier::kSsd : tier_at(t + 1 < sb.tiers ? t + 1 : 1);
+  uint64_t units[kMaxTiers];
+  for (int t = 0; t < sb.tiers; ++t) {
+    sb.layout[t] = tier_layout(tier_at(t), sb.mkfs_options);
+    units[t] = tier_alloc_unit(tier_at(t), sb.layout[t], cfg_);
   }
-  for (int t = 0; t < kNumTiers; ++t) {
-    std::string link = path_ + "/" + kTierLink[t];
-    std::string want = cfg_.get_str(kTierOpt[t][0]);
+  for (int t = 0; t < sb.tiers; ++t) {
+    std::string link = path_ + "/" + tier_link(tier_at(t));
+    std::string want = cfg_.get_str(tier_option(tier_at(t), "path"));
     std::string dev_path = want.empty() ? link : fs::absolute(want).string();
     DeviceOpenOptions o;
     o.create = cfg_.get_bool("hybridstore_block_create");
-    o.create_size = cfg_.get_size(kTierOpt[t][1]);
+    o.create_size = cfg_.get_size(tier_option(tier_at(t), "size"));
     parse_file_layout(cfg_.get_str("hybridstore_block_preallocate"), &o.create_layout);
     o.direct_io = false;
     if (dev_path != link) {
@@ -229,7 +233,7 @@ int StoreImpl::mkfs(std::string* error) {
         return -EIO;
       }
     }
-    std::unique_ptr<BlockDevice> dev = open_tier_device(layouts[t], cfg_, dev_path, o, o.create, nullptr, error);
+    std::unique_ptr<BlockDevice> dev = open_tier_device(sb.layout[t], cfg_, dev_path, o, o.create, nullptr, error);
     if (!dev) return -ENOENT;
     uint64_t size = dev->size() / units[t] * units[t];
     uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), units[t]);
@@ -256,15 +260,15 @@ int StoreImpl::mkfs(std::string* error) {
   if (int r = open_db(true, error); r < 0) return r;
   rocksdb::WriteBatch b;
   b.Put(kv::superblock_key(), encode_superblock(sb));
-  for (int t = 0; t < kNumTiers; ++t)
-    if (int r = format_tier_space(static_cast<Tier>(t), layouts[t], cfg_, sb, &b, error); r < 0) {
+  for (int t = 0; t < sb.tiers; ++t)
+    if (int r = format_tier_space(tier_at(t), sb.layout[t], cfg_, sb, &b, error); r < 0) {
       db_.reset();
       return r;
     }
   std::string nid;
   put_fixed64(&nid, 1);
   b.Put(kv::nid_max_key(), nid);
-  int64_t zero[kv::kStatCount] = {0, 0, 0};
+  int64_t zero[kv::kStatCount] = {};
   b.Put(kv::stats_key(), kv::encode_stat_delta(zero));
   rocksdb::WriteOptions wo;
   wo.sync = true;
@@ -312,12 +316,11 @@ int StoreImpl::open_devices(bool create, std::string* error) {
   o.uring_depth = static_cast<unsigned>(cfg_.get_int("hybridstore_uring_depth"));
   const NandCounters nand{&perf_->set, perf_->ftl_merges, perf_->ftl_erases, perf_->ftl_pages_copied,
                           perf_->ftl_host_pages_written};
-  for (int t = 0; t < kNumTiers; ++t) {
-    Tier tier = static_cast<Tier>(t);
-    std::string p = path_ + "/" + kTierLink[t];
+  for (int t = 0; t < tiers(); ++t) {
+    Tier tier = tier_at(t);
+    std::string p = path_ + "/" + tier_link(tier);
     // What the device is (raw NAND behind the embedded FTL, say): mkfs recorded it.
-    std::unique_ptr<BlockDevice> dev =
-        open_tier_device(tier_layout(tier, super_.mkfs_options), cfg_, p, o, false, &nand, error);
+    std::unique_ptr<BlockDevice> dev = open_tier_device(super_.layout[t], cfg_, p, o, false, &nand, error);
     if (!dev) return -ENOENT;
     DeviceLabel label;
     std::string why;
@@ -407,9 +410,28 @@ int StoreImpl::mount(std::string* error) {
       r < 0)
     return fail(r);
 
+  if (super_.format_version < kFormatVersion) {
+    // Upgrade: the superblock of the current format, with what the old one
+    // implied (format 1: SSD then HDD, layouts from the mkfs options) made
+    // explicit. One synchronous write; until it lands the store is still a
+    // valid store of the old format, and a build of that format refuses the
+    // new superblock instead of misreading it.
+    Superblock up = super_;
+    up.format_version = kFormatVersion;
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (!db_->Put(wo, kv::superblock_key(), encode_superblock(up)).ok()) {
+      *error = "cannot write the upgraded superblock";
+      return fail(-EIO);
+    }
+    HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
+            kFormatVersion);
+    super_ = up;
+  }
+
   max_unit_ = 0;
   min_unit_ = UINT64_MAX;
-  for (int t = 0; t < kNumTiers; ++t) {
+  for (int t = 0; t < tiers(); ++t) {
     max_unit_ = std::max(max_unit_, space_[t]->unit());
     min_unit_ = std::min(min_unit_, space_[t]->unit());
     if (int r = space_[t]->load(db_.get(), cfg_, error); r < 0) return fail(r);
@@ -444,7 +466,7 @@ int StoreImpl::mount(std::string* error) {
     return fail(-EIO);
   }
 
-  placement_ = std::make_unique<TierPlacement>(cfg_);
+  placement_ = std::make_unique<TierPlacement>(cfg_, super_.order, super_.tiers);
   cache_ = std::make_unique<OnodeCache>(static_cast<size_t>(cfg_.get_int("hybridstore_onode_cache_size")));
   max_object_size_ = cfg_.get_size("hybridstore_max_object_size");
   committer_ = std::make_unique<KvCommitter>(db_.get(), devices(),
@@ -465,7 +487,7 @@ int StoreImpl::mount(std::string* error) {
   absorb_min_free_ = cfg_.get_double("hybridstore_tier_absorb_min_free");
   promote_max_size_ = cfg_.get_size("hybridstore_tier_promote_max_size");
   promote_break_even_ = cfg_.get_size("hybridstore_tier_promote_break_even");
-  for (auto& sp : space_) sp->set_small_overwrites(cfg_.get_str("hybridstore_ssd_small_overwrites"));
+  for (int t = 0; t < tiers(); ++t) space_[t]->set_small_overwrites(cfg_.get_str("hybridstore_ssd_small_overwrites"));
   deferred_ = std::make_unique<DeferredWriter>(
       db_.get(), devices(), &write_tracker_,
       [this](const PExtent& e) { return_space(e); }, dopts);
@@ -476,8 +498,8 @@ int StoreImpl::mount(std::string* error) {
                                [this](int err, const std::string& why) { committer_->fail(err, why); });
   deferred_->set_perf(perf_->deferred());
   deferred_->start();
-  for (auto& sp : space_)
-    if (SsdSections* sections = sp->sections()) sections->set_perf(perf_->sections(sections->section_names()));
+  for (int t = 0; t < tiers(); ++t)
+    if (SsdSections* sections = space_[t]->sections()) sections->set_perf(perf_->sections(sections->section_names()));
   if (int r = init_perf_gauges(error); r < 0) return fail(r);
   heat_ = std::make_unique<HeatTracker>(heat_tracker_options_from_config(cfg_));
   load_heat();
@@ -511,7 +533,7 @@ int StoreImpl::flush() {
 
 int StoreImpl::settle() {
   int r = flush();
-  if (r == 0 && std::any_of(std::begin(space_), std::end(space_), [](auto& sp) { return sp->keeps_state(); })) {
+  if (r == 0 && std::any_of(std::begin(space_), std::end(space_), [](auto& sp) { return sp && sp->keeps_state(); })) {
     flush_staged_state();
     r = deferred_->drain(true);
   }
@@ -567,14 +589,33 @@ void StoreImpl::note_access(const std::string& onode_key, AccessType type, uint6
 }
 
 bool StoreImpl::fastest_can_absorb(uint64_t len) const {
-  const TierSpace::Usage u = space_[0]->usage();
+  const TierSpace::Usage u = space(fastest()).usage();
   return u.free > len && static_cast<double>(u.free - len) >= absorb_min_free_ * static_cast<double>(u.total);
 }
 
-std::array<BlockDevice*, kNumTiers> StoreImpl::devices() const {
-  std::array<BlockDevice*, kNumTiers> d;
-  for (int t = 0; t < kNumTiers; ++t) d[t] = dev(t);
+std::array<BlockDevice*, kMaxTiers> StoreImpl::devices() const {
+  std::array<BlockDevice*, kMaxTiers> d{};
+  for (int t = 0; t < tiers(); ++t) d[t] = dev(t);
   return d;
+}
+
+int StoreImpl::rank(Tier t) const {
+  for (int r = 0; r < tiers(); ++r)
+    if (super_.order[r] == t) return r;
+  return tiers();  // not a tier of this store
+}
+
+Tier StoreImpl::next_tier(Tier t, int step) const {
+  const int r = rank(t) + step;
+  return r >= 0 && r < tiers() ? super_.order[r] : t;
+}
+
+int StoreImpl::spill_order(Tier preferred, Tier* out) const {
+  int n = 0;
+  const int p = rank(preferred);
+  for (int r = p; r < tiers(); ++r) out[n++] = super_.order[r];
+  for (int r = p - 1; r >= 0; --r) out[n++] = super_.order[r];
+  return n;
 }
 
 bool StoreImpl::write_continues(const CollectionId& c, const ObjectId& o, uint64_t off) const {
@@ -604,20 +645,20 @@ uint64_t StoreImpl::submit_staged_state(TierSpace::Drain how) {
   // Through the committer, drained and submitted under the tiers' locks like
   // a transaction's state: RocksDB then takes every state in the order it
   // was drained (see SsdSections::tick_locked).
-  std::vector<TierSpace::Region> regions[kNumTiers];
+  std::vector<TierSpace::Region> regions[kMaxTiers];
   CommitWork work;
   work.batch = std::make_unique<rocksdb::WriteBatch>();
   uint64_t seq = 0;
   {
-    std::unique_lock<std::mutex> locks[kNumTiers];
-    for (int t = 0; t < kNumTiers; ++t)
+    std::unique_lock<std::mutex> locks[kMaxTiers];
+    for (int t = 0; t < tiers(); ++t)
       if (space_[t]->keeps_state()) locks[t] = space_[t]->drain_state(how, work.batch.get(), &regions[t]);
     if (work.batch->Count() > 0 && (seq = committer_->submit(std::move(work))) == 0)
       return 0;  // read-only: without their state the regions must not be written either
     // Queued under the locks, as a transaction's (see store_txn.cc).
-    for (int t = 0; t < kNumTiers; ++t)
+    for (int t = 0; t < tiers(); ++t)
       for (const auto& r : regions[t]) deferred_->write_region(static_cast<Tier>(t), r.begin, r.end);
-    for (int t = kNumTiers - 1; t >= 0; --t)
+    for (int t = tiers() - 1; t >= 0; --t)
       if (locks[t].owns_lock()) locks[t].unlock();
   }
   return seq;
@@ -662,7 +703,10 @@ int StoreImpl::statfs(StoreStats* st) {
   // count, and freed space returns to the allocators at commit: waiting for
   // what is queued makes every figure exact.
   flush();
-  for (int t = 0; t < kNumTiers; ++t) {
+  st->format_version = super_.format_version;
+  st->tiers = tiers();
+  std::copy(std::begin(super_.order), std::end(super_.order), std::begin(st->order));
+  for (int t = 0; t < tiers(); ++t) {
     TierStats& ts = st->tier[t];
     // A staged tier counts space it holds but cannot give any object yet
     // (rounding gaps, holes awaiting cleaning) as consumed.

@@ -23,7 +23,7 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
       s.perf_->set.inc(s.perf_->onode_hits);
       auto copy = std::make_shared<Onode>(*cached);
       tx.onodes[key] = copy;
-      tx.home_before[key] = home_tier(*copy);
+      tx.home_before[key] = s.home_tier(*copy);
       return copy;
     }
     case OnodeCache::Lookup::kTombstone:
@@ -41,7 +41,7 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
   if (st.ok()) {
     on = std::make_shared<Onode>();
     std::string why;
-    if (!decode_onode(v, on.get(), &why)) {
+    if (!decode_onode(v, on.get(), &why, s.tiers())) {
       // A corrupt onode is treated as unreadable, never as absent: callers
       // see -EIO through load_error.
       HS_ERROR("corrupt onode {} in {}: {}", o.to_string(), c.name, why);
@@ -54,7 +54,7 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
     return nullptr;
   }
   tx.onodes[key] = on;
-  tx.home_before[key] = on ? home_tier(*on) : -1;
+  tx.home_before[key] = on ? s.home_tier(*on) : -1;
   return on;
 }
 

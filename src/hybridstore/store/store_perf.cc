@@ -41,8 +41,15 @@ StorePerf::StorePerf(const Config& cfg) {
   onode_hits = c("onode_hits", "onode lookups served by the cache");
   onode_misses = c("onode_misses", "onode lookups that went to RocksDB");
 
-  for (int t = 0; t < kNumTiers; ++t) {
-    std::string tn = tier_name(static_cast<Tier>(t));
+  // Counters exist for the tiers the configuration names (the Ceph bridge
+  // takes the names when the store object is made, before mount reads the
+  // superblock); a store with more tiers than that runs without the extra
+  // tiers' counters (ids -1, which the set ignores).
+  const int counted = std::clamp(static_cast<int>(cfg.get_int("hybridstore_tiers")), 2, kMaxTiers);
+  for (int t = 0; t < kMaxTiers; ++t)
+    bytes_used[t] = bytes_total[t] = objects[t] = write_bytes[t] = device_read_bytes[t] = -1;
+  for (int t = 0; t < counted; ++t) {
+    std::string tn = tier_name(tier_at(t));
     bytes_used[t] = set.add(tn + "_bytes_used", K::kGauge, "bytes allocated on the " + tn + " tier");
     bytes_total[t] = set.add(tn + "_bytes_total", K::kGauge, "allocatable bytes of the " + tn + " tier");
     objects[t] = set.add(tn + "_objects", K::kGauge, "objects holding most of their data on the " + tn + " tier");
@@ -144,7 +151,7 @@ SectionPerf StorePerf::sections(const std::vector<std::string>& names) {
 
 int StoreImpl::init_perf_gauges(std::string* error) {
   PerfCounterSet& ps = perf_->set;
-  for (int t = 0; t < kNumTiers; ++t) {
+  for (int t = 0; t < tiers(); ++t) {
     const TierSpace::Usage u = space_[t]->usage();
     ps.set(perf_->bytes_total[t], u.total);
     ps.set(perf_->bytes_used[t], u.allocated);
@@ -153,18 +160,20 @@ int StoreImpl::init_perf_gauges(std::string* error) {
   int64_t stats[kv::kStatCount];
   if (!db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() || !kv::decode_stats(v, stats)) {
     // fsck reports (and repair rewrites) a missing or corrupt record.
-    for (int t = 0; t < kNumTiers; ++t) ps.set(perf_->objects[t], 0);
+    for (int t = 0; t < tiers(); ++t) ps.set(perf_->objects[t], 0);
     return 0;
   }
-  if (v.size() < 8 * kv::kStatCount) {
-    // Made before objects were counted per tier: count them once.
+  if (v.size() <= 8 * kv::kStatSsdObjects) {
+    // Made before objects were counted per tier: count them once. (A record
+    // shorter than kStatCount but with the per-tier slots comes from a store
+    // with fewer tier slots; decode_stats reads the missing ones as zero.)
     int64_t delta[kv::kStatCount] = {};
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
     std::string prefix(1, kv::kOnode);
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       Onode o;
       std::string why;
-      if (!decode_onode(it->value().ToStringView(), &o, &why)) continue;  // fsck's business
+      if (!decode_onode(it->value().ToStringView(), &o, &why, tiers())) continue;  // fsck's business
       if (int h = home_tier(o); h >= 0) ++delta[kv::kStatSsdObjects + h];
     }
     if (!it->status().ok()) {
@@ -180,9 +189,9 @@ int StoreImpl::init_perf_gauges(std::string* error) {
       *error = "writing the per-tier object counts failed";
       return -EIO;
     }
-    for (int t = 0; t < kNumTiers; ++t) stats[kv::kStatSsdObjects + t] = delta[kv::kStatSsdObjects + t];
+    for (int t = 0; t < tiers(); ++t) stats[kv::kStatSsdObjects + t] = delta[kv::kStatSsdObjects + t];
   }
-  for (int t = 0; t < kNumTiers; ++t)
+  for (int t = 0; t < tiers(); ++t)
     ps.set(perf_->objects[t], static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatSsdObjects + t])));
   return 0;
 }

@@ -38,8 +38,8 @@ struct StorePerf {
   int read_lat, read_bytes, read_eio, csum_errors, onode_hits, onode_misses;
   // Tiers: space (gauges), objects by the tier holding most of their data
   // (gauges, persisted with the store's statistics), data placed and read.
-  int bytes_used[kNumTiers], bytes_total[kNumTiers], objects[kNumTiers];
-  int write_bytes[kNumTiers], device_read_bytes[kNumTiers], tier_spill_ops;
+  int bytes_used[kMaxTiers], bytes_total[kMaxTiers], objects[kMaxTiers];
+  int write_bytes[kMaxTiers], device_read_bytes[kMaxTiers], tier_spill_ops;
   // SSD sections.
   int section_allocs, section_seals, write_units, write_units_forced, free_erase_units, ssd_direct_unit_bytes;
   std::vector<std::pair<std::string, std::pair<int, int>>> per_section;  // name -> (allocs, seals)

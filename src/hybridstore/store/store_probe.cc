@@ -21,6 +21,7 @@
 #include <fstream>
 #include <map>
 
+#include <fmt/format.h>
 #include <rocksdb/db.h>
 
 #include "hybridstore/format/store_format.h"
@@ -117,8 +118,6 @@ int read_superblock(const std::string& path, Superblock* sb, std::string* error)
 
 int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* out, std::string* error) {
   *out = StoreProbe();
-  const char* links[kNumTiers] = {"block.ssd", "block.hdd"};
-  const char* options[kNumTiers] = {"hybridstore_ssd_path", "hybridstore_hdd_path"};
   std::string dummy;
   if (!error) error = &dummy;
 
@@ -136,21 +135,27 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
   if (!have_super)
     for (const auto& o : option_registry())
       if (o.mkfs_only) mkfs_options[o.name] = cfg.get_text(o.name);
-  for (int t = 0; t < kNumTiers; ++t) {
+  out->tiers = have_super ? sb.tiers : static_cast<int>(cfg.get_int("hybridstore_tiers"));
+  out->slowest = have_super ? sb.order[sb.tiers - 1] : Tier::kHdd;  // mkfs puts the HDD last
+  for (int t = 0; t < out->tiers; ++t) {
+    const Tier tier = tier_at(t);
     // The link mkfs made wins; before mkfs, what mkfs would use.
-    std::string p = path + "/" + links[t];
-    if (!fs::exists(p, ec) && !cfg.get_str(options[t]).empty()) p = cfg.get_str(options[t]);
+    std::string p = path + "/block." + tier_name(tier);
+    const std::string option = fmt::format("hybridstore_{}_path", tier_name(tier));
+    if (!fs::exists(p, ec) && !cfg.get_str(option).empty()) p = cfg.get_str(option);
     StoreProbe::Device& d = out->tier[t];
-    d.kind = device_kind_name(tier_layout(static_cast<Tier>(t), mkfs_options).device);
-    // A file or a device sysfs says nothing about keeps the role it plays.
-    describe(p, t == tier_index(Tier::kHdd), &d);
+    d.kind = device_kind_name(have_super ? sb.layout[t].device : tier_layout(tier, mkfs_options).device);
+    // A file or a device sysfs says nothing about keeps the role it plays:
+    // only the slowest tier is taken for a disk.
+    describe(p, tier == out->slowest, &d);
   }
   if (have_super) {
-    out->min_alloc_size = std::min(sb.alloc_unit[0], sb.alloc_unit[1]);
+    out->min_alloc_size = UINT64_MAX;
+    for (int t = 0; t < sb.tiers; ++t) out->min_alloc_size = std::min(out->min_alloc_size, sb.alloc_unit[t]);
   } else {
     out->min_alloc_size = UINT64_MAX;
-    for (int t = 0; t < kNumTiers; ++t) {
-      const Tier tier = static_cast<Tier>(t);
+    for (int t = 0; t < out->tiers; ++t) {
+      const Tier tier = tier_at(t);
       out->min_alloc_size = std::min(out->min_alloc_size, tier_alloc_unit(tier, tier_layout(tier, mkfs_options), cfg));
     }
   }

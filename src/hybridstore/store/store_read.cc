@@ -61,7 +61,7 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
   if (!s.ok()) return -EIO;
   auto on = std::make_shared<Onode>();
   std::string why;
-  if (!decode_onode(v, on.get(), &why)) {
+  if (!decode_onode(v, on.get(), &why, tiers())) {
     HS_ERROR("corrupt onode {} in {}: {}", o.to_string(), c.name, why);
     return -EIO;
   }
@@ -78,13 +78,16 @@ void StoreImpl::maybe_promote(const CollectionId& c, const ObjectId& o, const st
   if (!promote_hits_ || on.extents.empty()) return;
   Migrator* m = promoter_.load(std::memory_order_acquire);
   if (!m) return;
-  const uint64_t hdd = on.extents.bytes_on(Tier::kHdd);
-  const uint64_t ssd = on.extents.bytes_on(Tier::kSsd);
-  if (hdd <= ssd || hdd + ssd > promote_max_size_) return;
+  // Lives on a tier a promotion can lift it from (one step, Migrator::promote_queued).
+  const int home = home_tier(on);
+  if (home < 0 || tier_at(home) == fastest()) return;
+  uint64_t bytes = 0;
+  for (int t = 0; t < tiers(); ++t) bytes += on.extents.bytes_on(tier_at(t));
+  if (bytes > promote_max_size_) return;
   HeatSample h;
   if (heat_->lookup(key, &h) && h.frequency >= static_cast<double>(promote_hits_) &&
-      random_requests_pay_for_copy(h.randomness, hdd + ssd, promote_break_even_))
-    m->request_promotion(c, o, hdd + ssd);
+      random_requests_pay_for_copy(h.randomness, bytes, promote_break_even_))
+    m->request_promotion(c, o, bytes);
 }
 
 int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,

@@ -124,7 +124,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
       tx.batch->Delete(kv::collection_key(c));
   }
   // Objects per tier follow the tier holding most of each object's data.
-  int64_t home_delta[kNumTiers] = {0, 0};
+  int64_t home_delta[kMaxTiers] = {};
   for (const auto& [key, on] : tx.onodes) {
     auto b = tx.home_before.find(key);
     int before = b == tx.home_before.end() ? -1 : b->second;
@@ -133,7 +133,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
     if (before >= 0) --home_delta[before];
     if (after >= 0) ++home_delta[after];
   }
-  for (int t = 0; t < kNumTiers; ++t) tx.stat_delta[kv::kStatSsdObjects + t] += home_delta[t];
+  for (int t = 0; t < tiers(); ++t) tx.stat_delta[kv::kStatSsdObjects + t] += home_delta[t];
   bool any_stat = false;
   for (auto v : tx.stat_delta) any_stat |= v != 0;
   if (any_stat) tx.batch->Merge(kv::stats_key(), kv::encode_stat_delta(tx.stat_delta));
@@ -163,18 +163,18 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   // The staged tiers' state is drained into this batch and submitted under
   // their locks (taken fastest tier first), so states commit in the order
   // they were drained.
-  std::vector<TierSpace::Region> regions[kNumTiers];
-  std::unique_lock<std::mutex> state_locks[kNumTiers];
-  for (int t = 0; t < kNumTiers; ++t)
+  std::vector<TierSpace::Region> regions[kMaxTiers];
+  std::unique_lock<std::mutex> state_locks[kMaxTiers];
+  for (int t = 0; t < tiers(); ++t)
     if (space_[t]->keeps_state())
       state_locks[t] = space_[t]->drain_state(TierSpace::Drain::kCommit, work.batch.get(), &regions[t]);
   uint64_t seq = committer_->submit(std::move(work), caller_waits);
   // Regions are queued before the tiers' locks drop: an allocation made after
   // that may write a whole unit directly, and must see a region still to be
   // written over its space (DeferredWriter::range_quiet).
-  for (int t = 0; t < kNumTiers; ++t)
+  for (int t = 0; t < tiers(); ++t)
     for (const auto& r : regions[t]) deferred_->write_region(static_cast<Tier>(t), r.begin, r.end);
-  for (int t = kNumTiers - 1; t >= 0; --t)
+  for (int t = tiers() - 1; t >= 0; --t)
     if (state_locks[t].owns_lock()) state_locks[t].unlock();
   if (seq == 0) {
     rollback();
@@ -192,7 +192,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   }
   for (auto& [c, st] : tx.locked) st->last_seq = seq;
   locks.clear();
-  for (int t = 0; t < kNumTiers; ++t) {
+  for (int t = 0; t < tiers(); ++t) {
     if (home_delta[t] > 0) perf.inc(perf_->objects[t], static_cast<uint64_t>(home_delta[t]));
     if (home_delta[t] < 0) perf.dec(perf_->objects[t], static_cast<uint64_t>(-home_delta[t]));
   }

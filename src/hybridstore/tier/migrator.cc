@@ -53,108 +53,159 @@ void Migrator::throttle(uint64_t bytes, double started) {
   cv_.wait_for(l, std::chrono::duration<double>(wait), [&] { return stopping_; });
 }
 
+namespace {
+// The rank (0 = fastest) of the tier holding most of an object's bytes, the
+// faster on a tie; -1 when it holds none.
+int home_rank(const ObjectStat& s, const Tier* order, int tiers) {
+  int home = -1;
+  uint64_t most = 0;
+  for (int r = 0; r < tiers; ++r)
+    if (uint64_t b = s.bytes_on[tier_index(order[r])]; b > most) {
+      most = b;
+      home = r;
+    }
+  return home;
+}
+}  // namespace
+
 int Migrator::run_once(MigrationReport* rep) {
   std::lock_guard<std::mutex> pass(pass_mutex_);
   *rep = MigrationReport();
   rep->policy = tier_policy_name(policy_);
   double t0 = now_sec();
   HeatTracker* heat = store_->heat();
-  uint64_t ssd_total = 0, ssd_unit = 0, ssd_free = 0;
-  if (int r = store_->ssd_space(&ssd_total, &ssd_unit, &ssd_free); r < 0) return r;
-  PlannerOptions po = planner_options_from_config(store_->config(), ssd_total, ssd_unit);
-  rep->ssd_budget = po.ssd_budget;
+  Tier order[kMaxTiers];
+  const int tiers = store_->tier_order(order);
+  uint64_t fast_total = 0, fast_unit = 0, fast_free = 0;
+  if (int r = store_->tier_space(order[0], &fast_total, &fast_unit, &fast_free); r < 0) return r;
+  rep->ssd_budget = planner_options_from_config(store_->config(), fast_total, fast_unit).ssd_budget;
   if (policy_ == TierPolicy::kNone) return 0;
 
   struct Obj {
     CollectionId c;
     ObjectId o;
+    int home;  // rank
+    TierCandidate heat;
   };
   std::vector<Obj> objs;
-  std::vector<TierCandidate> cands;
   std::vector<std::pair<CollectionId, ObjectId>> mixed;
-  uint64_t absorbed_bytes = 0;  // SSD bytes of objects that lie on the HDD
+  uint64_t absorbed_bytes = 0;  // fastest-tier bytes of objects that live on another tier
+  const int fastest = tier_index(order[0]);
   int r = store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
     if (!s.allocated) return;  // nothing to place
-    const uint64_t on_ssd = s.bytes_on[tier_index(Tier::kSsd)], on_hdd = s.bytes_on[tier_index(Tier::kHdd)];
-    if (on_ssd && on_hdd >= on_ssd) {
+    const int home = home_rank(s, order, tiers);
+    if (home < 0) return;
+    if (home > 0 && s.bytes_on[fastest]) {
       mixed.emplace_back(c, o);
-      absorbed_bytes += on_ssd;
+      absorbed_bytes += s.bytes_on[fastest];
     }
     TierCandidate cand;
     cand.size = s.allocated;
-    cand.on_ssd = s.bytes_on[tier_index(Tier::kSsd)] >= s.bytes_on[tier_index(Tier::kHdd)];
     HeatSample h;
     if (heat->lookup(kv::onode_key(c, o), &h)) {
       cand.frequency = h.frequency;
       cand.randomness = h.randomness;
       cand.last_access_us = h.last_time_us;
     }
-    // Written once and not read since is not heat: filling the SSD's budget
-    // with such objects (a pass soon after an RBD image was written) costs
-    // the HDD a copy each and takes the room small writes need.
-    if (!cand.on_ssd && cand.frequency < min_accesses_) cand.frequency = 0;
-    // A pass that copied every 4 MiB object rados bench had just read once
-    // in order took 15% of the HDD's time from the reads that followed.
-    if (!cand.on_ssd && !random_requests_pay_for_copy(cand.randomness, cand.size, break_even_)) cand.frequency = 0;
-    objs.push_back({c, o});
-    cands.push_back(cand);
+    objs.push_back({c, o, home, cand});
   });
   if (r < 0) return r;
   for (const auto& [c, o] : mixed) note_absorbed(c, o);
-  // Absorbed small writes hold SSD space the plan cannot move (write-back
-  // does, when the SSD runs full): a plan that filled the whole budget
-  // regardless would push the SSD over its target at the next absorbed
-  // write, and promotion and write-back would take turns.
-  po.ssd_budget -= std::min(po.ssd_budget, absorbed_bytes);
-  rep->ssd_budget = po.ssd_budget;
-  rep->objects = cands.size();
-  TierPlan plan = plan_tiers(cands, po);
-  // Later accesses count in a new window; the planner has used this one.
+  rep->objects = objs.size();
+  // Later accesses count in a new window; the plans below use this one.
   heat->advance_to(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                               std::chrono::system_clock::now().time_since_epoch())
                                               .count()));
 
-  auto move = [&](size_t idx, Tier target) {
+  std::vector<bool> moved(objs.size(), false);
+  uint64_t arrived[kMaxTiers] = {};  // bytes moved onto each rank by this pass
+  auto move = [&](size_t idx, int to_rank, bool up) {
     for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
       {
         std::lock_guard<std::mutex> l(mutex_);
         if (stopping_) return;
       }
-      int m = store_->migrate(objs[idx].c, objs[idx].o, target);
+      int m = store_->migrate(objs[idx].c, objs[idx].o, order[to_rank]);
       if (m == -EAGAIN) {
         ++rep->retries;
         continue;
       }
       if (m == 0) {
-        (target == Tier::kSsd ? rep->promoted : rep->demoted) += 1;
-        rep->bytes_moved += cands[idx].size;
+        (up ? rep->promoted : rep->demoted) += 1;
+        rep->bytes_moved += objs[idx].heat.size;
+        moved[idx] = true;
+        arrived[to_rank] += objs[idx].heat.size;
         throttle(rep->bytes_moved, t0);
       } else {
         ++rep->skipped;
-        HS_DEBUG("migration of {} to {} skipped: {}", objs[idx].o.to_string(), tier_name(target), strerror(-m));
+        HS_DEBUG("migration of {} to {} skipped: {}", objs[idx].o.to_string(), tier_name(order[to_rank]),
+                 strerror(-m));
       }
       return;
     }
     ++rep->skipped;
   };
-  // Demote only what the promotions need room for, coldest first: the
-  // planner leaves out objects of no benefit even when the SSD has space for
-  // them, and moving those down would be I/O for nothing. Demote first: it
-  // makes the room the promotions need.
-  uint64_t on_ssd = 0;
-  for (const auto& c : cands)
-    if (c.on_ssd) on_ssd += knapsack_weight(c.size, po.alloc_unit);
-  uint64_t after = on_ssd + plan.promote_bytes;
-  std::vector<size_t> demote = plan.demote;
-  std::sort(demote.begin(), demote.end(), [&](size_t a, size_t b) {
-    return policy_score(policy_, cands[a], po.alloc_unit) < policy_score(policy_, cands[b], po.alloc_unit);
-  });
-  for (size_t i : demote) {
-    if (after <= po.ssd_budget) break;
-    move(i, Tier::kHdd);
-    after -= std::min(after, knapsack_weight(cands[i].size, po.alloc_unit));
+
+  // Each pair of neighbours, fastest first: the faster tier of the pair
+  // plays the SSD, the slower the HDD.
+  for (int upper = 0; upper + 1 < tiers; ++upper) {
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (stopping_) break;
+    }
+    uint64_t total = 0, unit = 0, free = 0;
+    if (upper == 0) {
+      total = fast_total, unit = fast_unit;
+    } else if (int e = store_->tier_space(order[upper], &total, &unit, &free); e < 0) {
+      return e;
+    }
+    PlannerOptions po = planner_options_from_config(store_->config(), total, unit);
+    // Absorbed small writes hold fastest-tier space the plan cannot move
+    // (write-back does, when the tier runs full): a plan that filled the
+    // whole budget regardless would push the tier over its target at the
+    // next absorbed write, and promotion and write-back would take turns.
+    // Objects this pass already moved onto the tier hold room the same way.
+    po.ssd_budget -= std::min(po.ssd_budget, (upper == 0 ? absorbed_bytes : 0) + arrived[upper]);
+    if (upper == 0) rep->ssd_budget = po.ssd_budget;
+    std::vector<size_t> idx;
+    std::vector<TierCandidate> cands;
+    for (size_t i = 0; i < objs.size(); ++i) {
+      if (moved[i] || (objs[i].home != upper && objs[i].home != upper + 1)) continue;
+      TierCandidate cand = objs[i].heat;
+      cand.on_ssd = objs[i].home == upper;
+      // Written once and not read since is not heat: filling the faster
+      // tier's budget with such objects (a pass soon after an RBD image was
+      // written) costs the slower tier a copy each and takes the room small
+      // writes need.
+      if (!cand.on_ssd && cand.frequency < min_accesses_) cand.frequency = 0;
+      // A pass that copied every 4 MiB object rados bench had just read once
+      // in order took 15% of the HDD's time from the reads that followed.
+      if (!cand.on_ssd && !random_requests_pay_for_copy(cand.randomness, cand.size, break_even_))
+        cand.frequency = 0;
+      idx.push_back(i);
+      cands.push_back(cand);
+    }
+    if (cands.empty()) continue;
+    TierPlan plan = plan_tiers(cands, po);
+    // Demote only what the promotions need room for, coldest first: the
+    // planner leaves out objects of no benefit even when the faster tier
+    // has space for them, and moving those down would be I/O for nothing.
+    // Demote first: it makes the room the promotions need.
+    uint64_t on_upper = 0;
+    for (const auto& c : cands)
+      if (c.on_ssd) on_upper += knapsack_weight(c.size, po.alloc_unit);
+    uint64_t after = on_upper + plan.promote_bytes;
+    std::vector<size_t> demote = plan.demote;
+    std::sort(demote.begin(), demote.end(), [&](size_t a, size_t b) {
+      return policy_score(policy_, cands[a], po.alloc_unit) < policy_score(policy_, cands[b], po.alloc_unit);
+    });
+    for (size_t i : demote) {
+      if (after <= po.ssd_budget) break;
+      move(idx[i], upper + 1, false);
+      after -= std::min(after, knapsack_weight(cands[i].size, po.alloc_unit));
+    }
+    for (size_t i : plan.promote) move(idx[i], upper, true);
   }
-  for (size_t i : plan.promote) move(i, Tier::kSsd);
   rep->seconds = now_sec() - t0;
   store_->on_pass(*rep);
   HS_INFO("migration ({}): {} objects, {} promoted, {} demoted, {} skipped, {} moved in {:.1f} s", rep->policy,
@@ -195,11 +246,12 @@ size_t Migrator::promote_queued() {
     promote_queued_keys_.clear();
   }
   if (batch.empty() || policy_ == TierPolicy::kNone) return 0;
-  uint64_t total = 0, unit = 0, free = 0;
-  if (store_->ssd_space(&total, &unit, &free) < 0) return 0;
-  // Promotions may use the SSD down to the share kept free for new writes.
-  const uint64_t keep_free = static_cast<uint64_t>(static_cast<double>(total) * (1.0 - ssd_target_ratio_));
-  uint64_t room = free > keep_free ? free - keep_free : 0;
+  Tier order[kMaxTiers];
+  const int tiers = store_->tier_order(order);
+  // Promotions may use a tier down to the share kept free for new writes;
+  // each tier's room is read once per batch, when first needed.
+  uint64_t room[kMaxTiers], unit[kMaxTiers];
+  bool known[kMaxTiers] = {};
   const double t0 = now_sec();
   uint64_t moved = 0;
   size_t promoted = 0;
@@ -209,16 +261,28 @@ size_t Migrator::promote_queued() {
       std::lock_guard<std::mutex> l(mutex_);
       if (stopping_) break;
     }
-    const uint64_t need = knapsack_weight(p.bytes, unit ? unit : 4096);
-    if (need > room) {
+    // One step up from where the object lives now.
+    ObjectStat st;
+    const int home = store_->stat(p.c, p.o, &st) == 0 ? home_rank(st, order, tiers) : -1;
+    if (home <= 0) continue;  // gone, empty, or already on the fastest tier
+    const int to = home - 1;
+    if (!known[to]) {
+      uint64_t total = 0, free = 0;
+      if (store_->tier_space(order[to], &total, &unit[to], &free) < 0) break;
+      const uint64_t keep_free = static_cast<uint64_t>(static_cast<double>(total) * (1.0 - ssd_target_ratio_));
+      room[to] = free > keep_free ? free - keep_free : 0;
+      known[to] = true;
+    }
+    const uint64_t need = knapsack_weight(p.bytes, unit[to] ? unit[to] : 4096);
+    if (need > room[to]) {
       ++delta.no_room;
       continue;
     }
     int r = -EAGAIN;
     for (int attempt = 0; attempt <= kMaxRetries && r == -EAGAIN; ++attempt)
-      r = store_->migrate(p.c, p.o, Tier::kSsd);
+      r = store_->migrate(p.c, p.o, order[to]);
     if (r == 0) {
-      room -= need;
+      room[to] -= need;
       moved += p.bytes;
       ++promoted;
       ++delta.promoted;
@@ -269,24 +333,27 @@ size_t Migrator::destage(bool all) {
     if (absorbed_.empty()) return 0;
     objs.assign(absorbed_.begin(), absorbed_.end());
   }
+  Tier order[kMaxTiers];
+  const int tiers = store_->tier_order(order);
+  const int fastest = tier_index(order[0]);
   uint64_t total = 0, unit = 0, free = 0;
-  if (store_->ssd_space(&total, &unit, &free) < 0) return 0;
+  if (store_->tier_space(order[0], &total, &unit, &free) < 0) return 0;
   const uint64_t keep_free = static_cast<uint64_t>(static_cast<double>(total) * (1.0 - ssd_target_ratio_));
   if (!all && free >= keep_free) return 0;
   // Coldest first: what is written back is what will not be read or
   // overwritten soon.
   HeatTracker* heat = store_->heat();
-  std::vector<std::pair<double, size_t>> order;
-  order.reserve(objs.size());
+  std::vector<std::pair<double, size_t>> by_heat;
+  by_heat.reserve(objs.size());
   for (size_t i = 0; i < objs.size(); ++i) {
     HeatSample h;
-    order.push_back({heat->lookup(objs[i].first, &h) ? h.frequency : 0.0, i});
+    by_heat.push_back({heat->lookup(objs[i].first, &h) ? h.frequency : 0.0, i});
   }
-  std::sort(order.begin(), order.end());
+  std::sort(by_heat.begin(), by_heat.end());
   const double t0 = now_sec();
   MigrationReport rep;
   rep.policy = "destage";
-  for (const auto& [f, i] : order) {
+  for (const auto& [f, i] : by_heat) {
     {
       std::lock_guard<std::mutex> l(mutex_);
       if (stopping_) break;
@@ -294,17 +361,18 @@ size_t Migrator::destage(bool all) {
     if (!all && free >= keep_free) break;
     const auto& [c, o] = objs[i].second;
     ObjectStat st;
-    const bool mixed = store_->stat(c, o, &st) == 0 && st.bytes_on[tier_index(Tier::kSsd)] > 0 &&
-                 st.bytes_on[tier_index(Tier::kHdd)] >= st.bytes_on[tier_index(Tier::kSsd)];
+    // Still holding absorbed blocks on the fastest tier while it lives on another.
+    const int home = store_->stat(c, o, &st) == 0 ? home_rank(st, order, tiers) : -1;
+    const bool mixed = home > 0 && st.bytes_on[fastest] > 0;
     int r = 0;
     if (mixed) {
       r = -EAGAIN;
       for (int attempt = 0; attempt <= kMaxRetries && r == -EAGAIN; ++attempt)
-        r = store_->migrate(c, o, Tier::kHdd);
+        r = store_->migrate(c, o, order[home]);
       if (r == 0) {
         ++rep.demoted;
-        rep.bytes_moved += st.bytes_on[tier_index(Tier::kSsd)];  // what moved: the absorbed part
-        free += st.bytes_on[tier_index(Tier::kSsd)];
+        rep.bytes_moved += st.bytes_on[fastest];  // what moved: the absorbed part
+        free += st.bytes_on[fastest];
         throttle(rep.bytes_moved, t0);
       } else {
         ++rep.skipped;
@@ -319,7 +387,7 @@ size_t Migrator::destage(bool all) {
   rep.seconds = now_sec() - t0;
   if (rep.demoted) {
     store_->on_destage(rep);
-    HS_INFO("destage: {} objects with absorbed writes written back to the HDD ({} bytes) in {:.1f} s",
+    HS_INFO("destage: {} objects with absorbed writes written back to their tiers ({} bytes) in {:.1f} s",
             rep.demoted, rep.bytes_moved, rep.seconds);
   }
   return rep.demoted;

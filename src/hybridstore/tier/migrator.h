@@ -43,6 +43,13 @@
 // list is empty). A pass's budget leaves out the SSD space absorbed data
 // holds, so promotion and write-back do not take turns.
 //
+// With more than two tiers (fastest first, Migrator::Store::tier_order) the
+// same is done for each pair of neighbours, fastest pair first: "the SSD"
+// above is the faster tier of the pair, "the HDD" the slower, each pair has
+// its faster tier's budget, and an object moves at most one step in a pass.
+// Promotion on read moves an object one step up; absorbed writes go to the
+// fastest tier and are written back to the tier the object lives on.
+//
 // It reaches the store only through Migrator::Store (the store implements it).
 #pragma once
 #include <atomic>
@@ -69,12 +76,12 @@ class HeatTracker;
 
 struct MigrationReport {
   size_t objects = 0;        // candidates considered
-  size_t promoted = 0;       // moved HDD -> SSD
-  size_t demoted = 0;        // moved SSD -> HDD
+  size_t promoted = 0;       // moved to a faster tier (HDD -> SSD)
+  size_t demoted = 0;        // moved to a slower tier
   size_t skipped = 0;        // gone, too large, no space, or still busy after retries
   size_t retries = 0;        // copies redone because the object was written meanwhile
   uint64_t bytes_moved = 0;
-  uint64_t ssd_budget = 0;
+  uint64_t ssd_budget = 0;   // the fastest tier's
   double seconds = 0;
   std::string policy;
 };
@@ -87,10 +94,13 @@ class Migrator {
     virtual ~Store() = default;
     virtual const Config& config() const = 0;
     virtual HeatTracker* heat() = 0;
-    // The SSD tier's allocatable bytes, allocation unit and free bytes: the
+    // The store's tiers, fastest first, into `order` (kMaxTiers entries):
+    // returns how many there are.
+    virtual int tier_order(Tier* order) = 0;
+    // A tier's allocatable bytes, allocation unit and free bytes: the
     // planner's budget. Everything queued is durable when it returns (it is
     // statfs).
-    virtual int ssd_space(uint64_t* total, uint64_t* unit, uint64_t* free) = 0;
+    virtual int tier_space(Tier t, uint64_t* total, uint64_t* unit, uint64_t* free) = 0;
     // Every object of every collection, in key order.
     virtual int for_each_object(
         const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) = 0;

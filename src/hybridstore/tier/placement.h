@@ -1,5 +1,9 @@
 // Placement: which tier receives new data of an object.
 //
+// With more than two tiers, "the SSD" below is the fastest tier and "the HDD"
+// the slowest: new data goes to one of the two, and the tiers between them
+// receive objects by migration only.
+//
 // Size decides, hints only inform it. An object goes to the HDD when its size
 // (after the write) or the size its alloc hint promises reaches
 // hybridstore_placement_hdd_threshold; otherwise to the SSD. A sequential,
@@ -16,8 +20,8 @@
 // objects are kept whole; the migrator moves whole objects between tiers
 // (tier/migrator.h), and a hot small object found on the HDD is queued for
 // promotion on its reads (hybridstore_tier_promote_hits). When the chosen tier
-// is full the data spills to the other one; only when both are full does the
-// write fail with -ENOSPC.
+// is full the data spills to the next one (slower first); only when all are
+// full does the write fail with -ENOSPC.
 #pragma once
 #include <cstdint>
 
@@ -28,13 +32,18 @@ namespace hybridstore {
 
 class TierPlacement {
  public:
-  explicit TierPlacement(const Config& cfg);
+  // `order`: the store's `tiers` tiers, fastest first.
+  TierPlacement(const Config& cfg, const Tier* order, int tiers);
   // Preferred tier for data written to `o` reaching `write_end`.
   Tier choose(const Onode& o, uint64_t write_end) const;
   uint64_t hdd_threshold() const { return hdd_threshold_; }
+  Tier fastest() const { return order_[0]; }
+  Tier slowest() const { return order_[tiers_ - 1]; }
 
  private:
   uint64_t hdd_threshold_;
+  Tier order_[kMaxTiers] = {};
+  int tiers_ = 0;
 };
 
 }  // namespace hybridstore

@@ -55,7 +55,7 @@ TEST_F(SpaceTest, OversizedTransactionFailsBeforeWritingAnything) {
   EXPECT_EQ(device_blocks(), blocks) << "a failed transaction wrote data to a device";
   EXPECT_FALSE(store_->exists(coll_, obj("fits")));
   StoreStats after = df();
-  for (int t = 0; t < kNumTiers; ++t) EXPECT_EQ(after.tier[t].free, before.tier[t].free);
+  for (int t = 0; t < after.tiers; ++t) EXPECT_EQ(after.tier[t].free, before.tier[t].free);
   // Still usable.
   Transaction ok;
   ok.write(coll_, obj("b"), 0, "still works");

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "hybridstore/format/store_format.h"
 #include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/txn_json/txn_json.h"
 #include "store_helpers.h"
@@ -52,6 +53,14 @@ TEST(FormatCompat, AFormat1StoreOfMainOn20261128OpensReadsAndChecksClean) {
   HybridStore store(path);
   std::string err;
   ASSERT_EQ(store.mount(&err), 0) << err;
+  // Mounting upgraded it to the current format: two tiers, SSD first.
+  StoreStats ss;
+  ASSERT_EQ(store.statfs(&ss), 0);
+  EXPECT_EQ(ss.format_version, kFormatVersion);
+  EXPECT_EQ(kFormatVersion, 2u);
+  EXPECT_EQ(ss.tiers, 2);
+  EXPECT_EQ(ss.order[0], Tier::kSsd);
+  EXPECT_EQ(ss.order[1], Tier::kHdd);
 
   std::vector<CollectionId> colls = store.list_collections();
   ASSERT_EQ(colls.size(), 2u);

@@ -119,7 +119,8 @@ TEST_F(AdapterSupport, ProbeAnswersBeforeMkfsBeforeMountAndWhileMounted) {
   // Our own mount holds the lock another process would find.
   EXPECT_TRUE(p.in_use);
   EXPECT_EQ(p.min_alloc_size, unit_before_mkfs);
-  for (int t = 0; t < kNumTiers; ++t) {
+  EXPECT_EQ(p.tiers, 2);
+  for (int t = 0; t < p.tiers; ++t) {
     EXPECT_TRUE(p.tier[t].exists) << t;
     EXPECT_FALSE(p.tier[t].is_block) << t;
     EXPECT_EQ(p.tier[t].kind, "file") << t;

@@ -347,7 +347,7 @@ TEST_F(CollTest, AFailedTransactionLeavesNothingBehind) {
   EXPECT_FALSE(store_->collection_exists("3.0_head"));
   StoreStats after;
   ASSERT_EQ(store_->statfs(&after), 0);
-  for (int t = 0; t < kNumTiers; ++t) EXPECT_EQ(after.tier[t].free, before.tier[t].free);
+  for (int t = 0; t < after.tiers; ++t) EXPECT_EQ(after.tier[t].free, before.tier[t].free);
   EXPECT_EQ(after.objects, before.objects);
 }
 
@@ -466,7 +466,7 @@ TEST_F(CollTest, EverythingCommittedSurvivesRemount) {
   EXPECT_EQ(m.size(), 1u);
   StoreStats after;
   ASSERT_EQ(store_->statfs(&after), 0);
-  for (int t = 0; t < kNumTiers; ++t) EXPECT_EQ(after.tier[t].free, before.tier[t].free);
+  for (int t = 0; t < after.tiers; ++t) EXPECT_EQ(after.tier[t].free, before.tier[t].free);
   EXPECT_EQ(after.objects, 2u);
   EXPECT_EQ(after.data_bytes, 50000u + (2u << 20));
 }

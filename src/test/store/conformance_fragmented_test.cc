@@ -76,13 +76,13 @@ class FragmentedTest : public StoreTest, public ::testing::WithParamInterface<co
   struct Expect {
     uint64_t extents = 0, runs = 0;
   };
-  std::array<Expect, kNumTiers> expected_ios(const ObjectId& o) {
-    std::array<Expect, kNumTiers> out{};
+  std::array<Expect, 2> expected_ios(const ObjectId& o) {
+    std::array<Expect, 2> out{};
     OnodeRef on;
     std::shared_lock<std::shared_mutex> lock;
     EXPECT_EQ(test::StoreTestPeer::impl(*store_)->get_onode_for_read(coll_, o, &on, &lock), 0);
     if (!on) return out;
-    std::array<std::vector<std::pair<uint64_t, uint64_t>>, kNumTiers> ranges;
+    std::array<std::vector<std::pair<uint64_t, uint64_t>>, 2> ranges;
     for (const auto& [off, e] : on->extents.extents()) {
       int t = tier_index(e.tier);
       uint64_t a = test::StoreTestPeer::impl(*store_)->dev(t)->alignment();
@@ -90,7 +90,7 @@ class FragmentedTest : public StoreTest, public ::testing::WithParamInterface<co
       uint64_t b = e.physical / a * a, f = (e.physical + last * e.csum_block + a - 1) / a * a;
       ranges[t].emplace_back(b, f);
     }
-    for (int t = 0; t < kNumTiers; ++t) {
+    for (int t = 0; t < 2; ++t) {
       auto& r = ranges[t];
       std::stable_sort(r.begin(), r.end(), [](auto& x, auto& y) { return x.first < y.first; });
       out[t].extents = r.size();
@@ -136,10 +136,10 @@ TEST_P(FragmentedTest, ReadOfAFragmentedObjectJoinsContiguousDeviceRanges) {
     }
     remount();  // everything on the devices, nothing staged
     auto want = expected_ios(obj("f"));
-    std::array<BlockDeviceStats, kNumTiers> before;
-    for (int t = 0; t < kNumTiers; ++t) before[t] = test::StoreTestPeer::impl(*store_)->dev(t)->io_stats();
+    std::array<BlockDeviceStats, 2> before;
+    for (int t = 0; t < 2; ++t) before[t] = test::StoreTestPeer::impl(*store_)->dev(t)->io_stats();
     ASSERT_EQ(read_all(coll_, obj("f")), image);
-    for (int t = 0; t < kNumTiers; ++t) {
+    for (int t = 0; t < 2; ++t) {
       BlockDeviceStats now = test::StoreTestPeer::impl(*store_)->dev(t)->io_stats();
       uint64_t requests = now.requests - before[t].requests, ios = now.device_ios - before[t].device_ios;
       printf("%s: %llu extents in %llu device runs; the read asked for %llu ranges, took %llu I/Os\n",

@@ -45,7 +45,7 @@ class RecordingHooks : public StorageHooks {
     return dev;
   }
   int kv_setups = 0;
-  int wrapped[kNumTiers] = {0, 0};
+  int wrapped[kMaxTiers] = {};
 };
 
 TEST(StorageHooks, OnlyDebugOptionsAndDeviceModelsNeedHooks) {

@@ -39,14 +39,15 @@ RunnerConfig runner_config(const ModeRun& m) {
 int busiest_tier(const ModeRun& m, bool writes) {
   const PerfCounterSet& p = m.t.store->perf();
   auto now = p.snapshot();
-  uint64_t moved[kNumTiers];
-  for (int t = 0; t < kNumTiers; ++t) {
-    std::string n = std::string(tier_name(static_cast<Tier>(t))) + (writes ? "_write_bytes" : "_read_bytes");
+  int busiest = 0;
+  uint64_t most = 0;
+  for (int t = 0; t < kMaxTiers; ++t) {
+    std::string n = std::string(tier_name(tier_at(t))) + (writes ? "_write_bytes" : "_read_bytes");
     int id = p.find(n);
-    moved[t] = id < 0 || m.before.empty() ? 0 : now[id].value - m.before[id].value;
+    const uint64_t moved = id < 0 || m.before.empty() ? 0 : now[id].value - m.before[id].value;
+    if (moved > most) most = moved, busiest = t;
   }
-  return moved[tier_index(Tier::kHdd)] > moved[tier_index(Tier::kSsd)] ? tier_index(Tier::kHdd)
-                                                                        : tier_index(Tier::kSsd);
+  return busiest;
 }
 
 void measure_ceiling(ModeRun* m, int tier, RawOp op, uint64_t block_size,
@@ -106,8 +107,8 @@ void print_results(ModeRun* m, uint64_t op_size, uint64_t object_size) {
   m->after = s->perf().snapshot();
   StoreStats st;
   s->statfs(&st);
-  for (int t = 0; t < kNumTiers; ++t) {
-    std::string tn = tier_name(static_cast<Tier>(t));
+  for (int t = 0; t < st.tiers; ++t) {
+    std::string tn = tier_name(tier_at(t));
     m->tiers[tn] = {{"total", st.tier[t].total},
                     {"allocated", st.tier[t].allocated},
                     {"free", st.tier[t].free},

@@ -26,10 +26,12 @@ ToolCommand mkfs_cmd("mkfs", "create a store (device files are created sparse wh
                          printf("created store %s at %s\n", store.fsid().c_str(), args->path.c_str());
                          StoreStats st;
                          store.statfs(&st);
-                         for (int t = 0; t < kNumTiers; ++t)
-                           printf("  %s: %s (%s, %s allocatable)\n", tier_name(static_cast<Tier>(t)),
+                         for (int r = 0; r < st.tiers; ++r) {  // fastest first
+                           const int t = tier_index(st.order[r]);
+                           printf("  %s: %s (%s, %s allocatable)\n", tier_name(st.order[r]),
                                   st.tier[t].device.c_str(), st.tier[t].backend.c_str(),
                                   format_size(st.tier[t].total).c_str());
+                         }
                          return store.umount() < 0 ? 1 : 0;
                        };
                      });
@@ -128,8 +130,10 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
     store->umount();
     if (*json) {
       nlohmann::json j{{"objects", st.objects}, {"data_bytes", st.data_bytes}};
-      for (int t = 0; t < kNumTiers; ++t)
-        j[tier_name(static_cast<Tier>(t))] = {{"total", st.tier[t].total},
+      j["tier_order"] = nlohmann::json::array();
+      for (int r = 0; r < st.tiers; ++r) j["tier_order"].push_back(tier_name(st.order[r]));
+      for (int t = 0; t < st.tiers; ++t)
+        j[tier_name(tier_at(t))] = {{"total", st.tier[t].total},
                                                {"allocated", st.tier[t].allocated},
                                                {"free", st.tier[t].free},
                                                {"alloc_unit", st.tier[t].unit},
@@ -140,9 +144,10 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
       return 0;
     }
     printf("%-5s %12s %12s %12s %6s %6s  %s\n", "TIER", "SIZE", "USED", "AVAIL", "USE%", "FRAG", "DEVICE");
-    for (int t = 0; t < kNumTiers; ++t) {
+    for (int r = 0; r < st.tiers; ++r) {  // fastest first
+      const int t = tier_index(st.order[r]);
       const auto& ts = st.tier[t];
-      printf("%-5s %12s %12s %12s %5.1f%% %6.3f  %s (%s)\n", tier_name(static_cast<Tier>(t)),
+      printf("%-5s %12s %12s %12s %5.1f%% %6.3f  %s (%s)\n", tier_name(st.order[r]),
              format_size(ts.total).c_str(), format_size(ts.allocated).c_str(), format_size(ts.free).c_str(),
              ts.total ? 100.0 * static_cast<double>(ts.allocated) / static_cast<double>(ts.total) : 0.0,
              ts.fragmentation, ts.device.c_str(), ts.backend.c_str());
