@@ -82,4 +82,16 @@ expect_fail "$TOOL" df
 "$TOOL" --path "$S" fsck --deep | grep -q "clean" || fail "fsck --deep"
 "$TOOL" --path "$S" show-label | grep -q '"role": "hdd"' || fail "show-label"
 "$TOOL" --path "$S" repair | grep -q "0 changes; fsck afterwards: clean" || fail "repair on a clean store"
+
+# A store of three tiers: the extra one sits between the SSD and the HDD
+# everywhere the tool lists tiers, fastest first.
+S3="$W/store3"
+"$TOOL" --path "$S3" --set hybridstore_tiers=3 --set hybridstore_ssd_size=256M --set hybridstore_tier2_size=256M \
+  --set hybridstore_hdd_size=1G mkfs > "$W/mkfs3"
+[ "$(awk '{print $1}' "$W/mkfs3" | tail -3 | tr '\n' ' ')" = "ssd: tier2: hdd: " ] || fail "mkfs lists three tiers in order"
+"$TOOL" --path "$S3" txn "$W/t1.json" | grep -q "applied 2 transactions" || fail "txn on three tiers"
+[ "$("$TOOL" --path "$S3" df | awk 'NR > 1 && NF > 6 {print $1}' | tr '\n' ' ')" = "ssd tier2 hdd " ] || fail "df on three tiers"
+"$TOOL" --path "$S3" df --json | grep -q '"tier_order"' || fail "df --json tier order"
+[ "$("$TOOL" --path "$S3" show-label | grep -c '"role"')" = 3 ] || fail "show-label reads three labels"
+"$TOOL" --path "$S3" fsck --deep | grep -q "clean" || fail "fsck --deep on three tiers"
 echo "tool checks passed"

@@ -60,7 +60,7 @@ void measure_ceiling(ModeRun* m, int tier, RawOp op, uint64_t block_size,
     m->raw.note = "the SSD is raw NAND behind the embedded FTL: no device file to measure";
     return;
   }
-  std::string dev = m->t.path + (tier == tier_index(Tier::kSsd) ? "/block.ssd" : "/block.hdd");
+  std::string dev = m->t.path + "/block." + tier_name(tier_at(tier));
   std::string what = mix.empty() ? std::to_string(block_size) + "-byte" : "mixed-size (" + mix_text + ")";
   fprintf(stderr, "raw ceiling: %.0f s of %s %ss, %d in flight, beside %s...\n", m->a.raw_seconds, what.c_str(),
           raw_op_name(op), m->a.concurrent, dev.c_str());

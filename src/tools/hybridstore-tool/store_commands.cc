@@ -78,14 +78,19 @@ ToolCommand fsck_cmd("fsck", "check the store's metadata (and with --deep, all d
 ToolCommand label_cmd("show-label", "print the labels of the store's devices (works without mounting)",
                       [](CLI::App* sub, GlobalArgs* args) {
                         auto dev = std::make_shared<std::string>();
-                        sub->add_option("--dev", *dev, "read one device instead of the store's two");
+                        sub->add_option("--dev", *dev, "read one device instead of every tier's");
                         return [args, dev] {
                           std::vector<std::string> paths;
                           if (!dev->empty()) {
                             paths.push_back(*dev);
                           } else {
                             if (!args->require_path()) return 2;
-                            paths = {args->path + "/block.ssd", args->path + "/block.hdd"};
+                            // Every tier's device link mkfs made (block.ssd, block.hdd, block.tier2, ...).
+                            for (int t = 0; t < kMaxTiers; ++t) {
+                              std::string p = args->path + "/block." + tier_name(tier_at(t));
+                              std::error_code ec;
+                              if (t < 2 || std::filesystem::exists(p, ec)) paths.push_back(p);
+                            }
                           }
                           nlohmann::json out = nlohmann::json::object();
                           int bad = 0;
