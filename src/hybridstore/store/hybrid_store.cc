@@ -94,7 +94,7 @@ int HybridStore::mount(std::string* error) {
   int r = impl_->mount(&e);
   if (error) *error = e;
   if (r == 0) {
-    cleaner_ = std::make_unique<SsdCleaner>(view_.get(), impl_->space_[0]->sections());
+    cleaner_ = std::make_unique<SsdCleaner>(view_.get(), impl_->space(impl_->fastest()).sections());
     migrator_ = std::make_unique<Migrator>(view_.get(), impl_->cfg_);
     migrator_->start();
     impl_->promoter_.store(migrator_.get(), std::memory_order_release);
@@ -113,7 +113,8 @@ int HybridStore::umount() {
 HeatTracker* HybridStore::heat() { return impl_->heat_.get(); }
 PerfCounterSet& HybridStore::perf() { return impl_->perf_->set; }
 std::string HybridStore::sections_report() {
-  SsdSections* sections = impl_->space_[0]->sections();
+  if (!impl_->mounted_) return {};
+  SsdSections* sections = impl_->space(impl_->fastest()).sections();
   if (!sections) return {};
   impl_->flush();
   return sections->report();
@@ -356,7 +357,9 @@ int HybridStore::migrate(const CollectionId& c, const ObjectId& o, Tier target) 
 }
 
 int HybridStore::relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) {
-  return move_data(c, o, Tier::kSsd, ssd_begin, ssd_end);
+  // The cleaner works on the tier with HFM sections (the fastest: mkfs gives
+  // sections to no other).
+  return move_data(c, o, impl_->fastest(), ssd_begin, ssd_end);
 }
 
 int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end) {

@@ -249,7 +249,7 @@ int OpApplier::apply(const Op& op, std::string* why) {
       // Asked before note_access moves the object's last request to this one.
       bool absorbable = false;
       if (s.absorb_max_ && data.size() <= s.absorb_max_ && !o->extents.empty() &&
-          s.placement_->choose(*o, op.off + data.size()) == Tier::kHdd)
+          s.placement_->choose(*o, op.off + data.size()) != s.fastest())
         absorbable = !s.write_continues(c, op.oid, op.off);
       // A write the SSD may absorb is not heat: it is fast without the
       // object being promoted, and counting it would have passes copy
