@@ -216,6 +216,19 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
       seen[t] = true;
       s.order[r] = static_cast<Tier>(t);
     }
+    // HFM sections (one SFS cleaner per store) and raw NAND (one FTL
+    // configuration) belong to the SSD, and an SSD that has them is the
+    // fastest tier: the store relies on both.
+    for (int t = 1; t < s.tiers; ++t)
+      if (s.layout[t].space != SpaceKind::kExtents || s.layout[t].device != DeviceKind::kBlock) {
+        *why = fmt::format("superblock: tier {} has sections or raw NAND, which only the SSD tier may have", t);
+        return -EIO;
+      }
+    if ((s.layout[0].space != SpaceKind::kExtents || s.layout[0].device != DeviceKind::kBlock) &&
+        s.order[0] != Tier::kSsd) {
+      *why = "superblock: the SSD tier has sections or raw NAND but is not the fastest";
+      return -EIO;
+    }
   }
   uint64_t nopts;
   if (!d.get_varint32(&s.csum_block) || !d.get_varint(&nopts) || nopts > d.remaining() / 2) {

@@ -58,10 +58,19 @@ bool write_text_file(const std::string& path, const std::string& text) {
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// The tiers a store at `path` has (its superblock), or, before mkfs, the
+// tiers mkfs will make: the per-tier counters are registered for them.
+int counted_tiers(const std::string& path, const Config& cfg) {
+  int n = static_cast<int>(cfg.get_int("hybridstore_tiers"));
+  StoreProbe p;
+  if (HybridStore::probe(path, cfg, &p, nullptr) == 0) n = p.tiers;
+  return n;
+}
+
 }  // namespace
 
 StoreImpl::StoreImpl(std::string path, Config cfg)
-    : path_(std::move(path)), cfg_(std::move(cfg)), perf_(std::make_unique<StorePerf>(cfg_)) {}
+    : path_(std::move(path)), cfg_(std::move(cfg)), perf_(std::make_unique<StorePerf>(cfg_, counted_tiers(path_, cfg_))) {}
 
 StoreImpl::~StoreImpl() {
   if (mounted_) umount();
@@ -410,25 +419,6 @@ int StoreImpl::mount(std::string* error) {
       r < 0)
     return fail(r);
 
-  if (super_.format_version < kFormatVersion) {
-    // Upgrade: the superblock of the current format, with what the old one
-    // implied (format 1: SSD then HDD, layouts from the mkfs options) made
-    // explicit. One synchronous write; until it lands the store is still a
-    // valid store of the old format, and a build of that format refuses the
-    // new superblock instead of misreading it.
-    Superblock up = super_;
-    up.format_version = kFormatVersion;
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    if (!db_->Put(wo, kv::superblock_key(), encode_superblock(up)).ok()) {
-      *error = "cannot write the upgraded superblock";
-      return fail(-EIO);
-    }
-    HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
-            kFormatVersion);
-    super_ = up;
-  }
-
   max_unit_ = 0;
   min_unit_ = UINT64_MAX;
   for (int t = 0; t < tiers(); ++t) {
@@ -514,6 +504,28 @@ int StoreImpl::mount(std::string* error) {
       umount();
       return -EIO;
     }
+  }
+  if (super_.format_version < kFormatVersion) {
+    // Upgrade, once the store has mounted (and passed fsck on mount, when
+    // asked): the superblock of the current format, with what the old one
+    // implied (format 1: SSD then HDD, layouts from the mkfs options) made
+    // explicit. A mount that fails leaves the old format, which the previous
+    // build still opens. One durable commit; a build of the old format
+    // refuses the new superblock instead of misreading it.
+    Superblock up = super_;
+    up.format_version = kFormatVersion;
+    CommitWork work;
+    work.batch = std::make_unique<rocksdb::WriteBatch>();
+    work.batch->Put(kv::superblock_key(), encode_superblock(up));
+    const uint64_t seq = committer_->submit(std::move(work));
+    if (seq == 0 || committer_->wait_committed(seq) < 0) {
+      *error = "cannot write the upgraded superblock: " + committer_->error_message();
+      umount();
+      return -EIO;
+    }
+    HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
+            kFormatVersion);
+    super_ = up;
   }
   return 0;
 }

@@ -8,7 +8,7 @@
 
 namespace hybridstore {
 
-StorePerf::StorePerf(const Config& cfg) {
+StorePerf::StorePerf(const Config& cfg, int tiers) {
   using K = PerfKind;
   auto c = [&](const char* n, const char* d) { return set.add(n, K::kCounter, d); };
   auto g = [&](const char* n, const char* d) { return set.add(n, K::kGauge, d); };
@@ -41,11 +41,9 @@ StorePerf::StorePerf(const Config& cfg) {
   onode_hits = c("onode_hits", "onode lookups served by the cache");
   onode_misses = c("onode_misses", "onode lookups that went to RocksDB");
 
-  // Counters exist for the tiers the configuration names (the Ceph bridge
-  // takes the names when the store object is made, before mount reads the
-  // superblock); a store with more tiers than that runs without the extra
-  // tiers' counters (ids -1, which the set ignores).
-  const int counted = std::clamp(static_cast<int>(cfg.get_int("hybridstore_tiers")), 2, kMaxTiers);
+  // The Ceph bridge takes the counter names when the store object is made,
+  // before mount: the caller counts the tiers then (counted_tiers).
+  const int counted = std::clamp(tiers, 2, kMaxTiers);
   for (int t = 0; t < kMaxTiers; ++t)
     bytes_used[t] = bytes_total[t] = objects[t] = write_bytes[t] = device_read_bytes[t] = -1;
   for (int t = 0; t < counted; ++t) {

@@ -23,7 +23,8 @@ namespace hybridstore {
 struct StorePerf {
   // Per-section counters are registered for the sections `cfg` names; a
   // store made with other sections counts those in the totals only.
-  explicit StorePerf(const Config& cfg);
+  // Per-tier counters for `tiers` tiers (ids -1 beyond).
+  StorePerf(const Config& cfg, int tiers);
 
   PerfCounterSet set{"hybridstore"};
 

@@ -56,15 +56,25 @@ void Migrator::throttle(uint64_t bytes, double started) {
 namespace {
 // The rank (0 = fastest) of the tier holding most of an object's bytes, the
 // faster on a tie; -1 when it holds none.
-int home_rank(const ObjectStat& s, const Tier* order, int tiers) {
+int home_rank(const ObjectStat& s, const Tier* order, int tiers, int from = 0) {
   int home = -1;
   uint64_t most = 0;
-  for (int r = 0; r < tiers; ++r)
+  for (int r = from; r < tiers; ++r)
     if (uint64_t b = s.bytes_on[tier_index(order[r])]; b > most) {
       most = b;
       home = r;
     }
   return home;
+}
+
+// The rank of the slower tier an object holding absorbed writes on the
+// fastest tier lives on: one below the fastest holding at least as many of
+// its bytes (the most, the faster on a tie); -1 when there is none.
+int absorbed_home(const ObjectStat& s, const Tier* order, int tiers) {
+  const uint64_t on_fastest = s.bytes_on[tier_index(order[0])];
+  if (!on_fastest) return -1;
+  const int lower = home_rank(s, order, tiers, 1);
+  return lower > 0 && s.bytes_on[tier_index(order[lower])] >= on_fastest ? lower : -1;
 }
 }  // namespace
 
@@ -95,7 +105,7 @@ int Migrator::run_once(MigrationReport* rep) {
     if (!s.allocated) return;  // nothing to place
     const int home = home_rank(s, order, tiers);
     if (home < 0) return;
-    if (home > 0 && s.bytes_on[fastest]) {
+    if (absorbed_home(s, order, tiers) > 0) {
       mixed.emplace_back(c, o);
       absorbed_bytes += s.bytes_on[fastest];
     }
@@ -264,7 +274,10 @@ size_t Migrator::promote_queued() {
     // One step up from where the object lives now.
     ObjectStat st;
     const int home = store_->stat(p.c, p.o, &st) == 0 ? home_rank(st, order, tiers) : -1;
-    if (home <= 0) continue;  // gone, empty, or already on the fastest tier
+    if (home <= 0) {  // gone, empty, or already on the fastest tier
+      ++delta.skipped;
+      continue;
+    }
     const int to = home - 1;
     if (!known[to]) {
       uint64_t total = 0, free = 0;
@@ -299,6 +312,7 @@ size_t Migrator::promote_queued() {
     promotion_stats_.bytes += delta.bytes;
     promotion_stats_.no_room += delta.no_room;
     promotion_stats_.failed += delta.failed;
+    promotion_stats_.skipped += delta.skipped;
   }
   if (promoted) {
     MigrationReport rep;
@@ -362,8 +376,8 @@ size_t Migrator::destage(bool all) {
     const auto& [c, o] = objs[i].second;
     ObjectStat st;
     // Still holding absorbed blocks on the fastest tier while it lives on another.
-    const int home = store_->stat(c, o, &st) == 0 ? home_rank(st, order, tiers) : -1;
-    const bool mixed = home > 0 && st.bytes_on[fastest] > 0;
+    const int home = store_->stat(c, o, &st) == 0 ? absorbed_home(st, order, tiers) : -1;
+    const bool mixed = home > 0;
     int r = 0;
     if (mixed) {
       r = -EAGAIN;

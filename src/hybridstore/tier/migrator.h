@@ -141,7 +141,8 @@ class Migrator {
   // thread does it within a second of a request). Returns promotions made.
   size_t promote_queued();
   struct PromotionStats {
-    uint64_t requested = 0, promoted = 0, bytes = 0, no_room = 0, failed = 0, dropped = 0;
+    // skipped: gone, empty or already on the fastest tier when its turn came.
+    uint64_t requested = 0, promoted = 0, bytes = 0, no_room = 0, failed = 0, dropped = 0, skipped = 0;
   };
   PromotionStats promotion_stats() const;
   // `o` holds absorbed small writes on the SSD while it lies on the HDD.

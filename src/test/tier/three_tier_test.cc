@@ -252,6 +252,14 @@ TEST(ThreeTierFormat, TheSuperblockKeepsTiersAndOrderAndRejectsNonsense) {
   Superblock one = sb;
   one.tiers = 1;
   EXPECT_LT(decode_superblock(encode_superblock(one), &back, &why), 0);
+  // Sections and NAND are the SSD's, and an SSD with them comes first.
+  Superblock sections_below = sb;
+  sections_below.layout[2] = {DeviceKind::kBlock, SpaceKind::kSections};
+  EXPECT_EQ(decode_superblock(encode_superblock(sections_below), &back, &why), -EIO);
+  Superblock nand_not_first = sb;
+  std::swap(nand_not_first.order[0], nand_not_first.order[1]);
+  EXPECT_EQ(decode_superblock(encode_superblock(nand_not_first), &back, &why), -EIO);
+  EXPECT_NE(why.find("fastest"), std::string::npos) << why;
 }
 
 }  // namespace

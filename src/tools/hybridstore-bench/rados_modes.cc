@@ -218,10 +218,11 @@ int run_randwrite(RadosArgs* args, ModeRun* mr) {
   });
   if (m.res.error) fprintf(stderr, "hybridstore-bench randwrite: %s\n", m.res.error_message.c_str());
   ObjectStat st0;
-  int tier = s->stat(pg_coll(0), bench_oid(object_name(prefix, 0)), &st0) == 0 &&
-                     st0.bytes_on[tier_index(Tier::kSsd)] >= st0.bytes_on[tier_index(Tier::kHdd)]
-                 ? tier_index(Tier::kSsd)
-                 : tier_index(Tier::kHdd);
+  // The tier holding most of the first object (the SSD on a tie).
+  int tier = tier_index(Tier::kSsd);
+  if (s->stat(pg_coll(0), bench_oid(object_name(prefix, 0)), &st0) == 0)
+    for (int t = 0; t < kMaxTiers; ++t)
+      if (st0.bytes_on[t] > st0.bytes_on[tier]) tier = t;
   measure_ceiling(&m, tier, RawOp::kWrite, a.op_size);
   print_results(&m, a.op_size, a.object_size);
   uint64_t wrong = 0;

@@ -89,7 +89,9 @@ ToolCommand label_cmd("show-label", "print the labels of the store's devices (wo
                             for (int t = 0; t < kMaxTiers; ++t) {
                               std::string p = args->path + "/block." + tier_name(tier_at(t));
                               std::error_code ec;
-                              if (t < 2 || std::filesystem::exists(p, ec)) paths.push_back(p);
+                              // A link that dangles is read (and reported) too.
+                              if (t < 2 || std::filesystem::exists(std::filesystem::symlink_status(p, ec)))
+                                paths.push_back(p);
                             }
                           }
                           nlohmann::json out = nlohmann::json::object();
