@@ -8,19 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "hscommon/text.h"
+
 namespace hybridstore {
 
 namespace {
 
 double frac(double x) { return x - std::floor(x); }
 uint64_t ns_of(double ns) { return ns <= 0 ? 0 : static_cast<uint64_t>(std::llround(ns)); }
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 bool parse_double(const std::string& s, double* out) {
   if (s.empty()) return false;
@@ -123,7 +118,7 @@ const char* disk_op_name(DiskOp op) {
 }
 
 bool parse_disk_size(const std::string& str, uint64_t* out) {
-  std::string s = trim(str);
+  std::string s(trim(str));
   if (s.empty()) return false;
   size_t i = 0;
   while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
@@ -293,14 +288,14 @@ bool DiskProfileSet::parse(const std::string& text, const std::string& origin,
     ++lineno;
     auto hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
-    line = trim(line);
+    line = std::string(trim(line));
     if (line.empty()) continue;
     if (line.front() == '[') {
       if (line.back() != ']' || line.size() < 3) {
         if (err) *err = fmt::format("{}:{}: bad section header", origin, lineno);
         return false;
       }
-      section = trim(line.substr(1, line.size() - 2));
+      section = std::string(trim(std::string_view(line).substr(1, line.size() - 2)));
       if (set.sections_.count(section)) {
         if (err) *err = fmt::format("{}:{}: profile [{}] appears twice", origin, lineno, section);
         return false;
@@ -313,7 +308,8 @@ bool DiskProfileSet::parse(const std::string& text, const std::string& origin,
       if (err) *err = fmt::format("{}:{}: expected `key = value` inside a [profile]", origin, lineno);
       return false;
     }
-    set.sections_[section].emplace_back(trim(line.substr(0, eq)), trim(line.substr(eq + 1)));
+    set.sections_[section].emplace_back(std::string(trim(std::string_view(line).substr(0, eq))),
+                                        std::string(trim(std::string_view(line).substr(eq + 1))));
   }
   for (const auto& [name, kv] : set.sections_) {
     DiskProfile p;
