@@ -89,6 +89,7 @@ struct StoreProbe {
   int tiers = 2;  // tier[0 .. tiers-1], by tier index
   Tier slowest = Tier::kHdd;  // the capacity tier
   Device tier[kMaxTiers];
+  uint32_t format_version = 0;  // of the superblock on disk (0: none read)
   bool exists = false;          // mkfs has completed here
   bool in_use = false;          // another process has it mounted
   std::string fsid;

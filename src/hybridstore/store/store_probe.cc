@@ -135,6 +135,7 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
   if (!have_super)
     for (const auto& o : option_registry())
       if (o.mkfs_only) mkfs_options[o.name] = cfg.get_text(o.name);
+  if (have_super) out->format_version = sb.format_version;
   out->tiers = have_super ? sb.tiers : static_cast<int>(cfg.get_int("hybridstore_tiers"));
   out->slowest = have_super ? sb.order[sb.tiers - 1] : Tier::kHdd;  // mkfs puts the HDD last
   for (int t = 0; t < out->tiers; ++t) {

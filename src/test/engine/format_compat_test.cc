@@ -4,6 +4,7 @@
 // temporary directory, so a test never changes them.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -104,4 +105,32 @@ TEST(FormatCompat, AFormat1StoreOfMainOn20261128OpensReadsAndChecksClean) {
   EXPECT_EQ(store.fsck(/*deep=*/true, &report), 0);
   EXPECT_EQ(report.objects, 5u);
   for (const auto& p : report.problems) ADD_FAILURE() << p;
+}
+
+TEST(FormatCompat, AMountThatFailsLeavesAFormat1StoreAtFormat1) {
+  TempDir dir("fmt1-fail");
+  const std::string path = unpack("format1-20261128/store.tar.gz", dir);
+  StoreProbe probe;
+  ASSERT_EQ(HybridStore::probe(path, Config(), &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, 1u);
+  // Without its HDD the mount fails after reading the superblock: nothing
+  // is upgraded, and the previous build could still open the store.
+  ASSERT_EQ(std::rename((path + "/block.hdd").c_str(), (path + "/away").c_str()), 0);
+  {
+    HybridStore store(path);
+    std::string err;
+    EXPECT_LT(store.mount(&err), 0);
+    EXPECT_NE(err.find("hdd"), std::string::npos) << err;
+  }
+  ASSERT_EQ(HybridStore::probe(path, Config(), &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, 1u);
+  ASSERT_EQ(std::rename((path + "/away").c_str(), (path + "/block.hdd").c_str()), 0);
+  {
+    HybridStore store(path);
+    std::string err;
+    ASSERT_EQ(store.mount(&err), 0) << err;
+    ASSERT_EQ(store.umount(), 0);
+  }
+  ASSERT_EQ(HybridStore::probe(path, Config(), &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, kFormatVersion);
 }
