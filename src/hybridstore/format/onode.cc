@@ -18,6 +18,17 @@ const char* tier_name(Tier t) {
   return i >= 0 && i < kMaxTiers ? kNames[i] : "unknown-tier";
 }
 
+int heaviest_rank(const uint64_t* bytes_by_tier, const Tier* order, int tiers, int from) {
+  int rank = -1;
+  uint64_t most = 0;
+  for (int r = from; r < tiers; ++r)
+    if (uint64_t b = bytes_by_tier[tier_index(order[r])]; b > most) {
+      most = b;
+      rank = r;
+    }
+  return rank;
+}
+
 namespace {
 void encode_extent(std::string* b, const DataExtent& e) {
   put_varint(b, e.logical);

@@ -27,6 +27,10 @@ constexpr int kMaxTiers = 4;
 const char* tier_name(Tier t);  // "ssd", "hdd", "tier2", "tier3"
 inline int tier_index(Tier t) { return static_cast<int>(t); }
 inline Tier tier_at(int index) { return static_cast<Tier>(index); }
+// Where an object lives: the rank, in `order` (a store's tiers, fastest
+// first) from `from` on, of the tier holding the most of `bytes_by_tier`
+// (indexed by tier), the faster on a tie; -1 when none holds any.
+int heaviest_rank(const uint64_t* bytes_by_tier, const Tier* order, int tiers, int from = 0);
 
 // A physical byte range on one tier's device.
 struct PExtent {

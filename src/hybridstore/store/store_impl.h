@@ -53,14 +53,10 @@ struct CollectionState {
 // of its data, the faster on a tie; -1 when it holds no data. `order` is the
 // store's tiers, fastest first.
 inline int home_tier(const Onode& o, const Tier* order, int tiers) {
-  int home = -1;
-  uint64_t most = 0;
-  for (int r = 0; r < tiers; ++r)
-    if (uint64_t b = o.extents.bytes_on(order[r]); b > most) {
-      most = b;
-      home = tier_index(order[r]);
-    }
-  return home;
+  uint64_t bytes[kMaxTiers];
+  for (int t = 0; t < kMaxTiers; ++t) bytes[t] = o.extents.bytes_on(tier_at(t));
+  const int r = heaviest_rank(bytes, order, tiers);
+  return r < 0 ? -1 : tier_index(order[r]);
 }
 
 using ObjectKey = std::pair<std::string, ObjectId>;  // (collection name, object)

@@ -54,17 +54,8 @@ void Migrator::throttle(uint64_t bytes, double started) {
 }
 
 namespace {
-// The rank (0 = fastest) of the tier holding most of an object's bytes, the
-// faster on a tie; -1 when it holds none.
 int home_rank(const ObjectStat& s, const Tier* order, int tiers, int from = 0) {
-  int home = -1;
-  uint64_t most = 0;
-  for (int r = from; r < tiers; ++r)
-    if (uint64_t b = s.bytes_on[tier_index(order[r])]; b > most) {
-      most = b;
-      home = r;
-    }
-  return home;
+  return heaviest_rank(s.bytes_on, order, tiers, from);
 }
 
 // The rank of the slower tier an object holding absorbed writes on the

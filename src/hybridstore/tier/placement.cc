@@ -12,14 +12,10 @@ TierPlacement::TierPlacement(const Config& cfg, const Tier* order, int tiers)
 Tier TierPlacement::choose(const Onode& o, uint64_t write_end) const {
   if (!o.extents.empty()) {
     // The tier holding most of the object, the faster on a tie.
-    Tier home = order_[0];
-    uint64_t most = 0;
-    for (int r = 0; r < tiers_; ++r)
-      if (uint64_t b = o.extents.bytes_on(order_[r]); b > most) {
-        most = b;
-        home = order_[r];
-      }
-    return home;
+    uint64_t bytes[kMaxTiers];
+    for (int t = 0; t < kMaxTiers; ++t) bytes[t] = o.extents.bytes_on(tier_at(t));
+    const int r = heaviest_rank(bytes, order_, tiers_);
+    return order_[r < 0 ? 0 : r];
   }
   if (std::max(o.size, write_end) >= hdd_threshold_) return slowest();
   if (o.expected_object_size >= hdd_threshold_) return slowest();
