@@ -54,6 +54,8 @@ class Decoder {
   bool ok() const { return ok_; }
   size_t remaining() const { return ok_ ? static_cast<size_t>(end_ - p_) : 0; }
   bool done() const { return ok_ && p_ == end_; }
+  // What is left to decode (empty after a failure).
+  std::string_view rest() const { return ok_ ? std::string_view(p_, static_cast<size_t>(end_ - p_)) : std::string_view(); }
   // Marks the decoder failed (for semantic checks done by the caller).
   bool fail() {
     ok_ = false;

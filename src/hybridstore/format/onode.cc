@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "hscommon/crc32c.h"
 #include "hscommon/encoding.h"
 
 namespace hybridstore {
@@ -47,6 +48,7 @@ struct ExtentShard {
   // cache is filled under a lock; a shard being changed belongs to one map.
   mutable std::mutex encoded_lock;
   mutable std::string encoded;
+  mutable uint32_t encoded_crc = 0;  // crc32c of `encoded`
   mutable bool encoded_valid = false;
 
   ExtentShard() = default;
@@ -220,6 +222,7 @@ const std::string& shard_encoding(const ExtentShard& sh) {
   if (!sh.encoded_valid) {
     sh.encoded.clear();
     for (const auto& [off, e] : sh.extents) encode_extent(&sh.encoded, e);
+    sh.encoded_crc = crc32c(sh.encoded);
     sh.encoded_valid = true;
   }
   return sh.encoded;
@@ -243,6 +246,33 @@ void ExtentMap::encode_into(std::string* out) const {
   }
 }
 
+std::vector<std::pair<uint64_t, ExtentMap::ShardHandle>> ExtentMap::shard_handles() const {
+  std::vector<std::pair<uint64_t, ShardHandle>> out;
+  out.reserve(shards_.size());
+  for (const auto& [idx, sh] : shards_) out.emplace_back(idx, sh);
+  return out;
+}
+
+uint64_t ExtentMap::shard_extent_count(uint64_t index) const {
+  auto it = shards_.find(index);
+  return it == shards_.end() ? 0 : it->second->extents.size();
+}
+
+uint32_t ExtentMap::shard_crc(uint64_t index) const {
+  auto it = shards_.find(index);
+  if (it == shards_.end()) return crc32c(std::string_view());
+  std::lock_guard<std::mutex> l(it->second->encoded_lock);
+  shard_encoding(*it->second);
+  return it->second->encoded_crc;
+}
+
+void ExtentMap::encode_shard_into(uint64_t index, std::string* out) const {
+  auto it = shards_.find(index);
+  if (it == shards_.end()) return;
+  std::lock_guard<std::mutex> l(it->second->encoded_lock);
+  out->append(shard_encoding(*it->second));
+}
+
 std::string extent_fingerprint(const ExtentMap& m) {
   std::string f;
   for (const auto& [off, e] : m.extents()) {
@@ -259,13 +289,49 @@ std::string extent_fingerprint(const ExtentMap& m) {
 
 namespace {
 constexpr uint32_t kOnodeTag = 0x4f4e4f44;  // "ONOD"
-constexpr uint8_t kOnodeVersion = 1;
+constexpr uint32_t kShardTag = 0x45585348;  // "EXSH"
+// 1: the extent list follows the attributes. 2: a layout byte first, then
+// the extent list (kInline) or the shards' refs (kInShards).
+constexpr uint8_t kOnodeVersion = 2;
+constexpr uint8_t kShardVersion = 1;
+constexpr uint8_t kInline = 0, kInShards = 1;
 constexpr uint64_t kMaxLogical = 1ull << 48;
+
+// One extent of an encoded list; `prev_end` is where the previous one ended.
+bool decode_extent(Decoder& d, int tiers, uint64_t prev_end, DataExtent* out, std::string* why) {
+  auto bad = [&](const char* w) {
+    *why = w;
+    return false;
+  };
+  DataExtent e;
+  uint8_t tier;
+  if (!d.get_varint(&e.logical) || !d.get_varint(&e.length) || !d.get_u8(&tier) || !d.get_varint(&e.physical) ||
+      !d.get_varint32(&e.csum_block))
+    return bad("truncated extent");
+  if (tier >= std::min(tiers, kMaxTiers)) return bad("bad tier");
+  e.tier = static_cast<Tier>(tier);
+  if (e.csum_block < 256 || (e.csum_block & (e.csum_block - 1))) return bad("bad csum block");
+  if (e.length == 0 || e.length % e.csum_block || e.logical % 256) return bad("misaligned extent");
+  if (e.logical < prev_end || e.logical > kMaxLogical || e.length > kMaxLogical || e.physical > kMaxLogical * 1024)
+    return bad("extents overlap or out of range");
+  uint64_t n = e.length / e.csum_block;
+  if (n > d.remaining() / 4) return bad("truncated csums");
+  e.csums.resize(n);
+  for (auto& c : e.csums)
+    if (!d.get_fixed32(&c)) return bad("truncated csums");
+  *out = std::move(e);
+  return true;
+}
 }  // namespace
 
-std::string encode_onode(const Onode& o) {
-  // The header and attributes first, then the extent list straight into the
-  // sealed record: an onode of many extents is copied once, not three times.
+bool extents_go_in_shards(const Onode& o, size_t inline_max) {
+  return inline_max > 0 && o.extents.encoded_size() > inline_max;
+}
+
+std::string encode_onode(const Onode& o, bool in_shards) {
+  // The header and attributes first, then the extent list (or the shards'
+  // refs) straight into the sealed record: an onode of many extents is
+  // copied once, not three times.
   std::string b;
   put_varint(&b, o.size);
   put_varint(&b, o.nid);
@@ -277,6 +343,20 @@ std::string encode_onode(const Onode& o) {
     put_bytes(&b, k);
     put_bytes(&b, v);
   }
+  if (in_shards) {
+    put_u8(&b, kInShards);
+    const auto shards = o.extents.shard_handles();
+    put_varint(&b, shards.size());
+    for (const auto& [idx, h] : shards) {
+      put_varint(&b, idx);
+      put_varint(&b, o.extents.shard_extent_count(idx));
+      put_fixed32(&b, o.extents.shard_crc(idx));
+    }
+    std::string out;
+    append_sealed_record(&out, kOnodeTag, kOnodeVersion, b.size(), [&](std::string* r) { r->append(b); });
+    return out;
+  }
+  put_u8(&b, kInline);
   std::string out;
   append_sealed_record(&out, kOnodeTag, kOnodeVersion, b.size() + o.extents.encoded_size(), [&](std::string* r) {
     r->append(b);
@@ -285,7 +365,7 @@ std::string encode_onode(const Onode& o) {
   return out;
 }
 
-bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers) {
+bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers, std::vector<ShardRef>* shards) {
   auto bad = [&](const std::string& w) {
     if (why) *why = w;
     return false;
@@ -310,34 +390,88 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers) 
     if (!d.get_bytes(&k) || !d.get_bytes(&v)) return bad("onode: truncated attrs");
     o.attrs[std::move(k)] = std::move(v);
   }
+  uint8_t layout = kInline;
+  if (ver >= 2 && !d.get_u8(&layout)) return bad("onode: truncated header");
+  if (layout == kInShards) {
+    if (!shards) return bad("onode: extents in shards, read without them");
+    uint64_t n;
+    // Each ref takes at least six bytes.
+    if (!d.get_varint(&n) || n == 0 || n > d.remaining() / 6) return bad("onode: shard count out of range");
+    std::vector<ShardRef> refs(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      ShardRef& r = refs[i];
+      if (!d.get_varint(&r.index) || !d.get_varint(&r.extents) || !d.get_fixed32(&r.crc))
+        return bad("onode: truncated shard refs");
+      if (r.index > kMaxLogical / ExtentMap::kShardSpan || (i > 0 && r.index <= refs[i - 1].index))
+        return bad("onode: shard refs out of order or range");
+      if (r.extents == 0 || r.extents > ExtentMap::kShardSpan / 256) return bad("onode: shard extent count out of range");
+    }
+    if (!d.done()) return bad("onode: trailing bytes");
+    o.extents_in_shards = true;
+    *shards = std::move(refs);
+    *out = std::move(o);
+    return true;
+  }
+  if (layout != kInline) return bad("onode: unknown extent layout");
   if (!d.get_varint(&nextents) || nextents > d.remaining() / 9)
     return bad("onode: extent count out of range");
   uint64_t prev_end = 0;
   for (uint64_t i = 0; i < nextents; ++i) {
     DataExtent e;
-    uint8_t tier;
-    if (!d.get_varint(&e.logical) || !d.get_varint(&e.length) || !d.get_u8(&tier) ||
-        !d.get_varint(&e.physical) || !d.get_varint32(&e.csum_block))
-      return bad("onode: truncated extent");
-    if (tier >= std::min(tiers, kMaxTiers)) return bad("onode: bad tier");
-    e.tier = static_cast<Tier>(tier);
-    if (e.csum_block < 256 || (e.csum_block & (e.csum_block - 1)))
-      return bad("onode: bad csum block");
-    if (e.length == 0 || e.length % e.csum_block || e.logical % 256)
-      return bad("onode: misaligned extent");
-    if (e.logical < prev_end || e.logical > kMaxLogical || e.length > kMaxLogical ||
-        e.physical > kMaxLogical * 1024)
-      return bad("onode: extents overlap or out of range");
-    prev_end = e.logical + e.length;
-    uint64_t n = e.length / e.csum_block;
-    if (n > d.remaining() / 4) return bad("onode: truncated csums");
-    e.csums.resize(n);
-    for (auto& c : e.csums)
-      if (!d.get_fixed32(&c)) return bad("onode: truncated csums");
+    std::string w;
+    if (!decode_extent(d, tiers, prev_end, &e, &w)) return bad("onode: " + w);
+    prev_end = e.logical_end();
     o.extents.insert(std::move(e));
   }
   if (!d.done()) return bad("onode: trailing bytes");
+  if (shards) shards->clear();
   *out = std::move(o);
+  return true;
+}
+
+std::string encode_extent_shard(const ExtentMap& m, uint64_t index) {
+  std::string head;
+  put_varint(&head, index);
+  put_varint(&head, m.shard_extent_count(index));
+  std::string body;
+  m.encode_shard_into(index, &body);
+  std::string out;
+  append_sealed_record(&out, kShardTag, kShardVersion, head.size() + body.size(), [&](std::string* r) {
+    r->append(head);
+    r->append(body);
+  });
+  return out;
+}
+
+bool decode_extent_shard(std::string_view in, const ShardRef& ref, ExtentMap* into, std::string* why, int tiers) {
+  auto bad = [&](const std::string& w) {
+    if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
+    return false;
+  };
+  uint8_t ver;
+  std::string_view body;
+  RecordError re = open_record(kShardTag, kShardVersion, in, &ver, &body);
+  if (re != RecordError::kNone) return bad(record_error_name(re));
+  Decoder d(body);
+  uint64_t index, n;
+  if (!d.get_varint(&index) || !d.get_varint(&n)) return bad("truncated header");
+  if (index != ref.index) return bad(fmt::format("holds shard {}", index));
+  if (n != ref.extents) return bad(fmt::format("holds {} extents, the onode says {}", n, ref.extents));
+  if (crc32c(d.rest()) != ref.crc) return bad("not the shard the onode was written with (crc)");
+  std::vector<DataExtent> got;
+  got.reserve(n);
+  uint64_t prev_end = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    DataExtent e;
+    std::string w;
+    if (!decode_extent(d, tiers, prev_end, &e, &w)) return bad(w);
+    if (e.logical / ExtentMap::kShardSpan != index) return bad("extent outside the shard");
+    if (into->any_in(e.logical, e.logical_end())) return bad("extent overlaps another shard's");
+    prev_end = e.logical_end();
+    got.push_back(std::move(e));
+  }
+  if (!d.done()) return bad("trailing bytes");
+  for (auto& e : got) into->insert(std::move(e));
   return true;
 }
 

@@ -135,6 +135,18 @@ class ExtentMap {
   // extent list), re-encoding only shards changed since they were last encoded.
   void encode_into(std::string* out) const;
 
+  // The shards by index. A handle stays the same object while its shard is
+  // unchanged: copies of a map share unchanged shards, and a change to a
+  // shard someone else holds (a handle included) copies it first. So a
+  // handle kept from when the map was stored tells which shards changed.
+  using ShardHandle = std::shared_ptr<const ExtentShard>;
+  std::vector<std::pair<uint64_t, ShardHandle>> shard_handles() const;
+  // Extents in the shard, and the crc32c of their encoding (ShardRef).
+  uint64_t shard_extent_count(uint64_t index) const;
+  uint32_t shard_crc(uint64_t index) const;
+  // Appends the encoding of the shard's extents (encode_extent_shard's body).
+  void encode_shard_into(uint64_t index, std::string* out) const;
+
  private:
   // The shard holding `logical`'s extents, ready to change: copied first if
   // another map shares it, made if missing; its cached encoding dropped.
@@ -165,6 +177,20 @@ enum AllocHintFlags : uint32_t {
   kHintIncompressible = 512,
 };
 
+// An onode whose extent map encodes to more than a limit
+// (hybridstore_extent_map_inline_max) keeps the map in shards under keys of
+// their own (kv::extent_shard_key), so a small write rewrites the shard it
+// touched, not every extent and checksum of the object.
+
+// A shard as the onode names it: which one, how many extents, and the crc32c
+// of their encoding, so a loader knows it holds exactly the shards the onode
+// was written with.
+struct ShardRef {
+  uint64_t index = 0;
+  uint64_t extents = 0;
+  uint32_t crc = 0;
+};
+
 struct Onode {
   uint64_t size = 0;
   uint64_t nid = 0;  // omap id; 0 while the object has no omap
@@ -173,6 +199,9 @@ struct Onode {
   uint64_t expected_write_size = 0;
   std::map<std::string, std::string> attrs;
   ExtentMap extents;
+  // How the map is stored now: in shards (true) or inside the onode's record.
+  // Not part of the encoding; set by whoever loads or stores the onode.
+  bool extents_in_shards = false;
 };
 
 // Identifies an extent map and the bytes it holds (through the checksums),
@@ -181,8 +210,22 @@ std::string extent_fingerprint(const ExtentMap& m);
 
 // Versioned, checksummed encoding; decode rejects anything malformed or
 // inconsistent (returns false, never crashes).
-std::string encode_onode(const Onode& o);
+// Whether the onode's map is stored in shards: its encoding is over
+// `inline_max` (0: never).
+bool extents_go_in_shards(const Onode& o, size_t inline_max);
+// The onode's record: with the extent map inside it, or (`in_shards`) with
+// only a ShardRef per shard, each shard then written with encode_extent_shard.
+std::string encode_onode(const Onode& o, bool in_shards = false);
 // `tiers`: the store's tier count; an extent on a tier index past it is corrupt.
-bool decode_onode(std::string_view in, Onode* out, std::string* why = nullptr, int tiers = kMaxTiers);
+// A record naming shards fills `shards` (the map is left empty, and
+// extents_in_shards set); without `shards` such a record is refused.
+bool decode_onode(std::string_view in, Onode* out, std::string* why = nullptr, int tiers = kMaxTiers,
+                  std::vector<ShardRef>* shards = nullptr);
+// One shard's record, and its decoder: the extents must be exactly those
+// `ref` names (index, count, crc) and start inside that shard's span; they
+// are added to `into`, whose other shards they must not overlap.
+std::string encode_extent_shard(const ExtentMap& m, uint64_t index);
+bool decode_extent_shard(std::string_view in, const ShardRef& ref, ExtentMap* into, std::string* why = nullptr,
+                         int tiers = kMaxTiers);
 
 }  // namespace hybridstore

@@ -244,3 +244,98 @@ TEST(Onode, AMovedFromMapIsEmptyTotalsIncluded) {
   EXPECT_EQ(m.bytes_on(Tier::kHdd), 0u);
   EXPECT_EQ(encoded(m), encoded(ExtentMap()));
 }
+
+namespace {
+// An onode whose map needs shards: three of them, one extent crossing into
+// the next shard's span (it lives in the shard of its first byte).
+Onode sharded_onode() {
+  Onode o;
+  o.size = 3 * ExtentMap::kShardSpan;
+  o.attrs["_"] = std::string(350, 'o');
+  o.extents.insert(extent(0, 128 * 1024, 1 << 20));
+  o.extents.insert(extent(128 * 1024, 192 * 1024, 8 << 20, Tier::kHdd));  // into shard 1
+  o.extents.insert(extent(ExtentMap::kShardSpan + 64 * 1024, 64 * 1024, 2 << 20));
+  o.extents.insert(extent(2 * ExtentMap::kShardSpan, ExtentMap::kShardSpan, 3 << 20));
+  return o;
+}
+}  // namespace
+
+TEST(Onode, AShardedMapRoundTripsThroughItsShardRecords) {
+  Onode o = sharded_onode();
+  const std::string rec = encode_onode(o, true);
+  EXPECT_LT(rec.size(), 500u) << "the record names the shards, it does not hold them";
+  Onode back;
+  std::string why;
+  EXPECT_FALSE(decode_onode(rec, &back, &why)) << "a sharded record read without its shards";
+  std::vector<ShardRef> refs;
+  ASSERT_TRUE(decode_onode(rec, &back, &why, kMaxTiers, &refs)) << why;
+  EXPECT_TRUE(back.extents_in_shards);
+  EXPECT_TRUE(back.extents.empty());
+  ASSERT_EQ(refs.size(), 3u);
+  for (const auto& r : refs)
+    ASSERT_TRUE(decode_extent_shard(encode_extent_shard(o.extents, r.index), r, &back.extents, &why)) << why;
+  EXPECT_EQ(extent_fingerprint(back.extents), extent_fingerprint(o.extents));
+  EXPECT_EQ(back.attrs, o.attrs);
+  EXPECT_EQ(back.size, o.size);
+  // A shard record is refused against any other ref, and loading one twice
+  // (an overlap) is refused too.
+  ShardRef wrong = refs[1];
+  wrong.index = 0;
+  EXPECT_FALSE(decode_extent_shard(encode_extent_shard(o.extents, 1), wrong, &back.extents, &why));
+  wrong = refs[1];
+  wrong.extents += 1;
+  EXPECT_FALSE(decode_extent_shard(encode_extent_shard(o.extents, 1), wrong, &back.extents, &why));
+  wrong = refs[1];
+  wrong.crc ^= 1;
+  EXPECT_FALSE(decode_extent_shard(encode_extent_shard(o.extents, 1), wrong, &back.extents, &why));
+  EXPECT_FALSE(decode_extent_shard(encode_extent_shard(o.extents, 1), refs[1], &back.extents, &why));
+  EXPECT_NE(why.find("overlaps"), std::string::npos) << why;
+}
+
+TEST(Onode, ShardedRecordsRejectEveryFlippedByteAndTruncation) {
+  Onode o = sharded_onode();
+  const std::string rec = encode_onode(o, true);
+  Onode back;
+  std::vector<ShardRef> refs;
+  ASSERT_TRUE(decode_onode(rec, &back, nullptr, kMaxTiers, &refs));
+  const std::string shard = encode_extent_shard(o.extents, refs[1].index);
+  for (size_t i = 0; i < rec.size(); ++i) {
+    std::string bad = rec;
+    bad[i] ^= 0x20;
+    std::vector<ShardRef> r;
+    EXPECT_FALSE(decode_onode(bad, &back, nullptr, kMaxTiers, &r)) << "onode byte " << i;
+  }
+  for (size_t i = 0; i < shard.size(); ++i) {
+    std::string bad = shard;
+    bad[i] ^= 0x20;
+    ExtentMap m;
+    EXPECT_FALSE(decode_extent_shard(bad, refs[1], &m)) << "shard byte " << i;
+    EXPECT_TRUE(m.empty()) << "a refused shard adds nothing";
+  }
+  for (size_t n = 0; n < rec.size(); ++n) {
+    std::vector<ShardRef> r;
+    EXPECT_FALSE(decode_onode(rec.substr(0, n), &back, nullptr, kMaxTiers, &r));
+  }
+  for (size_t n = 0; n < shard.size(); ++n) {
+    ExtentMap m;
+    EXPECT_FALSE(decode_extent_shard(shard.substr(0, n), refs[1], &m));
+  }
+}
+
+TEST(Onode, OnlyAMapLargerThanTheInlineLimitGoesInShards) {
+  Onode o;
+  o.extents.insert(extent(0, 64 * 4096, 1 << 20));  // 64 checksums: about 270 bytes
+  EXPECT_FALSE(extents_go_in_shards(o, 1024));
+  for (uint64_t i = 1; i < 4; ++i) o.extents.insert(extent(i * ExtentMap::kShardSpan, 64 * 4096, (i + 1) << 20));
+  EXPECT_TRUE(extents_go_in_shards(o, 1024));
+  EXPECT_FALSE(extents_go_in_shards(o, 0)) << "0: never";
+  // An inline record still decodes without a shard list, and says so.
+  Onode small;
+  small.extents.insert(extent(0, 4096, 8192));
+  Onode back;
+  std::vector<ShardRef> refs{{7, 1, 0}};
+  ASSERT_TRUE(decode_onode(encode_onode(small), &back, nullptr, kMaxTiers, &refs));
+  EXPECT_TRUE(refs.empty());
+  EXPECT_FALSE(back.extents_in_shards);
+  EXPECT_EQ(back.extents.size(), 1u);
+}
