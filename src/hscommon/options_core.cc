@@ -66,6 +66,13 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "writes up to this size into space an object owns, and small writes to the HDD, "
                 "are deferred: acknowledged through RocksDB and applied to the device later in batches",
                 "0", "16M"});
+  v->push_back({"hybridstore_extent_map_inline_max", T::kSize, "1K",
+                "an object's extent map whose encoding is larger than this is stored in shards of "
+                "256 KiB of the object, each under a key of its own, and new data is cut into "
+                "extents at those boundaries: a small overwrite of a large object then rewrites "
+                "one shard instead of every checksum of the object. 0: maps stay in the onode "
+                "(and extents are not cut). Both kinds of onode read either way",
+                "0", "1M"});
   v->push_back({"hybridstore_ssd_small_overwrites", T::kString, "auto",
                 "how an overwrite of SSD section data no larger than hybridstore_deferred_max is "
                 "written: in-place (deferred, applied where the data lies), redirect (to new "

@@ -18,7 +18,11 @@ namespace hybridstore {
 // 1: two tiers, SSD and HDD, their layouts implied by the mkfs options.
 // 2: 2 to kMaxTiers tiers, each with its layout and its place in the order
 //    (fastest first) recorded; a format-1 store is upgraded when mounted.
-constexpr uint32_t kFormatVersion = 2;
+// 3: an extent map larger than kInlineExtentBytes may be kept in shards under
+//    keys of their own (onode record version 2); older onodes still read, and
+//    a format-2 store is upgraded when mounted (a format-2 build would take
+//    such an onode for a corrupt one, so it must refuse the store instead).
+constexpr uint32_t kFormatVersion = 3;
 constexpr uint64_t kLabelSize = 4096;  // bytes reserved for the label at offset 0
 
 using Uuid = std::array<uint8_t, 16>;

@@ -46,6 +46,25 @@ bool decode_onode_key(std::string_view k, CollectionId* c, ObjectId* o) {
   return decode_object_key(k, o);
 }
 
+std::string extent_shard_key(std::string_view onode_key, uint64_t shard) {
+  std::string k(1, kExtentShard);
+  k.append(onode_key.substr(1));
+  put_be32(&k, static_cast<uint32_t>(shard));
+  return k;
+}
+
+bool decode_extent_shard_key(std::string_view k, std::string* onode_key, uint64_t* shard) {
+  if (k.size() < 6 || k[0] != kExtentShard) return false;
+  std::string ok(1, kOnode);
+  ok.append(k.substr(1, k.size() - 5));
+  CollectionId c;
+  ObjectId o;
+  if (!decode_onode_key(ok, &c, &o)) return false;
+  *shard = get_be32(k.data() + k.size() - 4);
+  *onode_key = std::move(ok);
+  return true;
+}
+
 namespace {
 std::string omap_base(uint64_t nid) {
   std::string k(1, kOmap);

@@ -23,6 +23,7 @@ constexpr char kBitmap = 'B';      // B<tier><be64 chunk> -> allocation bitmap c
 constexpr char kDeferred = 'D';    // D<be64 seq> -> deferred write record
 constexpr char kSection = 'A';     // HFM section allocator state
 constexpr char kHeat = 'H';        // heat tracker records
+constexpr char kExtentShard = 'X';  // X<onode key after its 'O'><be32 shard> -> extent shard
 
 std::string super_key(std::string_view name);
 inline std::string superblock_key() { return super_key("superblock"); }
@@ -41,6 +42,12 @@ bool decode_collection_key(std::string_view k, CollectionId* c);
 std::string onode_prefix(const CollectionId& c);
 std::string onode_key(const CollectionId& c, const ObjectId& o);
 bool decode_onode_key(std::string_view k, CollectionId* c, ObjectId* o);
+
+// A shard of an onode's extent map (onode.h, ShardRef), keyed after the onode
+// key, so an object's shards sort together and in shard order.
+std::string extent_shard_key(std::string_view onode_key, uint64_t shard);
+// The onode key and shard of a shard key; false if it is not one.
+bool decode_extent_shard_key(std::string_view k, std::string* onode_key, uint64_t* shard);
 
 std::string omap_header_key(uint64_t nid);
 std::string omap_key(uint64_t nid, std::string_view user_key);

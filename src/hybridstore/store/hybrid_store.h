@@ -103,6 +103,7 @@ struct FsckReport {
   uint64_t collections = 0;
   uint64_t objects = 0;
   uint64_t extents = 0;
+  uint64_t extent_shards = 0;  // extent maps stored in shards: the shard records
   uint64_t omap_entries = 0;
   uint64_t bytes_verified = 0;  // deep only
   uint64_t leaked_bytes[kMaxTiers] = {};

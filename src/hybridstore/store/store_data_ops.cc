@@ -76,8 +76,17 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     staged[i] = deferred_->snapshot(reads[i].e->tier, reads[i].phys_begin, reads[i].size);
   for (int t = 0; t < tiers(); ++t) {
     std::vector<ReadIo> ios;
-    for (auto& p : reads)
-      if (tier_index(p.e->tier) == t) ios.push_back({p.phys_begin, p.data, p.size});
+    for (auto& p : reads) {
+      if (tier_index(p.e->tier) != t) continue;
+      // Neighbouring extents read into neighbouring memory (a 4 MiB object
+      // is 16 extents, one per map shard) make one request.
+      if (!ios.empty() && ios.back().offset + ios.back().len == p.phys_begin &&
+          ios.back().buf + ios.back().len == p.data) {
+        ios.back().len += p.size;
+        continue;
+      }
+      ios.push_back({p.phys_begin, p.data, p.size});
+    }
     if (ios.empty()) continue;
     uint64_t bytes = 0;
     for (const auto& io : ios) bytes += io.len;
@@ -209,17 +218,28 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
   std::vector<WriteIo> ios;
   uint64_t pos = 0;
   std::vector<DataExtent> made;
+  // An extent ends where an extent-map shard does (when the tier's unit
+  // allows): a 4 MiB object is then 16 extents, and a small overwrite
+  // changes the checksums, and rewrites the stored shard, of one of them.
+  const uint64_t unit = s.space(tier).unit();
+  const bool cut_at_shards = s.extent_map_inline_max_ > 0 && ExtentMap::kShardSpan % unit == 0;
   for (const auto& p : where) {
-    DataExtent e;
-    e.logical = logical + pos;
-    e.length = p.length;
-    e.tier = tier;
-    e.physical = p.offset;
-    e.csum_block = cb;
-    e.csums.resize(p.length / cb);
-    crc32c_blocks(buf + pos, cb, e.csums.size(), e.csums.data());
     ios.push_back({p.offset, buf + pos, p.length});
-    made.push_back(std::move(e));
+    for (uint64_t done = 0; done < p.length;) {
+      const uint64_t at = logical + pos + done;
+      uint64_t n = p.length - done;
+      if (cut_at_shards) n = std::min(n, (at / ExtentMap::kShardSpan + 1) * ExtentMap::kShardSpan - at);
+      DataExtent e;
+      e.logical = at;
+      e.length = n;
+      e.tier = tier;
+      e.physical = p.offset + done;
+      e.csum_block = cb;
+      e.csums.resize(n / cb);
+      crc32c_blocks(buf + pos + done, cb, e.csums.size(), e.csums.data());
+      made.push_back(std::move(e));
+      done += n;
+    }
     pos += p.length;
   }
   if (pos != len) return -EINVAL;

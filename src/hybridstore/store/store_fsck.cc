@@ -109,7 +109,17 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   for (const auto& c : list_collections()) colls.insert(c);
   rep->collections = colls.size();
 
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  // One view of the DB for the whole scan: an onode and its extent shards
+  // are read as one commit left them.
+  struct SnapshotHolder {
+    rocksdb::DB* db;
+    const rocksdb::Snapshot* snap;
+    ~SnapshotHolder() { db->ReleaseSnapshot(snap); }
+  } snapshot{db_.get(), db_->GetSnapshot()};
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot.snap;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+  std::set<std::string> dropped;  // onode keys repair drops
   std::string oprefix(1, kv::kOnode);
   for (it->Seek(oprefix); it->Valid() && it->key().starts_with(oprefix); it->Next()) {
     CollectionId c;
@@ -123,12 +133,18 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
     std::string where = oid.to_string() + " in " + c.name;
     Onode o;
     std::string why;
-    if (!decode_onode(it->value().ToStringView(), &o, &why, tiers())) {
+    const std::string okey = it->key().ToString();
+    if (complete_onode(okey, it->value().ToStringView(), ro, &o, &why) < 0) {
       problem("object " + where + ": " + why);
       if (plan) plan->batch.Delete(it->key());
       change("dropped object " + where + ": its onode cannot be read (" + why + ")");
+      dropped.insert(okey);  // and its shards, in the shard pass below
       continue;
     }
+    // What the key holds, for a rewrite under repair (contents unknown: all rewritten).
+    StoredShards stored;
+    if (o.extents_in_shards)
+      for (const auto& sh : o.extents.shard_handles()) stored.emplace_back(sh.first, nullptr);
     if (!colls.count(c)) {
       problem("object " + where + " belongs to a collection that does not exist");
       if (plan) plan->recreate.insert(c);
@@ -178,13 +194,53 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
     }
     if (plan && (rewrite || !drop.empty())) {
       for (uint64_t off : drop) o.extents.erase(off);
-      plan->batch.Put(it->key(), encode_onode(o));
+      put_onode(&plan->batch, okey, o, stored);
     }
     // As the transactions count it: after repair cut out any bad extents.
     for (uint64_t off : drop) o.extents.erase(off);
     if (int h = home_tier(o); h >= 0) ++on_tier[h];
   }
   if (!it->status().ok()) problem("iterating onodes: " + it->status().ToString());
+
+  // Extent shards need an onode that names them (by index, count and crc,
+  // checked when the onode was read above).
+  std::string xprefix(1, kv::kExtentShard);
+  std::string last_onode;
+  std::set<uint64_t> named;  // shards last_onode names
+  for (it->Seek(xprefix); it->Valid() && it->key().starts_with(xprefix); it->Next()) {
+    std::string okey;
+    uint64_t shard;
+    if (!kv::decode_extent_shard_key(it->key().ToStringView(), &okey, &shard)) {
+      problem("malformed extent shard key " + it->key().ToString(true));
+      if (plan) plan->batch.Delete(it->key());
+      change("deleted malformed extent shard key " + it->key().ToString(true));
+      continue;
+    }
+    ++rep->extent_shards;
+    if (dropped.count(okey)) {
+      // Part of an object reported and dropped above.
+      if (plan) plan->batch.Delete(it->key());
+      continue;
+    }
+    if (okey != last_onode) {
+      last_onode = okey;
+      named.clear();
+      std::string v;
+      Onode o;
+      std::vector<ShardRef> refs;
+      if (db_->Get(ro, okey, &v).ok() && decode_onode(v, &o, nullptr, tiers(), &refs))
+        for (const auto& r : refs) named.insert(r.index);
+    }
+    if (!named.count(shard)) {
+      CollectionId c;
+      ObjectId oid;
+      kv::decode_onode_key(okey, &c, &oid);
+      std::string what = fmt::format("extent shard {} of object {} in {}", shard, oid.to_string(), c.name);
+      problem(what + " belongs to no onode");
+      if (plan) plan->batch.Delete(it->key());
+      change("deleted the orphaned " + what);
+    }
+  }
 
   // Omap entries need an owner.
   std::string mprefix(1, kv::kOmap);

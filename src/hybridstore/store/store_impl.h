@@ -87,6 +87,9 @@ class TxnBatch {
   std::unique_ptr<rocksdb::WriteBatchWithIndex> indexed_;
 };
 
+// An onode key's extent shards as stored (StoreImpl::put_onode).
+using StoredShards = std::vector<std::pair<uint64_t, ExtentMap::ShardHandle>>;
+
 // The working state of one transaction. Nothing here is visible to others
 // until install; on failure it is dropped and its allocations released.
 struct TxnContext {
@@ -95,6 +98,10 @@ struct TxnContext {
   std::unordered_map<ObjectKey, std::shared_ptr<Onode>, ObjectKeyHash> onodes;
   std::unordered_map<ObjectKey, int, ObjectKeyHash> home_before;  // home_tier() when first loaded
   std::set<ObjectKey> dirty;  // onodes to write to the batch
+  // The extent shards each touched key holds in the store, or in this
+  // batch once written to it (StoreImpl::put_onode). The handles also keep
+  // a loaded shard from being changed in place: a change copies it.
+  std::unordered_map<ObjectKey, StoredShards, ObjectKeyHash> stored;
   struct CollChange {
     bool exists;
     uint32_t bits;
@@ -149,6 +156,29 @@ class StoreImpl {
   int collection_bits(const CollectionId& c);
   int collection_list(const CollectionId& c, const ObjectId& start, const ObjectId& end, int max,
                       std::vector<ObjectId>* out, ObjectId* next);
+  // The onode stored under `key`, its extent shards included: 0, -ENOENT, or
+  // -EIO with *why (corrupt, a shard missing or not the one the onode names).
+  int load_onode(const std::string& key, Onode* out, std::string* why);
+  // The same for an onode record in hand (read from an iterator): its shards
+  // are read with `ro`.
+  int complete_onode(const std::string& key, std::string_view value, const rocksdb::ReadOptions& ro, Onode* out,
+                     std::string* why);
+  // Puts `o` under `key` in `batch`: the record, and the extent shards that
+  // differ from `stored` (the shards the key holds now: empty when it holds
+  // none or an inline map; a null handle for a shard of unknown content),
+  // deleting shards it no longer has. Sets o.extents_in_shards; returns the
+  // shards the key holds afterwards.
+  StoredShards put_onode(rocksdb::WriteBatchBase* batch, const std::string& key, Onode& o,
+                         const StoredShards& stored);
+  // The shards the onode under `key` names in the store now, with null
+  // handles (content unknown); empty when it names none or cannot be read.
+  StoredShards shards_in_store(const std::string& key);
+  // Deletes the shards in `stored`.
+  static void delete_shards(rocksdb::WriteBatchBase* batch, const std::string& key, const StoredShards& stored);
+  // The shards an onode holds under its key as loaded (see put_onode).
+  static StoredShards stored_shards(const Onode* o) {
+    return o && o->extents_in_shards ? o->extents.shard_handles() : StoredShards();
+  }
   // `key`: the object's onode key when the caller has built it already.
   int get_onode_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
                          std::shared_lock<std::shared_mutex>* lock, const std::string* key = nullptr);
@@ -250,6 +280,8 @@ class StoreImpl {
                    bool counts = true);
   void maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& onode_key, const Onode& on);
   uint64_t deferred_max_ = 0;
+  // hybridstore_extent_map_inline_max: larger maps are stored in shards.
+  uint64_t extent_map_inline_max_ = 1024;
   bool direct_units_ = true;  // hybridstore_ssd_direct_units
   int fsid_lock_fd_ = -1;
 

@@ -471,6 +471,7 @@ int StoreImpl::mount(std::string* error) {
   dopts.max_delay_ms = static_cast<uint64_t>(cfg_.get_int("hybridstore_deferred_max_delay_ms"));
   dopts.max_pending_bytes = cfg_.get_size("hybridstore_deferred_max_pending");
   deferred_max_ = cfg_.get_size("hybridstore_deferred_max");
+  extent_map_inline_max_ = cfg_.get_size("hybridstore_extent_map_inline_max");
   direct_units_ = cfg_.get_bool("hybridstore_ssd_direct_units");
   promote_hits_ = static_cast<uint64_t>(cfg_.get_int("hybridstore_tier_promote_hits"));
   absorb_max_ = cfg_.get_size("hybridstore_tier_absorb_max");

@@ -24,37 +24,33 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
       auto copy = std::make_shared<Onode>(*cached);
       tx.onodes[key] = copy;
       tx.home_before[key] = s.home_tier(*copy);
+      tx.stored[key] = StoreImpl::stored_shards(copy.get());
       return copy;
     }
     case OnodeCache::Lookup::kTombstone:
       s.perf_->set.inc(s.perf_->onode_hits);
       tx.onodes[key] = nullptr;
       tx.home_before[key] = -1;
+      tx.stored[key] = {};
       return nullptr;
     case OnodeCache::Lookup::kMiss:
       s.perf_->set.inc(s.perf_->onode_misses);
       break;
   }
-  std::string v;
-  rocksdb::Status st = s.db_->Get(rocksdb::ReadOptions(), kv::onode_key(c, o), &v);
-  std::shared_ptr<Onode> on;
-  if (st.ok()) {
-    on = std::make_shared<Onode>();
-    std::string why;
-    if (!decode_onode(v, on.get(), &why, s.tiers())) {
-      // A corrupt onode is treated as unreadable, never as absent: callers
-      // see -EIO through load_error.
-      HS_ERROR("corrupt onode {} in {}: {}", o.to_string(), c.name, why);
-      load_error = -EIO;
-      return nullptr;
-    }
-  } else if (!st.IsNotFound()) {
-    HS_ERROR("reading onode {} in {}: {}", o.to_string(), c.name, st.ToString());
+  auto on = std::make_shared<Onode>();
+  std::string why;
+  if (int r = s.load_onode(kv::onode_key(c, o), on.get(), &why); r == -ENOENT) {
+    on.reset();
+  } else if (r < 0) {
+    // A corrupt onode is treated as unreadable, never as absent: callers
+    // see -EIO through load_error.
+    HS_ERROR("reading onode {} in {}: {}", o.to_string(), c.name, why);
     load_error = -EIO;
     return nullptr;
   }
   tx.onodes[key] = on;
   tx.home_before[key] = on ? s.home_tier(*on) : -1;
+  tx.stored[key] = StoreImpl::stored_shards(on.get());
   return on;
 }
 
@@ -87,11 +83,18 @@ bool OpApplier::coll_exists(const CollectionId& c, uint32_t* bits) {
 void OpApplier::sync_dirty() {
   for (const auto& key : tx.dirty) {
     std::string k = kv::onode_key(CollectionId(key.first), key.second);
+    auto st = tx.stored.find(key);
+    if (st == tx.stored.end()) st = tx.stored.emplace(key, s.shards_in_store(k)).first;
     const auto& on = tx.onodes.at(key);
-    if (on)
-      tx.batch->Put(k, encode_onode(*on));
-    else
+    if (on) {
+      // What the batch holds for the key from now on: a later sync (after
+      // more ops) compares with it, so no shard written here is left behind.
+      st->second = s.put_onode(tx.batch.get(), k, *on, st->second);
+    } else {
+      StoreImpl::delete_shards(tx.batch.get(), k, st->second);
+      st->second.clear();
       tx.batch->Delete(k);
+    }
   }
   tx.dirty.clear();
 }

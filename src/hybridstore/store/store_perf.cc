@@ -171,7 +171,8 @@ int StoreImpl::init_perf_gauges(std::string* error) {
     for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
       Onode o;
       std::string why;
-      if (!decode_onode(it->value().ToStringView(), &o, &why, tiers())) continue;  // fsck's business
+      if (complete_onode(it->key().ToString(), it->value().ToStringView(), rocksdb::ReadOptions(), &o, &why) < 0)
+        continue;  // fsck's business
       if (int h = home_tier(o); h >= 0) ++delta[kv::kStatSsdObjects + h];
     }
     if (!it->status().ok()) {

@@ -32,6 +32,100 @@ int StoreImpl::collection_bits(const CollectionId& c) {
   return static_cast<int>(it->second->bits.load());
 }
 
+int StoreImpl::complete_onode(const std::string& key, std::string_view value, const rocksdb::ReadOptions& ro,
+                              Onode* out, std::string* why) {
+  std::vector<ShardRef> refs;
+  if (!decode_onode(value, out, why, tiers(), &refs)) return -EIO;
+  if (refs.empty()) return 0;
+  std::vector<std::string> keys;
+  keys.reserve(refs.size());
+  for (const auto& r : refs) keys.push_back(kv::extent_shard_key(key, r.index));
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<std::string> values;
+  std::vector<rocksdb::Status> st = db_->MultiGet(ro, slices, &values);
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (st[i].IsNotFound()) {
+      *why = fmt::format("onode: extent shard {} is missing", refs[i].index);
+      return -EIO;
+    }
+    if (!st[i].ok()) {
+      *why = fmt::format("onode: reading extent shard {}: {}", refs[i].index, st[i].ToString());
+      return -EIO;
+    }
+    if (!decode_extent_shard(values[i], refs[i], &out->extents, why, tiers())) return -EIO;
+  }
+  return 0;
+}
+
+int StoreImpl::load_onode(const std::string& key, Onode* out, std::string* why) {
+  // The onode and its shards from one view of the DB. Readers and writers
+  // of an object hold its collection's lock, so two plain reads see the
+  // same commit; if they did not, the shards would not match the refs, and
+  // a read under one snapshot settles whether that was a race or damage.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    rocksdb::ReadOptions ro;
+    const rocksdb::Snapshot* snap = attempt ? db_->GetSnapshot() : nullptr;
+    ro.snapshot = snap;
+    std::string v;
+    rocksdb::Status st = db_->Get(ro, key, &v);
+    int r;
+    if (st.IsNotFound()) {
+      r = -ENOENT;
+    } else if (!st.ok()) {
+      *why = st.ToString();
+      r = -EIO;
+    } else {
+      *out = Onode();
+      r = complete_onode(key, v, ro, out, why);
+    }
+    if (snap) db_->ReleaseSnapshot(snap);
+    if (r != -EIO || !st.ok()) return r;
+  }
+  return -EIO;
+}
+
+StoredShards StoreImpl::shards_in_store(const std::string& key) {
+  StoredShards out;
+  std::string v;
+  if (!db_->Get(rocksdb::ReadOptions(), key, &v).ok()) return out;
+  Onode o;
+  std::vector<ShardRef> refs;
+  if (!decode_onode(v, &o, nullptr, tiers(), &refs)) return out;
+  for (const auto& r : refs) out.emplace_back(r.index, nullptr);
+  return out;
+}
+
+StoredShards StoreImpl::put_onode(rocksdb::WriteBatchBase* batch, const std::string& key, Onode& o,
+                                  const StoredShards& stored) {
+  if (!extents_go_in_shards(o, extent_map_inline_max_)) {
+    delete_shards(batch, key, stored);
+    o.extents_in_shards = false;
+    batch->Put(key, encode_onode(o));
+    return {};
+  }
+  StoredShards now = o.extents.shard_handles();
+  // Both in shard order: write the shards that are new or changed, delete
+  // the ones gone.
+  size_t j = 0;
+  for (const auto& [idx, h] : now) {
+    for (; j < stored.size() && stored[j].first < idx; ++j) batch->Delete(kv::extent_shard_key(key, stored[j].first));
+    bool same = false;
+    if (j < stored.size() && stored[j].first == idx) {
+      same = stored[j].second && stored[j].second == h;
+      ++j;
+    }
+    if (!same) batch->Put(kv::extent_shard_key(key, idx), encode_extent_shard(o.extents, idx));
+  }
+  for (; j < stored.size(); ++j) batch->Delete(kv::extent_shard_key(key, stored[j].first));
+  o.extents_in_shards = true;
+  batch->Put(key, encode_onode(o, true));
+  return now;
+}
+
+void StoreImpl::delete_shards(rocksdb::WriteBatchBase* batch, const std::string& key, const StoredShards& stored) {
+  for (const auto& sh : stored) batch->Delete(kv::extent_shard_key(key, sh.first));
+}
+
 int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
                                   std::shared_lock<std::shared_mutex>* lock, const std::string* key) {
   if (!mounted_) return -ENOTCONN;
@@ -55,15 +149,11 @@ int StoreImpl::get_onode_for_read(const CollectionId& c, const ObjectId& o, Onod
     built = kv::onode_key(c, o);
     key = &built;
   }
-  std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), *key, &v);
-  if (s.IsNotFound()) return -ENOENT;
-  if (!s.ok()) return -EIO;
   auto on = std::make_shared<Onode>();
   std::string why;
-  if (!decode_onode(v, on.get(), &why, tiers())) {
-    HS_ERROR("corrupt onode {} in {}: {}", o.to_string(), c.name, why);
-    return -EIO;
+  if (int r = load_onode(*key, on.get(), &why); r < 0) {
+    if (r != -ENOENT) HS_ERROR("reading onode {} in {}: {}", o.to_string(), c.name, why);
+    return r;
   }
   cache_->put_clean(c, o, on, committer_->committed_seq());
   *out = std::move(on);

@@ -58,6 +58,7 @@ ToolCommand fsck_cmd("fsck", "check the store's metadata (and with --deep, all d
                                             {"collections", rep.collections},
                                             {"objects", rep.objects},
                                             {"extents", rep.extents},
+                                            {"extent_shards", rep.extent_shards},
                                             {"omap_entries", rep.omap_entries},
                                             {"bytes_verified", rep.bytes_verified},
                                             {"problems", rep.problems}};
