@@ -70,6 +70,10 @@
 #                            measured job, umount); then it counts as a hang:
 #                            every thread's stack to hang-backtraces.txt (gdb),
 #                            fio killed, the run failed
+#   HS_FIO_HS_OPTIONS [""]   "name=value ..." engine options added to the
+#                            hybridstore runs' conf (an A/B of one option in
+#                            the same binary), e.g.
+#                            hybridstore_extent_map_inline_max=0
 #   HS_FIO_KEEP [0]          1: keep every run's devices and store (else only
 #                            a failed run's)
 # Exit: 0 all runs passed, 1 a run failed (the others still run; REPORT.md
@@ -117,6 +121,7 @@ HS_FIO_HDD_SIZE=${HS_FIO_HDD_SIZE:-16G}
 HS_FIO_DEVICES=${HS_FIO_DEVICES:-file}
 HS_FIO_CLASSES=${HS_FIO_CLASSES:-0}
 HS_FIO_KEEP=${HS_FIO_KEEP:-0}
+HS_FIO_HS_OPTIONS=${HS_FIO_HS_OPTIONS:-}
 HS_FIO_TIMEOUT=${HS_FIO_TIMEOUT:-$((2 * HS_FIO_RUNTIME + 240))}
 pg_oi=${HS_FIO_OI_ATTR_LEN:-350}
 pg_snapset=${HS_FIO_SNAPSET_ATTR_LEN:-35}
@@ -142,6 +147,9 @@ case $HS_FIO_REPEATS in '' | *[!0-9]* | 0) echo "HS_FIO_REPEATS must be a positi
 case $HS_FIO_RUNTIME in '' | *[!0-9]* | 0) echo "HS_FIO_RUNTIME must be a positive number of seconds" >&2; exit 2 ;; esac
 for s in $HS_FIO_STORES; do
     case $s in bluestore | hybridstore) ;; *) echo "HS_FIO_STORES: unknown store $s" >&2; exit 2 ;; esac
+done
+for o in $HS_FIO_HS_OPTIONS; do
+    case $o in hybridstore_*=?*) ;; *) echo "HS_FIO_HS_OPTIONS: '$o' is not hybridstore_NAME=VALUE" >&2; exit 2 ;; esac
 done
 dataset=$(numfmt --from=iec "$HS_FIO_DATASET") || { echo "HS_FIO_DATASET: not a size" >&2; exit 2; }
 
@@ -354,8 +362,14 @@ run_one() {
  "numjobs": $nj, "pglog": "$pg", "size_per_job": $size, "nrfiles_per_job": $nrfiles,
  "runtime_target_s": $HS_FIO_RUNTIME, "clk_tck": $(getconf CLK_TCK), "load_start": "$lstart"}
 EOF
+    local conf=$QA_CEPH_DIR/fio/$store.conf
+    if [ "$store" = hybridstore ] && [ -n "$HS_FIO_HS_OPTIONS" ]; then
+        conf=$rdir/hybridstore.conf
+        { cat "$QA_CEPH_DIR/fio/hybridstore.conf"; echo "[osd]"
+          for o in $HS_FIO_HS_OPTIONS; do printf '\t%s = %s\n' "${o%%=*}" "${o#*=}"; done; } > "$conf"
+    fi
     start=$SECONDS
-    export HS_FIO_CONF=$QA_CEPH_DIR/fio/$store.conf HS_FIO_DIR=$rdir HS_FIO_NUMJOBS=$nj \
+    export HS_FIO_CONF=$conf HS_FIO_DIR=$rdir HS_FIO_NUMJOBS=$nj \
         HS_FIO_NRFILES=$nrfiles HS_FIO_SIZE=$size HS_FIO_BS=$bs HS_FIO_IODEPTH=$qd \
         HS_FIO_PGLOG=$pgflag HS_FIO_OI_ATTR_LEN=$oi HS_FIO_SNAPSET_ATTR_LEN=$ss \
         HS_FIO_FASTINFO_LEN=$fi HS_FIO_PGLOG_LEN=$pl HS_FIO_PGLOG_DUP_LEN=$pd \
@@ -430,6 +444,7 @@ write_meta() {
     cmd+=" HS_FIO_RUNTIME=$HS_FIO_RUNTIME"
     [ -n "$HS_FIO_ROWS" ] && cmd+=" HS_FIO_ROWS='$HS_FIO_ROWS'"
     [ "$HS_FIO_CLASSES" = 1 ] && cmd+=" HS_FIO_CLASSES=1"
+    [ -n "$HS_FIO_HS_OPTIONS" ] && cmd+=" HS_FIO_HS_OPTIONS='$HS_FIO_HS_OPTIONS'"
     cmd+=" qa/ceph/objectstore-fio.sh $out"
     printf '%s\n' "${rows[@]}" | "$report_python" -c '
 import json, sys
