@@ -49,6 +49,14 @@ class PerfBridge;
 //     error); ObjectStore::create() returns a unique_ptr (ceph-integrate's
 //     edit follows the tree's signature); PerfCounters::dump_formatted()
 //     takes whether to dump labeled counters.
+//   19 (Squid): refresh_perf_counters() is pure virtual (the store brings
+//     its PerfCounters up to date; store_test calls it before it reads them):
+//     here it re-reads the engine's gauges (PerfBridge::refresh_gauges).
+//     Transaction::claim_and_reset() lets the OSD hand a transaction to
+//     queue_transaction and reuse the emptied one: nothing to implement, as
+//     the adapter keeps nothing of a Transaction once queue_transactions
+//     returns (write payloads hold their buffers by reference count).
+//     ceph-integrate itself still refuses Squid trees.
 #ifndef HS_CEPH_RELEASE
 #error "HS_CEPH_RELEASE is not defined: build the adapter through src/tools/ceph-integrate"
 #endif
@@ -98,6 +106,9 @@ class HybridObjectStore : public ObjectStore {
   int pool_statfs(uint64_t pool_id, store_statfs_t* buf, bool* per_pool_omap) override;
   void collect_metadata(std::map<std::string, std::string>* pm) override;
   objectstore_perf_stat_t get_cur_stats() override;
+#if HS_CEPH_RELEASE >= 19
+  void refresh_perf_counters() override;
+#endif
   const PerfCounters* get_perf_counters() const override { return logger_; }
   void get_db_statistics(ceph::Formatter* f) override;
   void dump_perf_counters(ceph::Formatter* f) override;
