@@ -19,7 +19,7 @@ enum {
   l_hs_read_lat,
   l_hs_read_bytes,
   l_hs_read_noheat_ops,  // reads flagged DONTNEED/NOCACHE (scrub, recovery): not counted as heat
-  l_hs_omap_iter_lat,    // get_omap_iterator (seek included)
+  l_hs_omap_iter_lat,    // get_omap_iterator, omap_iterate's open and seek
   l_hs_clist_lat,        // collection_list
   l_hs_engine_first,     // engine counters follow, in the engine's order
 };
