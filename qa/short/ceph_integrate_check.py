@@ -95,6 +95,33 @@ with tempfile.TemporaryDirectory() as tmp:
     check(sorted(ci.KNOWN_RELEASES) == ["16", "18"], "ceph-integrate knows releases 16 and 18")
     header = open("src/hybridstore/ceph/hybrid_object_store.h").read()
     check("HS_CEPH_RELEASE >= 18" in header, "the adapter switches its signatures at release 18")
+    check("HS_CEPH_RELEASE >= 19" in header, "the adapter has Squid's (19) interface behind release 19")
+    # The table in hybrid_object_store.h names every release the adapter's
+    # sources switch at, and only those: "//   18 (Reef): ...".
+    adapter_dir = "src/hybridstore/ceph"
+    sources = {n: open(os.path.join(adapter_dir, n)).read() for n in sorted(os.listdir(adapter_dir))
+               if n.endswith((".h", ".cc", ".txt"))}
+    table = re.search(r"// What moved in ObjectStore's interface.*?\n(?!//)", header, re.S)
+    table = table.group(0) if table else ""
+    listed = dict(re.findall(r"^//   (\d+) \((\w+)\):", table, re.M))
+    used = {m for text in sources.values() for m in re.findall(r"HS_CEPH_RELEASE >= (\d+)", text)}
+    check(listed.get("18") == "Reef" and listed.get("19") == "Squid",
+          f"the version table has entries 18 (Reef) and 19 (Squid): {listed}")
+    check(set(listed) == used, f"the table's releases {sorted(listed)} are those the adapter tests {sorted(used)}")
+    # Point-release features (HS_CEPH_HAS_*): each one the sources test is
+    # described in the table, defaulted in the header, set by CMakeLists.txt.
+    features = {m for text in sources.values() for m in re.findall(r"\bHS_CEPH_HAS_[A-Z_]+", text)}
+    check("HS_CEPH_HAS_OMAP_ITERATE" in features, "omap_iterate is keyed on HS_CEPH_HAS_OMAP_ITERATE")
+    for f in sorted(features):
+        check(f"//   {f} (" in table and f"#define {f} 0" in header and f"{f}=1" in sources["CMakeLists.txt"],
+              f"{f}: in the version table, 0 by default, set by the adapter's CMakeLists.txt")
+    # Squid's overrides exist only from release 19 on, and override.
+    for decl in ("void refresh_perf_counters() override;", "int omap_iterate("):
+        at = header.find(decl)
+        guard = header.rfind("#if ", 0, at)
+        check(at > 0 and header[guard:header.find("\n", guard)].startswith("#if HS_CEPH_RELEASE >= 19"),
+              f"{decl.split('(')[0]} is declared under #if HS_CEPH_RELEASE >= 19")
+    check(re.search(r"int omap_iterate\([^;]*\) override;", header) is not None, "omap_iterate is marked override")
 
     # Pacific.
     p = os.path.join(tmp, "pacific")

@@ -333,6 +333,13 @@ objectstore_perf_stat_t HybridObjectStore::get_cur_stats() {
   return s;
 }
 
+#if HS_CEPH_RELEASE >= 19
+// Every counter reaches Ceph as it changes; only a gauge can lag (see
+// PerfBridge::refresh_gauges). Works before mount too: the bridge lives as
+// long as the store object.
+void HybridObjectStore::refresh_perf_counters() { perf_bridge_->refresh_gauges(); }
+#endif
+
 void HybridObjectStore::get_db_statistics(ceph::Formatter* f) {
   f->open_object_section("hybridstore_kv");
   f->dump_string("rocksdb_stats", engine_->kv_statistics());

@@ -237,4 +237,25 @@ ObjectMap::ObjectMapIterator HybridObjectStore::get_omap_iterator(CollectionHand
   return std::make_shared<OmapIteratorAdapter>(std::move(it));
 }
 
+#if HS_CEPH_RELEASE >= 19 && HS_CEPH_HAS_OMAP_ITERATE
+int HybridObjectStore::omap_iterate(CollectionHandle& ch, const ghobject_t& oid, omap_iter_seek_t start_from,
+                                    std::function<omap_iter_ret_t(std::string_view, std::string_view)> f) {
+  const uint64_t t0 = perf_now_ns();
+  auto it = engine_->get_omap_iterator(cid_of(ch), to_engine(oid));
+  if (!it) return -ENOENT;
+  if (start_from.seek_type == omap_iter_seek_t::UPPER_BOUND)
+    it->upper_bound(start_from.seek_position);
+  else
+    it->lower_bound(start_from.seek_position);
+  logger_->tinc(l_hs_omap_iter_lat, ceph::make_timespan((perf_now_ns() - t0) / 1e9));
+  for (; it->valid(); it->next()) {
+    // The engine hands out copies; the views live until f returns.
+    const std::string key = it->key();
+    const std::string value = it->value();
+    if (f(key, value) == omap_iter_ret_t::STOP) return 1;
+  }
+  return it->status();  // 0 at the end of the omap, -EIO when a read failed
+}
+#endif
+
 }  // namespace hybridstore::ceph_adapter

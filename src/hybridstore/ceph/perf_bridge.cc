@@ -1,5 +1,7 @@
 #include "hybridstore/ceph/perf_bridge.h"
 
+#include <algorithm>
+
 #include "common/ceph_context.h"
 #include "common/perf_counters_collection.h"
 
@@ -7,6 +9,7 @@ namespace hybridstore::ceph_adapter {
 
 PerfBridge::PerfBridge(CephContext* cct, PerfCounterSet* engine) : cct_(cct), engine_(engine) {
   const int n_engine = engine ? static_cast<int>(engine->schema().size()) : 0;
+  n_engine_ = n_engine;
   PerfCountersBuilder b(cct, "hybridstore", l_hs_first, l_hs_engine_first + n_engine);
   b.add_time_avg(l_hs_commit_lat, "commit_lat", "Time from queueing a transaction until it is durable", "c_l",
                  PerfCountersBuilder::PRIO_CRITICAL);
@@ -41,12 +44,24 @@ PerfBridge::PerfBridge(CephContext* cct, PerfCounterSet* engine) : cct_(cct), en
   cct_->get_perfcounters_collection()->add(logger_);
   // What the engine counted before the bridge existed (gauges above all).
   if (engine) {
-    auto values = engine->snapshot();
-    for (int i = 0; i < n_engine; ++i)
-      if (engine->schema()[i].kind != PerfKind::kLatency) logger_->set(l_hs_engine_first + i, values[i].value);
+    copy_engine_values(/*counters_too=*/true);
     engine->set_sink(this);
   }
 }
+
+void PerfBridge::copy_engine_values(bool counters_too) {
+  if (!engine_) return;
+  const auto values = engine_->snapshot();
+  const auto& schema = engine_->schema();
+  const int n = std::min<int>(n_engine_, static_cast<int>(std::min(values.size(), schema.size())));
+  for (int i = 0; i < n; ++i) {
+    const PerfKind k = schema[i].kind;
+    if (k == PerfKind::kGauge || (counters_too && k == PerfKind::kCounter))
+      logger_->set(l_hs_engine_first + i, values[i].value);
+  }
+}
+
+void PerfBridge::refresh_gauges() { copy_engine_values(/*counters_too=*/false); }
 
 PerfBridge::~PerfBridge() {
   if (engine_) engine_->set_sink(nullptr);
