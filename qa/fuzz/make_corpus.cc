@@ -61,8 +61,24 @@ int main(int argc, char** argv) {
   onodes[3].extents.insert(extent(12288, 8192, 262144, Tier::kSsd));
   for (size_t i = 0; i < onodes.size(); ++i) {
     const std::string rec = encode_onode(onodes[i]);
-    put(root + "/onode", "sealed-" + std::to_string(i), 0, body_of(kOnodeTag, rec));
+    // Mode 2: sealed as record version 2, the version the encoder writes.
+    put(root + "/onode", "sealed-" + std::to_string(i), 2, body_of(kOnodeTag, rec));
     put(root + "/onode", "raw-" + std::to_string(i), 1, rec);
+  }
+  // A map in shards: the onode naming them (modes as above), and each shard
+  // (mode 4: sealed shard body; 5: raw shard record).
+  Onode big;
+  big.size = 1 << 20;
+  big.attrs["_"] = "object info";
+  for (uint64_t s = 0; s < 4; ++s)
+    big.extents.insert(extent(s * ExtentMap::kShardSpan, ExtentMap::kShardSpan, (s + 1) << 20, Tier::kHdd));
+  const std::string brec = encode_onode(big, true);
+  put(root + "/onode", "sharded-sealed", 2, body_of(kOnodeTag, brec));
+  put(root + "/onode", "sharded-raw", 1, brec);
+  for (uint64_t s = 0; s < 4; s += 3) {
+    const std::string srec = encode_extent_shard(big.extents, s);
+    put(root + "/onode", "shard-sealed-" + std::to_string(s), 4, body_of(kShardTag, srec));
+    put(root + "/onode", "shard-raw-" + std::to_string(s), 5, srec);
   }
 
   DeviceLabel l;

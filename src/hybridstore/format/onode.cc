@@ -458,6 +458,9 @@ bool decode_extent_shard(std::string_view in, const ShardRef& ref, ExtentMap* in
   if (index != ref.index) return bad(fmt::format("holds shard {}", index));
   if (n != ref.extents) return bad(fmt::format("holds {} extents, the onode says {}", n, ref.extents));
   if (crc32c(d.rest()) != ref.crc) return bad("not the shard the onode was written with (crc)");
+  // Each extent takes at least nine bytes and 256 of the shard's span: a
+  // count beyond either is garbage, not an allocation request.
+  if (n > d.remaining() / 9 || n > ExtentMap::kShardSpan / 256) return bad("extent count out of range");
   std::vector<DataExtent> got;
   got.reserve(n);
   uint64_t prev_end = 0;
