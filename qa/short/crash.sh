@@ -8,7 +8,11 @@
 # runs the same workloads every time; HS_CRASH_SEED=random draws one (printed).
 # The kill moments are wall-clock times, so a rerun repeats the workloads and
 # the power-cut points exactly but not the precise instant of each SIGKILL.
-# HS_CRASH_ROUNDS changes the length.
+# HS_CRASH_ROUNDS changes the length. Then 8 rounds more (HS_CRASH_SHARD_ROUNDS)
+# with almost every extent map stored in shards (inline limit 64 bytes): the
+# workload's objects stay under one shard's span, so at the default limit
+# few maps reach shards, and moving between inline and sharded under a kill
+# is what these rounds check.
 set -eu
 BUILD=${1:-build}
 SEED=${HS_CRASH_SEED:-${HS_QA_SEED:-1}}
@@ -17,6 +21,12 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/hs-crash.XXXXXX")
 set +e
 "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_ROUNDS:-20}" --mode mixed --seed "$SEED"
 rc=$?
+if [ $rc -eq 0 ]; then
+    rm -rf "$W"
+    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_SHARD_ROUNDS:-8}" --mode mixed \
+        --seed "$((SEED + 1000))" --set hybridstore_extent_map_inline_max=64
+    rc=$?
+fi
 set -e
 if [ $rc -eq 0 ]; then rm -rf "$W"; else echo "crash harness failed; its store and logs are kept in $W" >&2; fi
 exit $rc
