@@ -68,6 +68,7 @@ class NandBlockDevice : public BlockDevice {
   uint32_t alignment() const override;
   std::string backend() const override;
   std::string path() const override { return path_; }
+  Media media() const override { return Media::kSolidState; }
   int read(uint64_t offset, char* buf, uint64_t len) override;
   int write(uint64_t offset, const char* buf, uint64_t len) override;
   int flush() override;

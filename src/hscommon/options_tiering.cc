@@ -75,6 +75,14 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "object then holds data on both tiers until the migrator writes that data back); "
                 "0 = small random writes go to the HDD (deferred) like any other",
                 "0", "16M"});
+  v->push_back({"hybridstore_tier_absorb", T::kString, "auto",
+                "which objects' small writes the SSD absorbs (hybridstore_tier_absorb_max): auto, "
+                "those of objects on a rotational device while the SSD is solid-state (as the "
+                "kernel or the FTL says; a device nothing is known of counts as its role: the "
+                "fastest tier solid-state, the others disks), so that tiers on one kind of device "
+                "write in place instead of moving data nowhere faster; always, whatever the "
+                "devices are",
+                "", "", {"auto", "always"}});
   v->push_back({"hybridstore_tier_absorb_min_free", T::kDouble, "0.05",
                 "small writes are absorbed by the SSD only while this fraction of it is free; the "
                 "migrator writes absorbed data back to the HDD, coldest objects first, once the "

@@ -5,6 +5,7 @@
 #include <liburing.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -16,6 +17,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -255,7 +258,9 @@ int transfer_sync(int fd, bool write, Span* s, uint64_t cap, std::atomic<uint64_
 class FileDeviceBase : public BlockDevice {
  public:
   FileDeviceBase(int fd, std::string path, uint64_t size, bool direct, uint64_t max_transfer)
-      : fd_(fd), path_(std::move(path)), size_(size), direct_(direct), max_transfer_(max_transfer) {}
+      : fd_(fd), path_(std::move(path)), size_(size), direct_(direct), max_transfer_(max_transfer),
+        media_(media_of(fd)) {}
+  Media media() const override { return media_; }
   ~FileDeviceBase() override {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -361,6 +366,7 @@ class FileDeviceBase : public BlockDevice {
   uint64_t size_;
   bool direct_;
   uint64_t max_transfer_;  // DeviceOpenOptions::debug_max_transfer
+  Media media_;
   std::atomic<uint64_t> requests_{0}, device_ios_{0}, short_transfers_{0}, max_in_flight_{0};
   std::atomic<bool> dsync_writes_{true};  // false once the kernel refused RWF_DSYNC
 
@@ -700,6 +706,39 @@ int lay_out_file(int fd, const std::string& path, uint64_t size, FileLayout layo
 }
 
 }  // namespace
+
+const char* media_name(Media m) {
+  switch (m) {
+    case Media::kSolidState: return "solid-state";
+    case Media::kRotational: return "rotational";
+    case Media::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string sys_block_dir_of(uint64_t dev) {
+  namespace fs = std::filesystem;
+  const dev_t d = static_cast<dev_t>(dev);
+  std::error_code ec;
+  fs::path p = fs::canonical(fmt::format("/sys/dev/block/{}:{}", major(d), minor(d)), ec);
+  if (ec) return {};
+  // A partition has no queue of its own: its disk's answers for it.
+  if (!fs::exists(p / "queue", ec) && fs::exists(p / "partition", ec)) p = p.parent_path();
+  return p.string();
+}
+
+Media media_of(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) < 0) return Media::kUnknown;
+  const std::string dir = sys_block_dir_of(S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev);
+  if (dir.empty()) return Media::kUnknown;
+  std::ifstream f(dir + "/queue/rotational");
+  std::string v;
+  if (!std::getline(f, v)) return Media::kUnknown;
+  if (v == "1") return Media::kRotational;
+  if (v == "0") return Media::kSolidState;
+  return Media::kUnknown;
+}
 
 std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
                                                const DeviceOpenOptions& opts,

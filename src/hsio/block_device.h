@@ -60,6 +60,20 @@ struct ReadIo {
   uint64_t len;
 };
 
+// What a device is made of, as far as the kernel (or a device model) says:
+// whether random I/O costs it a seek decides where small writes are worth
+// moving.
+enum class Media { kUnknown, kSolidState, kRotational };
+const char* media_name(Media m);  // "unknown", "solid-state", "rotational"
+
+// The media behind a file or block device: the block device's queue, or the
+// queue of the disk holding the file (a partition answers for its disk).
+// kUnknown where there is no such disk (tmpfs, FUSE, overlay).
+Media media_of(int fd);
+// The sysfs directory of the whole disk holding device number `dev`
+// (/sys/devices/.../vda), or "" when there is none.
+std::string sys_block_dir_of(uint64_t dev);
+
 struct BlockDeviceStats {
   uint64_t requests = 0;         // ReadIo/WriteIo asked for (read() and write() count one)
   uint64_t device_ios = 0;       // reads and writes handed to the kernel, after joining
@@ -98,6 +112,7 @@ class BlockDevice {
   virtual int discard(uint64_t offset, uint64_t len) { return 0; }
   // Counters of the file-backed devices (others return zeros).
   virtual BlockDeviceStats io_stats() const { return {}; }
+  virtual Media media() const { return Media::kUnknown; }
 };
 
 enum class IoBackend { kAuto, kUring, kPosix };

@@ -126,6 +126,14 @@ struct TxnContext {
   std::map<CollectionId, std::shared_ptr<CollectionState>> locked;
 };
 
+// Absorbing a small write moves it from the object's tier to the fastest,
+// for an allocation, an extent split and a write-back later: it pays only
+// when the fastest tier does random writes without seeking and the object's
+// tier does not. Tiers on one kind of device (files on one disk, two SSDs)
+// write in place instead, as BlueStore would. A device of unknown media
+// counts as its role: the fastest solid-state, the others disks.
+bool absorb_pays(Media fastest, Media below);
+
 class StoreImpl {
  public:
   StoreImpl(std::string path, Config cfg);
@@ -263,6 +271,11 @@ class StoreImpl {
   uint64_t promote_hits_ = 0;      // hybridstore_tier_promote_hits
   uint64_t absorb_max_ = 0;        // hybridstore_tier_absorb_max
   double absorb_min_free_ = 0;     // hybridstore_tier_absorb_min_free
+  // By tier index: the fastest tier absorbs small writes into objects there
+  // (hybridstore_tier_absorb, and absorb_pays of the devices' media, decided
+  // at mount).
+  bool absorb_from_[kMaxTiers] = {};
+  void decide_absorption();
   // True when the fastest tier has room to absorb `len` more bytes of small
   // writes.
   bool fastest_can_absorb(uint64_t len) const;

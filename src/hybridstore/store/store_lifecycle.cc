@@ -476,6 +476,7 @@ int StoreImpl::mount(std::string* error) {
   promote_hits_ = static_cast<uint64_t>(cfg_.get_int("hybridstore_tier_promote_hits"));
   absorb_max_ = cfg_.get_size("hybridstore_tier_absorb_max");
   absorb_min_free_ = cfg_.get_double("hybridstore_tier_absorb_min_free");
+  decide_absorption();
   promote_max_size_ = cfg_.get_size("hybridstore_tier_promote_max_size");
   promote_break_even_ = cfg_.get_size("hybridstore_tier_promote_break_even");
   for (int t = 0; t < tiers(); ++t) space_[t]->set_small_overwrites(cfg_.get_str("hybridstore_ssd_small_overwrites"));
@@ -599,6 +600,28 @@ void StoreImpl::note_access(const CollectionId& c, const ObjectId& o, AccessType
 void StoreImpl::note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len,
                             uint64_t size, bool counts) {
   heat_->record(onode_key, type, off, len, wall_us(), size, counts);
+}
+
+bool absorb_pays(Media fastest, Media below) {
+  if (fastest == Media::kUnknown) fastest = Media::kSolidState;  // the roles
+  if (below == Media::kUnknown) below = Media::kRotational;
+  return fastest == Media::kSolidState && below == Media::kRotational;
+}
+
+void StoreImpl::decide_absorption() {
+  const bool always = cfg_.get_str("hybridstore_tier_absorb") == "always";
+  const Media top = dev(tier_index(fastest()))->media();
+  std::string said;
+  for (int t = 0; t < tiers(); ++t) {
+    const Tier tier = tier_at(t);
+    if (tier == fastest()) continue;
+    const Media m = dev(t)->media();
+    absorb_from_[t] = absorb_max_ > 0 && (always || absorb_pays(top, m));
+    said += fmt::format("{}{} ({}): {}", said.empty() ? "" : "; ", tier_name(tier), media_name(m),
+                        absorb_from_[t] ? "absorbed" : "written in place");
+  }
+  HS_INFO("small writes into objects below the {} ({}, hybridstore_tier_absorb={}): {}", tier_name(fastest()),
+          media_name(top), always ? "always" : "auto", said);
 }
 
 bool StoreImpl::fastest_can_absorb(uint64_t len) const {

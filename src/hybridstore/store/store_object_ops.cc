@@ -251,9 +251,11 @@ int OpApplier::apply(const Op& op, std::string* why) {
       mark_dirty(c, op.oid);
       // Asked before note_access moves the object's last request to this one.
       bool absorbable = false;
-      if (s.absorb_max_ && data.size() <= s.absorb_max_ && !o->extents.empty() &&
-          s.placement_->choose(*o, op.off + data.size()) != s.fastest())
-        absorbable = !s.write_continues(c, op.oid, op.off);
+      if (s.absorb_max_ && data.size() <= s.absorb_max_ && !o->extents.empty()) {
+        const Tier home = s.placement_->choose(*o, op.off + data.size());
+        if (home != s.fastest() && s.absorb_from_[tier_index(home)])
+          absorbable = !s.write_continues(c, op.oid, op.off);
+      }
       // A write the SSD may absorb is not heat: it is fast without the
       // object being promoted, and counting it would have passes copy
       // objects up only because they are written at random (an RBD image

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 #include <rocksdb/db.h>
 
+#include "hsio/block_device.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/space/tier_space.h"
@@ -42,20 +43,9 @@ std::string read_sys(const std::string& path) {
   return v;
 }
 
-// The whole-disk sysfs directory for a block device number: a partition's
-// queue/ lives in its parent.
-std::string sys_block_dir(dev_t dev) {
-  std::string link = "/sys/dev/block/" + std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
-  std::error_code ec;
-  fs::path p = fs::canonical(link, ec);
-  if (ec) return {};
-  if (!fs::exists(p / "queue") && fs::exists(p / "partition")) p = p.parent_path();
-  return p.string();
-}
-
 void describe(const std::string& path, bool default_rotational, StoreProbe::Device* d) {
   d->path = path;
-  d->rotational = default_rotational;
+  d->rotational = default_rotational && d->kind != "nand";
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);
   d->resolved = ec ? path : real.string();
@@ -75,11 +65,12 @@ void describe(const std::string& path, bool default_rotational, StoreProbe::Devi
   } else {
     d->size = static_cast<uint64_t>(st.st_size);
   }
-  std::string dir = sys_block_dir(holder);
+  std::string dir = sys_block_dir_of(holder);
   if (dir.empty()) return;  // tmpfs, overlay: no device to name
   d->kernel_devices.push_back(fs::path(dir).filename().string());
   std::string rot = read_sys(dir + "/queue/rotational");
-  if (rot == "0" || rot == "1") d->rotational = rot == "1";
+  // Raw flash behind the embedded FTL is a file on whatever disk holds it.
+  if ((rot == "0" || rot == "1") && d->kind != "nand") d->rotational = rot == "1";
 }
 
 // True when another open file description holds the store's fsid lock (the
@@ -163,7 +154,7 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
   struct stat st;
   std::string kv_dir = fs::exists(path + "/db", ec) ? path + "/db" : path;
   if (::stat(kv_dir.c_str(), &st) == 0) {
-    std::string dir = sys_block_dir(st.st_dev);
+    std::string dir = sys_block_dir_of(st.st_dev);
     std::string rot = dir.empty() ? "" : read_sys(dir + "/queue/rotational");
     out->kv_rotational = rot != "0";
   }

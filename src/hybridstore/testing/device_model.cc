@@ -210,6 +210,11 @@ ModeledBlockDevice::ModeledBlockDevice(std::unique_ptr<BlockDevice> inner,
 
 std::string ModeledBlockDevice::backend() const { return "modeled+" + inner_->backend(); }
 
+Media ModeledBlockDevice::media() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return model_->media();
+}
+
 void ModeledBlockDevice::charge(IoDir dir, uint64_t offset, uint64_t len) {
   std::lock_guard<std::mutex> g(mu_);
   ModeledIo io = model_->access(dir, offset, len);

@@ -67,6 +67,7 @@ class DeviceModel {
   // Forget the head position (the next request is never "sequential").
   virtual void reset() = 0;
   virtual std::string describe() const = 0;
+  virtual Media media() const = 0;
 };
 
 struct HddModelParams {
@@ -90,6 +91,7 @@ class HddModel : public DeviceModel {
   ModeledIo access(IoDir dir, uint64_t offset, uint64_t len) override;
   void idle(uint64_t ns) override;
   void reset() override;
+  Media media() const override { return Media::kRotational; }
   std::string describe() const override;
 
   // Seek time in milliseconds for a distance of `d` cylinders.
@@ -129,6 +131,7 @@ class SsdModel : public DeviceModel {
   explicit SsdModel(const SsdModelParams& p = {});
   ModeledIo access(IoDir dir, uint64_t offset, uint64_t len) override;
   void reset() override { positioned_ = false; }
+  Media media() const override { return Media::kSolidState; }
   std::string describe() const override;
   const SsdModelParams& params() const { return p_; }
 
@@ -183,6 +186,8 @@ class ModeledBlockDevice : public BlockDevice {
   int write_many(const std::vector<WriteIo>& ios) override;
   int flush() override { return inner_->flush(); }
   int discard(uint64_t offset, uint64_t len) override { return inner_->discard(offset, len); }
+  // What the model is, not what the file under it lies on.
+  Media media() const override;
 
   ModeledDeviceStats stats() const;
   void reset_stats();

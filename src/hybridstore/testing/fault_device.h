@@ -31,6 +31,7 @@ class FaultInjectionDevice final : public BlockDevice {
   uint32_t alignment() const override { return media_->alignment(); }
   std::string backend() const override { return "fault-injection+" + media_->backend(); }
   std::string path() const override { return media_->path(); }
+  Media media() const override { return media_->media(); }
 
   int read(uint64_t offset, char* buf, uint64_t len) override;
   int write(uint64_t offset, const char* buf, uint64_t len) override;

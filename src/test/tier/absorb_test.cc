@@ -1,12 +1,18 @@
 // Small random writes into objects on the HDD are absorbed by the SSD, and
 // written back whole to the HDD when the SSD needs the room: the data reads
 // back the same at every step, across a remount, and fsck stays clean.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <iostream>
 #include <chrono>
 #include <random>
 #include <thread>
 
+#include "hsio/block_device.h"
 #include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/store/store_impl.h"
 #include "hybridstore/tier/heat_tracker.h"
 #include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
@@ -131,6 +137,59 @@ TEST_F(AbsorbTest, ZeroLimitTurnsItOff) {
   std::string model = put_on_hdd(obj("rbd"), 64 << 10);
   write(obj("rbd"), 8192, std::string(4096, 'a'), &model);
   EXPECT_EQ(on(obj("rbd"), Tier::kSsd), 0u);
+}
+
+TEST(AbsorbPays, OnlyFromADiskIntoSolidState) {
+  using M = Media;
+  EXPECT_TRUE(absorb_pays(M::kSolidState, M::kRotational));
+  EXPECT_FALSE(absorb_pays(M::kRotational, M::kRotational));  // files on one disk
+  EXPECT_FALSE(absorb_pays(M::kSolidState, M::kSolidState));  // two SSDs
+  EXPECT_FALSE(absorb_pays(M::kRotational, M::kSolidState));
+  // Nothing known: the roles decide (the fastest tier an SSD, below it disks).
+  EXPECT_TRUE(absorb_pays(M::kUnknown, M::kUnknown));
+  EXPECT_TRUE(absorb_pays(M::kUnknown, M::kRotational));
+  EXPECT_TRUE(absorb_pays(M::kSolidState, M::kUnknown));
+  EXPECT_FALSE(absorb_pays(M::kUnknown, M::kSolidState));
+  EXPECT_FALSE(absorb_pays(M::kRotational, M::kUnknown));
+}
+
+// With the devices modelled (an SSD and a disk), auto absorbs as always does.
+TEST_F(AbsorbTest, AutoAbsorbsIntoAnSsdFromADisk) {
+  with({{"hybridstore_tier_absorb", "auto"}, {"hybridstore_device_model", "paper"}});
+  std::string model = put_on_hdd(obj("rbd"), 256 << 10);
+  write(obj("rbd"), 100 << 10, std::string(4096, 'a'), &model);
+  EXPECT_EQ(on(obj("rbd"), Tier::kSsd), 4096u);
+  EXPECT_EQ(counter("tier_absorb_ops"), 1u);
+  EXPECT_EQ(read_all(coll_, obj("rbd")), model);
+}
+
+// Both device files lie in one directory, so on one disk: auto writes in
+// place (deferred), unless the kernel says nothing of that disk (tmpfs),
+// when the roles decide and the SSD absorbs. Either way the store follows
+// what its devices report.
+TEST_F(AbsorbTest, AutoFollowsTheMediaOfTheDeviceFiles) {
+  with({{"hybridstore_tier_absorb", "auto"}});
+  const std::string probe_file = dir_->path() + "/media-probe";
+  int fd = ::open(probe_file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  const Media m = media_of(fd);
+  ::close(fd);
+  ::unlink(probe_file.c_str());
+  std::cout << "device files' media: " << media_name(m) << std::endl;
+  std::string model = put_on_hdd(obj("rbd"), 256 << 10);
+  const uint64_t deferred = counter("deferred_write_ops");
+  write(obj("rbd"), 100 << 10, std::string(4096, 'a'), &model);
+  if (m == Media::kUnknown) {
+    EXPECT_EQ(on(obj("rbd"), Tier::kSsd), 4096u);
+    EXPECT_EQ(counter("tier_absorb_ops"), 1u);
+  } else {
+    EXPECT_EQ(on(obj("rbd"), Tier::kSsd), 0u);
+    EXPECT_EQ(on(obj("rbd"), Tier::kHdd), 256u << 10);
+    EXPECT_EQ(counter("tier_absorb_ops"), 0u);
+    EXPECT_EQ(counter("deferred_write_ops"), deferred + 1);
+  }
+  EXPECT_EQ(read_all(coll_, obj("rbd")), model);
+  EXPECT_EQ(fsck_errors(true), 0);
 }
 
 TEST_F(AbsorbTest, WriteBackMovesTheObjectWholeToTheHddWithItsData) {

@@ -22,6 +22,9 @@ Config harness_config(const std::vector<std::string>& overrides, std::string* er
                         "hybridstore_hdd_size=1G",
                         "hybridstore_placement_hdd_threshold=128K",
                         "hybridstore_onode_cache_size=2000",
+                        // Small writes into HDD objects take the absorb path
+                        // on any machine (auto follows the disk's media).
+                        "hybridstore_tier_absorb=always",
                         "hybridstore_rocksdb_options=write_buffer_size=4M;compression=kNoCompression"};
   for (const char* kv : base) c.set_from_arg(kv, error);
   for (const auto& kv : overrides)
