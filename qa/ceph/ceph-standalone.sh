@@ -63,6 +63,10 @@ if [ -n "${CEPH_BUILD:-}" ] || [ -z "${HS_CEPH_TREE:-}" ]; then
     tree=${HS_CEPH_TREE:-$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$CEPH_BUILD/CMakeCache.txt" 2> /dev/null)}
     osd_bin=$CEPH_BUILD/bin/ceph-osd
     cot_bin=$CEPH_BUILD/bin/ceph-objectstore-tool
+    # The build's own ceph-kvstore-tool when it has one: Debian's (another
+    # release) once left a 16.2.11 BlueStore OSD unmountable for
+    # ceph-objectstore-tool in osd-scrub-snaps.sh.
+    kvt_bin=$CEPH_BUILD/bin/ceph-kvstore-tool
     # The build's plugins; Ceph's own defaults point at an installed tree.
     lib=$CEPH_BUILD/lib
     plugin_args="--erasure-code-dir=$lib --plugin-dir=$lib --osd-class-dir=$lib"
@@ -72,6 +76,7 @@ else
     [ -n "$osd_bin" ] && [ -x "$osd_bin" ] || skip "no ceph-osd: set CEPH_BUILD, or CEPH_OSD, or install Ceph"
     cot_bin=$(dirname "$osd_bin")/ceph-objectstore-tool
     [ -x "$cot_bin" ] || cot_bin=$(command -v ceph-objectstore-tool)
+    kvt_bin=$(dirname "$osd_bin")/ceph-kvstore-tool
     [ -n "$cot_bin" ] || skip "no ceph-objectstore-tool beside $osd_bin or on PATH"
     plugin_args=""
 fi
@@ -90,6 +95,7 @@ osd_knows_store hybridstore || skip "$osd_bin does not know osd_objectstore=hybr
 hs_tool=${HYBRIDSTORE_TOOL:-}
 [ -z "$hs_tool" ] && [ -x "$HS_TOP/build/bin/hybridstore-tool" ] && hs_tool=$HS_TOP/build/bin/hybridstore-tool
 [ -n "$hs_tool" ] && [ -x "$hs_tool" ] || hs_tool=""
+[ -x "$kvt_bin" ] || kvt_bin=/usr/bin/ceph-kvstore-tool
 
 scripts=${HS_STANDALONE_SCRIPTS:-"scrub/osd-scrub-repair.sh scrub/osd-scrub-snaps.sh scrub/osd-recovery-scrub.sh osd/osd-rep-recov-eio.sh osd/osd-recovery-space.sh osd/osd-backfill-space.sh osd/pg-split-merge.sh osd/osd-dup.sh erasure-code/test-erasure-eio.sh"}
 test_timeout=${HS_TEST_TIMEOUT:-1800}
@@ -149,7 +155,12 @@ if [ "\$1" = bluestore-kv ] && [ "\$(cat "\$2/type" 2> /dev/null)" = hybridstore
     "$hs_tool" --path "\$2" --log-level error omap-keys | awk -F'\t' '{print "p\t" \$3}'
     exit \${PIPESTATUS[0]}
 fi
-exec /usr/bin/ceph-kvstore-tool "\$@"
+exec "$kvt_bin" "\$@"
+EOF
+    else
+        cat > "$bin/ceph-kvstore-tool" << EOF
+#!/usr/bin/env bash
+exec "$kvt_bin" "\$@"
 EOF
     fi
     chmod +x "$bin"/*

@@ -63,8 +63,10 @@ void add_core_options(std::vector<OptionSpec>* v) {
   v->push_back({"hybridstore_csum_block", T::kSize, "4K",
                 "bytes covered by one crc32c of object data", "512", "1M", {}, true, true});
   v->push_back({"hybridstore_deferred_max", T::kSize, "64K",
-                "writes up to this size into space an object owns, and small writes to the HDD, "
-                "are deferred: acknowledged through RocksDB and applied to the device later in batches",
+                "writes smaller than this into space an object owns, and small writes to the HDD, "
+                "are deferred: acknowledged through RocksDB and applied to the device later in "
+                "batches (BlueStore's bluestore_prefer_deferred_size_hdd draws the same line); "
+                "larger ones go to new space, written before the commit",
                 "0", "16M"});
   v->push_back({"hybridstore_extent_map_inline_max", T::kSize, "1K",
                 "an object's extent map whose encoding is larger than this is stored in shards of "

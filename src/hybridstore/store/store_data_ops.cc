@@ -249,7 +249,7 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
     // complete; pieces in holes of written extents in place), or its whole
     // units wait in tx.writes, which point into this buffer.
     tx.buffers.push_back(std::move(owned));
-  } else if (route == WriteRoute::kDeferSmall && len <= s.deferred_max_) {
+  } else if (route == WriteRoute::kDeferSmall && len < s.deferred_max_) {
     // A small write to a disk never goes to it synchronously: it rides in
     // the transaction's batch and joins a sorted batch later.
     for (const auto& io : ios)
@@ -344,7 +344,10 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       }
     }
     const uint64_t len = b - a;
-    const bool in_place = len <= s.deferred_max_ && owned_on(o, tier, a, b) &&
+    // Strictly smaller: a write of the limit's size, deferred, would cross
+    // the device twice (the log, then its place) where one to new space
+    // crosses it once.
+    const bool in_place = len < s.deferred_max_ && owned_on(o, tier, a, b) &&
                           !s.space(tier).redirects_small_overwrites();
     std::vector<PExtent> where;
     uint64_t hint = 0;
