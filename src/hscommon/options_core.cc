@@ -105,6 +105,11 @@ void add_core_options(std::vector<OptionSpec>* v) {
   // that, a read the onode cache missed also read and checksummed a table
   // block (NAND random reads, 140,000 objects: 8.9 us of CPU a read at 8 MiB,
   // 7.0 at 32 MiB and above; docs/benchmarks.md, fifteenth round).
+  v->push_back({"hybridstore_data_cache_size", T::kSize, "1G",
+                "object data kept in memory after it was read, in 4 KiB blocks shared by the "
+                "tiers, least recently used out (the devices are opened O_DIRECT, so the kernel "
+                "caches none); writes drop what they cover; 0 = none",
+                "0", ""});
   v->push_back({"hybridstore_kv_block_cache_size", T::kSize, "128M",
                 "RocksDB block cache (LRU, grows as used): table blocks of onodes and omap the onode "
                 "cache misses (RocksDB's own default is 8 MiB)",

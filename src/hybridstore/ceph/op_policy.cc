@@ -138,7 +138,7 @@ bool error_is_tolerated(uint32_t code, int err) {
 
 uint32_t engine_read_flags(uint32_t ceph_op_flags) {
   uint32_t f = 0;
-  if (ceph_op_flags & (kFadviseDontNeed | kFadviseNoCache | kBypassCleanCache)) f |= kReadNoHeat;
+  if (ceph_op_flags & (kFadviseDontNeed | kFadviseNoCache | kBypassCleanCache)) f |= kReadNoHeat | kReadUncached;
   return f;
 }
 

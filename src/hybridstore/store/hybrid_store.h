@@ -69,6 +69,10 @@ enum ReadFlags : uint32_t {
   // Not a client access: scrub, recovery, backfill. The object's heat is left
   // alone, so background reads do not pull cold data onto the SSD.
   kReadNoHeat = 1,
+  // From the media: the data cache neither answers nor keeps this read
+  // (deep scrub checks what the disk holds; background reads do not push
+  // clients' data out).
+  kReadUncached = 2,
 };
 
 // What a store directory holds, read without mounting it (what the Ceph

@@ -24,6 +24,7 @@
 #include <unordered_set>
 
 #include "hscommon/log.h"
+#include "hsio/read_cache.h"
 #include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {
@@ -186,6 +187,7 @@ int StoreImpl::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
       used[t].set_range(e.physical / u, e.length / u);
       if (deep) {
         std::string data;
+        ReadCache::Bypass from_the_media;
         if (read_extent_raw(e, &data) < 0)
           problem(fmt::format("object {}: data at {} fails its checksum or cannot be read", where, e.logical));
         else

@@ -24,6 +24,7 @@
 #include "hscommon/config.h"
 #include "hybridstore/format/store_format.h"
 #include "hsio/block_device.h"
+#include "hsio/read_cache.h"
 #include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_committer.h"
@@ -247,6 +248,9 @@ class StoreImpl {
   // reader of the move's image and the migrate op must agree on it.
   bool move_rewrites_whole(Tier target) const { return space(target).route() == WriteRoute::kStaged; }
   BlockDevice* dev(int t) const { return space_[t]->device(); }
+  // Read blocks of every tier's device (hybridstore_data_cache_size; null
+  // when 0): the devices the tiers hold are CachingBlockDevices over it.
+  std::shared_ptr<ReadCache> read_cache_;
   std::array<BlockDevice*, kMaxTiers> devices() const;  // null past tiers()
   // Gives space back to the tier that owns it.
   void return_space(const PExtent& e);

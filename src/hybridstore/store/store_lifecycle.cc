@@ -325,6 +325,19 @@ int StoreImpl::open_devices(bool create, std::string* error) {
   o.uring_depth = static_cast<unsigned>(cfg_.get_int("hybridstore_uring_depth"));
   const NandCounters nand{&perf_->set, perf_->ftl_merges, perf_->ftl_erases, perf_->ftl_pages_copied,
                           perf_->ftl_host_pages_written};
+  read_cache_.reset();
+  if (const uint64_t bytes = cfg_.get_size("hybridstore_data_cache_size"); bytes > 0) {
+    read_cache_ = std::make_shared<ReadCache>(bytes);
+    PerfCounterSet* ps = &perf_->set;
+    const int hit = perf_->data_cache_hit_bytes, miss = perf_->data_cache_miss_bytes, held = perf_->data_cache_bytes;
+    read_cache_->set_observer({[ps, hit](uint64_t n) { ps->inc(hit, n); },
+                               [ps, miss](uint64_t n) { ps->inc(miss, n); },
+                               [ps, held](int64_t n) {
+                                 if (n > 0) ps->inc(held, static_cast<uint64_t>(n));
+                                 else ps->dec(held, static_cast<uint64_t>(-n));
+                               }});
+    perf_->set.set(held, 0);
+  }
   for (int t = 0; t < tiers(); ++t) {
     Tier tier = tier_at(t);
     std::string p = path_ + "/" + tier_link(tier);
@@ -355,6 +368,9 @@ int StoreImpl::open_devices(bool create, std::string* error) {
     }
     // Test tools put fault injection and device models in between here.
     if (auto hooks = storage_hooks()) dev = hooks->wrap_device(path_, tier, cfg_, std::move(dev));
+    // Above any test wrapper: what the cache serves is what the media
+    // (faulty or modelled) returned, and every write reaches both.
+    if (read_cache_) dev = std::make_unique<CachingBlockDevice>(std::move(dev), read_cache_, t);
     space_[t] = make_tier_space(tier, std::move(dev), super_);
     if (int r = space_[t]->check_device(error); r < 0) return r;
   }

@@ -38,6 +38,9 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   read_bytes = c("read_bytes", "bytes returned by object reads");
   read_eio = c("read_eio", "object reads that returned EIO");
   csum_errors = c("csum_errors", "checksum mismatches found reading object data");
+  data_cache_hit_bytes = c("data_cache_hit_bytes", "device bytes a read found in the data cache");
+  data_cache_miss_bytes = c("data_cache_miss_bytes", "device bytes a read looked for in the data cache and read from the device");
+  data_cache_bytes = g("data_cache_bytes", "object data held in the data cache");
   onode_hits = c("onode_hits", "onode lookups served by the cache");
   onode_misses = c("onode_misses", "onode lookups that went to RocksDB");
 

@@ -37,6 +37,8 @@ struct StorePerf {
       deferred_apply_bytes, deferred_apply_lat;
   // Reads and the onode cache.
   int read_lat, read_bytes, read_eio, csum_errors, onode_hits, onode_misses;
+  // The data cache (hybridstore_data_cache_size).
+  int data_cache_hit_bytes, data_cache_miss_bytes, data_cache_bytes;
   // Tiers: space (gauges), objects by the tier holding most of their data
   // (gauges, persisted with the store's statistics), data placed and read.
   int bytes_used[kMaxTiers], bytes_total[kMaxTiers], objects[kMaxTiers];

@@ -5,6 +5,7 @@
 // RocksDB, so they first wait for the collection's queued transactions to
 // commit, as BlueStore's onode flush does.
 #include <cstring>
+#include <optional>
 
 #include "hscommon/log.h"
 #include "hybridstore/store/store_impl.h"
@@ -209,6 +210,8 @@ int StoreImpl::read_into(const CollectionId& c, const ObjectId& o, uint64_t off,
   char* out = buffer(len);
   if (!out) return -ENOMEM;
   if (heat) note_access(key, AccessType::kRead, off, len, on->size);
+  std::optional<ReadCache::Bypass> from_the_media;
+  if (read_flags & kReadUncached) from_the_media.emplace();
   if (int r = read_data(c, o, *on, off, len, out); r < 0) {
     if (r == -EIO) perf_->set.inc(perf_->read_eio);
     return r;

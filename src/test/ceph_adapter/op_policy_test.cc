@@ -87,14 +87,14 @@ TEST(OpPolicy, AdviceIsDecodedAndDropped) {
   EXPECT_TRUE(t.empty());
 }
 
-TEST(OpPolicy, ReadFlagsOfScrubAndRecoveryDoNotHeat) {
+TEST(OpPolicy, ReadFlagsOfScrubAndRecoveryDoNotHeatAndReadTheMedia) {
   using ceph_adapter::engine_read_flags;
   EXPECT_EQ(engine_read_flags(0), 0u);
   EXPECT_EQ(engine_read_flags(0x8 /* SEQUENTIAL */), 0u);
   EXPECT_EQ(engine_read_flags(0x4 /* RANDOM */ | 0x10 /* WILLNEED */), 0u);
-  EXPECT_EQ(engine_read_flags(0x20 /* DONTNEED */), kReadNoHeat);
-  EXPECT_EQ(engine_read_flags(0x40 /* NOCACHE */), kReadNoHeat);
-  EXPECT_EQ(engine_read_flags(0x100 /* BYPASS_CLEAN_CACHE */ | 0x8), kReadNoHeat);
+  EXPECT_EQ(engine_read_flags(0x20 /* DONTNEED */), kReadNoHeat | kReadUncached);
+  EXPECT_EQ(engine_read_flags(0x40 /* NOCACHE */), kReadNoHeat | kReadUncached);
+  EXPECT_EQ(engine_read_flags(0x100 /* BYPASS_CLEAN_CACHE */ | 0x8), kReadNoHeat | kReadUncached);
 }
 
 // The translated ops against a real store.

@@ -1,0 +1,149 @@
+// A read cache of device blocks, shared by the devices of one store.
+//
+// BlueStore keeps what it read in its own cache (its devices are opened
+// O_DIRECT, so the kernel's page cache holds nothing); so does this store.
+// The cache sits on the BlockDevice interface: every write any part of the
+// engine makes (commits, deferred records applied, staged units, moves, the
+// section cleaner) goes through a device, so it cannot miss an invalidation.
+// It holds only what was read, in 4 KiB blocks, least recently used first
+// out; the engine checks every block it gets against the extent's crc32c as
+// it does blocks from the device.
+//
+// A read racing a write of the same blocks must not leave the old bytes
+// behind: a write bumps the generation of the stripes it covers before it is
+// issued and after it completes (dropping their blocks both times), and a
+// read inserts what it read only if its stripes' generations did not move
+// while it read.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "hsio/block_device.h"
+
+namespace hybridstore {
+
+struct ReadCacheStats {
+  uint64_t hit_bytes = 0;
+  uint64_t miss_bytes = 0;     // requested through the cache and read from a device
+  uint64_t bypass_bytes = 0;   // requests not on 4 KiB boundaries
+  uint64_t cached_bytes = 0;   // held now
+  uint64_t dropped_inserts = 0;  // reads that raced a write: not cached
+};
+
+class ReadCache {
+ public:
+  static constexpr uint64_t kBlock = 4096;
+  explicit ReadCache(uint64_t capacity_bytes);
+  ~ReadCache();
+  ReadCache(const ReadCache&) = delete;
+  ReadCache& operator=(const ReadCache&) = delete;
+
+  uint64_t capacity() const { return capacity_; }
+  ReadCacheStats stats() const;
+  // Counted as they happen (the store's perf counters): bytes hit, bytes
+  // missed, and the change in bytes held.
+  struct Observer {
+    std::function<void(uint64_t)> hit, miss;
+    std::function<void(int64_t)> held;
+  };
+  void set_observer(Observer o) { observer_ = std::move(o); }
+
+  // While one lives, this thread's reads go to the devices and leave the
+  // cache alone: a deep fsck must check the media, not what was read before.
+  class Bypass {
+   public:
+    Bypass() : was_(bypass_) { bypass_ = true; }
+    ~Bypass() { bypass_ = was_; }
+    Bypass(const Bypass&) = delete;
+    Bypass& operator=(const Bypass&) = delete;
+   private:
+    bool was_;
+  };
+  static bool bypassed() { return bypass_; }
+
+  // ---- for CachingBlockDevice
+  // True (and `out` filled) when every block of [offset, offset+len) of
+  // device `dev` is cached. offset and len are multiples of kBlock.
+  bool lookup(int dev, uint64_t offset, uint64_t len, char* out);
+  // The generations of the stripes covering the range, for insert.
+  void snapshot(int dev, uint64_t offset, uint64_t len, std::vector<uint64_t>* gens) const;
+  // Caches the range read from the device, unless a write to its stripes
+  // began since `gens` was taken.
+  void insert(int dev, uint64_t offset, uint64_t len, const char* data, const std::vector<uint64_t>& gens);
+  // A write to the range: bump the stripes and drop their blocks (called
+  // before the write is issued and again after it completes).
+  void invalidate(int dev, uint64_t offset, uint64_t len);
+  void count_bypass(uint64_t len) { bypass_bytes_.fetch_add(len, std::memory_order_relaxed); }
+
+ private:
+  static constexpr int kShards = 64;
+  static constexpr uint64_t kStripe = 64 * 1024;  // blocks of one stripe share a shard
+  struct Key {
+    int dev;
+    uint64_t block;
+    bool operator==(const Key& o) const { return dev == o.dev && block == o.block; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.block * 8 + static_cast<uint64_t>(k.dev)); }
+  };
+  struct Entry {
+    Key key;
+    std::unique_ptr<char[]> data;
+  };
+  struct Shard {
+    mutable std::mutex mu;
+    uint64_t gen = 0;
+    std::list<Entry> lru;  // front: most recently used
+    std::unordered_map<Key, std::list<Entry>::iterator, KeyHash> index;
+    uint64_t bytes = 0;
+  };
+  Shard& shard_of(int dev, uint64_t block) const;
+  static uint64_t stripe_of(uint64_t block) { return block * kBlock / kStripe; }
+  // Shards of the stripes covering [offset, offset+len), in stripe order.
+  void for_each_stripe(int dev, uint64_t offset, uint64_t len, const std::function<void(Shard&)>& f) const;
+
+  static thread_local bool bypass_;
+  Observer observer_;  // set before use
+  uint64_t capacity_;
+  uint64_t shard_capacity_;
+  mutable Shard shards_[kShards];
+  std::atomic<uint64_t> hit_bytes_{0}, miss_bytes_{0}, bypass_bytes_{0}, dropped_inserts_{0};
+};
+
+// A device whose reads go through `cache` (as device number `dev` of it) and
+// whose writes and discards invalidate it.
+class CachingBlockDevice final : public BlockDevice {
+ public:
+  CachingBlockDevice(std::unique_ptr<BlockDevice> inner, std::shared_ptr<ReadCache> cache, int dev);
+
+  uint64_t size() const override { return inner_->size(); }
+  uint32_t alignment() const override { return inner_->alignment(); }
+  std::string backend() const override { return "cached+" + inner_->backend(); }
+  std::string path() const override { return inner_->path(); }
+  Media media() const override { return inner_->media(); }
+  BlockDeviceStats io_stats() const override { return inner_->io_stats(); }
+
+  int read(uint64_t offset, char* buf, uint64_t len) override;
+  int read_many(const std::vector<ReadIo>& ios) override;
+  int write(uint64_t offset, const char* buf, uint64_t len) override;
+  int write_many(const std::vector<WriteIo>& ios) override;
+  int write_durable(uint64_t offset, const char* buf, uint64_t len) override;
+  int flush() override { return inner_->flush(); }
+  int discard(uint64_t offset, uint64_t len) override;
+
+  BlockDevice* inner() { return inner_.get(); }
+
+ private:
+  void invalidate(uint64_t offset, uint64_t len);
+  std::unique_ptr<BlockDevice> inner_;
+  std::shared_ptr<ReadCache> cache_;
+  int dev_;
+};
+
+}  // namespace hybridstore

@@ -1,0 +1,190 @@
+// The data cache's device layer: what it serves, what a write drops, its
+// bound, the read that races a write, and the bypass a deep fsck uses.
+#include "hsio/read_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "common_helpers.h"
+
+using namespace hybridstore;
+using hybridstore::test::TempDir;
+
+namespace {
+
+constexpr uint64_t kDevSize = 8 << 20;
+
+class ReadCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override { open(64 << 20); }
+  void open(uint64_t capacity, bool direct = true) {
+    dev_.reset();
+    DeviceOpenOptions o;
+    o.backend = IoBackend::kPosix;
+    o.direct_io = direct;
+    o.create = !std::filesystem::exists(path_);
+    o.create_size = kDevSize;
+    std::string err;
+    auto inner = open_block_device(path_, o, &err);
+    ASSERT_TRUE(inner) << err;
+    cache_ = std::make_shared<ReadCache>(capacity);
+    dev_ = std::make_unique<CachingBlockDevice>(std::move(inner), cache_, 0);
+  }
+  // Writes the file behind the device's back, as rot on the media would.
+  void write_behind(uint64_t off, const std::string& bytes) {
+    int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(off)), static_cast<ssize_t>(bytes.size()));
+    ::fsync(fd);
+    ::close(fd);
+  }
+  std::string read(uint64_t off, uint64_t len) {
+    AlignedBuffer b(len);
+    EXPECT_EQ(dev_->read(off, b.data(), len), 0);
+    return std::string(b.data(), len);
+  }
+  int write(uint64_t off, const std::string& bytes) {
+    AlignedBuffer b(bytes.size());
+    std::memcpy(b.data(), bytes.data(), bytes.size());
+    return dev_->write(off, b.data(), bytes.size());
+  }
+  TempDir dir_;
+  std::string path_ = dir_.file("dev");
+  std::shared_ptr<ReadCache> cache_;
+  std::unique_ptr<CachingBlockDevice> dev_;
+};
+
+}  // namespace
+
+TEST_F(ReadCacheTest, ASecondReadComesFromTheCache) {
+  ASSERT_EQ(write(65536, std::string(16384, 'a')), 0);
+  EXPECT_EQ(read(65536, 16384), std::string(16384, 'a'));
+  EXPECT_EQ(cache_->stats().miss_bytes, 16384u);
+  write_behind(65536, std::string(16384, 'z'));
+  // The cache answers with what was read, not what now lies on the file.
+  EXPECT_EQ(read(65536, 16384), std::string(16384, 'a'));
+  EXPECT_EQ(cache_->stats().hit_bytes, 16384u);
+  EXPECT_EQ(cache_->stats().cached_bytes, 16384u);
+}
+
+TEST_F(ReadCacheTest, AReadPartlyCachedGoesToTheDeviceWhole) {
+  ASSERT_EQ(write(0, std::string(8192, 'a')), 0);
+  read(0, 4096);
+  write_behind(0, std::string(8192, 'b'));
+  // Block 0 is cached, block 1 is not: the device answers for both.
+  EXPECT_EQ(read(0, 8192), std::string(8192, 'b'));
+  EXPECT_EQ(read(0, 4096), std::string(4096, 'b'));
+}
+
+TEST_F(ReadCacheTest, AWriteDropsTheBlocksItCovers) {
+  ASSERT_EQ(write(0, std::string(65536, 'a')), 0);
+  read(0, 65536);
+  ASSERT_EQ(write(8192, std::string(4096, 'w')), 0);
+  std::string want(65536, 'a');
+  want.replace(8192, 4096, std::string(4096, 'w'));
+  EXPECT_EQ(read(0, 65536), want);
+  // Blocks outside the write stayed cached.
+  write_behind(0, std::string(4096, 'z'));
+  EXPECT_EQ(read(0, 4096), std::string(4096, 'a'));
+}
+
+TEST_F(ReadCacheTest, WritesOfEveryKindDropBlocks) {
+  ASSERT_EQ(write(0, std::string(3 * 4096, 'a')), 0);
+  read(0, 3 * 4096);
+  AlignedBuffer b(4096);
+  std::memset(b.data(), 'x', 4096);
+  ASSERT_EQ(dev_->write_many({WriteIo{0, b.data(), 4096}}), 0);
+  std::memset(b.data(), 'y', 4096);
+  ASSERT_EQ(dev_->write_durable(4096, b.data(), 4096), 0);
+  ASSERT_EQ(dev_->discard(8192, 4096), 0);  // a file punches a hole: zeros
+  std::string media;
+  {
+    ReadCache::Bypass b;
+    media = read(8192, 4096);
+  }
+  EXPECT_NE(media, std::string(4096, 'a'));
+  EXPECT_EQ(read(0, 3 * 4096), std::string(4096, 'x') + std::string(4096, 'y') + media);
+}
+
+TEST_F(ReadCacheTest, AnUnalignedWriteDropsTheWholeBlockAroundIt) {
+  open(64 << 20, /*direct=*/false);  // byte-aligned I/O, as without O_DIRECT
+  ASSERT_EQ(write(0, std::string(8192, 'a')), 0);
+  read(0, 8192);
+  write_behind(4096, std::string(4096, 'q'));
+  ASSERT_EQ(dev_->write(100, "0123456789", 10), 0);
+  std::string want(4096, 'a');
+  want.replace(100, 10, "0123456789");
+  EXPECT_EQ(read(0, 4096), want);
+  EXPECT_EQ(read(4096, 4096), std::string(4096, 'a'));  // the next block stayed
+}
+
+TEST_F(ReadCacheTest, ItHoldsNoMoreThanItsCapacity) {
+  open(256 << 10);
+  ASSERT_EQ(write(0, std::string(4 << 20, 'c')), 0);
+  for (uint64_t off = 0; off < (4u << 20); off += 65536) read(off, 65536);
+  const ReadCacheStats s = cache_->stats();
+  EXPECT_LE(s.cached_bytes, 256u << 10);
+  EXPECT_GT(s.cached_bytes, 0u);
+  EXPECT_EQ(s.miss_bytes, 4u << 20);
+}
+
+TEST_F(ReadCacheTest, BypassReadsTheMedia) {
+  ASSERT_EQ(write(0, std::string(4096, 'a')), 0);
+  read(0, 4096);
+  write_behind(0, std::string(4096, 'r'));
+  {
+    ReadCache::Bypass from_the_media;
+    EXPECT_EQ(read(0, 4096), std::string(4096, 'r'));
+  }
+  EXPECT_EQ(read(0, 4096), std::string(4096, 'a'));  // untouched by the bypass
+}
+
+// Readers and writers on the same blocks at once: afterwards every block
+// the cache serves is what the device holds.
+TEST_F(ReadCacheTest, ReadsRacingWritesLeaveNothingStale) {
+  const uint64_t seed = 7;
+  std::cout << "seed " << seed << std::endl;
+  constexpr uint64_t kSpan = 32 * 4096;
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < 2; ++w)
+    threads.emplace_back([&, w] {
+      std::mt19937_64 rng(seed + w);
+      AlignedBuffer b(16384);
+      for (int i = 0; i < 3000; ++i) {
+        const uint64_t len = 4096 * (1 + rng() % 4), off = 4096 * (rng() % (kSpan / 4096 - len / 4096 + 1));
+        std::memset(b.data(), static_cast<int>('A' + (w * 3000 + i) % 50), len);
+        ASSERT_EQ(dev_->write(off, b.data(), len), 0);
+      }
+    });
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      std::mt19937_64 rng(seed + 100 + r);
+      AlignedBuffer b(kSpan);
+      while (!stop.load()) {
+        const uint64_t len = 4096 * (1 + rng() % 8), off = 4096 * (rng() % (kSpan / 4096 - len / 4096 + 1));
+        ASSERT_EQ(dev_->read(off, b.data(), len), 0);
+      }
+    });
+  threads[0].join();
+  threads[1].join();
+  stop = true;
+  for (size_t i = 2; i < threads.size(); ++i) threads[i].join();
+  AlignedBuffer media(kSpan);
+  {
+    ReadCache::Bypass b;
+    ASSERT_EQ(dev_->read(0, media.data(), kSpan), 0);
+  }
+  for (uint64_t off = 0; off < kSpan; off += 4096)
+    EXPECT_EQ(read(off, 4096), std::string(media.data() + off, 4096)) << "block at " << off;
+  EXPECT_GT(cache_->stats().hit_bytes, 0u);
+}
