@@ -130,7 +130,6 @@ ReadCacheStats ReadCache::stats() const {
   ReadCacheStats s;
   s.hit_bytes = hit_bytes_.load(std::memory_order_relaxed);
   s.miss_bytes = miss_bytes_.load(std::memory_order_relaxed);
-  s.bypass_bytes = bypass_bytes_.load(std::memory_order_relaxed);
   s.dropped_inserts = dropped_inserts_.load(std::memory_order_relaxed);
   for (const Shard& sh : shards_) {
     std::lock_guard<std::mutex> l(sh.mu);
@@ -144,34 +143,9 @@ ReadCacheStats ReadCache::stats() const {
 CachingBlockDevice::CachingBlockDevice(std::unique_ptr<BlockDevice> inner, std::shared_ptr<ReadCache> cache, int dev)
     : inner_(std::move(inner)), cache_(std::move(cache)), dev_(dev) {}
 
-static bool cacheable(uint64_t offset, uint64_t len) {
-  return len > 0 && offset % ReadCache::kBlock == 0 && len % ReadCache::kBlock == 0;
-}
+int CachingBlockDevice::read(uint64_t offset, char* buf, uint64_t len) { return inner_->read(offset, buf, len); }
 
-int CachingBlockDevice::read(uint64_t offset, char* buf, uint64_t len) {
-  return read_many({ReadIo{offset, buf, len}});
-}
-
-int CachingBlockDevice::read_many(const std::vector<ReadIo>& ios) {
-  if (ReadCache::bypassed()) return inner_->read_many(ios);
-  std::vector<ReadIo> missed;
-  for (const auto& io : ios) {
-    if (!cacheable(io.offset, io.len)) {
-      cache_->count_bypass(io.len);
-      missed.push_back(io);
-    } else if (!cache_->lookup(dev_, io.offset, io.len, io.buf)) {
-      missed.push_back(io);
-    }
-  }
-  if (missed.empty()) return 0;
-  std::vector<std::vector<uint64_t>> gens(missed.size());
-  for (size_t i = 0; i < missed.size(); ++i)
-    if (cacheable(missed[i].offset, missed[i].len)) cache_->snapshot(dev_, missed[i].offset, missed[i].len, &gens[i]);
-  if (int r = inner_->read_many(missed); r < 0) return r;
-  for (size_t i = 0; i < missed.size(); ++i)
-    if (!gens[i].empty()) cache_->insert(dev_, missed[i].offset, missed[i].len, missed[i].buf, gens[i]);
-  return 0;
-}
+int CachingBlockDevice::read_many(const std::vector<ReadIo>& ios) { return inner_->read_many(ios); }
 
 void CachingBlockDevice::invalidate(uint64_t offset, uint64_t len) {
   // Whole blocks around a write that is not on block boundaries.

@@ -2,18 +2,19 @@
 //
 // BlueStore keeps what it read in its own cache (its devices are opened
 // O_DIRECT, so the kernel's page cache holds nothing); so does this store.
-// The cache sits on the BlockDevice interface: every write any part of the
-// engine makes (commits, deferred records applied, staged units, moves, the
-// section cleaner) goes through a device, so it cannot miss an invalidation.
-// It holds only what was read, in 4 KiB blocks, least recently used first
-// out; the engine checks every block it gets against the extent's crc32c as
-// it does blocks from the device.
+// The engine looks blocks up before it reads a device and keeps what it
+// read once the extent's checksums vouched for it, so a hit needs no
+// verification. Invalidation sits on the BlockDevice interface
+// (CachingBlockDevice): every write any part of the engine makes (commits,
+// deferred records applied, staged units, moves, the section cleaner,
+// discards) goes through a device, so none can miss it. Blocks are 4 KiB,
+// least recently used first out.
 //
 // A read racing a write of the same blocks must not leave the old bytes
 // behind: a write bumps the generation of the stripes it covers before it is
 // issued and after it completes (dropping their blocks both times), and a
-// read inserts what it read only if its stripes' generations did not move
-// while it read.
+// read keeps what it read only if its stripes' generations did not move
+// since it took them (snapshot, before reading the device).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -30,8 +31,7 @@ namespace hybridstore {
 
 struct ReadCacheStats {
   uint64_t hit_bytes = 0;
-  uint64_t miss_bytes = 0;     // requested through the cache and read from a device
-  uint64_t bypass_bytes = 0;   // requests not on 4 KiB boundaries
+  uint64_t miss_bytes = 0;     // looked up, then read from a device
   uint64_t cached_bytes = 0;   // held now
   uint64_t dropped_inserts = 0;  // reads that raced a write: not cached
 };
@@ -67,7 +67,7 @@ class ReadCache {
   };
   static bool bypassed() { return bypass_; }
 
-  // ---- for CachingBlockDevice
+  // ---- for readers (the engine's read path) and CachingBlockDevice
   // True (and `out` filled) when every block of [offset, offset+len) of
   // device `dev` is cached. offset and len are multiples of kBlock.
   bool lookup(int dev, uint64_t offset, uint64_t len, char* out);
@@ -79,7 +79,6 @@ class ReadCache {
   // A write to the range: bump the stripes and drop their blocks (called
   // before the write is issued and again after it completes).
   void invalidate(int dev, uint64_t offset, uint64_t len);
-  void count_bypass(uint64_t len) { bypass_bytes_.fetch_add(len, std::memory_order_relaxed); }
 
  private:
   static constexpr int kShards = 64;
@@ -113,11 +112,12 @@ class ReadCache {
   uint64_t capacity_;
   uint64_t shard_capacity_;
   mutable Shard shards_[kShards];
-  std::atomic<uint64_t> hit_bytes_{0}, miss_bytes_{0}, bypass_bytes_{0}, dropped_inserts_{0};
+  std::atomic<uint64_t> hit_bytes_{0}, miss_bytes_{0}, dropped_inserts_{0};
 };
 
-// A device whose reads go through `cache` (as device number `dev` of it) and
-// whose writes and discards invalidate it.
+// A device whose writes and discards drop what they cover from `cache` (as
+// device number `dev` of it); reads pass through (the engine consults the
+// cache itself, knowing what it verified).
 class CachingBlockDevice final : public BlockDevice {
  public:
   CachingBlockDevice(std::unique_ptr<BlockDevice> inner, std::shared_ptr<ReadCache> cache, int dev);

@@ -29,6 +29,7 @@ constexpr uint64_t kCopyChunk = 8ull << 20;
 int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
                          uint64_t len, char* out, const TxnContext* tx) {
   uint64_t end = off + len;
+  ReadCache* cache = read_cache_ && !ReadCache::bypassed() ? read_cache_.get() : nullptr;
   struct Pending {
     const DataExtent* e;
     uint64_t first_block, last_block;  // csum blocks [first, last) of the extent
@@ -36,6 +37,9 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     char* data;                        // where the blocks are read: `own`, or `out` itself
     uint64_t size;
     AlignedBuffer own;
+    bool cached = false;               // served by the data cache (verified when it was kept)
+    bool keep = false;                 // exactly whole checksum blocks of 4 KiB units: cacheable
+    std::vector<uint64_t> gens;        // the cache's generations before the device read
   };
   std::vector<Pending> reads;
   // Holes read as zeros; the rest of `out` is copied from the extents below
@@ -47,7 +51,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     uint64_t cb = e->csum_block;
     uint64_t b = std::max(off, e->logical) - e->logical;
     uint64_t f = std::min(end, e->logical_end()) - e->logical;
-    Pending p{e, b / cb, (f + cb - 1) / cb, 0, nullptr, 0, {}};
+    Pending p{e, b / cb, (f + cb - 1) / cb, 0, nullptr, 0, {}, false, false, {}};
     BlockDevice* dev = space(e->tier).device();
     uint64_t a = dev->alignment();
     uint64_t pb = align_down(e->physical + p.first_block * cb, a);
@@ -65,6 +69,11 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
       p.own = AlignedBuffer(p.size, 4096, AlignedBuffer::kUninitialized);
       p.data = p.own.data();
     }
+    // The cache holds what lies on the device, in blocks their checksums
+    // vouched for: not a transaction's own writes (nor, below, staged
+    // records patched over the device's bytes).
+    p.keep = cache && !tx && pb == e->physical + p.first_block * cb && pb % ReadCache::kBlock == 0 &&
+             p.size % ReadCache::kBlock == 0;
     reads.push_back(std::move(p));
   }
   if (zeroed_to < end) std::memset(out + (zeroed_to - off), 0, end - zeroed_to);
@@ -72,12 +81,21 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
   // device and patch after. Taken in this order, a record the applier writes
   // and drops in between is either in the snapshot or already on the device.
   std::vector<DeferredWriter::Snapshot> staged(reads.size());
-  for (size_t i = 0; i < reads.size(); ++i)
-    staged[i] = deferred_->snapshot(reads[i].e->tier, reads[i].phys_begin, reads[i].size);
+  for (size_t i = 0; i < reads.size(); ++i) {
+    Pending& p = reads[i];
+    staged[i] = deferred_->snapshot(p.e->tier, p.phys_begin, p.size);
+    // Where a record is staged the device is behind (and so is the cache).
+    if (!staged[i].pieces.empty()) p.keep = false;
+    if (!p.keep) continue;
+    if (cache->lookup(tier_index(p.e->tier), p.phys_begin, p.size, p.data))
+      p.cached = true;
+    else
+      cache->snapshot(tier_index(p.e->tier), p.phys_begin, p.size, &p.gens);
+  }
   for (int t = 0; t < tiers(); ++t) {
     std::vector<ReadIo> ios;
     for (auto& p : reads) {
-      if (tier_index(p.e->tier) != t) continue;
+      if (tier_index(p.e->tier) != t || p.cached) continue;
       // Neighbouring extents read into neighbouring memory (a 4 MiB object
       // is 16 extents, one per map shard) make one request.
       if (!ios.empty() && ios.back().offset + ios.back().len == p.phys_begin &&
@@ -99,6 +117,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
   }
   for (size_t i = 0; i < reads.size(); ++i) {
     auto& r = reads[i];
+    if (r.cached) continue;
     // This transaction's own direct writes are not on the device yet. They
     // go first: they can only be to space it allocated itself, and any
     // staged record on that space is a later op of the same transaction
@@ -115,6 +134,13 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
   for (auto& p : reads) {
     const DataExtent& e = *p.e;
     uint64_t cb = e.csum_block;
+    if (p.cached) {
+      uint64_t lb = std::max(off, e.logical);
+      uint64_t le = std::min(end, e.logical_end());
+      const char* from = p.data + (e.physical + (lb - e.logical) - p.phys_begin);
+      if (from != out + (lb - off)) std::memcpy(out + (lb - off), from, le - lb);
+      continue;
+    }
     std::vector<uint32_t> got(p.last_block - p.first_block);
     crc32c_blocks(p.data + (e.physical + p.first_block * cb - p.phys_begin), cb, got.size(), got.data());
     for (uint64_t blk = p.first_block; blk < p.last_block; ++blk) {
@@ -125,6 +151,7 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
         return -EIO;
       }
     }
+    if (p.keep) cache->insert(tier_index(e.tier), p.phys_begin, p.size, p.data, p.gens);
     uint64_t lb = std::max(off, e.logical);
     uint64_t le = std::min(end, e.logical_end());
     const char* from = p.data + (e.physical + (lb - e.logical) - p.phys_begin);

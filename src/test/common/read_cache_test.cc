@@ -1,5 +1,5 @@
-// The data cache's device layer: what it serves, what a write drops, its
-// bound, the read that races a write, and the bypass a deep fsck uses.
+// The data cache: what it serves, what a write through its device drops,
+// its bound, and the read that races a write.
 #include "hsio/read_cache.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +52,20 @@ class ReadCacheTest : public ::testing::Test {
     EXPECT_EQ(dev_->read(off, b.data(), len), 0);
     return std::string(b.data(), len);
   }
+  // What the engine's read path does: the cache, else the device and keep.
+  std::string cached_read(uint64_t off, uint64_t len) {
+    AlignedBuffer b(len);
+    if (cache_->lookup(0, off, len, b.data())) return std::string(b.data(), len);
+    std::vector<uint64_t> gens;
+    cache_->snapshot(0, off, len, &gens);
+    EXPECT_EQ(dev_->read(off, b.data(), len), 0);
+    cache_->insert(0, off, len, b.data(), gens);
+    return std::string(b.data(), len);
+  }
+  bool is_cached(uint64_t off, uint64_t len) {
+    AlignedBuffer b(len);
+    return cache_->lookup(0, off, len, b.data());
+  }
   int write(uint64_t off, const std::string& bytes) {
     AlignedBuffer b(bytes.size());
     std::memcpy(b.data(), bytes.data(), bytes.size());
@@ -65,87 +79,100 @@ class ReadCacheTest : public ::testing::Test {
 
 }  // namespace
 
-TEST_F(ReadCacheTest, ASecondReadComesFromTheCache) {
+TEST_F(ReadCacheTest, WhatWasKeptIsServedWithoutTheDevice) {
   ASSERT_EQ(write(65536, std::string(16384, 'a')), 0);
-  EXPECT_EQ(read(65536, 16384), std::string(16384, 'a'));
-  EXPECT_EQ(cache_->stats().miss_bytes, 16384u);
+  EXPECT_FALSE(is_cached(65536, 16384));
+  EXPECT_EQ(cached_read(65536, 16384), std::string(16384, 'a'));
   write_behind(65536, std::string(16384, 'z'));
-  // The cache answers with what was read, not what now lies on the file.
-  EXPECT_EQ(read(65536, 16384), std::string(16384, 'a'));
-  EXPECT_EQ(cache_->stats().hit_bytes, 16384u);
-  EXPECT_EQ(cache_->stats().cached_bytes, 16384u);
+  EXPECT_EQ(cached_read(65536, 16384), std::string(16384, 'a'));
+  const ReadCacheStats s = cache_->stats();
+  EXPECT_EQ(s.hit_bytes, 16384u);
+  EXPECT_EQ(s.cached_bytes, 16384u);
+  // Reads through the device itself are never served by the cache.
+  EXPECT_EQ(read(65536, 16384), std::string(16384, 'z'));
 }
 
-TEST_F(ReadCacheTest, AReadPartlyCachedGoesToTheDeviceWhole) {
+TEST_F(ReadCacheTest, ALookupIsAllOrNothing) {
   ASSERT_EQ(write(0, std::string(8192, 'a')), 0);
-  read(0, 4096);
-  write_behind(0, std::string(8192, 'b'));
-  // Block 0 is cached, block 1 is not: the device answers for both.
-  EXPECT_EQ(read(0, 8192), std::string(8192, 'b'));
-  EXPECT_EQ(read(0, 4096), std::string(4096, 'b'));
+  cached_read(0, 4096);
+  EXPECT_TRUE(is_cached(0, 4096));
+  EXPECT_FALSE(is_cached(0, 8192));
+  EXPECT_FALSE(is_cached(4096, 4096));
 }
 
-TEST_F(ReadCacheTest, AWriteDropsTheBlocksItCovers) {
+TEST_F(ReadCacheTest, AWriteThroughTheDeviceDropsTheBlocksItCovers) {
   ASSERT_EQ(write(0, std::string(65536, 'a')), 0);
-  read(0, 65536);
+  cached_read(0, 65536);
   ASSERT_EQ(write(8192, std::string(4096, 'w')), 0);
+  EXPECT_FALSE(is_cached(8192, 4096));
+  EXPECT_TRUE(is_cached(0, 8192));
+  EXPECT_TRUE(is_cached(12288, 65536 - 12288));
   std::string want(65536, 'a');
   want.replace(8192, 4096, std::string(4096, 'w'));
-  EXPECT_EQ(read(0, 65536), want);
-  // Blocks outside the write stayed cached.
-  write_behind(0, std::string(4096, 'z'));
-  EXPECT_EQ(read(0, 4096), std::string(4096, 'a'));
+  EXPECT_EQ(cached_read(0, 65536), want);
 }
 
 TEST_F(ReadCacheTest, WritesOfEveryKindDropBlocks) {
-  ASSERT_EQ(write(0, std::string(3 * 4096, 'a')), 0);
-  read(0, 3 * 4096);
+  ASSERT_EQ(write(0, std::string(4 * 4096, 'a')), 0);
+  cached_read(0, 4 * 4096);
   AlignedBuffer b(4096);
   std::memset(b.data(), 'x', 4096);
   ASSERT_EQ(dev_->write_many({WriteIo{0, b.data(), 4096}}), 0);
-  std::memset(b.data(), 'y', 4096);
   ASSERT_EQ(dev_->write_durable(4096, b.data(), 4096), 0);
-  ASSERT_EQ(dev_->discard(8192, 4096), 0);  // a file punches a hole: zeros
-  std::string media;
-  {
-    ReadCache::Bypass b;
-    media = read(8192, 4096);
-  }
-  EXPECT_NE(media, std::string(4096, 'a'));
-  EXPECT_EQ(read(0, 3 * 4096), std::string(4096, 'x') + std::string(4096, 'y') + media);
+  ASSERT_EQ(dev_->discard(8192, 4096), 0);
+  EXPECT_FALSE(is_cached(0, 4096));
+  EXPECT_FALSE(is_cached(4096, 4096));
+  EXPECT_FALSE(is_cached(8192, 4096));
+  EXPECT_TRUE(is_cached(12288, 4096));
 }
 
 TEST_F(ReadCacheTest, AnUnalignedWriteDropsTheWholeBlockAroundIt) {
   open(64 << 20, /*direct=*/false);  // byte-aligned I/O, as without O_DIRECT
   ASSERT_EQ(write(0, std::string(8192, 'a')), 0);
-  read(0, 8192);
-  write_behind(4096, std::string(4096, 'q'));
+  cached_read(0, 8192);
   ASSERT_EQ(dev_->write(100, "0123456789", 10), 0);
+  EXPECT_FALSE(is_cached(0, 4096));
+  EXPECT_TRUE(is_cached(4096, 4096));  // the next block stayed
   std::string want(4096, 'a');
   want.replace(100, 10, "0123456789");
-  EXPECT_EQ(read(0, 4096), want);
-  EXPECT_EQ(read(4096, 4096), std::string(4096, 'a'));  // the next block stayed
+  EXPECT_EQ(cached_read(0, 4096), want);
+}
+
+TEST_F(ReadCacheTest, WhatWasReadWhileAWriteBeganIsNotKept) {
+  ASSERT_EQ(write(0, std::string(4096, 'a')), 0);
+  std::vector<uint64_t> gens;
+  cache_->snapshot(0, 0, 4096, &gens);
+  AlignedBuffer b(4096);
+  ASSERT_EQ(dev_->read(0, b.data(), 4096), 0);
+  ASSERT_EQ(write(0, std::string(4096, 'n')), 0);  // lands between the read and the keep
+  cache_->insert(0, 0, 4096, b.data(), gens);
+  EXPECT_FALSE(is_cached(0, 4096));
+  EXPECT_EQ(cache_->stats().dropped_inserts, 1u);
+  EXPECT_EQ(cached_read(0, 4096), std::string(4096, 'n'));
 }
 
 TEST_F(ReadCacheTest, ItHoldsNoMoreThanItsCapacity) {
   open(256 << 10);
   ASSERT_EQ(write(0, std::string(4 << 20, 'c')), 0);
-  for (uint64_t off = 0; off < (4u << 20); off += 65536) read(off, 65536);
+  for (uint64_t off = 0; off < (4u << 20); off += 65536) cached_read(off, 65536);
   const ReadCacheStats s = cache_->stats();
   EXPECT_LE(s.cached_bytes, 256u << 10);
   EXPECT_GT(s.cached_bytes, 0u);
   EXPECT_EQ(s.miss_bytes, 4u << 20);
 }
 
-TEST_F(ReadCacheTest, BypassReadsTheMedia) {
-  ASSERT_EQ(write(0, std::string(4096, 'a')), 0);
-  read(0, 4096);
-  write_behind(0, std::string(4096, 'r'));
+TEST(ReadCacheBypass, NestsAndEnds) {
+  EXPECT_FALSE(ReadCache::bypassed());
   {
-    ReadCache::Bypass from_the_media;
-    EXPECT_EQ(read(0, 4096), std::string(4096, 'r'));
+    ReadCache::Bypass a;
+    {
+      ReadCache::Bypass b;
+      EXPECT_TRUE(ReadCache::bypassed());
+    }
+    EXPECT_TRUE(ReadCache::bypassed());
+    std::thread([] { EXPECT_FALSE(ReadCache::bypassed()); }).join();  // per thread
   }
-  EXPECT_EQ(read(0, 4096), std::string(4096, 'a'));  // untouched by the bypass
+  EXPECT_FALSE(ReadCache::bypassed());
 }
 
 // Readers and writers on the same blocks at once: afterwards every block
@@ -169,22 +196,17 @@ TEST_F(ReadCacheTest, ReadsRacingWritesLeaveNothingStale) {
   for (int r = 0; r < 3; ++r)
     threads.emplace_back([&, r] {
       std::mt19937_64 rng(seed + 100 + r);
-      AlignedBuffer b(kSpan);
       while (!stop.load()) {
         const uint64_t len = 4096 * (1 + rng() % 8), off = 4096 * (rng() % (kSpan / 4096 - len / 4096 + 1));
-        ASSERT_EQ(dev_->read(off, b.data(), len), 0);
+        cached_read(off, len);
       }
     });
   threads[0].join();
   threads[1].join();
   stop = true;
   for (size_t i = 2; i < threads.size(); ++i) threads[i].join();
-  AlignedBuffer media(kSpan);
-  {
-    ReadCache::Bypass b;
-    ASSERT_EQ(dev_->read(0, media.data(), kSpan), 0);
-  }
+  const std::string media = read(0, kSpan);
   for (uint64_t off = 0; off < kSpan; off += 4096)
-    EXPECT_EQ(read(off, 4096), std::string(media.data() + off, 4096)) << "block at " << off;
+    EXPECT_EQ(cached_read(off, 4096), media.substr(off, 4096)) << "block at " << off;
   EXPECT_GT(cache_->stats().hit_bytes, 0u);
 }

@@ -107,6 +107,33 @@ TEST_F(DataCacheTest, OverwritesReadBackNewWhetherDeferredOrApplied) {
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
+// An overwrite in place is staged before it reaches the device: the cache,
+// like the device, is behind until then, and the read must not use it.
+TEST_F(DataCacheTest, AnInPlaceOverwriteIsReadBeforeItReachesTheDevice) {
+  ASSERT_EQ(store_->umount(), 0);
+  extra_ = {{"hybridstore_tier_absorb_max", "0"}, {"hybridstore_deferred_max_delay_ms", "60000"},
+            {"hybridstore_deferred_batch_bytes", "1G"}};
+  dir_ = std::make_unique<hybridstore::test::TempDir>("store");
+  make_store();
+  make_coll(coll_);
+  std::string data = put(obj("rbd"), 1 << 20, /*on_hdd=*/true);
+  ASSERT_EQ(store_->flush(), 0);
+  EXPECT_EQ(read_all(coll_, obj("rbd")), data);  // cached
+  const uint64_t deferred = counter("deferred_write_ops");
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t off = (37 + 61 * i) * 4096;
+    Transaction t;
+    t.write(coll_, obj("rbd"), off, std::string(4096, static_cast<char>('p' + i)));
+    apply(std::move(t));
+    data.replace(off, 4096, std::string(4096, static_cast<char>('p' + i)));
+    EXPECT_EQ(read_all(coll_, obj("rbd")), data) << "write " << i << ", staged";
+  }
+  EXPECT_EQ(counter("deferred_write_ops"), deferred + 4);
+  ASSERT_EQ(store_->flush(), 0);
+  EXPECT_EQ(read_all(coll_, obj("rbd")), data);
+  EXPECT_EQ(read_all(coll_, obj("rbd")), data);
+}
+
 TEST_F(DataCacheTest, RemovedThenReusedSpaceReadsTheNewObject) {
   std::string old_data = put(obj("old"), 256 << 10);
   ASSERT_EQ(store_->flush(), 0);
