@@ -292,11 +292,11 @@ def cmd_report(outdir):
           "completions by polling every 100 us (usleep in its getevents): that bounds the latency "
           "figures' resolution, and a thread waiting for a slow commit spends CPU in fio, so at low "
           "queue depth CPU per op carries a polling share that grows with the store's latency. "
-          "Reads: BlueStore keeps the data it reads in its cache (bluestore_default_buffered_read, "
-          "on by default), so after the first pass it serves a data set of this size from memory; "
-          "HybridStore has no data cache (its caches hold onodes and RocksDB blocks) and reads the "
-          "device each time. A data set beyond BlueStore's cache (HS_FIO_DATASET) compares the "
-          "read paths to the device.", ""]
+          "Reads: both stores keep the data they read in memory (BlueStore's cache, "
+          "bluestore_default_buffered_read, on by default; HybridStore's data cache, "
+          "hybridstore_data_cache_size, 1 GiB by default), so after the first pass they serve a "
+          "data set of this size from memory. A data set beyond the caches (HS_FIO_DATASET) "
+          "compares the read paths to the device.", ""]
     if note:
         md += [f"({note})", ""]
     else:
