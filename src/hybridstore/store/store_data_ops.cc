@@ -72,7 +72,8 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
     // The cache holds what lies on the device, in blocks their checksums
     // vouched for: not a transaction's own writes (nor, below, staged
     // records patched over the device's bytes).
-    p.keep = cache && !tx && pb == e->physical + p.first_block * cb && pb % ReadCache::kBlock == 0 &&
+    p.keep = cache && !tx && pb == e->physical + p.first_block * cb &&
+             p.size == (p.last_block - p.first_block) * cb && pb % ReadCache::kBlock == 0 &&
              p.size % ReadCache::kBlock == 0;
     reads.push_back(std::move(p));
   }
