@@ -471,6 +471,25 @@ void HybridObjectStore::abort_transaction(std::vector<Transaction>& tls, const T
 namespace {
 
 // Decodes one Ceph op into the engine's terms.
+// An op's map or set of names, decoded from its own bytes: decoding it from
+// the transaction's data directly first copies everything after it there
+// (a write's whole payload, when the write follows) into one contiguous
+// buffer, as Ceph's decoder does for a bufferlist that is not.
+template <typename Map>
+void decode_attr_map(ObjectStore::Transaction::iterator& i, Map& out) {
+  ceph::buffer::list bl;
+  i.decode_attrset_bl(&bl);
+  auto p = bl.cbegin();
+  ceph::decode(out, p);
+}
+
+void decode_name_set(ObjectStore::Transaction::iterator& i, std::set<std::string>& out) {
+  ceph::buffer::list bl;
+  i.decode_keyset_bl(&bl);
+  auto p = bl.cbegin();
+  ceph::decode(out, p);
+}
+
 DecodedOp decode_op(ObjectStore::Transaction::iterator& i, const ObjectStore::Transaction::Op* op) {
   using CT = ObjectStore::Transaction;
   DecodedOp d;
@@ -528,7 +547,7 @@ DecodedOp decode_op(ObjectStore::Transaction::iterator& i, const ObjectStore::Tr
       d.cid = cid();
       d.oid = oid();
       std::map<std::string, ceph::buffer::list> aset;
-      i.decode_attrset(aset);
+      decode_attr_map(i, aset);
       for (auto& [k, v] : aset) d.kv.emplace(k, v.to_str());
       break;
     }
@@ -596,14 +615,14 @@ DecodedOp decode_op(ObjectStore::Transaction::iterator& i, const ObjectStore::Tr
     case CT::OP_COLL_SETATTRS: {
       d.cid = cid();
       std::map<std::string, ceph::buffer::ptr> aset;
-      i.decode_attrset(aset);
+      decode_attr_map(i, aset);
       break;
     }
     case CT::OP_OMAP_RMKEYS: {
       d.cid = cid();
       d.oid = oid();
       std::set<std::string> keys;
-      i.decode_keyset(keys);
+      decode_name_set(i, keys);
       d.keys.assign(keys.begin(), keys.end());
       break;
     }
