@@ -128,6 +128,8 @@ int BlockDevice::write_many(const std::vector<WriteIo>& ios) {
   return 0;
 }
 
+void BlockDevice::write_many_async(std::vector<WriteIo> ios, WriteDone done) { done(write_many(ios)); }
+
 int BlockDevice::write_durable(uint64_t offset, const char* buf, uint64_t len) {
   if (int r = write(offset, buf, len); r < 0) return r;
   return flush();

@@ -19,6 +19,7 @@
 #pragma once
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,6 +101,13 @@ class BlockDevice {
   // later one's bytes win).
   virtual int read_many(const std::vector<ReadIo>& ios);
   virtual int write_many(const std::vector<WriteIo>& ios);
+  // Starts `ios` (as write_many) and may return before they are done;
+  // done(r) runs exactly once when they all are (r as write_many's), on
+  // any thread, possibly before this returns. Until then the buffers must
+  // stay valid, and reads and writes through this device that overlap them
+  // wait for them. This default writes synchronously.
+  using WriteDone = std::function<void(int)>;
+  virtual void write_many_async(std::vector<WriteIo> ios, WriteDone done);
   // Makes every write that completed before the call durable.
   virtual int flush() = 0;
   // write() then flush(), as one request where the device has one: a file

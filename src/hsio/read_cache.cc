@@ -8,7 +8,11 @@ namespace hybridstore {
 thread_local bool ReadCache::bypass_ = false;
 
 ReadCache::ReadCache(uint64_t capacity_bytes)
-    : capacity_(capacity_bytes), shard_capacity_(std::max<uint64_t>(capacity_bytes / kShards, kBlock)) {}
+    : capacity_(capacity_bytes),
+      // A shard evicts whole stripes, so it must hold one: a small cache
+      // uses fewer shards.
+      shards_used_(static_cast<int>(std::clamp<uint64_t>(capacity_bytes / kStripe, 1, kShards))),
+      shard_capacity_(std::max<uint64_t>(capacity_bytes / shards_used_, kBlock)) {}
 
 ReadCache::~ReadCache() = default;
 
@@ -16,7 +20,7 @@ ReadCache::Shard& ReadCache::shard_of(int dev, uint64_t block) const {
   // A stripe's blocks share a shard: one lock and one generation cover a
   // read of up to a stripe, and neighbouring stripes spread over shards.
   const uint64_t h = stripe_of(block) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(dev) * 0xC2B2AE3D27D4EB4Full;
-  return shards_[(h >> 32) % kShards];
+  return shards_[(h >> 32) % static_cast<uint64_t>(shards_used_)];
 }
 
 void ReadCache::for_each_stripe(int dev, uint64_t offset, uint64_t len,
@@ -30,26 +34,81 @@ bool ReadCache::lookup(int dev, uint64_t offset, uint64_t len, char* out) {
   const uint64_t first = offset / kBlock, n = len / kBlock;
   // All or nothing: a partial hit would split the device read into pieces.
   uint64_t b = 0;
+  auto missed = [&] {
+    miss_bytes_.fetch_add(len, std::memory_order_relaxed);
+    if (observer_.miss) observer_.miss(len);
+    return false;
+  };
   while (b < n) {
     const uint64_t block = first + b;
+    const uint64_t stripe = stripe_of(block);
     Shard& sh = shard_of(dev, block);
     std::lock_guard<std::mutex> l(sh.mu);
-    // The blocks of this stripe under one lock.
-    const uint64_t stripe_end = (stripe_of(block) + 1) * (kStripe / kBlock);
+    auto it = sh.index.find(Key{dev, stripe});
+    if (it == sh.index.end()) return missed();
+    Entry& e = *it->second;
+    const uint64_t stripe_end = (stripe + 1) * kStripeBlocks;
     for (; b < n && first + b < stripe_end; ++b) {
-      auto it = sh.index.find(Key{dev, first + b});
-      if (it == sh.index.end()) {
-        miss_bytes_.fetch_add(len, std::memory_order_relaxed);
-        if (observer_.miss) observer_.miss(len);
-        return false;
-      }
-      sh.lru.splice(sh.lru.begin(), sh.lru, it->second);
-      std::memcpy(out + b * kBlock, it->second->data.get(), kBlock);
+      const char* data = e.blocks[first + b - stripe * kStripeBlocks].data;
+      if (!data) return missed();
+      std::memcpy(out + b * kBlock, data, kBlock);
     }
+    sh.lru.splice(sh.lru.begin(), sh.lru, it->second);
   }
   hit_bytes_.fetch_add(len, std::memory_order_relaxed);
   if (observer_.hit) observer_.hit(len);
   return true;
+}
+
+bool ReadCache::lookup_refs(int dev, uint64_t offset, uint64_t len, std::vector<Piece>* out) {
+  const uint64_t first = offset / kBlock, n = len / kBlock;
+  const size_t start = out->size();
+  auto missed = [&] {
+    out->resize(start);
+    miss_bytes_.fetch_add(len, std::memory_order_relaxed);
+    if (observer_.miss) observer_.miss(len);
+    return false;
+  };
+  uint64_t b = 0;
+  while (b < n) {
+    const uint64_t block = first + b;
+    const uint64_t stripe = stripe_of(block);
+    Shard& sh = shard_of(dev, block);
+    std::lock_guard<std::mutex> l(sh.mu);
+    auto it = sh.index.find(Key{dev, stripe});
+    if (it == sh.index.end()) return missed();
+    Entry& e = *it->second;
+    const uint64_t stripe_end = (stripe + 1) * kStripeBlocks;
+    for (; b < n && first + b < stripe_end; ++b) {
+      const Slot& slot = e.blocks[first + b - stripe * kStripeBlocks];
+      if (!slot.data) return missed();
+      if (out->size() > start) {
+        Piece& last = out->back();
+        if (last.owner == slot.chunk && last.data + last.len == slot.data) {
+          last.len += kBlock;
+          continue;
+        }
+      }
+      out->push_back(Piece{slot.chunk, slot.data, kBlock});
+    }
+    sh.lru.splice(sh.lru.begin(), sh.lru, it->second);
+  }
+  hit_bytes_.fetch_add(len, std::memory_order_relaxed);
+  if (observer_.hit) observer_.hit(len);
+  return true;
+}
+
+uint32_t ReadCache::drop_chunk(Entry& e, uint64_t i) {
+  if (!e.blocks[i].data) return 0;
+  const std::shared_ptr<char> chunk = e.blocks[i].chunk;
+  uint32_t dropped = 0;
+  for (auto& slot : e.blocks)
+    if (slot.data && slot.chunk == chunk) {
+      slot = Slot{};
+      ++dropped;
+    }
+  e.held -= dropped;
+  return dropped;
 }
 
 void ReadCache::snapshot(int dev, uint64_t offset, uint64_t len, std::vector<uint64_t>* gens) const {
@@ -78,26 +137,44 @@ void ReadCache::insert(int dev, uint64_t offset, uint64_t len, const char* data,
       b = std::min(n, stripe_end - first);
       continue;
     }
-    for (; b < n && first + b < stripe_end; ++b) {
-      const Key k{dev, first + b};
-      auto it = sh.index.find(k);
-      if (it != sh.index.end()) {
-        std::memcpy(it->second->data.get(), data + b * kBlock, kBlock);
-        sh.lru.splice(sh.lru.begin(), sh.lru, it->second);
-        continue;
+    const Key k{dev, stripe};
+    auto it = sh.index.find(k);
+    if (it == sh.index.end()) {
+      sh.lru.push_front(Entry{k, {}, 0});
+      it = sh.index.emplace(k, sh.lru.begin()).first;
+    } else {
+      sh.lru.splice(sh.lru.begin(), sh.lru, it->second);
+    }
+    Entry& e = *it->second;
+    // The blocks not cached yet, in one chunk. A cached one holds what this
+    // read found (no write began since either was read): it stays, and so
+    // does any reader's piece of it.
+    const uint64_t run_end = std::min(n, stripe_end - first);
+    uint64_t missing = 0;
+    for (uint64_t i = b; i < run_end; ++i) missing += !e.blocks[first + i - stripe * kStripeBlocks].data;
+    if (missing > 0) {
+      std::shared_ptr<char> chunk(new char[missing * kBlock], std::default_delete<char[]>());
+      char* at = chunk.get();
+      for (; b < run_end; ++b) {
+        Slot& slot = e.blocks[first + b - stripe * kStripeBlocks];
+        if (slot.data) continue;
+        std::memcpy(at, data + b * kBlock, kBlock);
+        slot = Slot{chunk, at};
+        at += kBlock;
       }
-      Entry e{k, std::unique_ptr<char[]>(new char[kBlock])};
-      std::memcpy(e.data.get(), data + b * kBlock, kBlock);
-      sh.lru.push_front(std::move(e));
-      sh.index.emplace(k, sh.lru.begin());
-      sh.bytes += kBlock;
-      held += kBlock;
-      while (sh.bytes > shard_capacity_ && !sh.lru.empty()) {
-        sh.index.erase(sh.lru.back().key);
-        sh.lru.pop_back();
-        sh.bytes -= kBlock;
-        held -= kBlock;
-      }
+      e.held += static_cast<uint32_t>(missing);
+      sh.bytes += missing * kBlock;
+      held += static_cast<int64_t>(missing * kBlock);
+    }
+    b = run_end;
+    // Whole stripes out, least recently used first (the one just filled
+    // last: it is at the front).
+    while (sh.bytes > shard_capacity_ && !sh.lru.empty()) {
+      Entry& old = sh.lru.back();
+      sh.bytes -= old.held * kBlock;
+      held -= static_cast<int64_t>(old.held * kBlock);
+      sh.index.erase(old.key);
+      sh.lru.pop_back();
     }
   }
   if (held && observer_.held) observer_.held(held);
@@ -111,16 +188,19 @@ void ReadCache::invalidate(int dev, uint64_t offset, uint64_t len) {
     Shard& sh = shard_of(dev, s * kStripe / kBlock);
     std::lock_guard<std::mutex> l(sh.mu);
     ++sh.gen;
-    if (sh.index.empty()) continue;
-    const uint64_t lo = std::max(first, s * (kStripe / kBlock));
-    const uint64_t hi = std::min(last, (s + 1) * (kStripe / kBlock) - 1);
+    auto it = sh.index.find(Key{dev, s});
+    if (it == sh.index.end()) continue;
+    Entry& e = *it->second;
+    const uint64_t lo = std::max(first, s * kStripeBlocks);
+    const uint64_t hi = std::min(last, (s + 1) * kStripeBlocks - 1);
     for (uint64_t block = lo; block <= hi; ++block) {
-      auto it = sh.index.find(Key{dev, block});
-      if (it == sh.index.end()) continue;
+      const uint32_t dropped = drop_chunk(e, block - s * kStripeBlocks);
+      sh.bytes -= dropped * kBlock;
+      held -= static_cast<int64_t>(dropped * kBlock);
+    }
+    if (e.held == 0) {
       sh.lru.erase(it->second);
       sh.index.erase(it);
-      sh.bytes -= kBlock;
-      held -= kBlock;
     }
   }
   if (held && observer_.held) observer_.held(held);
@@ -166,6 +246,19 @@ int CachingBlockDevice::write_many(const std::vector<WriteIo>& ios) {
   int r = inner_->write_many(ios);
   for (const auto& io : ios) invalidate(io.offset, io.len);
   return r;
+}
+
+void CachingBlockDevice::write_many_async(std::vector<WriteIo> ios, WriteDone done) {
+  // Dropped now, while the caller still holds back readers of the range;
+  // again at the end, for a read that raced the write.
+  for (const auto& io : ios) invalidate(io.offset, io.len);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  ranges.reserve(ios.size());
+  for (const auto& io : ios) ranges.emplace_back(io.offset, io.len);
+  inner_->write_many_async(std::move(ios), [this, ranges = std::move(ranges), done = std::move(done)](int r) {
+    for (const auto& [offset, len] : ranges) invalidate(offset, len);
+    done(r);
+  });
 }
 
 int CachingBlockDevice::write_durable(uint64_t offset, const char* buf, uint64_t len) {

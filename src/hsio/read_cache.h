@@ -8,7 +8,7 @@
 // (CachingBlockDevice): every write any part of the engine makes (commits,
 // deferred records applied, staged units, moves, the section cleaner,
 // discards) goes through a device, so none can miss it. Blocks are 4 KiB,
-// least recently used first out.
+// indexed, and evicted least recently used first, by 64 KiB stripe.
 //
 // A read racing a write of the same blocks must not leave the old bytes
 // behind: a write bumps the generation of the stripes it covers before it is
@@ -71,30 +71,58 @@ class ReadCache {
   // True (and `out` filled) when every block of [offset, offset+len) of
   // device `dev` is cached. offset and len are multiples of kBlock.
   bool lookup(int dev, uint64_t offset, uint64_t len, char* out);
+  // The same without a copy: the cached bytes themselves, in order, as few
+  // pieces as the chunks they lie in allow. Each piece keeps its memory
+  // alive for as long as it is held; the cache never changes it.
+  struct Piece {
+    std::shared_ptr<char> owner;
+    const char* data;
+    uint64_t len;
+  };
+  bool lookup_refs(int dev, uint64_t offset, uint64_t len, std::vector<Piece>* out);
   // The generations of the stripes covering the range, for insert.
   void snapshot(int dev, uint64_t offset, uint64_t len, std::vector<uint64_t>* gens) const;
   // Caches the range read from the device, unless a write to its stripes
   // began since `gens` was taken.
   void insert(int dev, uint64_t offset, uint64_t len, const char* data, const std::vector<uint64_t>& gens);
-  // A write to the range: bump the stripes and drop their blocks (called
-  // before the write is issued and again after it completes).
+  // A write to the range: bump the stripes and drop their blocks, with the
+  // blocks kept in the same chunk (called before the write is issued and
+  // again after it completes).
   void invalidate(int dev, uint64_t offset, uint64_t len);
 
  private:
   static constexpr int kShards = 64;
   static constexpr uint64_t kStripe = 64 * 1024;  // blocks of one stripe share a shard
+  static constexpr uint64_t kStripeBlocks = kStripe / kBlock;
+  // The index and the LRU order hold stripes, not blocks: a 4 MiB read looks
+  // up and reorders 64 entries, not 1,024 (the per-block index cost as much
+  // CPU as the copy: docs/benchmarks.md). Memory is still held, and counted,
+  // by the block.
   struct Key {
     int dev;
-    uint64_t block;
-    bool operator==(const Key& o) const { return dev == o.dev && block == o.block; }
+    uint64_t stripe;
+    bool operator==(const Key& o) const { return dev == o.dev && stripe == o.stripe; }
   };
   struct KeyHash {
-    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.block * 8 + static_cast<uint64_t>(k.dev)); }
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.stripe * 8 + static_cast<uint64_t>(k.dev)); }
+  };
+  // The blocks one insert kept of a stripe share one allocation (a chunk),
+  // so a stripe read whole is handed out as one piece. A chunk is never
+  // written once kept: readers may hold it (lookup_refs). When any of its
+  // blocks is dropped, all of them are, so the memory counted is the memory
+  // held.
+  struct Slot {
+    std::shared_ptr<char> chunk;  // null: not cached
+    char* data = nullptr;
   };
   struct Entry {
     Key key;
-    std::unique_ptr<char[]> data;
+    Slot blocks[kStripeBlocks];
+    uint32_t held = 0;  // cached blocks
   };
+  // Drops block `i` of `e` and every block sharing its chunk; returns the
+  // number of blocks dropped.
+  static uint32_t drop_chunk(Entry& e, uint64_t i);
   struct Shard {
     mutable std::mutex mu;
     uint64_t gen = 0;
@@ -110,6 +138,7 @@ class ReadCache {
   static thread_local bool bypass_;
   Observer observer_;  // set before use
   uint64_t capacity_;
+  int shards_used_;
   uint64_t shard_capacity_;
   mutable Shard shards_[kShards];
   std::atomic<uint64_t> hit_bytes_{0}, miss_bytes_{0}, dropped_inserts_{0};
@@ -133,6 +162,7 @@ class CachingBlockDevice final : public BlockDevice {
   int read_many(const std::vector<ReadIo>& ios) override;
   int write(uint64_t offset, const char* buf, uint64_t len) override;
   int write_many(const std::vector<WriteIo>& ios) override;
+  void write_many_async(std::vector<WriteIo> ios, WriteDone done) override;
   int write_durable(uint64_t offset, const char* buf, uint64_t len) override;
   int flush() override { return inner_->flush(); }
   int discard(uint64_t offset, uint64_t len) override;

@@ -2,6 +2,7 @@
 // engine, with Ceph's types and error conventions at the boundary.
 #include <sys/stat.h>
 
+#include "common/deleter.h"
 #include "common/debug.h"
 #include "include/encoding.h"
 
@@ -115,13 +116,16 @@ int HybridObjectStore::read(CollectionHandle& ch, const ghobject_t& oid, uint64_
   // Page-aligned memory of the result's size: the engine reads whole aligned
   // blocks from the device straight into it (no bounce buffer, no copy).
   ceph::buffer::ptr data;
-  int r = engine_->read_into(
+  // What the data cache holds whole comes as its own memory, referenced,
+  // not copied, as BlueStore hands out its cached buffers.
+  std::vector<HybridStore::ReadPiece> cached;
+  int r = engine_->read_shared(
       cid_of(ch), to_engine(oid), offset, len,
       [&data](uint64_t n) {
         data = ceph::buffer::ptr(ceph::buffer::create_small_page_aligned(static_cast<unsigned>(n)));
         return data.c_str();
       },
-      flags);
+      &cached, flags);
   if (r < 0) {
     if (r == -EIO) derr << "read " << oid << " " << offset << "~" << len << ": checksum or media error" << dendl;
     return r;
@@ -132,7 +136,17 @@ int HybridObjectStore::read(CollectionHandle& ch, const ghobject_t& oid, uint64_
   }
   // The result replaces what bl held (callers reuse one bufferlist).
   bl.clear();
-  if (r > 0) bl.append(std::move(data));
+  if (!cached.empty()) {
+    for (auto& p : cached) {
+      // Ceph's buffers are writable in type only: readers must not change
+      // what a read returned (BlueStore's are its cache too).
+      char* bytes = const_cast<char*>(p.data);
+      bl.append(ceph::buffer::ptr(ceph::buffer::claim_buffer(
+          static_cast<unsigned>(p.len), bytes, ::make_deleter([owner = std::move(p.owner)] {}))));
+    }
+  } else if (r > 0) {
+    bl.append(std::move(data));
+  }
   if (flags & kReadNoHeat) logger_->inc(l_hs_read_noheat_ops);
   logger_->inc(l_hs_read_bytes, r);
   logger_->tinc(l_hs_read_lat, ceph::make_timespan((perf_now_ns() - t0) / 1e9));

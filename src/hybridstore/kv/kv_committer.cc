@@ -70,6 +70,23 @@ void KvCommitter::stop() {
   if (finisher_thread_.joinable()) finisher_thread_.join();
 }
 
+void PendingWrites::finish(int tier, int r) {
+  // Counted before the waiter wakes: its flush must cover this write.
+  if (r == 0) tracker_->note_write(tier);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (r < 0 && err_ == 0) err_ = r;
+    --outstanding_;
+  }
+  cv_.notify_all();
+}
+
+int PendingWrites::wait() {
+  std::unique_lock<std::mutex> l(mu_);
+  cv_.wait(l, [&] { return outstanding_ == 0; });
+  return err_;
+}
+
 uint64_t KvCommitter::submit(CommitWork work, bool caller_waits) {
   std::unique_lock<std::mutex> l(mutex_);
   space_cv_.wait(l, [&] { return queue_.size() < max_queued_ || stopping_ || error_; });
@@ -181,7 +198,14 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
     for (const auto& w : f->group) perf_.set->tinc(perf_.kv_queued_lat, f->t0_ns - std::min(f->t0_ns, w.submit_ns));
 
   // Data first: every write these transactions made completed before they
-  // were queued, so one flush per written device covers them all.
+  // were queued, or completes now (written while the caller went on), so
+  // one flush per written device covers them all.
+  for (const auto& w : f->group)
+    if (w.writes)
+      if (int r = w.writes->wait(); r < 0) {
+        fail(r, fmt::format("write to a device failed: {}", strerror(-r)));
+        return;
+      }
   bool ok = true;
   for (int t = 0; t < kMaxTiers && ok; ++t) {
     uint64_t w = tracker_->written(t);

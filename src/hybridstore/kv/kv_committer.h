@@ -57,8 +57,36 @@ class WriteTracker {
   std::array<std::atomic<uint64_t>, kMaxTiers> written_{};
 };
 
+// Device writes a transaction started without waiting for them
+// (BlockDevice::write_many_async); its commit waits for them before the
+// flush that makes them durable. Holds the buffers they write from.
+class PendingWrites {
+ public:
+  explicit PendingWrites(WriteTracker* tracker) : tracker_(tracker) {}
+  // Before each batch is started.
+  void add() {
+    std::lock_guard<std::mutex> l(mu_);
+    ++outstanding_;
+  }
+  // A batch to device `tier` is done (r: 0 or -errno).
+  void finish(int tier, int r);
+  // Blocks until every batch is done; 0, or the first error.
+  int wait();
+  std::vector<AlignedBuffer> buffers;
+
+ private:
+  WriteTracker* tracker_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int outstanding_ = 0;
+  int err_ = 0;
+};
+
 struct CommitWork {
   std::unique_ptr<rocksdb::WriteBatch> batch;
+  // Writes to wait for before the group's device flush (null: none; the
+  // others completed before the work was queued).
+  std::shared_ptr<PendingWrites> writes;
   std::vector<std::function<void()>> on_commit;
   // Runs on the committer thread once the group is durable, before callbacks
   // (returns freed space to the allocators).

@@ -240,6 +240,12 @@ int HybridStore::read_into(const CollectionId& c, const ObjectId& o, uint64_t of
   return impl_->read_into(c, o, off, len, buffer, read_flags);
 }
 
+int HybridStore::read_shared(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
+                             const ReadBuffer& buffer, std::vector<ReadPiece>* pieces, uint32_t read_flags) {
+  if (migrator_) migrator_->note_op();
+  return impl_->read_into(c, o, off, len, buffer, read_flags, pieces);
+}
+
 int HybridStore::fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
                         std::map<uint64_t, uint64_t>* out) {
   OnodeRef on;

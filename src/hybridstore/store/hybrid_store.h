@@ -207,6 +207,18 @@ class HybridStore {
   using ReadBuffer = std::function<char*(uint64_t n)>;
   int read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, const ReadBuffer& buffer,
                 uint32_t read_flags = 0);
+  // As read_into, but when the data cache holds all of the range it hands
+  // out the cached bytes themselves (no copy, and `buffer` is not called):
+  // `pieces` then covers the result in order. Each piece keeps its memory
+  // alive while held; nothing changes it. Otherwise `pieces` stays empty
+  // and the read goes to `buffer` as read_into's.
+  struct ReadPiece {
+    std::shared_ptr<const char> owner;
+    const char* data;
+    uint64_t len;
+  };
+  int read_shared(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, const ReadBuffer& buffer,
+                  std::vector<ReadPiece>* pieces, uint32_t read_flags = 0);
   // Allocated ranges {offset: length} within [off, off+len).
   int fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
              std::map<uint64_t, uint64_t>* out);

@@ -161,6 +161,50 @@ int StoreImpl::read_data(const CollectionId& c, const ObjectId& oid, const Onode
   return 0;
 }
 
+bool StoreImpl::read_data_cached(const Onode& o, uint64_t off, uint64_t len,
+                                 std::vector<HybridStore::ReadPiece>* out) {
+  ReadCache* cache = read_cache_ && !ReadCache::bypassed() ? read_cache_.get() : nullptr;
+  if (!cache || len == 0) return false;
+  const uint64_t end = off + len;
+  std::vector<ReadCache::Piece> got;
+  uint64_t pos = off;
+  for (const DataExtent* e : o.extents.overlapping(off, end)) {
+    if (e->logical > pos) return false;  // a hole: read_data zero-fills it
+    const uint64_t cb = e->csum_block;
+    const uint64_t b = std::max(off, e->logical) - e->logical;
+    const uint64_t f = std::min(end, e->logical_end()) - e->logical;
+    const uint64_t first_block = b / cb, last_block = (f + cb - 1) / cb;
+    // Exactly the blocks read_data would keep and look up.
+    const uint64_t pb = e->physical + first_block * cb, size = (last_block - first_block) * cb;
+    if (pb % ReadCache::kBlock != 0 || size % ReadCache::kBlock != 0) return false;
+    // Where a record is staged the device is behind, and so is the cache.
+    if (!deferred_->snapshot(e->tier, pb, size).pieces.empty()) return false;
+    const size_t from = got.size();
+    if (!cache->lookup_refs(tier_index(e->tier), pb, size, &got)) return false;
+    // Trim the blocks to the part of the extent asked for.
+    uint64_t skip = b - first_block * cb, want = f - b;
+    size_t keep = from;
+    for (size_t i = from; i < got.size() && want > 0; ++i) {
+      ReadCache::Piece p = got[i];
+      if (skip >= p.len) {
+        skip -= p.len;
+        continue;
+      }
+      p.data += skip;
+      p.len -= skip;
+      skip = 0;
+      p.len = std::min(p.len, want);
+      want -= p.len;
+      got[keep++] = std::move(p);
+    }
+    got.resize(keep);
+    pos = e->logical_end();
+  }
+  if (pos < end) return false;
+  for (auto& p : got) out->push_back(HybridStore::ReadPiece{std::move(p.owner), p.data, p.len});
+  return true;
+}
+
 int StoreImpl::read_extent_raw(const DataExtent& e, std::string* out) {
   Onode tmp;
   DataExtent copy = e;
@@ -293,9 +337,30 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
 int OpApplier::write_pending() {
   for (int t = 0; t < s.tiers(); ++t) {
     std::vector<WriteIo> ios;
+    uint64_t bytes = 0;
     for (const auto& w : tx.writes)
-      if (tier_index(w.tier) == t) ios.push_back({w.offset, w.data, w.len});
+      if (tier_index(w.tier) == t) {
+        ios.push_back({w.offset, w.data, w.len});
+        bytes += w.len;
+      }
     if (ios.empty()) continue;
+    // Large writes to new space run while the caller goes on; the commit
+    // waits for them. Not a staged tier's: its direct units are ordered
+    // against its records by having been written before the commit is
+    // queued (DeferredWriter::range_quiet).
+    if (s.async_write_min_ > 0 && bytes >= s.async_write_min_ &&
+        s.space(static_cast<Tier>(t)).route() != WriteRoute::kStaged) {
+      if (!tx.pending) {
+        tx.pending = std::make_shared<PendingWrites>(&s.write_tracker_);
+        // The buffers the writes come from live until the commit.
+        tx.pending->buffers = std::move(tx.buffers);
+      }
+      tx.pending->add();
+      s.perf_->set.inc(s.perf_->async_write_ops, 1);
+      s.perf_->set.inc(s.perf_->async_write_bytes, bytes);
+      s.dev(t)->write_many_async(std::move(ios), [p = tx.pending, t](int r) { p->finish(t, r); });
+      continue;
+    }
     if (int r = s.dev(t)->write_many(ios); r < 0) {
       HS_ERROR("write to {} device failed: {}", tier_name(static_cast<Tier>(t)), strerror(-r));
       return -EIO;

@@ -123,6 +123,9 @@ struct TxnContext {
   };
   std::vector<AlignedBuffer> buffers;
   std::vector<PendingWrite> writes;
+  // Those of `writes` still going on when the transaction is queued (and
+  // then `buffers` too); its commit waits for them.
+  std::shared_ptr<PendingWrites> pending;
   int64_t stat_delta[kv::kStatCount] = {};
   std::map<CollectionId, std::shared_ptr<CollectionState>> locked;
 };
@@ -193,8 +196,11 @@ class StoreImpl {
                          std::shared_lock<std::shared_mutex>* lock, const std::string* key = nullptr);
   int read(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::string* out,
            uint32_t read_flags = 0);
+  // With `pieces`, a range the data cache holds whole comes back as the
+  // cached bytes themselves (HybridStore::read_shared).
   int read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
-                const std::function<char*(uint64_t)>& buffer, uint32_t read_flags = 0);
+                const std::function<char*(uint64_t)>& buffer, uint32_t read_flags = 0,
+                std::vector<HybridStore::ReadPiece>* pieces = nullptr);
   int omap_read(const CollectionId& c, const ObjectId& o,
                 const std::function<int(rocksdb::DB*, uint64_t nid)>& fn);
   std::unique_ptr<OmapIterator> omap_iterator(const CollectionId& c, const ObjectId& o);
@@ -216,6 +222,10 @@ class StoreImpl {
   int read_data(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t off,
                 uint64_t len, char* out, const TxnContext* tx = nullptr);
   int read_extent_raw(const DataExtent& e, std::string* out);  // verifies csums
+  // The range as pieces of the data cache, when it holds every block of it
+  // and read_data would have used them (no holes, no staged records over
+  // them); false (and `out` unchanged) otherwise.
+  bool read_data_cached(const Onode& o, uint64_t off, uint64_t len, std::vector<HybridStore::ReadPiece>* out);
 
   const std::string path_;
   Config cfg_;
@@ -297,6 +307,9 @@ class StoreImpl {
                    bool counts = true);
   void maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& onode_key, const Onode& on);
   uint64_t deferred_max_ = 0;
+  // A transaction's writes to new space of a tier, from this many bytes on,
+  // go on while it is queued (hybridstore_async_write_min; 0 = never).
+  uint64_t async_write_min_ = 0;
   // hybridstore_extent_map_inline_max: larger maps are stored in shards.
   uint64_t extent_map_inline_max_ = 1024;
   bool direct_units_ = true;  // hybridstore_ssd_direct_units

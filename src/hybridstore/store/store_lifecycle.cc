@@ -20,6 +20,7 @@
 #include "hscommon/log.h"
 #include "hybridstore/kv/gated_db.h"
 #include "hybridstore/store/storage_hooks.h"
+#include "hsio/async_write_device.h"
 #include "hybridstore/store/store_impl.h"
 
 namespace fs = std::filesystem;
@@ -368,6 +369,12 @@ int StoreImpl::open_devices(bool create, std::string* error) {
     }
     // Test tools put fault injection and device models in between here.
     if (auto hooks = storage_hooks()) dev = hooks->wrap_device(path_, tier, cfg_, std::move(dev));
+    // Writes that go on while the transaction is queued (store_data_ops.cc,
+    // write_pending): above the test wrappers, which then see them as the
+    // writes they are.
+    if (const int n = static_cast<int>(cfg_.get_int("hybridstore_async_write_threads"));
+        n > 0 && cfg_.get_size("hybridstore_async_write_min") > 0)
+      dev = std::make_unique<AsyncWriteDevice>(std::move(dev), n);
     // Above any test wrapper: what the cache serves is what the media
     // (faulty or modelled) returned, and every write reaches both.
     if (read_cache_) dev = std::make_unique<CachingBlockDevice>(std::move(dev), read_cache_, t);
@@ -487,6 +494,8 @@ int StoreImpl::mount(std::string* error) {
   dopts.max_delay_ms = static_cast<uint64_t>(cfg_.get_int("hybridstore_deferred_max_delay_ms"));
   dopts.max_pending_bytes = cfg_.get_size("hybridstore_deferred_max_pending");
   deferred_max_ = cfg_.get_size("hybridstore_deferred_max");
+  async_write_min_ =
+      cfg_.get_int("hybridstore_async_write_threads") > 0 ? cfg_.get_size("hybridstore_async_write_min") : 0;
   extent_map_inline_max_ = cfg_.get_size("hybridstore_extent_map_inline_max");
   direct_units_ = cfg_.get_bool("hybridstore_ssd_direct_units");
   promote_hits_ = static_cast<uint64_t>(cfg_.get_int("hybridstore_tier_promote_hits"));

@@ -59,6 +59,9 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
     device_read_bytes[t] = set.add(tn + "_read_bytes", K::kCounter, "bytes read from the " + tn + " device for objects");
   }
   tier_spill_ops = c("tier_spill_ops", "writes that went to the other tier because the preferred one was full");
+  async_write_ops = c("async_write_ops",
+                      "batches of new data written while their transaction was queued (hybridstore_async_write_min)");
+  async_write_bytes = c("async_write_bytes", "bytes of those batches");
 
   section_allocs = c("ssd_section_allocs", "SSD section allocations");
   section_seals = c("ssd_section_seals", "SSD section extents sealed");

@@ -43,6 +43,8 @@ struct StorePerf {
   // (gauges, persisted with the store's statistics), data placed and read.
   int bytes_used[kMaxTiers], bytes_total[kMaxTiers], objects[kMaxTiers];
   int write_bytes[kMaxTiers], device_read_bytes[kMaxTiers], tier_spill_ops;
+  // Writes that went on while their transaction was queued.
+  int async_write_ops, async_write_bytes;
   // SSD sections.
   int section_allocs, section_seals, write_units, write_units_forced, free_erase_units, ssd_direct_unit_bytes;
   std::vector<std::pair<std::string, std::pair<int, int>>> per_section;  // name -> (allocs, seals)

@@ -196,7 +196,8 @@ int StoreImpl::read(const CollectionId& c, const ObjectId& o, uint64_t off, uint
 }
 
 int StoreImpl::read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
-                         const std::function<char*(uint64_t)>& buffer, uint32_t read_flags) {
+                         const std::function<char*(uint64_t)>& buffer, uint32_t read_flags,
+                         std::vector<HybridStore::ReadPiece>* pieces) {
   const uint64_t t0 = perf_now_ns();
   OnodeRef on;
   std::shared_lock<std::shared_mutex> lock;
@@ -207,14 +208,16 @@ int StoreImpl::read_into(const CollectionId& c, const ObjectId& o, uint64_t off,
   if (off >= on->size) return 0;
   if (len == 0 || len > on->size - off) len = on->size - off;
   if (len > (1ull << 31)) return -E2BIG;  // the return value is a byte count
-  char* out = buffer(len);
-  if (!out) return -ENOMEM;
   if (heat) note_access(key, AccessType::kRead, off, len, on->size);
   std::optional<ReadCache::Bypass> from_the_media;
   if (read_flags & kReadUncached) from_the_media.emplace();
-  if (int r = read_data(c, o, *on, off, len, out); r < 0) {
-    if (r == -EIO) perf_->set.inc(perf_->read_eio);
-    return r;
+  if (!pieces || !read_data_cached(*on, off, len, pieces)) {
+    char* out = buffer(len);
+    if (!out) return -ENOMEM;
+    if (int r = read_data(c, o, *on, off, len, out); r < 0) {
+      if (r == -EIO) perf_->set.inc(perf_->read_eio);
+      return r;
+    }
   }
   if (heat) maybe_promote(c, o, key, *on);
   perf_->set.tinc(perf_->read_lat, perf_now_ns() - t0);

@@ -141,6 +141,7 @@ int StoreImpl::queue_transactions(std::vector<Transaction>& ts, TxnError* error,
   CommitWork work;
   work.start_ns = t_start;
   work.batch = std::make_unique<rocksdb::WriteBatch>(tx.batch.take());
+  work.writes = std::move(tx.pending);
   for (auto& t : ts)
     for (auto& cb : t.take_on_commit()) work.on_commit.push_back(std::move(cb));
   if (!tx.released.empty() || !tx.deferred.empty()) {

@@ -102,7 +102,8 @@ TEST_F(ReadCacheTest, ALookupIsAllOrNothing) {
 
 TEST_F(ReadCacheTest, AWriteThroughTheDeviceDropsTheBlocksItCovers) {
   ASSERT_EQ(write(0, std::string(65536, 'a')), 0);
-  cached_read(0, 65536);
+  // Kept block by block: blocks kept together go together (below).
+  for (uint64_t off = 0; off < 65536; off += 4096) cached_read(off, 4096);
   ASSERT_EQ(write(8192, std::string(4096, 'w')), 0);
   EXPECT_FALSE(is_cached(8192, 4096));
   EXPECT_TRUE(is_cached(0, 8192));
@@ -114,7 +115,7 @@ TEST_F(ReadCacheTest, AWriteThroughTheDeviceDropsTheBlocksItCovers) {
 
 TEST_F(ReadCacheTest, WritesOfEveryKindDropBlocks) {
   ASSERT_EQ(write(0, std::string(4 * 4096, 'a')), 0);
-  cached_read(0, 4 * 4096);
+  for (uint64_t off = 0; off < 4 * 4096; off += 4096) cached_read(off, 4096);
   AlignedBuffer b(4096);
   std::memset(b.data(), 'x', 4096);
   ASSERT_EQ(dev_->write_many({WriteIo{0, b.data(), 4096}}), 0);
@@ -129,7 +130,8 @@ TEST_F(ReadCacheTest, WritesOfEveryKindDropBlocks) {
 TEST_F(ReadCacheTest, AnUnalignedWriteDropsTheWholeBlockAroundIt) {
   open(64 << 20, /*direct=*/false);  // byte-aligned I/O, as without O_DIRECT
   ASSERT_EQ(write(0, std::string(8192, 'a')), 0);
-  cached_read(0, 8192);
+  cached_read(0, 4096);
+  cached_read(4096, 4096);
   ASSERT_EQ(dev_->write(100, "0123456789", 10), 0);
   EXPECT_FALSE(is_cached(0, 4096));
   EXPECT_TRUE(is_cached(4096, 4096));  // the next block stayed
@@ -209,4 +211,81 @@ TEST_F(ReadCacheTest, ReadsRacingWritesLeaveNothingStale) {
   for (uint64_t off = 0; off < kSpan; off += 4096)
     EXPECT_EQ(cached_read(off, 4096), media.substr(off, 4096)) << "block at " << off;
   EXPECT_GT(cache_->stats().hit_bytes, 0u);
+}
+
+namespace {
+std::string join(const std::vector<ReadCache::Piece>& pieces) {
+  std::string s;
+  for (const auto& p : pieces) s.append(p.data, p.len);
+  return s;
+}
+}  // namespace
+
+TEST_F(ReadCacheTest, RefsAreTheCachedBytesOnePieceAStripeReadWhole) {
+  std::string data = std::string(65536, 'a') + std::string(65536, 'b');
+  ASSERT_EQ(write(0, data), 0);
+  std::vector<ReadCache::Piece> pieces;
+  EXPECT_FALSE(cache_->lookup_refs(0, 0, data.size(), &pieces));
+  EXPECT_TRUE(pieces.empty());
+  cached_read(0, data.size());
+  ASSERT_TRUE(cache_->lookup_refs(0, 0, data.size(), &pieces));
+  ASSERT_EQ(pieces.size(), 2u);  // one chunk per stripe
+  EXPECT_EQ(join(pieces), data);
+  // Blocks kept by separate reads are separate chunks, in order.
+  ASSERT_EQ(write(131072, std::string(8192, 'c')), 0);
+  cached_read(131072, 4096);
+  cached_read(135168, 4096);
+  pieces.clear();
+  ASSERT_TRUE(cache_->lookup_refs(0, 131072, 8192, &pieces));
+  EXPECT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(join(pieces), std::string(8192, 'c'));
+}
+
+TEST_F(ReadCacheTest, AWriteDropsTheBlocksKeptWithThoseItCovers) {
+  ASSERT_EQ(write(0, std::string(65536, 'a')), 0);
+  cached_read(0, 32768);
+  cached_read(32768, 32768);
+  ASSERT_EQ(write(8192, std::string(4096, 'w')), 0);
+  EXPECT_FALSE(is_cached(0, 4096)) << "kept with the block written";
+  EXPECT_TRUE(is_cached(32768, 32768)) << "kept apart";
+  EXPECT_EQ(cache_->stats().cached_bytes, 32768u);
+}
+
+TEST_F(ReadCacheTest, APieceHeldOutlivesTheWriteThatDropsItAndNeverChanges) {
+  ASSERT_EQ(write(0, std::string(65536, 'o')), 0);
+  cached_read(0, 65536);
+  std::vector<ReadCache::Piece> held;
+  ASSERT_TRUE(cache_->lookup_refs(0, 0, 65536, &held));
+  // One block rewritten: its whole chunk leaves the cache (the memory
+  // counted is the memory held) ...
+  ASSERT_EQ(write(12288, std::string(4096, 'n')), 0);
+  EXPECT_EQ(cache_->stats().cached_bytes, 0u);
+  EXPECT_FALSE(is_cached(0, 4096));
+  // ... and comes back from the device with the new block, in new memory.
+  std::string now = std::string(12288, 'o') + std::string(4096, 'n') + std::string(49152, 'o');
+  EXPECT_EQ(cached_read(0, 65536), now);
+  std::vector<ReadCache::Piece> fresh;
+  ASSERT_TRUE(cache_->lookup_refs(0, 0, 65536, &fresh));
+  EXPECT_EQ(join(fresh), now);
+  EXPECT_EQ(join(held), std::string(65536, 'o')) << "a piece handed out changed";
+}
+
+TEST_F(ReadCacheTest, KeepingAgainLeavesCachedBlocksAndTheirReadersAlone) {
+  ASSERT_EQ(write(0, std::string(16384, 'k')), 0);
+  cached_read(4096, 4096);
+  std::vector<ReadCache::Piece> held;
+  ASSERT_TRUE(cache_->lookup_refs(0, 4096, 4096, &held));
+  const char* where = held[0].data;
+  cached_read(0, 16384);  // hits: nothing kept again
+  std::vector<uint64_t> gens;
+  cache_->snapshot(0, 0, 16384, &gens);
+  AlignedBuffer b(16384);
+  std::memset(b.data(), 'k', 16384);
+  cache_->insert(0, 0, 16384, b.data(), gens);  // blocks 0, 2, 3 new; 1 stays
+  std::vector<ReadCache::Piece> all;
+  ASSERT_TRUE(cache_->lookup_refs(0, 0, 16384, &all));
+  EXPECT_EQ(join(all), std::string(16384, 'k'));
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[1].data, where);
+  EXPECT_EQ(cache_->stats().cached_bytes, 16384u);
 }

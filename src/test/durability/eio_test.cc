@@ -125,6 +125,32 @@ TEST_F(EioTest, EioOnADeviceFlushMakesTheStoreReadOnlyAndNeverAcknowledges) {
   crash_and_expect(acknowledged_, /*cut_power=*/false);
 }
 
+// A large write goes on while its transaction is queued
+// (hybridstore_async_write_min): queue_transaction has returned when it
+// fails, so the commit is what must never happen.
+TEST_F(EioTest, EioOnAWriteGoingOnWhileQueuedMakesTheStoreReadOnlyAndNeverAcknowledges) {
+  auto inj = remount_with_faults(with_option(config(), "hybridstore_debug_fault_injection", "true"));
+  put_acknowledged_state();
+  ASSERT_EQ(store_->flush(), 0);
+  inj->fail_device_write_after(1);
+  std::atomic<bool> committed{false};
+  // Only the large write: a small one would go first, synchronously, and
+  // take the injected error itself.
+  Transaction t;
+  t.write(coll_, obj("big"), 0, std::string(1u << 20, 'b'));
+  t.setattr(coll_, obj("keep"), "a", "2");
+  t.register_on_commit([&committed] { committed.store(true); });
+  EXPECT_EQ(store_->apply_transaction(std::move(t)), -EIO);
+  store_->flush();
+  EXPECT_FALSE(committed) << "on_commit must not run for a transaction whose data write failed";
+  TxnError e;
+  Transaction later;
+  later.touch(coll_, obj("later"));
+  EXPECT_EQ(store_->queue_transaction(std::move(later), &e), -EROFS);
+  EXPECT_NE(e.message.find("write to a device failed"), std::string::npos) << e.message;
+  crash_and_expect(acknowledged_, /*cut_power=*/false);
+}
+
 TEST_F(EioTest, EioOnADeviceFlushThenPowerCutLosesNothingAcknowledged) {
   auto inj = remount_with_faults(with_option(config(), "hybridstore_debug_fault_injection", "true"));
   put_acknowledged_state();

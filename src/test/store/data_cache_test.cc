@@ -185,3 +185,51 @@ TEST_F(DataCacheTest, ZeroSizeTurnsItOff) {
   flip_on_media(dev, off);
   EXPECT_EQ(counter("data_cache_hit_bytes") + counter("data_cache_miss_bytes"), 0u);
 }
+
+// read_shared: the cached bytes themselves once the cache holds the range,
+// the ordinary read otherwise; either way the object's bytes.
+TEST_F(DataCacheTest, SharedReadsHandOutCachedBytesOnlyWhereTheyAreRight) {
+  auto shared_read = [&](const ObjectId& o, uint64_t off, uint64_t len, uint32_t flags, size_t* npieces) {
+    std::string copy;
+    std::vector<HybridStore::ReadPiece> pieces;
+    int r = store_->read_shared(
+        coll_, o, off, len, [&](uint64_t n) { copy.resize(n); return copy.data(); }, &pieces, flags);
+    EXPECT_GE(r, 0);
+    *npieces = pieces.size();
+    if (pieces.empty()) return copy;
+    std::string s;
+    for (const auto& p : pieces) s.append(p.data, p.len);
+    EXPECT_EQ(static_cast<int>(s.size()), r);
+    return s;
+  };
+  std::string data = put(obj("s"), 1 << 20, /*on_hdd=*/true);
+  ASSERT_EQ(store_->flush(), 0);
+  size_t n = 0;
+  EXPECT_EQ(shared_read(obj("s"), 0, 0, 0, &n), data);
+  EXPECT_EQ(n, 0u) << "first read: from the device";
+  EXPECT_EQ(shared_read(obj("s"), 0, 0, 0, &n), data);
+  EXPECT_GT(n, 0u) << "second read: from the cache";
+  EXPECT_EQ(shared_read(obj("s"), 5000, 70000, 0, &n), data.substr(5000, 70000));
+  EXPECT_GT(n, 0u);
+  EXPECT_EQ(shared_read(obj("s"), 0, 0, kReadUncached, &n), data);
+  EXPECT_EQ(n, 0u) << "a read asking for the media";
+  // An overwrite staged, not yet on the device: never from the cache.
+  Transaction t;
+  t.write(coll_, obj("s"), 8192, std::string(4096, 'w'));
+  apply(std::move(t));
+  data.replace(8192, 4096, std::string(4096, 'w'));
+  EXPECT_EQ(shared_read(obj("s"), 0, 65536, 0, &n), data.substr(0, 65536));
+  ASSERT_EQ(store_->flush(), 0);
+  EXPECT_EQ(shared_read(obj("s"), 0, 0, 0, &n), data);
+  // (The overwrite itself may still be staged on the SSD: the range beside it.)
+  EXPECT_EQ(shared_read(obj("s"), 65536, 0, 0, &n), data.substr(65536));
+  EXPECT_GT(n, 0u);
+  // A hole: the ordinary read, zeros.
+  Transaction z;
+  z.zero(coll_, obj("s"), 0, 65536);
+  apply(std::move(z));
+  data.replace(0, 65536, std::string(65536, '\0'));
+  EXPECT_EQ(shared_read(obj("s"), 0, 0, 0, &n), data);
+  EXPECT_EQ(n, 0u);
+  EXPECT_EQ(shared_read(obj("s"), 65536, 0, 0, &n), data.substr(65536));
+}
