@@ -72,15 +72,18 @@ size_t ObjectIdHash::operator()(const ObjectId& o) const {
 }
 
 void append_escaped(std::string* dst, std::string_view s) {
-  for (char c : s) {
-    auto u = static_cast<uint8_t>(c);
-    if (u <= 1) {
-      dst->push_back('\x01');
-      dst->push_back(static_cast<char>(u + 1));
-    } else {
-      dst->push_back(c);
-    }
+  // Names rarely hold 0x00 or 0x01: copy the runs between them whole (this
+  // runs for every object key built, reads included).
+  size_t from = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto u = static_cast<uint8_t>(s[i]);
+    if (u > 1) continue;
+    dst->append(s.data() + from, i - from);
+    dst->push_back('\x01');
+    dst->push_back(static_cast<char>(u + 1));
+    from = i + 1;
   }
+  dst->append(s.data() + from, s.size() - from);
   dst->push_back('\0');
 }
 
@@ -110,22 +113,30 @@ bool take_escaped(std::string_view* in, std::string* out) {
 // Layout: [u8 0x00][u8 shard+128][be64 pool^signbit][be32 bitwise hash]
 //         [esc nspace][esc effective key][esc name][be64 snap][be64 gen]
 // The leading 0x00 keeps every object below the max sentinel 0xff.
+size_t object_key_size_hint(const ObjectId& o) {
+  return 2 + 8 + 4 + 3 + o.nspace.size() + o.effective_key().size() + o.name.size() + 8 + 8;
+}
+
+void append_object_key(std::string* k, const ObjectId& o) {
+  if (o.max) {
+    k->push_back('\xff');
+    return;
+  }
+  k->push_back('\0');
+  k->push_back(static_cast<char>(static_cast<uint8_t>(static_cast<int>(o.shard) + 128)));
+  put_be64(k, static_cast<uint64_t>(o.pool) ^ (1ull << 63));
+  put_be32(k, o.bitwise_key());
+  append_escaped(k, o.nspace);
+  append_escaped(k, o.effective_key());
+  append_escaped(k, o.name);
+  put_be64(k, o.snap);
+  put_be64(k, o.generation);
+}
+
 std::string encode_object_key(const ObjectId& o) {
   std::string k;
-  if (o.max) {
-    k.push_back('\xff');
-    return k;
-  }
-  k.reserve(40 + o.nspace.size() + o.name.size() + o.key.size());
-  k.push_back('\0');
-  k.push_back(static_cast<char>(static_cast<uint8_t>(static_cast<int>(o.shard) + 128)));
-  put_be64(&k, static_cast<uint64_t>(o.pool) ^ (1ull << 63));
-  put_be32(&k, o.bitwise_key());
-  append_escaped(&k, o.nspace);
-  append_escaped(&k, o.effective_key());
-  append_escaped(&k, o.name);
-  put_be64(&k, o.snap);
-  put_be64(&k, o.generation);
+  k.reserve(object_key_size_hint(o));
+  append_object_key(&k, o);
   return k;
 }
 

@@ -70,6 +70,10 @@ struct ObjectIdHash {
 // Order-preserving encoding (see the header comment). The max object encodes
 // to a single 0xff byte, after every other object.
 std::string encode_object_key(const ObjectId& o);
+// encode_object_key's bytes appended to *k, and a size to reserve for them
+// (exact unless a name holds 0x00 or 0x01 bytes).
+void append_object_key(std::string* k, const ObjectId& o);
+size_t object_key_size_hint(const ObjectId& o);
 // Parses what encode_object_key produced; false on malformed input.
 bool decode_object_key(std::string_view in, ObjectId* out);
 

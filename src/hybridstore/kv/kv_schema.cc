@@ -32,8 +32,12 @@ std::string onode_prefix(const CollectionId& c) {
 }
 
 std::string onode_key(const CollectionId& c, const ObjectId& o) {
-  std::string k = onode_prefix(c);
-  k += encode_object_key(o);
+  // One allocation: reads and every transaction build this key.
+  std::string k;
+  k.reserve(2 + c.name.size() + object_key_size_hint(o));
+  k.push_back(kOnode);
+  append_escaped(&k, c.name);
+  append_object_key(&k, o);
   return k;
 }
 

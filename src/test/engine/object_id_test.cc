@@ -87,6 +87,22 @@ TEST(ObjectId, KeyEncodingRoundTrips) {
   EXPECT_TRUE(back.max);
 }
 
+// The bytes are on disk in every key: escaping must never change.
+TEST(ObjectId, EscapingKeepsItsBytes) {
+  std::string out = "x";
+  append_escaped(&out, std::string("\x01" "a\0\0" "bc\x01", 7));
+  EXPECT_EQ(out, std::string("x\x01\x02" "a\x01\x01\x01\x01" "bc\x01\x02\0", 13));
+  out.clear();
+  append_escaped(&out, "plain");
+  EXPECT_EQ(out, std::string("plain\0", 6));
+  ObjectId o = make(3, 0x01020304, "", "", "obj", 5, kNoGen, kNoShard);
+  std::string k = encode_object_key(o);
+  EXPECT_EQ(k.size(), object_key_size_hint(o));
+  std::string appended = "pre";
+  append_object_key(&appended, o);
+  EXPECT_EQ(appended, "pre" + k);
+}
+
 TEST(ObjectId, DecodeRejectsGarbageWithoutCrashing) {
   std::mt19937_64 rng(3);
   std::string good = encode_object_key(make(1, 2, "ns", "", "name"));
