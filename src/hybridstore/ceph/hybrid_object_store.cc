@@ -158,13 +158,13 @@ int HybridObjectStore::mkfs() {
   return 0;
 }
 
-int HybridObjectStore::open_engine(std::string* error) {
+int HybridObjectStore::open_engine(std::string* error, bool read_only) {
   Config cfg;
   if (build_engine_config(&cfg, error) < 0) return -EINVAL;
   // A fresh engine object: umount leaves the old one unusable for a mount.
   if (engine_->is_mounted()) return -EBUSY;
   replace_engine(std::move(cfg));
-  return engine_->mount(error);
+  return read_only ? engine_->mount_read_only(error) : engine_->mount(error);
 }
 
 int HybridObjectStore::mount() {
@@ -200,6 +200,34 @@ int HybridObjectStore::umount() {
   mounted_ = false;
   return r;
 }
+
+#if HS_CEPH_RELEASE >= 20
+int HybridObjectStore::mount_readonly() {
+  std::string error;
+  int r = open_engine(&error, /*read_only=*/true);
+  if (r < 0) {
+    derr << "mount_readonly failed: " << error << " (" << cpp_strerror(r) << ")" << dendl;
+    return r;
+  }
+  if (!fsid_.parse(engine_->fsid().c_str())) {
+    derr << "mount_readonly: unparsable fsid " << engine_->fsid() << dendl;
+    engine_->umount();
+    return -EIO;
+  }
+  finisher_.start();
+  mounted_ = true;
+  read_only_mount_ = true;
+  dout(1) << "mounted read-only, fsid " << fsid_ << dendl;
+  return 0;
+}
+
+int HybridObjectStore::umount_readonly() {
+  if (!read_only_mount_) return mounted_ ? -EINVAL : 0;
+  int r = umount();
+  read_only_mount_ = false;
+  return r;
+}
+#endif
 
 int HybridObjectStore::fsck(bool deep) {
   FsckReport report;
@@ -363,11 +391,20 @@ int HybridObjectStore::flush_cache(std::ostream* os) {
   return 0;
 }
 
+#if HS_CEPH_RELEASE >= 20
+int HybridObjectStore::compact() {
+  if (!mounted_) return -EINVAL;
+  dout(1) << "compacting RocksDB" << dendl;
+  engine_->compact();
+  return 0;
+}
+#else
 void HybridObjectStore::compact() {
   if (!mounted_) return;
   dout(1) << "compacting RocksDB" << dendl;
   engine_->compact();
 }
+#endif
 
 // ---- collections -----------------------------------------------------------
 
@@ -680,6 +717,10 @@ DecodedOp decode_op(ObjectStore::Transaction::iterator& i, const ObjectStore::Tr
 
 int HybridObjectStore::queue_transactions(CollectionHandle& ch, std::vector<Transaction>& tls, TrackedOpRef op,
                                           ThreadPool::TPHandle* handle) {
+  if (read_only_mount_) {
+    derr << "queue_transactions: the store is mounted read-only" << dendl;
+    return -EROFS;
+  }
   const uint64_t t0 = perf_now_ns();
   auto* coll = static_cast<Collection*>(ch.get());
   std::list<Context*> on_applied, on_commit, on_applied_sync;

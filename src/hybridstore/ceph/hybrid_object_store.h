@@ -61,6 +61,12 @@ class PerfBridge;
 //     Checked by a syntax-only compile against a 19.2.0 development tree
 //     (qa/ceph/squid-syntax.sh); ceph-integrate itself still refuses
 //     Squid trees.
+//   20 (Tentacle): compact() returns int (-ENOTSUP by default);
+//     get_omap_iterator() is gone from the interface (omap_iterate() is the
+//     only omap walk, pure virtual); mount_readonly()/umount_readonly()
+//     are new, and ceph-objectstore-tool mounts with them for its read-only
+//     ops (list, export, get-bytes, ...), so they must work;
+//     get_ideal_list_max() is no longer virtual (never overridden here).
 // Features a release gained in a point release, keyed on the tree's
 // os/ObjectStore.h rather than on HS_CEPH_RELEASE (CMakeLists.txt here sets
 // them; 0 when unset):
@@ -96,6 +102,13 @@ class HybridObjectStore : public ObjectStore {
   int mkfs() override;
   int mount() override;
   int umount() override;
+#if HS_CEPH_RELEASE >= 20
+  // For ceph-objectstore-tool's reading ops: the store is mounted with its
+  // background work (migration, cleaning) off and refuses transactions
+  // (-EROFS). Recovery of the commit journal runs as at any mount.
+  int mount_readonly() override;
+  int umount_readonly() override;
+#endif
   int fsck(bool deep) override;
   int repair(bool deep) override;
   int quick_fix() override;
@@ -128,7 +141,11 @@ class HybridObjectStore : public ObjectStore {
   void get_db_statistics(ceph::Formatter* f) override;
   void dump_perf_counters(ceph::Formatter* f) override;
   int flush_cache(std::ostream* os = nullptr) override;
+#if HS_CEPH_RELEASE >= 20
+  int compact() override;
+#else
   void compact() override;
+#endif
 
   // Collections.
   CollectionHandle open_collection(const coll_t& cid) override;
@@ -164,7 +181,9 @@ class HybridObjectStore : public ObjectStore {
                       std::map<std::string, ceph::buffer::list>* out) override;
   int omap_check_keys(CollectionHandle& c, const ghobject_t& oid, const std::set<std::string>& keys,
                       std::set<std::string>* out) override;
+#if HS_CEPH_RELEASE < 20
   ObjectMap::ObjectMapIterator get_omap_iterator(CollectionHandle& c, const ghobject_t& oid) override;
+#endif
 #if HS_CEPH_RELEASE >= 19 && HS_CEPH_HAS_OMAP_ITERATE
   // The omap from start_from on, key by key, until f says STOP: 1 when it
   // did, 0 at the end of the omap, -ENOENT without the object, -EIO on a
@@ -194,7 +213,8 @@ class HybridObjectStore : public ObjectStore {
   // The engine's Config: its defaults, overridden by every hybridstore_*
   // value Ceph's configuration holds that differs from the default.
   int build_engine_config(Config* cfg, std::string* error) const;
-  int open_engine(std::string* error);
+  // read_only: no background work (migration, cleaning) is started.
+  int open_engine(std::string* error, bool read_only = false);
   void replace_engine(Config cfg);
   // Delivers contexts the way the OSD asked for the collection: its commit
   // queue, else the finisher.
@@ -210,6 +230,7 @@ class HybridObjectStore : public ObjectStore {
   PerfCounters* logger_ = nullptr;
   std::unique_ptr<PerfBridge> perf_bridge_;
   bool mounted_ = false;
+  bool read_only_mount_ = false;  // mount_readonly(): transactions refused
 
   ceph::shared_mutex coll_lock_ = ceph::make_shared_mutex("HybridObjectStore::coll_lock");
   std::map<coll_t, CollectionRef> coll_map_;      // collections that exist (or existed: see open_collection)

@@ -24,7 +24,9 @@ const CollectionId& cid_of(ObjectStore::CollectionHandle& ch) {
   return static_cast<HybridObjectStore::Collection*>(ch.get())->id;
 }
 
+#if HS_CEPH_RELEASE < 20
 // The engine's omap iterator as Ceph's: user keys only, in byte order.
+// (Tentacle removed ObjectMap and get_omap_iterator; omap_iterate remains.)
 class OmapIteratorAdapter : public ObjectMap::ObjectMapIteratorImpl {
  public:
   explicit OmapIteratorAdapter(std::unique_ptr<OmapIterator> it) : it_(std::move(it)) {}
@@ -56,6 +58,7 @@ class OmapIteratorAdapter : public ObjectMap::ObjectMapIteratorImpl {
  private:
   std::unique_ptr<OmapIterator> it_;
 };
+#endif
 
 }  // namespace
 
@@ -243,6 +246,7 @@ int HybridObjectStore::omap_check_keys(CollectionHandle& ch, const ghobject_t& o
   return engine_->omap_check_keys(cid_of(ch), to_engine(oid), keys, out);
 }
 
+#if HS_CEPH_RELEASE < 20
 ObjectMap::ObjectMapIterator HybridObjectStore::get_omap_iterator(CollectionHandle& ch, const ghobject_t& oid) {
   const uint64_t t0 = perf_now_ns();
   auto it = engine_->get_omap_iterator(cid_of(ch), to_engine(oid));
@@ -250,6 +254,7 @@ ObjectMap::ObjectMapIterator HybridObjectStore::get_omap_iterator(CollectionHand
   logger_->tinc(l_hs_omap_iter_lat, ceph::make_timespan((perf_now_ns() - t0) / 1e9));
   return std::make_shared<OmapIteratorAdapter>(std::move(it));
 }
+#endif
 
 #if HS_CEPH_RELEASE >= 19 && HS_CEPH_HAS_OMAP_ITERATE
 int HybridObjectStore::omap_iterate(CollectionHandle& ch, const ghobject_t& oid, omap_iter_seek_t start_from,

@@ -101,7 +101,15 @@ int HybridStore::mount(std::string* error) {
   }
   return r;
 }
+int HybridStore::mount_read_only(std::string* error) {
+  std::string e;
+  int r = impl_->mount(&e);
+  if (error) *error = e;
+  read_only_mount_ = r == 0;
+  return r;
+}
 int HybridStore::umount() {
+  read_only_mount_ = false;
   impl_->promoter_.store(nullptr, std::memory_order_release);
   if (migrator_) {
     migrator_->stop();
@@ -161,7 +169,15 @@ std::string HybridStore::fsid() const {
   return uuid_to_string(Uuid{});
 }
 
+namespace {
+int refuse_read_only(TxnError* error) {
+  if (error) *error = TxnError{-EROFS, -1, -1, "", "the store is mounted read-only"};
+  return -EROFS;
+}
+}  // namespace
+
 int HybridStore::queue_transaction(Transaction t, TxnError* error) {
+  if (read_only_mount_) return refuse_read_only(error);
   if (migrator_) migrator_->note_op();
   std::vector<Transaction> v;
   v.push_back(std::move(t));
@@ -170,10 +186,12 @@ int HybridStore::queue_transaction(Transaction t, TxnError* error) {
 int HybridStore::queue_transactions(std::vector<Transaction> ts, TxnError* error) {
   // The Ceph adapter writes only through here: every transaction is client
   // load the migrator's idle detection must see.
+  if (read_only_mount_) return refuse_read_only(error);
   if (migrator_) migrator_->note_op(ts.size());
   return impl_->queue_transactions(ts, error, nullptr);
 }
 int HybridStore::apply_transaction(Transaction t, TxnError* error) {
+  if (read_only_mount_) return refuse_read_only(error);
   if (migrator_) migrator_->note_op();
   std::vector<Transaction> v;
   v.push_back(std::move(t));

@@ -161,6 +161,12 @@ class HybridStore {
   // configuration (returns 0 and leaves it as it is).
   int mkfs(std::string* error = nullptr);
   int mount(std::string* error = nullptr);
+  // For readers of a stopped store (ceph-objectstore-tool's list, export,
+  // get-bytes): mounts with no background work (no migration, no cleaning)
+  // and refuses every transaction with -EROFS. Recovery of the commit
+  // journal runs as at any mount: it finishes what was acknowledged.
+  int mount_read_only(std::string* error = nullptr);
+  bool is_read_only_mount() const { return read_only_mount_; }
   // Waits for every queued transaction to be durable, then closes.
   int umount();
   bool is_mounted() const;
@@ -306,6 +312,7 @@ class HybridStore {
   std::unique_ptr<Migrator> migrator_;
   std::unique_ptr<SsdCleaner> cleaner_;
   std::mutex cleaner_mutex_;
+  bool read_only_mount_ = false;
 };
 
 
