@@ -92,7 +92,7 @@ def read(root, rel):
 
 with tempfile.TemporaryDirectory() as tmp:
     # The version table: the releases the tool and the adapter know.
-    check(sorted(ci.KNOWN_RELEASES) == ["16", "18"], "ceph-integrate knows releases 16 and 18")
+    check(sorted(ci.KNOWN_RELEASES) == ["16", "18", "20"], "ceph-integrate knows releases 16, 18 and 20")
     header = open("src/hybridstore/ceph/hybrid_object_store.h").read()
     check("HS_CEPH_RELEASE >= 18" in header, "the adapter switches its signatures at release 18")
     check("HS_CEPH_RELEASE >= 19" in header, "the adapter has Squid's (19) interface behind release 19")
@@ -105,8 +105,18 @@ with tempfile.TemporaryDirectory() as tmp:
     table = table.group(0) if table else ""
     listed = dict(re.findall(r"^//   (\d+) \((\w+)\):", table, re.M))
     used = {m for text in sources.values() for m in re.findall(r"HS_CEPH_RELEASE >= (\d+)", text)}
-    check(listed.get("18") == "Reef" and listed.get("19") == "Squid",
-          f"the version table has entries 18 (Reef) and 19 (Squid): {listed}")
+    check(listed.get("18") == "Reef" and listed.get("19") == "Squid" and listed.get("20") == "Tentacle",
+          f"the version table has entries 18 (Reef), 19 (Squid) and 20 (Tentacle): {listed}")
+    # Tentacle: compact() returns int, mount_readonly/umount_readonly exist,
+    # get_omap_iterator is gone from the interface.
+    for decl, guard_text in (("int compact() override;", "#if HS_CEPH_RELEASE >= 20"),
+                             ("int mount_readonly() override;", "#if HS_CEPH_RELEASE >= 20"),
+                             ("int umount_readonly() override;", "#if HS_CEPH_RELEASE >= 20"),
+                             ("get_omap_iterator(CollectionHandle& c", "#if HS_CEPH_RELEASE < 20")):
+        at = header.find(decl)
+        guard = header.rfind("#if ", 0, at)
+        check(at > 0 and header[guard:header.find("\n", guard)].startswith(guard_text),
+              f"{decl.split('(')[0].strip()} is declared under {guard_text}")
     check(set(listed) == used, f"the table's releases {sorted(listed)} are those the adapter tests {sorted(used)}")
     # Point-release features (HS_CEPH_HAS_*): each one the sources test is
     # described in the table, defaulted in the header, set by CMakeLists.txt.
@@ -157,12 +167,98 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out = run("--ceph-src", r, "--check")
     check(rc == 0 and "nothing to edit" in out, "Reef: a second run changes nothing")
 
+    # Tentacle: Reef's layout; store_test has a third parameterised suite
+    # (StoreTestOmapUpgrade) that stays as it is.
+    t = os.path.join(tmp, "tentacle")
+    reef(t)
+    write(t, "src/ceph_release", "20\ntentacle\nstable\n")
+    write(t, "src/test/objectstore/store_test.cc", read(t, "src/test/objectstore/store_test.cc") + (
+        "INSTANTIATE_TEST_SUITE_P(\n  ObjectStore,\n  StoreTestOmapUpgrade,\n  ::testing::Values(\n"
+        "    \"memstore\",\n#if defined(WITH_BLUESTORE)\n    \"bluestore\",\n#endif\n    \"kstore\"));\n"))
+    rc, out = run("--ceph-src", t, "--check")
+    check(rc == 1 and "(20 tentacle stable)" in out, "a Tentacle tree is recognised")
+    integrate(t, 20)
+    st = read(t, "src/test/objectstore/store_test.cc")
+    check(st.count('"hybridstore"') == 1 and 'StoreTestOmapUpgrade,\n  ::testing::Values(\n    "memstore"' in st,
+          "Tentacle: hybridstore joins StoreTest only, not the BlueStore omap upgrade suite")
+    rc, out = run("--ceph-src", t, "--check")
+    check(rc == 0 and "nothing to edit" in out, "Tentacle: a second run changes nothing")
+
+    # Debian's sources: an orig tarball unpacked once, a debian.tar's patch
+    # series applied once, .git_version written.
+    orig_src = os.path.join(tmp, "orig-src", "ceph-99.0.0+ds")
+    reef(orig_src)
+    tarball = os.path.join(tmp, "ceph_99.0.0+ds.orig.tar.xz")
+    subprocess.run(["tar", "-cJf", tarball, "-C", os.path.dirname(orig_src), "ceph-99.0.0+ds"], check=True)
+    dest = os.path.join(tmp, "from-orig")
+    ci.extract_orig(tarball, dest)
+    check(read(dest, "src/ceph_release") == read(orig_src, "src/ceph_release"), "an orig tarball is unpacked")
+    write(dest, "src/marker", "kept\n")
+    ci.extract_orig(tarball, dest)
+    check(os.path.exists(os.path.join(dest, "src/marker")), "a tree already there is not unpacked over")
+    bad = os.path.join(tmp, "bad.tar.xz")
+    write(tmp, "badsrc/x/README", "no ceph\n")
+    subprocess.run(["tar", "-cJf", bad, "-C", os.path.join(tmp, "badsrc"), "x"], check=True)
+    try:
+        ci.extract_orig(bad, os.path.join(tmp, "from-bad"))
+        check(False, "a tarball without a Ceph tree is refused")
+    except ci.Refused as e:
+        check("not a Ceph source tarball" in str(e), "a tarball without a Ceph tree is refused: " + str(e))
+    deb = os.path.join(tmp, "deb")
+    write(deb, "debian/patches/series", "# comment\n0001-fix.patch\n")
+    write(deb, "debian/patches/0001-fix.patch",
+          "--- a/src/ceph_release\n+++ b/src/ceph_release\n@@ -1,3 +1,3 @@\n 18\n-reef\n+reef-patched\n stable\n")
+    debtar = os.path.join(tmp, "ceph.debian.tar.xz")
+    subprocess.run(["tar", "-cJf", debtar, "-C", deb, "debian"], check=True)
+    if shutil.which("patch"):
+        applied = ci.apply_debian_tar(debtar, dest)
+        check(applied == ["0001-fix.patch"] and "reef-patched" in read(dest, "src/ceph_release"),
+              "the debian.tar's series is applied")
+        check(ci.apply_debian_tar(debtar, dest) == [], "a second run applies nothing")
+        other = os.path.join(tmp, "from-orig2")
+        ci.extract_orig(tarball, other)
+        write(other, "src/ceph_release", "something else\n")
+        try:
+            ci.apply_debian_tar(debtar, other)
+            check(False, "a patch that does not apply is refused")
+        except ci.Refused as e:
+            check("0001-fix.patch" in str(e), "a patch that does not apply is refused, by name: " + str(e)[:80])
+    check(ci.write_git_version(dest, "a" * 40, "99.0.0") and
+          read(dest, "src/.git_version") == "a" * 40 + "\n99.0.0\n", "src/.git_version written")
+    check(not ci.write_git_version(dest, "a" * 40, "99.0.0"), "src/.git_version not rewritten when the same")
+
+    # The Debian configure profile: Debian's install paths, system Boost,
+    # the rules' maintainer flags through dpkg-buildflags.
+    if shutil.which("dpkg-buildflags"):
+        args = ci.debian_profile_args(dest)
+        check("-DWITH_SYSTEM_BOOST=ON" in args and "-DCMAKE_INSTALL_PREFIX=/usr" in args
+              and any(a.startswith("-DCMAKE_INSTALL_LIBDIR=lib/") for a in args)
+              and any(a.startswith("-DCMAKE_CXX_FLAGS=") and "-DFMT_DEPRECATED_OSTREAM" in a and "-O2" in a
+                      for a in args), "the debian profile: install paths, system Boost, dpkg-buildflags")
+    check(ci.build_env(2).get("CMAKE_POLICY_VERSION_MINIMUM") == "3.5",
+          "bundled projects configure under CMake 4 (CMAKE_POLICY_VERSION_MINIMUM)")
+    # GCC 13+: the bundled RocksDB gets -include cstdint, once; older GCC: untouched.
+    rk = os.path.join(tmp, "rocks")
+    write(rk, "cmake/modules/BuildRocksDB.cmake", '  set(rocksdb_CXX_FLAGS "${CMAKE_CXX_FLAGS}")\n')
+    real_gxx = ci._gxx_major
+    try:
+        ci._gxx_major = lambda: 12
+        check(ci.apply_toolchain_fixes(rk, False, []) == [], "GCC 12: the bundled RocksDB is left alone")
+        ci._gxx_major = lambda: 16
+        fixed = ci.apply_toolchain_fixes(rk, False, [])
+        check(len(fixed) == 1 and "-include cstdint" in read(rk, "cmake/modules/BuildRocksDB.cmake"),
+              "GCC 16: the bundled RocksDB is built with -include cstdint")
+        check(ci.apply_toolchain_fixes(rk, False, []) == [], "a second run adds nothing")
+    finally:
+        ci._gxx_major = real_gxx
+
     # Refusals.
     for rel, name in (("17\nquincy\nstable\n", "quincy"), ("19\nsquid\nstable\n", "squid")):
         q = os.path.join(tmp, name)
         pacific(q, release=rel)
         rc, out = run("--ceph-src", q, "--check")
-        check(rc == 2 and "16:" in out and "18:" in out, f"release {rel.split()[0]} refused, naming the known ones")
+        check(rc == 2 and "16:" in out and "18:" in out and "20:" in out,
+              f"release {rel.split()[0]} refused, naming the known ones")
     s = os.path.join(tmp, "nosub")
     pacific(s)
     write(s, ".gitmodules", '[submodule "src/rocksdb"]\n\tpath = src/rocksdb\n\turl = x\n')
