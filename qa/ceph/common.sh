@@ -3,7 +3,8 @@
 # (src/tools/ceph-integrate), or reports the script SKIPPED (exit 77), never
 # passed, when there is none.
 #
-#   CEPH_BUILD   a Ceph build directory with bin/ceph-osd, bin/ceph_test_objectstore, ...
+#   CEPH_BUILD   a Ceph build directory with bin/ceph-osd, bin/ceph_test_objectstore, ...,
+#                or "installed" (below)
 HS_SKIP=77
 QA_CEPH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # The checkout's top, for the scripts that source this file.
@@ -17,6 +18,29 @@ case "${1:-}" in
     sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'
     exit 0 ;;
 esac
+
+# CEPH_BUILD=installed: the Ceph installed from packages (a packaged build
+# with HybridStore, src/tools/ceph-package), for the proofs on an installed
+# release. A directory of links stands in for a build directory: bin/ holds
+# the installed binaries (/usr/bin), plus ceph_test_objectstore of
+# CEPH_TEST_BUILD (a build directory of the same source) when given; its
+# CMakeCache.txt names HS_CEPH_TREE, the source tree of that release, where
+# the scripts read store_test.cc and qa/standalone.
+if [ "${CEPH_BUILD:-}" = installed ]; then
+    _shim=$(mktemp -d "${TMPDIR:-/tmp}/hs-installed-ceph.XXXXXX")
+    mkdir -p "$_shim/bin"
+    for _b in /usr/bin/ceph-osd /usr/bin/ceph-objectstore-tool /usr/bin/ceph-kvstore-tool \
+        /usr/bin/ceph-bluestore-tool /usr/bin/ceph-mon /usr/bin/ceph-mgr /usr/bin/ceph_test_rados; do
+        [ -x "$_b" ] && ln -s "$_b" "$_shim/bin/"
+    done
+    if [ -n "${CEPH_TEST_BUILD:-}" ] && [ -x "$CEPH_TEST_BUILD/bin/ceph_test_objectstore" ]; then
+        ln -s "$CEPH_TEST_BUILD/bin/ceph_test_objectstore" "$_shim/bin/"
+        ln -s "$CEPH_TEST_BUILD/lib" "$_shim/lib"
+    fi
+    [ -n "${HS_CEPH_TREE:-}" ] && echo "CMAKE_HOME_DIRECTORY:INTERNAL=$HS_CEPH_TREE" > "$_shim/CMakeCache.txt"
+    export CEPH_BUILD=$_shim
+    unset _shim _b
+fi
 
 skip() {
     echo "SKIPPED: $*"

@@ -9,7 +9,9 @@
 # Rows (HH_ROWS, default all five):
 #   hybridstore       the built ceph-osd, osd_objectstore = hybridstore, SSD + HDD
 #   bluestore         the same binary's BlueStore, block on the HDD, block.db on the SSD
-#   debian-bluestore  Debian's ceph-osd (/usr/bin/ceph-osd), the same layout
+#   debian-bluestore  Debian's stock ceph-osd (HH_DEBIAN_OSD, default /usr/bin/ceph-osd;
+#                     where the hybridstore package replaced that one, the stock
+#                     binary unpacked from Debian's .deb), the same layout
 #   bluestore-hdd     the built BlueStore all on the HDD (the floor)
 #   memstore          the built MemStore, no device at all (the ceiling): what
 #                     the OSD's own code path, the clients and the mon reach on
@@ -79,7 +81,13 @@ if [ -n "${CEPH_BUILD:-}" ] && [ -x "$CEPH_BUILD/bin/ceph-osd" ]; then
     built_osd=$CEPH_BUILD/bin/ceph-osd
     osd_knows_hybridstore "$built_osd" || skip "$built_osd does not know hybridstore"
 fi
-[ -n "$built_osd" ] || [ -x /usr/bin/ceph-osd ] ||
+debian_osd=${HH_DEBIAN_OSD:-/usr/bin/ceph-osd}
+# The stock row must be Debian's binary: one that knows hybridstore is ours.
+if [ -x "$debian_osd" ] && osd_knows_hybridstore "$debian_osd"; then
+    log "$debian_osd knows hybridstore: not Debian's stock ceph-osd; the debian-bluestore row is skipped (set HH_DEBIAN_OSD)"
+    debian_osd="$debian_osd (not stock)"
+fi
+[ -n "$built_osd" ] || [ -x "$debian_osd" ] ||
     skip "no ceph-osd: CEPH_BUILD is not a Ceph build with HybridStore and Debian's ceph-osd is not installed"
 mkdir -p "$out" || exit 1
 out=$(cd "$out" && pwd)
@@ -284,7 +292,7 @@ run_row() {
     case $row in
     hybridstore) export HS_OBJECTSTORE=hybridstore HS_BLUESTORE_DB=ssd; osd=${built_osd:-(no CEPH_BUILD)} ;;
     bluestore) export HS_OBJECTSTORE=bluestore HS_BLUESTORE_DB=ssd; osd=${built_osd:-(no CEPH_BUILD)} ;;
-    debian-bluestore) export HS_OBJECTSTORE=bluestore HS_BLUESTORE_DB=ssd; osd=/usr/bin/ceph-osd ;;
+    debian-bluestore) export HS_OBJECTSTORE=bluestore HS_BLUESTORE_DB=ssd; osd=$debian_osd ;;
     bluestore-hdd) export HS_OBJECTSTORE=bluestore HS_BLUESTORE_DB=none; osd=${built_osd:-(no CEPH_BUILD)} ;;
     memstore) export HS_OBJECTSTORE=memstore; osd=${built_osd:-(no CEPH_BUILD)} ;;
     *) fail "unknown row $row"; return 1 ;;

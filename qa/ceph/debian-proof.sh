@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# HybridStore on the Ceph a Debian release ships, built from Debian's own
+# source inside a root of that release, packaged, installed over Debian's
+# packages there, and proven with the installed packages.
+#
+#   qa/ceph/debian-proof.sh [--suite sid|trixie] [--parts LIST] [--out DIR] [-j N]
+#
+# sid is Tentacle (20.2.x), the default; trixie (Debian 13) is Reef 18.2.7.
+# Parts, in order (--parts takes a comma-separated subset; default all):
+#   chroot      src/tools/ceph-chroot create: the root, Ceph's build
+#               dependencies, Debian's Ceph daemons (made once, then reused)
+#   source      Debian's source of the root's Ceph (apt-get source
+#               --download-only: the orig tarball, and the debian.tar when the
+#               registry serves it) into $HS_SRC_DIR/SUITE
+#   build       src/tools/ceph-integrate in the root: unpacks the tarball,
+#               applies Debian's patches when there are some, configures with
+#               debian/rules' options (--profile debian), builds ceph-osd,
+#               ceph-objectstore-tool, libceph-common and ceph_test_objectstore
+#   tools       the project's tools built in the root with its compiler
+#   package     src/tools/ceph-package: ceph-osd V+hybridstore1 and
+#               hybridstore-tools, with a flat apt repository, into
+#               $HS_REPO_DIR/SUITE (lintian must find no errors)
+#   install     the packages installed by name from that repository over
+#               Debian's in the root; the downgrade back to Debian's and the
+#               upgrade again checked; Debian's stock ceph-osd unpacked
+#               beside for the BlueStore baseline
+#   store-test  Ceph's ceph_test_objectstore on hybridstore (qa/ceph/store-test.sh)
+#   cluster     qa/ceph/cluster.sh with the installed ceph-osd (both stores)
+#   standalone  Ceph's standalone scripts of that release (qa/ceph/ceph-standalone.sh)
+#   hardware    qa/ceph/hybrid-hardware.sh, Debian's stock ceph-osd as the
+#               BlueStore row (needs FUSE for the disk model)
+#   thrash      qa/ceph/thrash.sh, both pools, both stores
+# Each part's output goes to OUT (default $HS_PROOF_DIR/SUITE-<date>), with
+# its time; SUMMARY.md lists every part's result, the release, the package
+# versions and the root. A part that cannot run here is SKIPPED with the
+# reason, never passed. Exit 0 when no part failed, 77 when the first part
+# was skipped (no root, no registry), 1 otherwise.
+#
+# Environment: HS_CHROOT_BASE (/srv/hs-chroot), HS_SRC_DIR (/srv/hs-src),
+# HS_REPO_DIR (/srv/hs-repo), HS_PROOF_DIR (/srv/hs-proof), and every
+# variable of the scripts it runs (HS_THRASH_MINUTES, HH_ROWS, ...).
+set -u
+HS_TOP=$(cd "$(dirname "$0")/../.." && pwd)
+suite=sid
+parts=chroot,source,build,tools,package,install,store-test,cluster,standalone,hardware,thrash
+out=
+jobs=2
+while [ $# -gt 0 ]; do
+    case $1 in
+    --suite) suite=$2; shift 2 ;;
+    --parts) parts=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -j) jobs=$2; shift 2 ;;
+    -h | --help) sed -n '2,/^set -u/p' "$0" | sed -e '/^set -u/d' -e 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+case $suite in sid | trixie) ;; *) echo "unknown suite $suite (sid or trixie)" >&2; exit 2 ;; esac
+known=",chroot,source,build,tools,package,install,store-test,cluster,standalone,hardware,thrash,"
+for p in ${parts//,/ }; do
+    case $known in *",$p,"*) ;; *) echo "unknown part $p" >&2; exit 2 ;; esac
+done
+if [ "$(id -u)" != 0 ]; then
+    echo "SKIPPED: qa/ceph/debian-proof.sh needs root (a chroot, mounts, loop devices)"
+    exit 77
+fi
+
+base=${HS_CHROOT_BASE:-/srv/hs-chroot}
+root=$base/$suite
+src_dir=${HS_SRC_DIR:-/srv/hs-src}/$suite
+repo=${HS_REPO_DIR:-/srv/hs-repo}/$suite
+out=${out:-${HS_PROOF_DIR:-/srv/hs-proof}/$suite-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out" "$src_dir" "$repo" || exit 1
+out=$(cd "$out" && pwd)
+summary=$out/SUMMARY.md
+chroot_tool=$HS_TOP/src/tools/ceph-chroot
+# Inside the root: the Ceph tree, its build and the project's build.
+tree_parent=/srv/ceph
+build=/srv/ceph/build-$suite
+tools_build=/srv/ceph/hybridstore-build-$suite
+binds=(--bind "$HS_TOP" --bind "$src_dir" --bind "$repo" --bind "$out")
+
+in_root() { "$chroot_tool" run --suite "$suite" --root "$root" "${binds[@]}" -- "$@"; }
+log() { echo "$(date +%H:%M:%S) $*"; }
+declare -A result
+order=()
+run_part() {
+    local name=$1; shift
+    local start=$SECONDS rc
+    log "== $name"
+    "$@" > >(tee "$out/$name.log") 2>&1
+    rc=$?
+    local secs=$((SECONDS - start))
+    case $rc in
+    0) result[$name]="passed ($secs s)" ;;
+    77) result[$name]="SKIPPED: $(grep -m1 -o 'SKIPPED.*' "$out/$name.log" | cut -c10-) ($secs s)" ;;
+    *) result[$name]="FAILED, exit $rc ($secs s): see $name.log" ;;
+    esac
+    order+=("$name")
+    log "== $name: ${result[$name]}"
+    return "$rc"
+}
+wanted() { case ",$parts," in *",$1,"*) return 0 ;; esac; return 1; }
+
+ceph_version() { in_root dpkg-query -W -f='${Version}' ceph-osd 2> /dev/null; }
+
+# --- parts -------------------------------------------------------------------
+part_chroot() { "$chroot_tool" create --suite "$suite" --root "$root"; }
+
+part_source() {
+    local v
+    v=$(in_root sh -c "apt-cache policy ceph-osd | sed -n 's/ *Candidate: //p'")
+    [ -n "$v" ] || { echo "no ceph-osd candidate in the $suite root"; return 1; }
+    v=${v%%+hybridstore*}
+    echo "Debian's Ceph in $suite: $v"
+    # A 404 for the .dsc or the debian.tar is final on this registry:
+    # whatever arrived is kept, the orig tarball is required.
+    in_root sh -c "cd '$src_dir' && apt-get -o Acquire::Check-Valid-Until=false source --download-only ceph=$v" || true
+    ls -la "$src_dir"
+    ls "$src_dir"/ceph_"${v%-*}".orig.tar.* > /dev/null 2>&1 || { echo "the orig tarball of $v did not arrive"; return 1; }
+    echo "$v" > "$src_dir/VERSION"
+}
+
+part_build() {
+    local v upstream orig debtar gitv args=()
+    v=$(cat "$src_dir/VERSION" 2> /dev/null) || { echo "no source: run the source part first"; return 1; }
+    upstream=${v%-*}                          # 20.2.4+ds
+    orig=$(ls "$src_dir"/ceph_"$upstream".orig.tar.* | head -1)
+    debtar=$(ls "$src_dir"/ceph_"$v".debian.tar.* 2> /dev/null | head -1)
+    [ -n "$debtar" ] && args+=(--debian-tar "$debtar")
+    # The commit and version Debian's own binaries report (its tarball has
+    # no .git_version): the built OSD reports the same release.
+    gitv=$(in_root ceph-mon --version)
+    local sha ver
+    sha=$(sed -n 's/.*(\([0-9a-f]\{40\}\)).*/\1/p' <<< "$gitv")
+    ver=$(sed -n 's/^ceph version \([^ ]*\) .*/\1/p' <<< "$gitv")
+    [ -n "$sha" ] && [ -n "$ver" ] && args+=(--git-version "$sha" "$ver")
+    echo "source $orig${debtar:+, patches $debtar}; version $ver ($sha)"
+    in_root python3 "$HS_TOP/src/tools/ceph-integrate" --from-orig "$orig" \
+        --ceph-src "$tree_parent/ceph-${upstream}" --build-dir "$build" --profile debian -j "$jobs" \
+        "${args[@]}" --target ceph-osd --target ceph-objectstore-tool --target ceph-common \
+        --target ceph_test_objectstore
+}
+
+part_tools() {
+    in_root sh -c "cmake -S '$HS_TOP' -B '$tools_build' -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DHS_BUILD_TESTS=OFF > /dev/null && cmake --build '$tools_build' -j $jobs"
+}
+
+part_package() {
+    local v deb
+    v=$(cat "$src_dir/VERSION")
+    deb=$src_dir/debs/ceph-osd_${v}_$(dpkg --print-architecture).deb
+    mkdir -p "$src_dir/debs"
+    [ -f "$deb" ] || in_root sh -c "cd '$src_dir/debs' && apt-get -o Acquire::Check-Valid-Until=false download ceph-osd=$v" ||
+        { echo "Debian's ceph-osd $v could not be downloaded"; return 1; }
+    in_root python3 "$HS_TOP/src/tools/ceph-package" osd --ceph-build "$build" --debian-deb "$deb" --out "$repo" &&
+        in_root python3 "$HS_TOP/src/tools/ceph-package" tools --tools-build "$tools_build" --out "$repo"
+}
+
+part_install() {
+    local v
+    v=$(cat "$src_dir/VERSION")
+    in_root sh -c "
+set -e
+echo 'deb [trusted=yes] file:$repo ./' > /etc/apt/sources.list.d/hybridstore.list
+apt-get -o Acquire::Check-Valid-Until=false update -q
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$v+hybridstore1 hybridstore-tools
+dpkg-query -W ceph-osd hybridstore-tools
+ceph-osd --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore | grep -qx hybridstore
+echo 'installed: ceph-osd knows hybridstore'
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades ceph-osd=$v
+! ceph-osd --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore 2>/dev/null | grep -qx hybridstore
+echo 'downgraded: Debian ceph-osd $v is back and refuses hybridstore'
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$v+hybridstore1
+dpkg-query -W ceph-osd
+rm -rf /opt/debian-ceph-osd && dpkg-deb -x '$src_dir/debs/ceph-osd_${v}_'\$(dpkg --print-architecture).deb /opt/debian-ceph-osd
+/opt/debian-ceph-osd/usr/bin/ceph-osd --version
+"
+}
+
+tree_in_root() { echo "$tree_parent/ceph-$(sed 's/-[^-]*$//' "$src_dir/VERSION")"; }
+
+part_store_test() {
+    in_root env CEPH_BUILD="$build" bash "$HS_TOP/qa/ceph/store-test.sh" "$out/store-test"
+}
+part_cluster() {
+    in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
+        bash "$HS_TOP/qa/ceph/cluster.sh" both "$out/cluster-report.md"
+}
+part_standalone() {
+    in_root env CEPH_OSD=/usr/bin/ceph-osd HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
+        bash "$HS_TOP/qa/ceph/ceph-standalone.sh" both "$out/standalone"
+}
+part_hardware() {
+    in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" HH_DEBIAN_OSD=/opt/debian-ceph-osd/usr/bin/ceph-osd \
+        DEVCLASS_TOOL=/usr/bin/hybridstore-diskmodel bash "$HS_TOP/qa/ceph/hybrid-hardware.sh" "$out/hardware"
+}
+part_thrash() {
+    in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" bash "$HS_TOP/qa/ceph/thrash.sh" both "$out/thrash"
+}
+
+failed=0
+first=1
+for p in chroot source build tools package install store-test cluster standalone hardware thrash; do
+    wanted "$p" || continue
+    run_part "$p" "part_${p//-/_}"
+    rc=$?
+    if [ "$rc" = 77 ] && [ "$first" = 1 ]; then
+        echo "SKIPPED: the first part ($p) cannot run here"
+        exit 77
+    fi
+    [ "$rc" != 0 ] && [ "$rc" != 77 ] && failed=1
+    first=0
+    # A failed build, package or install leaves nothing to prove.
+    if [ "$rc" != 0 ] && [[ " chroot source build tools package install " == *" $p "* ]]; then break; fi
+done
+
+{
+    echo "# HybridStore on Debian $suite: $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo
+    echo "- root: $root ($("$chroot_tool" info --suite "$suite" --root "$root" 2> /dev/null | sed -n 's/ *"ceph": "\(.*\)",/\1/p'))"
+    echo "- packages: $(in_root dpkg-query -W -f='${Package} ${Version}; ' ceph-osd ceph-mon ceph-mgr ceph-common hybridstore-tools 2> /dev/null)"
+    echo "- project: $(git -C "$HS_TOP" rev-parse --short=12 HEAD)"
+    echo
+    echo "| part | result |"
+    echo "|---|---|"
+    for p in "${order[@]}"; do echo "| $p | ${result[$p]} |"; done
+} > "$summary"
+cat "$summary"
+exit "$failed"
