@@ -41,6 +41,8 @@ help:
 	@echo "make ceph-corruption CEPH_BUILD=DIR  bytes flipped beneath a stopped OSD's store (SSD data, HDD data, a RocksDB SST): read-repair, deep scrub, repair"
 	@echo "make ceph-full CEPH_BUILD=DIR  a cluster filled past its full ratio: writes held, no ENOSPC crash, deletes and writes resume"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
+	@echo "make ceph-packages [DEBIAN_SUITE=sid|trixie]  Debian's Ceph source built with HybridStore in a root of that release, packaged, installed there"
+	@echo "make ceph-debian-proof [DEBIAN_SUITE=sid|trixie]  the same, then store_test, the cluster, standalone, hardware and thrash proofs on the installed packages"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
 deps:
@@ -106,6 +108,7 @@ ANSIBLE_VENV ?= $(BUILD)/venv-ansible
 # hybridstore ones are listed with their skip reason unless CEPH_OSD is given.
 QA_LOCAL_ARGS ?= hybridstore/basic --filter-out rados-bench,omap
 
+.PHONY: ceph-packages ceph-debian-proof
 .PHONY: qa-deps qa-venv ansible-venv qa-validate qa-standalone qa-local ansible-test qa-suites ceph-proof ceph-hybrid-proof ceph-deps ceph-thrash ceph-standalone
 .PHONY: ansible-multihost-deps ansible-test-multihost
 
@@ -246,5 +249,16 @@ ceph-full: qa-deps
 	@qa/ceph/full.sh both $(FULL_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
+# HybridStore on a Debian release's Ceph (sid: Tentacle 20.2, the default;
+# trixie: Reef 18.2.7), built from Debian's source in a root of that release
+# (src/tools/ceph-chroot), packaged and installed there; then the proofs.
+# Root and the package registry needed; SKIPPED otherwise.
+DEBIAN_SUITE ?= sid
+ceph-packages:
+	qa/ceph/debian-proof.sh --suite $(DEBIAN_SUITE) --parts chroot,source,build,tools,package,install -j $(JOBS)
+
+ceph-debian-proof:
+	qa/ceph/debian-proof.sh --suite $(DEBIAN_SUITE) -j $(JOBS)
+
 ceph-deps:
 	src/tools/ceph-integrate --install-deps
