@@ -76,7 +76,6 @@ summary=$out/SUMMARY.md
 chroot_tool=$HS_TOP/src/tools/ceph-chroot
 # Inside the root: the Ceph tree, its build and the project's build.
 tree_parent=/srv/ceph
-build=/srv/ceph/build-$suite
 tools_build=/srv/ceph/hybridstore-build-$suite
 binds=(--bind "$HS_TOP" --bind "$src_dir" --bind "$repo" --bind "$out")
 
@@ -103,6 +102,12 @@ run_part() {
 wanted() { case ",$parts," in *",$1,"*) return 0 ;; esac; return 1; }
 
 ceph_version() { in_root dpkg-query -W -f='${Version}' ceph-osd 2> /dev/null; }
+
+# The tree and the build of the root's Ceph (known once the source part ran):
+# /srv/ceph/ceph-20.2.4+ds and /srv/ceph/build-20.2.4.
+upstream_version() { sed 's/-[^-]*$//' "$src_dir/VERSION" 2> /dev/null; }
+tree_in_root() { echo "$tree_parent/ceph-$(upstream_version)"; }
+build_in_root() { local u; u=$(upstream_version); echo "$tree_parent/build-${u%+ds}"; }
 
 # --- parts -------------------------------------------------------------------
 part_chroot() { "$chroot_tool" create --suite "$suite" --root "$root"; }
@@ -137,7 +142,7 @@ part_build() {
     [ -n "$sha" ] && [ -n "$ver" ] && args+=(--git-version "$sha" "$ver")
     echo "source $orig${debtar:+, patches $debtar}; version $ver ($sha)"
     in_root python3 "$HS_TOP/src/tools/ceph-integrate" --from-orig "$orig" \
-        --ceph-src "$tree_parent/ceph-${upstream}" --build-dir "$build" --profile debian -j "$jobs" \
+        --ceph-src "$(tree_in_root)" --build-dir "$(build_in_root)" --profile debian -j "$jobs" \
         "${args[@]}" --target ceph-osd --target ceph-objectstore-tool --target ceph-common \
         --target ceph_test_objectstore
 }
@@ -154,7 +159,7 @@ part_package() {
     mkdir -p "$src_dir/debs"
     [ -f "$deb" ] || in_root sh -c "cd '$src_dir/debs' && apt-get -o Acquire::Check-Valid-Until=false download ceph-osd=$v" ||
         { echo "Debian's ceph-osd $v could not be downloaded"; return 1; }
-    in_root python3 "$HS_TOP/src/tools/ceph-package" osd --ceph-build "$build" --debian-deb "$deb" --out "$repo" &&
+    in_root python3 "$HS_TOP/src/tools/ceph-package" osd --ceph-build "$(build_in_root)" --debian-deb "$deb" --out "$repo" &&
         in_root python3 "$HS_TOP/src/tools/ceph-package" tools --tools-build "$tools_build" --out "$repo"
 }
 
@@ -179,10 +184,9 @@ rm -rf /opt/debian-ceph-osd && dpkg-deb -x '$src_dir/debs/ceph-osd_${v}_'\$(dpkg
 "
 }
 
-tree_in_root() { echo "$tree_parent/ceph-$(sed 's/-[^-]*$//' "$src_dir/VERSION")"; }
 
 part_store_test() {
-    in_root env CEPH_BUILD="$build" bash "$HS_TOP/qa/ceph/store-test.sh" "$out/store-test"
+    in_root env CEPH_BUILD="$(build_in_root)" bash "$HS_TOP/qa/ceph/store-test.sh" "$out/store-test"
 }
 part_cluster() {
     in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
