@@ -1,6 +1,7 @@
 // Options of the tiering component (heat tracker, knapsack planner, migrator,
-// SFS hotness grouping) and of the device timing models; each entry documents
-// itself in the registry.
+// promotion, absorbed small writes, SFS hotness grouping); each entry documents
+// itself in the registry. The device timing models' options are test-only
+// (src/hybridstore/testing/test_options.cc).
 #include "hscommon/config.h"
 
 namespace hybridstore {

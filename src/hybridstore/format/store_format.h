@@ -40,8 +40,10 @@ struct DeviceLabel {
 };
 
 std::string encode_label(const DeviceLabel& l);  // exactly kLabelSize bytes
-// Returns 0, or -EINVAL with *why for anything that is not a valid label
-// (no magic, bad checksum, unknown version, truncated).
+// Returns 0, or with *why: -EINVAL when the block carries no label (no
+// magic); -EIO when the label is damaged (length, checksum, truncated or
+// malformed body); -EOPNOTSUPP when its record or format version is newer
+// than this build reads (record_errno in hscommon/encoding.h).
 int decode_label(std::string_view block, DeviceLabel* out, std::string* why);
 int write_label(BlockDevice* dev, const DeviceLabel& l);
 int read_label(BlockDevice* dev, DeviceLabel* out, std::string* why);

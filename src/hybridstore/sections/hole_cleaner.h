@@ -21,7 +21,7 @@
 //   greedy        1 - u                             (most free space first)
 //   cost-benefit  (1 - u) * age / (1 + u)           (Sprite LFS; age = now - the
 //                                                    unit's latest placement)
-//   cost-hotness  (1 - u) / (2 u H^e)               (SFS, ALGORITHMS.md, has e = 1;
+//   cost-hotness  (1 - u) / (2 u H^e)               (SFS, docs/algorithms.md, has e = 1;
 //                                                    ours e = 1/2 by default)
 // The exponent decides how much free space hot data keeps. Victims of
 // different hotness are taken at equal scores, so (1 - u) / u at each group's

@@ -549,7 +549,7 @@ bool SectionAllocator::allocate_in(int section, const AllocRequest& req, uint64_
   if (r == 0) return true;
   switch (sp.remainder) {
     case RemainderMode::kFresh:
-      // ALGORITHMS.md: the head of one more clean extent; its tail re-enters
+      // docs/algorithms.md: the head of one more clean extent; its tail re-enters
       // the map table through the map function.
       if (ExtentDesc* e = take_fresh(l, req.now_us, ev)) {
         place_at_tail(l, e, req, r, static_cast<uint32_t>(left), ev, &piece);

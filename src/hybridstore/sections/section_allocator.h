@@ -17,7 +17,7 @@
 //    is sealed.
 //  * An object of len >= s takes floor(len/s) clean extents (contiguous where
 //    the erase unit allows, reported as few pieces as possible). Its remainder
-//    follows the section's `remainder` mode: fresh = ALGORITHMS.md, the head of
+//    follows the section's `remainder` mode: fresh = docs/algorithms.md, the head of
 //    one more clean extent whose tail re-enters the map table; table = placed
 //    like a small object of this section; down (default) = allocated like an
 //    object of its own size in the next smaller section (recursively), falling

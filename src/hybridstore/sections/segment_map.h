@@ -7,7 +7,7 @@
 //   rho 1   only level 0;
 //   rho 2   level-0 segment n-1 (the upper half) is partitioned once into level 1;
 //   rho 3   every segment of length >= delta is partitioned, recursively.
-// (shared/docs/ALGORITHMS.md is the authoritative reading; the paper's formulas
+// (docs/algorithms.md states the reading the code follows; the paper's formulas
 // are damaged in the OCR text.)
 //
 // The map function takes `pos`, the last block of the previous allocation, and
@@ -15,7 +15,7 @@
 // holds `pos`. It is labelled by the shallowest segment that begins there, the
 // (index, level) under which the map table files the extent.
 //
-// Reading of ALGORITHMS.md made precise here: when `pos` lies in the last child
+// Reading of docs/algorithms.md made precise here: when `pos` lies in the last child
 // of a partition (e.g. s = 512, delta = 32, pos = 255) the spec's "following
 // segment of that level" does not exist; the start block it gives
 // (base + 2^(i+1)) is the end of the parent, so we label the start with the

@@ -2,7 +2,7 @@
 //
 // For every tracked object it keeps the fields of HRO's hash entry: access
 // frequency f, randomness count R, size, and the last request (type, time,
-// offset, end). record() applies HRO's Algorithm 1 as ALGORITHMS.md fixes it:
+// offset, end). record() applies HRO's Algorithm 1 as docs/algorithms.md fixes it:
 //
 //   a request *continues* the last one when it has the same type, arrives less
 //   than `continuation_us` (0.5 s) after it, and starts exactly where the last
@@ -11,7 +11,7 @@
 //
 // (The paper's pseudo-code nests the three tests without an else branch, so a
 // same-type request that fails the time or offset test would change nothing;
-// we follow ALGORITHMS.md and count it as random, which is what the prose of
+// we follow docs/algorithms.md and count it as random, which is what the prose of
 // the paper describes.) The first request to an object starts a segment, so a
 // new entry has f = R = 1.
 //

@@ -2,7 +2,7 @@
 //
 // SFS writes data of similar update likelihood into the same segment (for us:
 // the same flash erase block), so segments die whole and cleaning copies
-// little. Hotness (ALGORITHMS.md):
+// little. Hotness (docs/algorithms.md):
 //   block hotness   = writes / age
 //   segment hotness = mean hotness of its blocks
 // Groups are ranges of hotness around centres; SFS found fixed partitions

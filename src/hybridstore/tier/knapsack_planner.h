@@ -4,7 +4,7 @@
 // and a value; choose the set of largest total value whose weight fits the SSD
 // budget. HRO scores an object with v = f / s * R (accesses per byte times the
 // randomness count) and fills the budget greedily in decreasing v; promote =
-// chosen and not on the SSD, demote = on the SSD and not chosen (ALGORITHMS.md).
+// chosen and not on the SSD, demote = on the SSD and not chosen (docs/algorithms.md).
 //
 // Reading of the objective. v divides by the size, so it is a value *per byte*;
 // we take an object's knapsack value to be v * s = f * R, which makes "sort by

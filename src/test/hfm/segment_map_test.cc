@@ -1,4 +1,4 @@
-// Segment partitioning and the map function (shared/docs/ALGORITHMS.md).
+// Segment partitioning and the map function (docs/algorithms.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
