@@ -84,6 +84,8 @@ echo "adapter syntax check against ceph $release ($name, $(sed -n 2p "$src/src/.
 echo "HS_CEPH_RELEASE=$release ${feature[*]:-(no omap_iterate in os/ObjectStore.h)}; $cxx: $("$cxx" -dumpfullversion 2> /dev/null)"
 fail=0
 for cc in "$HS_TOP"/src/hybridstore/ceph/*.cc; do
+    # HS_SYNTAX_ONLY: these sources only (base names, space separated).
+    if [ -n "${HS_SYNTAX_ONLY:-}" ] && [[ " $HS_SYNTAX_ONLY " != *" $(basename "$cc") "* ]]; then continue; fi
     log=$work/$(basename "$cc").log
     start=$SECONDS
     # This checkout's src/ comes before the build's paths: a build that
@@ -95,6 +97,9 @@ for cc in "$HS_TOP"/src/hybridstore/ceph/*.cc; do
     else
         echo "FAIL ${cc#"$HS_TOP"/}:"
         grep -E 'error|pure within|note: +[^ ]*virtual' "$log" | head -20 | sed 's/^/    /'
+        # HS_SYNTAX_VERBOSE=1: the compiler's whole report, for the context
+        # of an error in a template.
+        [ "${HS_SYNTAX_VERBOSE:-0}" = 1 ] && sed 's/^/    | /' "$log"
         fail=1
     fi
 done

@@ -65,7 +65,8 @@ void set_typed(const OptionSpec& spec, const std::string& text, Option::value_t*
 
 Option make_option(const OptionSpec& spec) {
   const bool debug = spec.name.rfind("hybridstore_debug_", 0) == 0;
-  Option o(spec.name, ceph_type(spec.type), debug ? Option::LEVEL_DEV : Option::LEVEL_ADVANCED);
+  // Tentacle's Option takes its name by rvalue: a copy binds in every release.
+  Option o(std::string(spec.name), ceph_type(spec.type), debug ? Option::LEVEL_DEV : Option::LEVEL_ADVANCED);
   set_typed(spec, spec.default_value, &o.value);
   o.set_description(spec.description.c_str());
   if (spec.mkfs_only)

@@ -376,7 +376,9 @@ void HybridObjectStore::get_db_statistics(ceph::Formatter* f) {
 
 void HybridObjectStore::dump_perf_counters(ceph::Formatter* f) {
   f->open_object_section("perf_counters");
-#if HS_CEPH_RELEASE >= 18
+#if HS_CEPH_RELEASE >= 20
+  logger_->dump_formatted(f, /*schema=*/false, select_labeled_t::unlabeled);
+#elif HS_CEPH_RELEASE >= 18
   logger_->dump_formatted(f, /*schema=*/false, /*dump_labeled=*/false);
 #else
   logger_->dump_formatted(f, false);

@@ -61,7 +61,9 @@ class PerfBridge;
 //     Checked by a syntax-only compile against a 19.2.0 development tree
 //     (qa/ceph/squid-syntax.sh); ceph-integrate itself still refuses
 //     Squid trees.
-//   20 (Tentacle): compact() returns int (-ENOTSUP by default);
+//   20 (Tentacle): PerfCounters::dump_formatted() takes a select_labeled_t
+//     instead of a bool; Option's constructor takes the name by rvalue;
+//     compact() returns int (-ENOTSUP by default);
 //     get_omap_iterator() is gone from the interface (omap_iterate() is the
 //     only omap walk, pure virtual); mount_readonly()/umount_readonly()
 //     are new, and ceph-objectstore-tool mounts with them for its read-only
