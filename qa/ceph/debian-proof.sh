@@ -114,6 +114,7 @@ part_chroot() { "$chroot_tool" create --suite "$suite" --root "$root"; }
 
 part_source() {
     local v
+    in_root apt-get -o Acquire::Check-Valid-Until=false update -q > /dev/null || { echo "apt-get update failed in the root"; return 1; }
     v=$(in_root sh -c "apt-cache policy ceph-osd | sed -n 's/ *Candidate: //p'")
     [ -n "$v" ] || { echo "no ceph-osd candidate in the $suite root"; return 1; }
     v=${v%%+hybridstore*}
