@@ -251,6 +251,22 @@ with tempfile.TemporaryDirectory() as tmp:
         check(ci.apply_toolchain_fixes(rk, False, []) == [], "a second run adds nothing")
     finally:
         ci._gxx_major = real_gxx
+    # Boost 1.89+: TrackedOp's intrusive_ptr functions declared before TrackedOpRef.
+    tk = os.path.join(tmp, "trackedop")
+    write(tk, "src/common/TrackedOp.h", "class TrackedOp;\ntypedef boost::intrusive_ptr<TrackedOp> TrackedOpRef;\n"
+          "class TrackedOp {\n  friend void intrusive_ptr_add_ref(TrackedOp *o) {}\n};\n")
+    real_boost = ci._system_boost_minor
+    try:
+        ci._system_boost_minor = lambda: 83
+        check(ci.apply_toolchain_fixes(tk, False, []) == [], "Boost 1.83: TrackedOp.h is left alone")
+        ci._system_boost_minor = lambda: 92
+        fixed = ci.apply_toolchain_fixes(tk, False, [])
+        text = read(tk, "src/common/TrackedOp.h")
+        check(len(fixed) == 1 and text.index("void intrusive_ptr_add_ref(TrackedOp *o);") < text.index("typedef"),
+              "Boost 1.92: TrackedOp's intrusive_ptr functions are declared before TrackedOpRef")
+        check(ci.apply_toolchain_fixes(tk, False, []) == [], "a second run declares nothing more")
+    finally:
+        ci._system_boost_minor = real_boost
 
     # Refusals.
     for rel, name in (("17\nquincy\nstable\n", "quincy"), ("19\nsquid\nstable\n", "squid")):
