@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "bench_command.h"
-#include "hybridstore/testing/workload_profiles.h"
 #include "hybridstore/tier/migrator.h"
 #include "rados_common.h"
+#include "testing/workload_profiles.h"
 
 namespace hybridstore::bench {
 namespace {

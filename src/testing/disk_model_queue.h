@@ -66,7 +66,7 @@
 #include <utility>
 #include <vector>
 
-#include "hybridstore/testing/device_model.h"
+#include "testing/device_model.h"
 
 namespace hybridstore {
 

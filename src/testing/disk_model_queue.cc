@@ -1,4 +1,4 @@
-#include "hybridstore/testing/disk_model_queue.h"
+#include "testing/disk_model_queue.h"
 
 #include <algorithm>
 #include <cctype>
@@ -47,7 +47,7 @@ const char kBuiltinProfiles[] = R"PROFILES(# Device classes of hybridstore-diskm
 # `[profile]` sections of `key = value  # source` lines; `kind` comes first.
 # Sizes take K/M/G/T (binary); rates are MB/s of 10^6 bytes. Every figure says
 # where it comes from; one that is our modelling choice says so. The tool keeps
-# a compiled-in copy of this file (src/hybridstore/testing/disk_model_queue.cc)
+# a compiled-in copy of this file (src/testing/disk_model_queue.cc)
 # for when the file is not found; unittest_disk_model checks the two agree.
 #
 # Sources:
