@@ -53,7 +53,7 @@ def read_rules(doc_path):
 
 
 # Libraries that are folders of src/ themselves, not of src/hybridstore/.
-TOP_LAYERS = ("ftl", "hscommon", "hsio", "rocksdb_crc32c", "testing")
+TOP_LAYERS = ("ftl", "hscommon", "hsio", "hsoptions", "rocksdb_crc32c", "testing")
 
 
 def layer_of_file(rel):

@@ -1,7 +1,7 @@
 // Options of the tiering component (heat tracker, knapsack planner, migrator,
 // SFS hotness grouping) and of the device timing models; each entry documents
 // itself in the registry.
-#include "hscommon/config.h"
+#include "hsoptions/option_tables.h"
 
 namespace hybridstore {
 

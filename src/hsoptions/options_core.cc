@@ -1,5 +1,5 @@
 // Options of the engine core: devices, allocation, placement, RocksDB, caches.
-#include "hscommon/config.h"
+#include "hsoptions/option_tables.h"
 
 namespace hybridstore {
 
