@@ -221,11 +221,7 @@ ReadCacheStats ReadCache::stats() const {
 // ---------------------------------------------------------------- device
 
 CachingBlockDevice::CachingBlockDevice(std::unique_ptr<BlockDevice> inner, std::shared_ptr<ReadCache> cache, int dev)
-    : inner_(std::move(inner)), cache_(std::move(cache)), dev_(dev) {}
-
-int CachingBlockDevice::read(uint64_t offset, char* buf, uint64_t len) { return inner_->read(offset, buf, len); }
-
-int CachingBlockDevice::read_many(const std::vector<ReadIo>& ios) { return inner_->read_many(ios); }
+    : ForwardingBlockDevice(std::move(inner), "cached"), cache_(std::move(cache)), dev_(dev) {}
 
 void CachingBlockDevice::invalidate(uint64_t offset, uint64_t len) {
   // Whole blocks around a write that is not on block boundaries.

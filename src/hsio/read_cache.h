@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hsio/block_device.h"
+#include "hsio/forwarding_device.h"
 
 namespace hybridstore {
 
@@ -147,31 +147,18 @@ class ReadCache {
 // A device whose writes and discards drop what they cover from `cache` (as
 // device number `dev` of it); reads pass through (the engine consults the
 // cache itself, knowing what it verified).
-class CachingBlockDevice final : public BlockDevice {
+class CachingBlockDevice final : public ForwardingBlockDevice {
  public:
   CachingBlockDevice(std::unique_ptr<BlockDevice> inner, std::shared_ptr<ReadCache> cache, int dev);
 
-  uint64_t size() const override { return inner_->size(); }
-  uint32_t alignment() const override { return inner_->alignment(); }
-  std::string backend() const override { return "cached+" + inner_->backend(); }
-  std::string path() const override { return inner_->path(); }
-  Media media() const override { return inner_->media(); }
-  BlockDeviceStats io_stats() const override { return inner_->io_stats(); }
-
-  int read(uint64_t offset, char* buf, uint64_t len) override;
-  int read_many(const std::vector<ReadIo>& ios) override;
   int write(uint64_t offset, const char* buf, uint64_t len) override;
   int write_many(const std::vector<WriteIo>& ios) override;
   void write_many_async(std::vector<WriteIo> ios, WriteDone done) override;
   int write_durable(uint64_t offset, const char* buf, uint64_t len) override;
-  int flush() override { return inner_->flush(); }
   int discard(uint64_t offset, uint64_t len) override;
-
-  BlockDevice* inner() { return inner_.get(); }
 
  private:
   void invalidate(uint64_t offset, uint64_t len);
-  std::unique_ptr<BlockDevice> inner_;
   std::shared_ptr<ReadCache> cache_;
   int dev_;
 };
