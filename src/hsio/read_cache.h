@@ -134,6 +134,12 @@ class ReadCache {
   static uint64_t stripe_of(uint64_t block) { return block * kBlock / kStripe; }
   // Shards of the stripes covering [offset, offset+len), in stripe order.
   void for_each_stripe(int dev, uint64_t offset, uint64_t len, const std::function<void(Shard&)>& f) const;
+  // The walk of lookup and lookup_refs: true, having handed every block of
+  // the range to `take`, when all are cached.
+  template <typename Take>
+  bool take_cached(int dev, uint64_t offset, uint64_t len, Take&& take);
+  // Counts a lookup as a hit or a miss of `len` bytes; returns `hit`.
+  bool counted(bool hit, uint64_t len);
 
   static thread_local bool bypass_;
   Observer observer_;  // set before use
