@@ -109,43 +109,39 @@ def self_test():
     """The check must catch an upward include; a clean copy must pass."""
     here = os.path.dirname(os.path.abspath(__file__))
     src_root = os.path.dirname(here)
+    # (file, its text, what the one error must name, what the case shows),
+    # each file checked alone beside a clean one.
+    cases = [
+        ("src/hybridstore/format/bad.cc",
+         '#include "hybridstore/format/y.h"\n#include "hybridstore/store/hybrid_store.h"\n',
+         "bad.cc:2", "an upward include (format -> store)"),
+        ("src/hybridstore/format/bad.cc", '#include "testing/fault_injection.h"\n',
+         "test-only", "a product include of testing/"),
+        ("src/testing/above.cc",
+         '#include "hybridstore/store/hybrid_store.h"\n#include "hybridstore/ceph/op_policy.h"\n',
+         "above.cc:2", "an include above the test-only library (testing -> ceph)"),
+        ("src/hscommon/low.cc", '#include "hscommon/log.h"\n#include "hsio/block_device.h"\n',
+         "low.cc:2", "an upward include (hscommon -> hsio)"),
+    ]
     with tempfile.TemporaryDirectory() as tmp:
+        def write(rel, text):
+            path = os.path.join(tmp, *rel.split("/"))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(text)
+            return path
+
         shutil.copytree(os.path.join(src_root, "docs"), os.path.join(tmp, "docs"))
-        os.makedirs(os.path.join(tmp, "src", "hybridstore", "kv"))
-        os.makedirs(os.path.join(tmp, "src", "hybridstore", "format"))
-        ok = os.path.join(tmp, "src", "hybridstore", "kv", "ok.cc")
-        with open(ok, "w") as f:
-            f.write('#include "hybridstore/format/x.h"\n')
+        write("src/hybridstore/kv/ok.cc", '#include "hybridstore/format/x.h"\n')
         _, errors = check(tmp)
         if errors:
             return f"a downward include was refused: {errors}"
-        bad = os.path.join(tmp, "src", "hybridstore", "format", "bad.cc")
-        with open(bad, "w") as f:
-            f.write('#include "hybridstore/format/y.h"\n#include "hybridstore/store/hybrid_store.h"\n')
-        _, errors = check(tmp)
-        if len(errors) != 1 or "bad.cc:2" not in errors[0]:
-            return f"an upward include (format -> store) was not reported once: {errors}"
-        with open(bad, "w") as f:
-            f.write('#include "testing/fault_injection.h"\n')
-        _, errors = check(tmp)
-        if len(errors) != 1 or "test-only" not in errors[0]:
-            return f"a product include of testing/ was not reported: {errors}"
-        os.remove(bad)
-        os.makedirs(os.path.join(tmp, "src", "testing"))
-        above = os.path.join(tmp, "src", "testing", "above.cc")
-        with open(above, "w") as f:
-            f.write('#include "hybridstore/store/hybrid_store.h"\n#include "hybridstore/ceph/op_policy.h"\n')
-        _, errors = check(tmp)
-        if len(errors) != 1 or "above.cc:2" not in errors[0]:
-            return f"an include above the test-only library (testing -> ceph) was not reported once: {errors}"
-        os.remove(above)
-        os.makedirs(os.path.join(tmp, "src", "hscommon"))
-        low = os.path.join(tmp, "src", "hscommon", "low.cc")
-        with open(low, "w") as f:
-            f.write('#include "hscommon/log.h"\n#include "hsio/block_device.h"\n')
-        _, errors = check(tmp)
-        if len(errors) != 1 or "low.cc:2" not in errors[0]:
-            return f"an upward include (hscommon -> hsio) was not reported once: {errors}"
+        for rel, text, needle, what in cases:
+            path = write(rel, text)
+            _, errors = check(tmp)
+            os.remove(path)
+            if len(errors) != 1 or needle not in errors[0]:
+                return f"{what} was not reported once: {errors}"
     return None
 
 
