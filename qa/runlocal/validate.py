@@ -8,7 +8,7 @@
   - every job has roles and tasks, every task is one the qa tree knows, and
     workunits named by a job exist and are executable;
   - every `hybridstore_*` key in a ceph conf override is an option of the
-    engine's registry (src/hscommon/options_*.cc), and every other
+    engine's registry (src/hsoptions/options_*.cc), and every other
     key is an option Debian's ceph-conf knows;
   - which jobs the local runner can run here, and why the others are skipped.
 Exit status 1 on any error.
@@ -89,7 +89,7 @@ def check_links(problems):
 
 def engine_options():
     names = set()
-    for path in glob.glob(os.path.join(TOP_DIR, "src", "hscommon", "options_*.cc")):
+    for path in glob.glob(os.path.join(TOP_DIR, "src", "hsoptions", "options_*.cc")):
         with open(path) as f:
             names.update(re.findall(r'"(hybridstore_[a-z0-9_]+)"', f.read()))
     return names
@@ -108,7 +108,7 @@ def conf_keys(config):
 def check_conf_keys(problems, keys):
     engine = engine_options()
     if not engine:
-        problems.add("no hybridstore_* options found under src/hscommon")
+        problems.add("no hybridstore_* options found under src/hsoptions")
     ceph_conf = shutil.which("ceph-conf")
     checked = 0
     for section, key in sorted(keys):

@@ -1,5 +1,6 @@
 #include "ftl/flash_translation_layer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -245,9 +246,33 @@ int Ftl::after_write(uint64_t pages) {
   return 0;
 }
 
-int Ftl::read_sectors(uint64_t sector, uint64_t count, char* buf) {
+int Ftl::check_range(uint64_t sector, uint64_t count) const {
   if (dead_) return -EIO;
   if (sector > sector_count() || count > sector_count() - sector) return -EINVAL;
+  return 0;
+}
+
+namespace {
+
+// Cuts [sector, sector + count) at LEB boundaries: run(leb, first page,
+// pages, index of that page in the range) for each piece in order, until
+// one returns an error.
+template <typename Run>
+int for_each_leb_run(uint64_t sector, uint64_t count, uint32_t ppl, Run&& run) {
+  for (uint64_t i = 0; i < count;) {
+    const uint64_t s = sector + i;
+    const uint32_t leb = static_cast<uint32_t>(s / ppl), lpn = static_cast<uint32_t>(s % ppl);
+    const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(count - i, ppl - lpn));
+    if (int r = run(leb, lpn, n, i); r < 0) return r;
+    i += n;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int Ftl::read_sectors(uint64_t sector, uint64_t count, char* buf) {
+  if (int r = check_range(sector, count); r < 0) return r;
   uint32_t ppl = pages_per_leb();
   for (uint64_t i = 0; i < count; ++i) {
     uint64_t s = sector + i;
@@ -259,43 +284,35 @@ int Ftl::read_sectors(uint64_t sector, uint64_t count, char* buf) {
 }
 
 int Ftl::write_sectors(uint64_t sector, uint64_t count, const char* buf) {
-  if (dead_) return -EIO;
-  if (sector > sector_count() || count > sector_count() - sector) return -EINVAL;
-  uint32_t ppl = pages_per_leb();
-  uint64_t i = 0;
-  while (i < count) {
-    uint64_t s = sector + i;
-    uint32_t leb = static_cast<uint32_t>(s / ppl), lpn = static_cast<uint32_t>(s % ppl);
-    if (lpn == 0 && count - i >= ppl) {
+  if (int r = check_range(sector, count); r < 0) return r;
+  const uint32_t ppl = pages_per_leb();
+  auto write_run = [&](uint32_t leb, uint32_t lpn, uint32_t n, uint64_t i) {
+    const char* data = buf + i * sector_size();
+    if (n == ppl) {
       // A whole LEB bypasses the cache (as mtdblock does for whole blocks).
       cache_->forget(leb);
       std::vector<PageWrite> w(ppl);
-      for (uint32_t p = 0; p < ppl; ++p) w[p] = {p, buf + (i + p) * sector_size()};
+      for (uint32_t p = 0; p < ppl; ++p) w[p] = {p, data + uint64_t(p) * sector_size()};
       if (int r = policy_->write_pages(leb, w); r < 0) return fail(r);
-      i += ppl;
-      continue;
+      return 0;
     }
-    if (int r = cache_->write(leb, lpn, buf + i * sector_size()); r < 0) return fail(r);
-    ++i;
-  }
+    for (uint32_t p = 0; p < n; ++p)
+      if (int r = cache_->write(leb, lpn + p, data + uint64_t(p) * sector_size()); r < 0) return fail(r);
+    return 0;
+  };
+  if (int r = for_each_leb_run(sector, count, ppl, write_run); r < 0) return r;
   return after_write(count);
 }
 
 int Ftl::trim_sectors(uint64_t sector, uint64_t count) {
-  if (dead_) return -EIO;
-  if (sector > sector_count() || count > sector_count() - sector) return -EINVAL;
-  uint32_t ppl = pages_per_leb();
-  uint64_t i = 0;
-  while (i < count) {
-    uint64_t s = sector + i;
-    uint32_t leb = static_cast<uint32_t>(s / ppl), lpn = static_cast<uint32_t>(s % ppl);
-    uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(count - i, ppl - lpn));
+  if (int r = check_range(sector, count); r < 0) return r;
+  const uint32_t ppl = pages_per_leb();
+  return for_each_leb_run(sector, count, ppl, [&](uint32_t leb, uint32_t lpn, uint32_t n, uint64_t) {
     cache_->trim(leb, lpn, n);
     if (n == ppl) cache_->forget(leb);
     if (int r = policy_->trim(leb, lpn, n); r < 0) return fail(r);
-    i += n;
-  }
-  return 0;
+    return 0;
+  });
 }
 
 int Ftl::read_leb(uint32_t leb, char* buf) {

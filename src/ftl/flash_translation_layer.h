@@ -96,6 +96,8 @@ class Ftl {
   int init_layers(const ImageParams& image);
   int after_write(uint64_t pages);
   int fail(int r);
+  // 0, -EIO once the FTL is dead, or -EINVAL for a range past the end.
+  int check_range(uint64_t sector, uint64_t count) const;
 
   FtlOptions opts_;
   VirtualClock clock_;

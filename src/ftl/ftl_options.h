@@ -1,5 +1,5 @@
 // Everything that configures an FTL instance, and its reading from the
-// hybridstore_* option registry (common/options_ftl.cc).
+// hybridstore_* option registry (src/hsoptions/options_ftl.cc).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -335,23 +335,20 @@ int HybridMapping::recover() {
 int HybridMapping::check(std::string* error) const {
   uint32_t d = layout_.data_slots, l = layout_.log_slots;
   PebOwnershipCheck owners(*ctx_);
-  auto fail = [&](std::string m) {
-    *error = std::move(m);
-    return -EINVAL;
-  };
-  for (uint32_t leb = 0; leb < lebs_.size(); ++leb) {
-    const Leb& st = lebs_[leb];
-    if (st.peb < 0) continue;
-    if (int r = owners.claim_for_leb(leb, static_cast<uint32_t>(st.peb), error); r < 0) return r;
+  auto leb_ok = [&](uint32_t leb, const Leb& st) {
     if (st.data_used > d || st.log_used > l)
-      return fail(fmt::format("LEB {}: fill {}/{} out of range", leb, st.data_used, st.log_used));
+      return PebOwnershipCheck::broken(
+          error, fmt::format("LEB {}: fill {}/{} out of range", leb, st.data_used, st.log_used));
     if (l > 0 && st.log_used > 0) {
       std::vector<bool> in(d, false);
       for (uint32_t s = 0; s < st.log_used; ++s)
         if (st.pmt[s] != kNoLpn) in[st.pmt[s]] = true;
-      if (in != st.in_log) return fail(fmt::format("LEB {}: bitmap disagrees with PMT", leb));
+      if (in != st.in_log)
+        return PebOwnershipCheck::broken(error, fmt::format("LEB {}: bitmap disagrees with PMT", leb));
     }
-  }
+    return 0;
+  };
+  if (int r = owners.claim_lebs(lebs_, error, leb_ok); r < 0) return r;
   for (const auto& job : jobs_) {
     if (job->target < 0) continue;
     if (int r = owners.claim(static_cast<uint32_t>(job->target), "merge target", error); r < 0) return r;

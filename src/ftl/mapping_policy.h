@@ -20,6 +20,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ftl/attach_scan.h"
@@ -84,10 +85,28 @@ class PebOwnershipCheck {
   explicit PebOwnershipCheck(const FtlContext& ctx);
   // A LEB's PEB: also owned by that LEB in the wear leveller.
   int claim_for_leb(uint32_t leb, uint32_t peb, std::string* error);
+  // Every mapped LEB of a policy's table (an entry with a PEB, peb >= 0)
+  // through claim_for_leb, each followed by `also(leb, entry)`, the policy's
+  // own checks of it (0 or -EINVAL); stops at the first error.
+  template <typename Leb, typename Also>
+  int claim_lebs(const std::vector<Leb>& lebs, std::string* error, Also&& also) {
+    for (uint32_t leb = 0; leb < lebs.size(); ++leb) {
+      const Leb& st = lebs[leb];
+      if (st.peb < 0) continue;
+      if (int r = claim_for_leb(leb, static_cast<uint32_t>(st.peb), error); r < 0) return r;
+      if (int r = also(leb, st); r < 0) return r;
+    }
+    return 0;
+  }
   // A PEB a policy holds for itself (a log block, a merge target).
   int claim(uint32_t peb, std::string_view what, std::string* error);
   // Leaks, then the wear leveller's own invariants.
   int finish(std::string* error) const;
+  // A broken invariant: *error = why, and -EINVAL.
+  static int broken(std::string* error, std::string why) {
+    *error = std::move(why);
+    return -EINVAL;
+  }
 
  private:
   int claim_once(uint32_t peb, std::string_view what, std::string* error);

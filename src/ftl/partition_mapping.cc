@@ -425,16 +425,11 @@ int PartitionMapping::recover() {
 
 int PartitionMapping::check(std::string* error) const {
   PebOwnershipCheck owners(*ctx_);
-  auto fail = [&](std::string m) {
-    *error = std::move(m);
-    return -EINVAL;
+  auto leb_ok = [&](uint32_t leb, const Leb& st) {
+    if (st.data_used > ppl_) return PebOwnershipCheck::broken(error, fmt::format("LEB {}: fill out of range", leb));
+    return 0;
   };
-  for (uint32_t leb = 0; leb < lebs_.size(); ++leb) {
-    const Leb& st = lebs_[leb];
-    if (st.peb < 0) continue;
-    if (int r = owners.claim_for_leb(leb, static_cast<uint32_t>(st.peb), error); r < 0) return r;
-    if (st.data_used > ppl_) return fail(fmt::format("LEB {}: fill out of range", leb));
-  }
+  if (int r = owners.claim_lebs(lebs_, error, leb_ok); r < 0) return r;
   uint32_t ppb = ctx_->geo.pages_per_block;
   for (uint32_t p = 0; p < parts_.size(); ++p) {
     const Partition& part = parts_[p];
@@ -442,7 +437,7 @@ int PartitionMapping::check(std::string* error) const {
       if (int r = owners.claim(lb.peb, fmt::format("partition {}: log block", p), error); r < 0) return r;
     for (const auto& [k, loc] : part.map)
       if (loc / ppb >= part.logs.size() || loc % ppb >= part.logs[loc / ppb].used)
-        return fail(fmt::format("partition {}: map entry points past the log", p));
+        return PebOwnershipCheck::broken(error, fmt::format("partition {}: map entry points past the log", p));
   }
   return owners.finish(error);
 }

@@ -21,8 +21,7 @@ struct Registry {
 Registry& registry() {
   static Registry r = [] {
     Registry built;
-    for (OptionTable t : {add_core_options, add_section_options, add_ftl_options,
-                          add_tiering_options}) {
+    for (OptionTable t : product_option_tables()) {
       std::vector<OptionSpec> v;
       t(&v);
       built.specs.insert(built.specs.end(), v.begin(), v.end());

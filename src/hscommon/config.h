@@ -1,6 +1,6 @@
 // The registry of hybridstore_* options, and a Config holding their values.
 //
-// The product's options are built in (common/options_*.cc). Test-only
+// The product's options are built in (src/hsoptions/). Test-only
 // machinery (fault injection, device timing models) adds its own table at
 // startup through register_option_table, so a product binary does not know
 // those options at all: setting one there is an unknown option, not a
@@ -45,13 +45,13 @@ struct OptionSpec {
   bool needs_storage_hooks = false;
 };
 
-// Registry tables, one per component (common/options_*.cc).
-void add_core_options(std::vector<OptionSpec>* out);
-void add_section_options(std::vector<OptionSpec>* out);
-void add_ftl_options(std::vector<OptionSpec>* out);
-void add_tiering_options(std::vector<OptionSpec>* out);
-
 using OptionTable = void (*)(std::vector<OptionSpec>*);
+
+// The product's tables, one per component, in registry order. Defined above
+// this library, in src/hsoptions/ (which hscommon links), so the registry
+// starts complete on its first use without naming a component here.
+const std::vector<OptionTable>& product_option_tables();
+
 // Adds a table's options to the registry, each marked needs_storage_hooks
 // when `test_only`. Call at the start of main, before any Config is made or
 // another thread reads options; a table registered twice is added once, and

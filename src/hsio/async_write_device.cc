@@ -4,7 +4,8 @@
 
 namespace hybridstore {
 
-AsyncWriteDevice::AsyncWriteDevice(std::unique_ptr<BlockDevice> inner, int threads) : inner_(std::move(inner)) {
+AsyncWriteDevice::AsyncWriteDevice(std::unique_ptr<BlockDevice> inner, int threads)
+    : ForwardingBlockDevice(std::move(inner), "async") {
   for (int i = 0; i < std::max(1, threads); ++i) threads_.emplace_back([this] { run(); });
 }
 

@@ -26,23 +26,16 @@
 #include <thread>
 #include <vector>
 
-#include "hsio/block_device.h"
+#include "hsio/forwarding_device.h"
 
 namespace hybridstore {
 
-class AsyncWriteDevice final : public BlockDevice {
+class AsyncWriteDevice final : public ForwardingBlockDevice {
  public:
   // `threads` >= 1 writers.
   AsyncWriteDevice(std::unique_ptr<BlockDevice> inner, int threads);
   // Waits for every write started, then stops the threads.
   ~AsyncWriteDevice() override;
-
-  uint64_t size() const override { return inner_->size(); }
-  uint32_t alignment() const override { return inner_->alignment(); }
-  std::string backend() const override { return "async+" + inner_->backend(); }
-  std::string path() const override { return inner_->path(); }
-  Media media() const override { return inner_->media(); }
-  BlockDeviceStats io_stats() const override { return inner_->io_stats(); }
 
   int read(uint64_t offset, char* buf, uint64_t len) override;
   int read_many(const std::vector<ReadIo>& ios) override;
@@ -50,7 +43,6 @@ class AsyncWriteDevice final : public BlockDevice {
   int write_many(const std::vector<WriteIo>& ios) override;
   void write_many_async(std::vector<WriteIo> ios, WriteDone done) override;
   int write_durable(uint64_t offset, const char* buf, uint64_t len) override;
-  int flush() override { return inner_->flush(); }
   int discard(uint64_t offset, uint64_t len) override;
 
   // Blocks until every write started so far is done.
@@ -69,7 +61,6 @@ class AsyncWriteDevice final : public BlockDevice {
   void wait_clear(uint64_t offset, uint64_t len);
   bool overlaps_locked(uint64_t offset, uint64_t len) const;
 
-  std::unique_ptr<BlockDevice> inner_;
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // a job queued / stopping
   std::condition_variable done_cv_;  // a job finished

@@ -30,45 +30,12 @@ void ReadCache::for_each_stripe(int dev, uint64_t offset, uint64_t len,
   for (uint64_t s = first; s <= last; ++s) f(shard_of(dev, s * kStripe / kBlock));
 }
 
-bool ReadCache::lookup(int dev, uint64_t offset, uint64_t len, char* out) {
+// Both lookups walk the range stripe by stripe under each stripe's shard
+// lock, all or nothing: a partial hit would split the device read into
+// pieces. `take(b, slot)` gets block b of the range.
+template <typename Take>
+bool ReadCache::take_cached(int dev, uint64_t offset, uint64_t len, Take&& take) {
   const uint64_t first = offset / kBlock, n = len / kBlock;
-  // All or nothing: a partial hit would split the device read into pieces.
-  uint64_t b = 0;
-  auto missed = [&] {
-    miss_bytes_.fetch_add(len, std::memory_order_relaxed);
-    if (observer_.miss) observer_.miss(len);
-    return false;
-  };
-  while (b < n) {
-    const uint64_t block = first + b;
-    const uint64_t stripe = stripe_of(block);
-    Shard& sh = shard_of(dev, block);
-    std::lock_guard<std::mutex> l(sh.mu);
-    auto it = sh.index.find(Key{dev, stripe});
-    if (it == sh.index.end()) return missed();
-    Entry& e = *it->second;
-    const uint64_t stripe_end = (stripe + 1) * kStripeBlocks;
-    for (; b < n && first + b < stripe_end; ++b) {
-      const char* data = e.blocks[first + b - stripe * kStripeBlocks].data;
-      if (!data) return missed();
-      std::memcpy(out + b * kBlock, data, kBlock);
-    }
-    sh.lru.splice(sh.lru.begin(), sh.lru, it->second);
-  }
-  hit_bytes_.fetch_add(len, std::memory_order_relaxed);
-  if (observer_.hit) observer_.hit(len);
-  return true;
-}
-
-bool ReadCache::lookup_refs(int dev, uint64_t offset, uint64_t len, std::vector<Piece>* out) {
-  const uint64_t first = offset / kBlock, n = len / kBlock;
-  const size_t start = out->size();
-  auto missed = [&] {
-    out->resize(start);
-    miss_bytes_.fetch_add(len, std::memory_order_relaxed);
-    if (observer_.miss) observer_.miss(len);
-    return false;
-  };
   uint64_t b = 0;
   while (b < n) {
     const uint64_t block = first + b;
@@ -76,26 +43,45 @@ bool ReadCache::lookup_refs(int dev, uint64_t offset, uint64_t len, std::vector<
     Shard& sh = shard_of(dev, block);
     std::lock_guard<std::mutex> l(sh.mu);
     auto it = sh.index.find(Key{dev, stripe});
-    if (it == sh.index.end()) return missed();
+    if (it == sh.index.end()) return counted(false, len);
     Entry& e = *it->second;
     const uint64_t stripe_end = (stripe + 1) * kStripeBlocks;
     for (; b < n && first + b < stripe_end; ++b) {
       const Slot& slot = e.blocks[first + b - stripe * kStripeBlocks];
-      if (!slot.data) return missed();
-      if (out->size() > start) {
-        Piece& last = out->back();
-        if (last.owner == slot.chunk && last.data + last.len == slot.data) {
-          last.len += kBlock;
-          continue;
-        }
-      }
-      out->push_back(Piece{slot.chunk, slot.data, kBlock});
+      if (!slot.data) return counted(false, len);
+      take(b, slot);
     }
     sh.lru.splice(sh.lru.begin(), sh.lru, it->second);
   }
-  hit_bytes_.fetch_add(len, std::memory_order_relaxed);
-  if (observer_.hit) observer_.hit(len);
-  return true;
+  return counted(true, len);
+}
+
+bool ReadCache::counted(bool hit, uint64_t len) {
+  (hit ? hit_bytes_ : miss_bytes_).fetch_add(len, std::memory_order_relaxed);
+  const auto& observe = hit ? observer_.hit : observer_.miss;
+  if (observe) observe(len);
+  return hit;
+}
+
+bool ReadCache::lookup(int dev, uint64_t offset, uint64_t len, char* out) {
+  return take_cached(dev, offset, len,
+                     [&](uint64_t b, const Slot& slot) { std::memcpy(out + b * kBlock, slot.data, kBlock); });
+}
+
+bool ReadCache::lookup_refs(int dev, uint64_t offset, uint64_t len, std::vector<Piece>* out) {
+  const size_t start = out->size();
+  const bool hit = take_cached(dev, offset, len, [&](uint64_t, const Slot& slot) {
+    if (out->size() > start) {
+      Piece& last = out->back();
+      if (last.owner == slot.chunk && last.data + last.len == slot.data) {
+        last.len += kBlock;
+        return;
+      }
+    }
+    out->push_back(Piece{slot.chunk, slot.data, kBlock});
+  });
+  if (!hit) out->resize(start);
+  return hit;
 }
 
 uint32_t ReadCache::drop_chunk(Entry& e, uint64_t i) {
@@ -221,11 +207,7 @@ ReadCacheStats ReadCache::stats() const {
 // ---------------------------------------------------------------- device
 
 CachingBlockDevice::CachingBlockDevice(std::unique_ptr<BlockDevice> inner, std::shared_ptr<ReadCache> cache, int dev)
-    : inner_(std::move(inner)), cache_(std::move(cache)), dev_(dev) {}
-
-int CachingBlockDevice::read(uint64_t offset, char* buf, uint64_t len) { return inner_->read(offset, buf, len); }
-
-int CachingBlockDevice::read_many(const std::vector<ReadIo>& ios) { return inner_->read_many(ios); }
+    : ForwardingBlockDevice(std::move(inner), "cached"), cache_(std::move(cache)), dev_(dev) {}
 
 void CachingBlockDevice::invalidate(uint64_t offset, uint64_t len) {
   // Whole blocks around a write that is not on block boundaries.

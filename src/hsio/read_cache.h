@@ -25,7 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "hsio/block_device.h"
+#include "hsio/forwarding_device.h"
 
 namespace hybridstore {
 
@@ -134,6 +134,12 @@ class ReadCache {
   static uint64_t stripe_of(uint64_t block) { return block * kBlock / kStripe; }
   // Shards of the stripes covering [offset, offset+len), in stripe order.
   void for_each_stripe(int dev, uint64_t offset, uint64_t len, const std::function<void(Shard&)>& f) const;
+  // The walk of lookup and lookup_refs: true, having handed every block of
+  // the range to `take`, when all are cached.
+  template <typename Take>
+  bool take_cached(int dev, uint64_t offset, uint64_t len, Take&& take);
+  // Counts a lookup as a hit or a miss of `len` bytes; returns `hit`.
+  bool counted(bool hit, uint64_t len);
 
   static thread_local bool bypass_;
   Observer observer_;  // set before use
@@ -147,31 +153,18 @@ class ReadCache {
 // A device whose writes and discards drop what they cover from `cache` (as
 // device number `dev` of it); reads pass through (the engine consults the
 // cache itself, knowing what it verified).
-class CachingBlockDevice final : public BlockDevice {
+class CachingBlockDevice final : public ForwardingBlockDevice {
  public:
   CachingBlockDevice(std::unique_ptr<BlockDevice> inner, std::shared_ptr<ReadCache> cache, int dev);
 
-  uint64_t size() const override { return inner_->size(); }
-  uint32_t alignment() const override { return inner_->alignment(); }
-  std::string backend() const override { return "cached+" + inner_->backend(); }
-  std::string path() const override { return inner_->path(); }
-  Media media() const override { return inner_->media(); }
-  BlockDeviceStats io_stats() const override { return inner_->io_stats(); }
-
-  int read(uint64_t offset, char* buf, uint64_t len) override;
-  int read_many(const std::vector<ReadIo>& ios) override;
   int write(uint64_t offset, const char* buf, uint64_t len) override;
   int write_many(const std::vector<WriteIo>& ios) override;
   void write_many_async(std::vector<WriteIo> ios, WriteDone done) override;
   int write_durable(uint64_t offset, const char* buf, uint64_t len) override;
-  int flush() override { return inner_->flush(); }
   int discard(uint64_t offset, uint64_t len) override;
-
-  BlockDevice* inner() { return inner_.get(); }
 
  private:
   void invalidate(uint64_t offset, uint64_t len);
-  std::unique_ptr<BlockDevice> inner_;
   std::shared_ptr<ReadCache> cache_;
   int dev_;
 };

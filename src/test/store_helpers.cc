@@ -95,4 +95,39 @@ int StoreTest::fsck_errors(bool deep) {
   return r;
 }
 
+Config TierStoreTest::config() {
+  Config c = small_store_config();
+  std::string err;
+  c.set("hybridstore_tier_migrate_bandwidth", "0", &err);
+  fixture_options(&c);
+  for (const auto& [k, v] : extra_) EXPECT_EQ(c.set(k, v, &err), 0) << k << ": " << err;
+  return c;
+}
+
+void TierStoreTest::SetUp() {
+  StoreTest::SetUp();
+  make_coll(coll_);
+}
+
+void TierStoreTest::with(const Options& options) {
+  for (const auto& kv : options) extra_.push_back(kv);
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  dir_ = std::make_unique<TempDir>("store");
+  make_store();
+  make_coll(coll_);
+}
+
+ObjectStat TierStoreTest::st(const ObjectId& o) {
+  ObjectStat s;
+  EXPECT_EQ(store_->stat(coll_, o, &s), 0);
+  return s;
+}
+
+uint64_t TierStoreTest::counter(const std::string& name) {
+  int i = store_->perf().find(name);
+  EXPECT_GE(i, 0) << name;
+  return store_->perf().get(i);
+}
+
 }  // namespace hybridstore::test

@@ -5,6 +5,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common_helpers.h"
 #include "hybridstore/store/hybrid_store.h"
@@ -37,6 +39,28 @@ class StoreTest : public ::testing::Test {
   std::unique_ptr<HybridStore> store_;
   CollectionId coll_{"1.0_head"};
   std::mt19937_64 rng_{12345};
+};
+
+// A StoreTest for the tiers and what counts their work: migrations copy at
+// full speed (hybridstore_tier_migrate_bandwidth 0), coll_ exists, and a test
+// adds options (extra_, before the store is made, or with() for a fresh one).
+class TierStoreTest : public StoreTest {
+ protected:
+  using Options = std::vector<std::pair<std::string, std::string>>;
+
+  // small_store_config(), the migrations unthrottled, fixture_options(),
+  // then extra_: a test's options override the fixture's.
+  Config config() override;
+  // The options of a fixture built on this one.
+  virtual void fixture_options(Config* c) {}
+  void SetUp() override;
+  // A fresh store (and coll_) with these options as well.
+  void with(const Options& options);
+
+  ObjectStat st(const ObjectId& o);
+  uint64_t counter(const std::string& name);
+
+  Options extra_;
 };
 
 }  // namespace hybridstore::test

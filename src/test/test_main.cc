@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "hscommon/log.h"
-#include "hybridstore/testing/test_storage_hooks.h"
+#include "testing/test_storage_hooks.h"
 
 extern char** environ;
 

@@ -5,7 +5,7 @@
 set(HS_SRC ${HYBRIDSTORE_SOURCE_DIR}/src)
 file(GLOB HS_OPTION_SOURCES CONFIGURE_DEPENDS
   ${HS_SRC}/hscommon/config.cc
-  ${HS_SRC}/hscommon/options_*.cc)
+  ${HS_SRC}/hsoptions/*.cc)
 add_library(hybridstore-options-objs OBJECT
   ${HS_OPTION_SOURCES}
   ${HS_SRC}/hybridstore/ceph/ceph_options.cc)

@@ -156,6 +156,220 @@ int SectionAllocator::check_geometry_record(std::string_view record, std::string
   return -EINVAL;
 }
 
+namespace {
+
+struct ExtentRecord {
+  uint32_t eu, idx;
+  std::string_view value;
+};
+
+struct RecordsByKind {
+  std::vector<std::pair<uint32_t, std::string_view>> eus;
+  std::vector<ExtentRecord> extents;
+};
+
+// Sorts the records by kind, checking each key: its size, its kind, its
+// erase unit among the `eu_count` units, and that no key comes twice.
+int sort_records(const std::vector<std::pair<std::string, std::string>>& records, size_t eu_count,
+                 RecordsByKind* out, std::string* error) {
+  std::set<std::string> seen;
+  for (const auto& [key, value] : records) {
+    if (key.size() != kKeySize) {
+      *error = fmt::format("allocator record key of {} bytes (expected {})", key.size(), kKeySize);
+      return -EIO;
+    }
+    if (!seen.insert(key).second) {
+      *error = "duplicate allocator record key";
+      return -EIO;
+    }
+    uint8_t type = static_cast<uint8_t>(key[0]);
+    uint32_t eu = get_be32(key.data() + 1), idx = get_be32(key.data() + 5);
+    if (eu >= eu_count) {
+      *error = fmt::format("allocator record for erase unit {} beyond the {} units", eu, eu_count);
+      return -EIO;
+    }
+    if (type == static_cast<uint8_t>(PersistOp::Type::kEraseUnit) && idx == 0) {
+      out->eus.emplace_back(eu, value);
+    } else if (type == static_cast<uint8_t>(PersistOp::Type::kExtent)) {
+      out->extents.push_back(ExtentRecord{eu, idx, value});
+    } else {
+      *error = fmt::format("allocator record of unknown type {}", type);
+      return -EIO;
+    }
+  }
+  return 0;
+}
+
+// The fields an erase unit record starts with; its write-unit list follows.
+struct EraseUnitHead {
+  uint64_t section, group, next_untaken, last_mod, wus;
+  uint8_t current;
+};
+
+// Opens erase unit `eu`'s record and reads its head, which must name a
+// section and group of `geo`; *wu_list gets the rest.
+int read_eu_head(uint32_t eu, std::string_view value, const AllocatorGeometry& geo, EraseUnitHead* h,
+                 std::string_view* wu_list, std::string* error) {
+  uint8_t version;
+  std::string_view body;
+  if (int r = open_stored_record(kEraseUnitTag, kVersion, value, fmt::format("erase unit {} record", eu), &version,
+                                 &body, error);
+      r < 0)
+    return r;
+  Decoder d(body);
+  if (!d.get_varint(&h->section) || !d.get_varint(&h->group) || !d.get_varint(&h->next_untaken) ||
+      !d.get_u8(&h->current) || !d.get_varint(&h->last_mod) || !d.get_varint(&h->wus)) {
+    *error = fmt::format("erase unit {} record: malformed", eu);
+    return -EIO;
+  }
+  if (h->section >= geo.sections.size() || geo.sections[h->section].bypass() || h->group >= geo.groups ||
+      h->current > 1) {
+    *error = fmt::format("erase unit {} record: section {} group {} not configured", eu, h->section, h->group);
+    return -EINVAL;
+  }
+  *wu_list = d.rest();
+  return 0;
+}
+
+// The write-unit list of erase unit `eu`'s record, into `u`: whether each
+// unit was written (only a unit its extents fill may be) and when its first
+// extent was taken.
+int read_wu_list(uint32_t eu, std::string_view wu_list, const EraseUnitHead& h, uint32_t extents_per_wu,
+                 EraseUnit* u, std::string* error) {
+  Decoder d(wu_list);
+  u->unwritten_wus = 0;
+  for (uint64_t w = 0; w < h.wus; ++w) {
+    uint8_t written;
+    uint64_t first;
+    if (!d.get_u8(&written) || !d.get_varint(&first) || written > 1) {
+      *error = fmt::format("erase unit {} record: malformed write-unit list", eu);
+      return -EIO;
+    }
+    uint64_t hi = (w + 1) * extents_per_wu;
+    if (written && hi > h.next_untaken) {
+      *error = fmt::format("erase unit {}: write unit {} written before it was filled", eu, w);
+      return -EIO;
+    }
+    u->wu_written[w] = written;
+    u->wu_first_us[w] = first;
+    if (!written) ++u->unwritten_wus;
+  }
+  if (!d.done()) {
+    *error = fmt::format("erase unit {} record: trailing bytes", eu);
+    return -EIO;
+  }
+  return 0;
+}
+
+// The `n` placements of extent record `x`, into e->placements: in order,
+// apart, below `limit`, each with a plausible byte count for blocks of
+// `block_size`. *end gets the end of the last one (0 when there is none).
+int read_placements(Decoder* d, const ExtentRecord& x, uint64_t n, uint64_t limit, uint32_t block_size,
+                    ExtentDesc* e, uint64_t* end, std::string* error) {
+  e->placements.clear();
+  uint64_t prev_end = 0;
+  for (uint64_t k = 0; k < n; ++k) {
+    uint64_t gap, blocks, bytes, writes, owner, born;
+    if (!d->get_varint(&gap) || !d->get_varint(&blocks) || !d->get_varint(&bytes) ||
+        !d->get_varint(&writes) || !d->get_varint(&owner) || !d->get_varint(&born)) {
+      *error = fmt::format("extent {}/{} record: malformed placement", x.eu, x.idx);
+      return -EIO;
+    }
+    if (gap > limit) {
+      *error = fmt::format("extent {}/{}: placement {} starts past the extent", x.eu, x.idx, k);
+      return -EIO;
+    }
+    uint64_t start = prev_end + gap;
+    if (blocks == 0 || start > limit || blocks > limit - start || writes > UINT32_MAX ||
+        bytes > blocks * block_size || bytes <= (blocks - 1) * block_size) {
+      *error = fmt::format("extent {}/{}: placement {} [{}, +{}) of {} bytes is invalid",
+                           x.eu, x.idx, k, start, blocks, bytes);
+      return -EIO;
+    }
+    e->placements.push_back(Placement{static_cast<uint32_t>(start),
+                                      static_cast<uint32_t>(blocks),
+                                      static_cast<uint32_t>(bytes),
+                                      static_cast<uint32_t>(writes), owner, born});
+    prev_end = start + blocks;
+  }
+  *end = prev_end;
+  return 0;
+}
+
+// Extent record `x` into `e`, checked against its extent of `s` blocks laid
+// out by `map`: its state must agree with whether its write unit was
+// written, an open extent's tail must be where its last placement's segment
+// ends, any other's the extent's end.
+int read_extent(const ExtentRecord& x, uint32_t s, const SegmentMap& map, uint32_t block_size, bool written_wu,
+                ExtentDesc* e, std::string* error) {
+  uint8_t version;
+  std::string_view body;
+  if (int r = open_stored_record(kExtentTag, kVersion, x.value, fmt::format("extent {}/{} record", x.eu, x.idx),
+                                 &version, &body, error);
+      r < 0)
+    return r;
+  Decoder d(body);
+  uint8_t state;
+  uint64_t tail, entered, seq, hint, n;
+  if (!d.get_u8(&state) || !d.get_varint(&tail) || !d.get_varint(&entered) ||
+      !d.get_varint(&seq) || !d.get_varint(&hint) || !d.get_varint(&n) ||
+      n > s) {
+    *error = fmt::format("extent {}/{} record: malformed", x.eu, x.idx);
+    return -EIO;
+  }
+  ExtentState st = static_cast<ExtentState>(state);
+  if ((st != ExtentState::kOpen && st != ExtentState::kSealed &&
+       st != ExtentState::kWritten) ||
+      (written_wu != (st == ExtentState::kWritten))) {
+    *error = fmt::format("extent {}/{}: state {} contradicts its write unit", x.eu, x.idx,
+                         state);
+    return -EIO;
+  }
+  uint64_t limit = st == ExtentState::kOpen ? tail : s;
+  if (tail > s || (st != ExtentState::kOpen && tail != s) ||
+      (st == ExtentState::kOpen && tail == s)) {
+    *error = fmt::format("extent {}/{}: tail {} out of range", x.eu, x.idx, tail);
+    return -EIO;
+  }
+  e->state = st;
+  e->tail = static_cast<uint32_t>(tail);
+  e->entered_us = entered;
+  e->seq = seq;
+  e->last_hint = hint;
+  uint64_t prev_end = 0;
+  if (int r = read_placements(&d, x, n, limit, block_size, e, &prev_end, error); r < 0) return r;
+  if (!d.done()) {
+    *error = fmt::format("extent {}/{} record: trailing bytes", x.eu, x.idx);
+    return -EIO;
+  }
+  if (st == ExtentState::kOpen) {
+    uint32_t expect =
+        e->placements.empty() ? 0 : map.next(static_cast<uint32_t>(prev_end) - 1).start;
+    if (expect != tail) {
+      *error = fmt::format("extent {}/{}: tail {} is not the map position {} of its last "
+                           "placement",
+                           x.eu, x.idx, tail, expect);
+      return -EIO;
+    }
+  }
+  return 0;
+}
+
+// Sorts the open extents by map-table position, which no two may share.
+int order_open(std::vector<ExtentDesc*>* open, std::string* error) {
+  std::sort(open->begin(), open->end(),
+            [](const ExtentDesc* a, const ExtentDesc* b) { return a->seq < b->seq; });
+  for (size_t i = 1; i < open->size(); ++i) {
+    if ((*open)[i]->seq == (*open)[i - 1]->seq) {
+      *error = "two open extents share a map-table position";
+      return -EIO;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
 int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
                               const std::vector<std::pair<std::string, std::string>>& records,
                               uint64_t now_us, std::unique_ptr<SectionAllocator>* out,
@@ -182,69 +396,22 @@ int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTunin
 int SectionAllocator::restore(const std::vector<std::pair<std::string, std::string>>& records,
                               uint64_t now, std::string* error) {
   (void)now;
-  struct ExtentRec {
-    uint32_t eu, idx;
-    std::string_view value;
-  };
-  std::vector<std::pair<uint32_t, std::string_view>> eu_recs;
-  std::vector<ExtentRec> ext_recs;
-  std::set<std::string> seen;
-  for (const auto& [key, value] : records) {
-    if (key.size() != kKeySize) {
-      *error = fmt::format("allocator record key of {} bytes (expected {})", key.size(), kKeySize);
-      return -EIO;
-    }
-    if (!seen.insert(key).second) {
-      *error = "duplicate allocator record key";
-      return -EIO;
-    }
-    uint8_t type = static_cast<uint8_t>(key[0]);
-    uint32_t eu = get_be32(key.data() + 1), idx = get_be32(key.data() + 5);
-    if (eu >= eus_.size()) {
-      *error = fmt::format("allocator record for erase unit {} beyond the {} units", eu,
-                           eus_.size());
-      return -EIO;
-    }
-    if (type == static_cast<uint8_t>(PersistOp::Type::kEraseUnit) && idx == 0) {
-      eu_recs.emplace_back(eu, value);
-    } else if (type == static_cast<uint8_t>(PersistOp::Type::kExtent)) {
-      ext_recs.push_back(ExtentRec{eu, idx, value});
-    } else {
-      *error = fmt::format("allocator record of unknown type {}", type);
-      return -EIO;
-    }
-  }
+  RecordsByKind recs;
+  if (int r = sort_records(records, eus_.size(), &recs, error); r < 0) return r;
 
   // Erase units first: they say who owns what.
-  for (auto [eu, value] : eu_recs) {
-    uint8_t version;
-    std::string_view body;
-    if (int r = open_stored_record(kEraseUnitTag, kVersion, value, fmt::format("erase unit {} record", eu), &version,
-                                   &body, error);
-        r < 0)
-      return r;
-    Decoder d(body);
-    uint64_t section, group, next_untaken, last_mod, wus;
-    uint8_t current;
-    if (!d.get_varint(&section) || !d.get_varint(&group) || !d.get_varint(&next_untaken) ||
-        !d.get_u8(&current) || !d.get_varint(&last_mod) || !d.get_varint(&wus)) {
-      *error = fmt::format("erase unit {} record: malformed", eu);
-      return -EIO;
-    }
-    if (section >= geo_.sections.size() || geo_.sections[section].bypass() ||
-        group >= geo_.groups || current > 1) {
-      *error = fmt::format("erase unit {} record: section {} group {} not configured", eu,
-                           section, group);
-      return -EINVAL;
-    }
-    const SectionRt& rt = secs_[section];
-    if (next_untaken > rt.extents_per_eu || wus != rt.extents_per_eu / rt.extents_per_wu) {
+  for (auto [eu, value] : recs.eus) {
+    EraseUnitHead h;
+    std::string_view wu_list;
+    if (int r = read_eu_head(eu, value, geo_, &h, &wu_list, error); r < 0) return r;
+    const SectionRt& rt = secs_[h.section];
+    if (h.next_untaken > rt.extents_per_eu || h.wus != rt.extents_per_eu / rt.extents_per_wu) {
       *error = fmt::format("erase unit {} record: {} extents / {} write units do not match the "
                            "section's geometry",
-                           eu, next_untaken, wus);
+                           eu, h.next_untaken, h.wus);
       return -EIO;
     }
-    Lane& l = lanes_[section * geo_.groups + group];
+    Lane& l = lanes_[h.section * geo_.groups + h.group];
     if (take_eu(l) < 0) return -EIO;  // cannot happen: the pool is full here
     // take_eu picked the lowest free unit; move the ownership to `eu`.
     uint32_t got = static_cast<uint32_t>(l.current);
@@ -259,31 +426,11 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       for (auto& e : eus_[eu].extents) e.eu = eu;
     }
     EraseUnit& u = eus_[eu];
-    u.next_untaken = static_cast<uint32_t>(next_untaken);
-    u.last_modified_us = last_mod;
-    u.current = current != 0;
+    u.next_untaken = static_cast<uint32_t>(h.next_untaken);
+    u.last_modified_us = h.last_mod;
+    u.current = h.current != 0;
     l.current = -1;
-    u.unwritten_wus = 0;
-    for (uint64_t w = 0; w < wus; ++w) {
-      uint8_t written;
-      uint64_t first;
-      if (!d.get_u8(&written) || !d.get_varint(&first) || written > 1) {
-        *error = fmt::format("erase unit {} record: malformed write-unit list", eu);
-        return -EIO;
-      }
-      uint64_t hi = (w + 1) * rt.extents_per_wu;
-      if (written && hi > next_untaken) {
-        *error = fmt::format("erase unit {}: write unit {} written before it was filled", eu, w);
-        return -EIO;
-      }
-      u.wu_written[w] = written;
-      u.wu_first_us[w] = first;
-      if (!written) ++u.unwritten_wus;
-    }
-    if (!d.done()) {
-      *error = fmt::format("erase unit {} record: trailing bytes", eu);
-      return -EIO;
-    }
+    if (int r = read_wu_list(eu, wu_list, h, rt.extents_per_wu, &u, error); r < 0) return r;
   }
   for (size_t li = 0; li < lanes_.size(); ++li) lanes_[li].current = -1;
   for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
@@ -298,97 +445,22 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
   }
 
   // Extents.
-  const uint32_t bs = geo_.block_size;
-  for (const ExtentRec& x : ext_recs) {
+  for (const ExtentRecord& x : recs.extents) {
     EraseUnit& u = eus_[x.eu];
     if (u.lane < 0) {
       *error = fmt::format("extent record {}/{} in a free erase unit", x.eu, x.idx);
       return -EIO;
     }
-    Lane& l = lanes_[u.lane];
-    const SectionRt& rt = secs_[l.section];
+    const SectionRt& rt = secs_[lanes_[u.lane].section];
     if (x.idx >= u.next_untaken) {
       *error = fmt::format("extent record {}/{} was never handed out", x.eu, x.idx);
       return -EIO;
     }
-    uint8_t version;
-    std::string_view body;
-    if (int r = open_stored_record(kExtentTag, kVersion, x.value, fmt::format("extent {}/{} record", x.eu, x.idx),
-                                   &version, &body, error);
-        r < 0)
-      return r;
-    Decoder d(body);
-    uint8_t state;
-    uint64_t tail, entered, seq, hint, n;
-    if (!d.get_u8(&state) || !d.get_varint(&tail) || !d.get_varint(&entered) ||
-        !d.get_varint(&seq) || !d.get_varint(&hint) || !d.get_varint(&n) ||
-        n > rt.s) {
-      *error = fmt::format("extent {}/{} record: malformed", x.eu, x.idx);
-      return -EIO;
-    }
     ExtentDesc& e = u.extents[x.idx];
-    bool written_wu = u.wu_written[wu_of(u, x.idx)] != 0;
-    ExtentState st = static_cast<ExtentState>(state);
-    if ((st != ExtentState::kOpen && st != ExtentState::kSealed &&
-         st != ExtentState::kWritten) ||
-        (written_wu != (st == ExtentState::kWritten))) {
-      *error = fmt::format("extent {}/{}: state {} contradicts its write unit", x.eu, x.idx,
-                           state);
-      return -EIO;
-    }
-    uint64_t limit = st == ExtentState::kOpen ? tail : rt.s;
-    if (tail > rt.s || (st != ExtentState::kOpen && tail != rt.s) ||
-        (st == ExtentState::kOpen && tail == rt.s)) {
-      *error = fmt::format("extent {}/{}: tail {} out of range", x.eu, x.idx, tail);
-      return -EIO;
-    }
-    e.state = st;
-    e.tail = static_cast<uint32_t>(tail);
-    e.entered_us = entered;
-    e.seq = seq;
-    e.last_hint = hint;
-    e.placements.clear();
-    uint64_t prev_end = 0;
-    for (uint64_t k = 0; k < n; ++k) {
-      uint64_t gap, blocks, bytes, writes, owner, born;
-      if (!d.get_varint(&gap) || !d.get_varint(&blocks) || !d.get_varint(&bytes) ||
-          !d.get_varint(&writes) || !d.get_varint(&owner) || !d.get_varint(&born)) {
-        *error = fmt::format("extent {}/{} record: malformed placement", x.eu, x.idx);
-        return -EIO;
-      }
-      if (gap > limit) {
-        *error = fmt::format("extent {}/{}: placement {} starts past the extent", x.eu, x.idx, k);
-        return -EIO;
-      }
-      uint64_t start = prev_end + gap;
-      if (blocks == 0 || start > limit || blocks > limit - start || writes > UINT32_MAX ||
-          bytes > blocks * bs || bytes <= (blocks - 1) * bs) {
-        *error = fmt::format("extent {}/{}: placement {} [{}, +{}) of {} bytes is invalid",
-                             x.eu, x.idx, k, start, blocks, bytes);
-        return -EIO;
-      }
-      e.placements.push_back(Placement{static_cast<uint32_t>(start),
-                                       static_cast<uint32_t>(blocks),
-                                       static_cast<uint32_t>(bytes),
-                                       static_cast<uint32_t>(writes), owner, born});
-      prev_end = start + blocks;
-    }
-    if (!d.done()) {
-      *error = fmt::format("extent {}/{} record: trailing bytes", x.eu, x.idx);
-      return -EIO;
-    }
-    if (st == ExtentState::kOpen) {
-      uint32_t expect =
-          e.placements.empty() ? 0 : rt.map.next(static_cast<uint32_t>(prev_end) - 1).start;
-      if (expect != tail) {
-        *error = fmt::format("extent {}/{}: tail {} is not the map position {} of its last "
-                             "placement",
-                             x.eu, x.idx, tail, expect);
-        return -EIO;
-      }
-    }
+    const bool written_wu = u.wu_written[wu_of(u, x.idx)] != 0;
+    if (int r = read_extent(x, rt.s, rt.map, geo_.block_size, written_wu, &e, error); r < 0) return r;
     for (const Placement& p : e.placements) account(&e, p, +1, 0);
-    seq_ = std::max(seq_, seq);
+    seq_ = std::max(seq_, e.seq);
   }
 
   // Every handed-out extent must have come back.
@@ -431,14 +503,7 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
       }
     }
   }
-  std::sort(open.begin(), open.end(),
-            [](const ExtentDesc* a, const ExtentDesc* b) { return a->seq < b->seq; });
-  for (size_t i = 1; i < open.size(); ++i) {
-    if (open[i]->seq == open[i - 1]->seq) {
-      *error = "two open extents share a map-table position";
-      return -EIO;
-    }
-  }
+  if (int r = order_open(&open, error); r < 0) return r;
   for (ExtentDesc* e : open) lanes_[eus_[e->eu].lane].table.insert(e);
   for (Lane& l : lanes_) {
     std::sort(l.staged.begin(), l.staged.end(), [](const StagedRef& a, const StagedRef& b) {

@@ -97,7 +97,7 @@ bool is_test_machinery_option(const std::string& name) {
 
 TEST(Config, TheProductsTablesHoldNoTestOnlyOption) {
   std::vector<OptionSpec> product;
-  for (OptionTable t : {add_core_options, add_section_options, add_ftl_options, add_tiering_options}) t(&product);
+  for (OptionTable t : product_option_tables()) t(&product);
   ASSERT_GT(product.size(), 30u);
   for (const auto& o : product) {
     EXPECT_FALSE(is_test_machinery_option(o.name)) << o.name << " belongs to the testing library's table";

@@ -1,6 +1,6 @@
 // Where the tools link RocksDB's static archive, its crc32c::Extend is
 // replaced by the engine's crc32c at link time (CMakeLists.txt,
-// src/hybridstore/debian_rocksdb/). Every checksum must stay bit for bit the
+// src/rocksdb_crc32c/). Every checksum must stay bit for bit the
 // one RocksDB computes, or WAL and table files written here would not read
 // back in another RocksDB (Ceph's, or Debian's shared library).
 #include <gtest/gtest.h>

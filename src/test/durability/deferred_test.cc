@@ -11,7 +11,7 @@
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/store/store_impl.h"
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/fault_injection.h"
 #include "durability_helpers.h"
 #include "store_helpers.h"
 #include "store_test_peer.h"

@@ -9,8 +9,8 @@
 
 #include "crash_model.h"
 #include "durability_helpers.h"
-#include "hybridstore/testing/fault_injection.h"
 #include "store_helpers.h"
+#include "testing/fault_injection.h"
 
 using namespace hybridstore;
 using namespace hybridstore::crashtest;

@@ -1,7 +1,7 @@
 // The fault injector itself: a power cut must lose exactly what the storage
 // stack did not promise to keep, or the durability tests built on it prove
 // nothing.
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/fault_injection.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 
 #include "common_helpers.h"
 #include "hybridstore/kv/gated_db.h"
-#include "hybridstore/testing/fault_device.h"
+#include "testing/fault_device.h"
 
 using namespace hybridstore;
 using hybridstore::test::TempDir;

@@ -12,7 +12,7 @@
 #include "crash_workload.h"
 #include "durability_helpers.h"
 #include "hybridstore/store/store_impl.h"
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/fault_injection.h"
 #include "store_helpers.h"
 #include "store_test_peer.h"
 

@@ -12,23 +12,12 @@
 #include "store_helpers.h"
 
 using namespace hybridstore;
-using hybridstore::test::StoreTest;
+using hybridstore::test::TierStoreTest;
 
 namespace {
 
-class PerfCountersTest : public StoreTest {
+class PerfCountersTest : public TierStoreTest {
  protected:
-  Config config() override {
-    Config c = hybridstore::test::small_store_config();
-    std::string err;
-    c.set("hybridstore_tier_migrate_bandwidth", "0", &err);
-    for (const auto& [k, v] : extra_) EXPECT_EQ(c.set(k, v, &err), 0) << err;
-    return c;
-  }
-  void SetUp() override {
-    StoreTest::SetUp();
-    make_coll(coll_);
-  }
   int id(const std::string& name) {
     int i = store_->perf().find(name);
     EXPECT_GE(i, 0) << name;
@@ -69,7 +58,6 @@ class PerfCountersTest : public StoreTest {
       EXPECT_EQ(get(tn + "_objects"), objs[t]) << tn;
     }
   }
-  std::vector<std::pair<std::string, std::string>> extra_;
 };
 
 TEST_F(PerfCountersTest, SchemaExistsBeforeMountAndLivesWithTheObject) {
@@ -126,11 +114,7 @@ TEST_F(PerfCountersTest, ReadsMoveReadAndOnodeCounters) {
 
 TEST_F(PerfCountersTest, SmallOverwriteOfAnHddObjectIsADeferredWrite) {
   // With absorption on, the SSD would take this write (counted below).
-  ASSERT_EQ(store_->umount(), 0);
-  extra_ = {{"hybridstore_tier_absorb_max", "0"}};
-  dir_ = std::make_unique<hybridstore::test::TempDir>("store");
-  make_store();
-  make_coll(coll_);
+  with({{"hybridstore_tier_absorb_max", "0"}});
   write_hdd(obj("big"), std::string(1 << 20, 'b'));
   ASSERT_EQ(store_->flush(), 0);
   uint64_t ops = get("deferred_write_ops"), bytes = get("deferred_write_bytes");
@@ -320,11 +304,7 @@ TEST_F(PerfCountersTest, StoresWithoutPerTierObjectCountsAreRecountedAtMount) {
 }
 
 TEST_F(PerfCountersTest, TheNandSsdCountsFtlMergesAndErases) {
-  ASSERT_EQ(store_->umount(), 0);
-  extra_ = {{"hybridstore_ssd_kind", "nand"}, {"hybridstore_nand_size", "32M"}};
-  dir_ = std::make_unique<hybridstore::test::TempDir>("store");
-  make_store();
-  make_coll(coll_);
+  with({{"hybridstore_ssd_kind", "nand"}, {"hybridstore_nand_size", "32M"}});
   // Overwrite a small working set many times: the flash fills with stale
   // pages and the FTL must merge and erase.
   for (int round = 0; round < 12; ++round) {

@@ -18,42 +18,13 @@
 #include "store_helpers.h"
 
 using namespace hybridstore;
-using hybridstore::test::StoreTest;
+using hybridstore::test::TierStoreTest;
 
 namespace {
 
-class AbsorbTest : public StoreTest {
+class AbsorbTest : public TierStoreTest {
  protected:
-  Config config() override {
-    Config c = hybridstore::test::small_store_config();
-    std::string err;
-    c.set("hybridstore_tier_migrate_bandwidth", "0", &err);
-    for (const auto& [k, v] : extra_) EXPECT_EQ(c.set(k, v, &err), 0) << err;
-    return c;
-  }
-  void SetUp() override {
-    StoreTest::SetUp();
-    make_coll(coll_);
-  }
-  void with(const std::vector<std::pair<std::string, std::string>>& options) {
-    for (const auto& kv : options) extra_.push_back(kv);
-    ASSERT_EQ(store_->umount(), 0);
-    store_.reset();
-    dir_ = std::make_unique<hybridstore::test::TempDir>("store");
-    make_store();
-    make_coll(coll_);
-  }
-  ObjectStat st(const ObjectId& o) {
-    ObjectStat s;
-    EXPECT_EQ(store_->stat(coll_, o, &s), 0);
-    return s;
-  }
   uint64_t on(const ObjectId& o, Tier t) { return st(o).bytes_on[tier_index(t)]; }
-  uint64_t counter(const std::string& name) {
-    int i = store_->perf().find(name);
-    EXPECT_GE(i, 0) << name;
-    return store_->perf().get(i);
-  }
   // An object on the HDD as librbd makes one: hinted with a 4 MiB expected size.
   std::string put_on_hdd(const ObjectId& o, size_t size) {
     std::string data = hybridstore::test::random_bytes(rng_, size);
@@ -72,7 +43,6 @@ class AbsorbTest : public StoreTest {
     if (model->size() < off + bytes.size()) model->resize(off + bytes.size(), '\0');
     model->replace(off, bytes.size(), bytes);
   }
-  std::vector<std::pair<std::string, std::string>> extra_;
 };
 
 TEST_F(AbsorbTest, ASmallRandomWriteIntoAnHddObjectGoesToTheSsd) {

@@ -1,6 +1,6 @@
 // The disk model behind hybridstore-diskmodel, driven on its virtual clock:
 // no sleeping and no FUSE, so every figure here is exact and repeatable.
-#include "hybridstore/testing/disk_model_queue.h"
+#include "testing/disk_model_queue.h"
 
 #include <gtest/gtest.h>
 

@@ -13,29 +13,17 @@
 #include "store_helpers.h"
 
 using namespace hybridstore;
-using hybridstore::test::StoreTest;
+using hybridstore::test::TierStoreTest;
 
 namespace {
 
-class MigrationTest : public StoreTest {
+class MigrationTest : public TierStoreTest {
  protected:
-  Config config() override {
-    Config c = hybridstore::test::small_store_config();
+  void fixture_options(Config* c) override {
     std::string err;
-    c.set("hybridstore_tier_migrate_bandwidth", "0", &err);
     // Whole objects move here; small writes absorbed by the SSD would leave
     // objects on both tiers between moves (absorb_test covers those).
-    c.set("hybridstore_tier_absorb_max", "0", &err);
-    return c;
-  }
-  void SetUp() override {
-    StoreTest::SetUp();
-    make_coll(coll_);
-  }
-  ObjectStat st(const ObjectId& o) {
-    ObjectStat s;
-    EXPECT_EQ(store_->stat(coll_, o, &s), 0);
-    return s;
+    c->set("hybridstore_tier_absorb_max", "0", &err);
   }
   bool whole_on(const ObjectId& o, Tier t) {
     ObjectStat s = st(o);

@@ -10,37 +10,12 @@
 #include "store_helpers.h"
 
 using namespace hybridstore;
-using hybridstore::test::StoreTest;
+using hybridstore::test::TierStoreTest;
 
 namespace {
 
-class PromotionTest : public StoreTest {
+class PromotionTest : public TierStoreTest {
  protected:
-  Config config() override {
-    Config c = hybridstore::test::small_store_config();
-    std::string err;
-    c.set("hybridstore_tier_migrate_bandwidth", "0", &err);
-    for (const auto& [k, v] : extra_) EXPECT_EQ(c.set(k, v, &err), 0) << err;
-    return c;
-  }
-  void SetUp() override {
-    StoreTest::SetUp();
-    make_coll(coll_);
-  }
-  // A fresh store with these options as well.
-  void with(const std::vector<std::pair<std::string, std::string>>& options) {
-    for (const auto& kv : options) extra_.push_back(kv);
-    ASSERT_EQ(store_->umount(), 0);
-    store_.reset();
-    dir_ = std::make_unique<hybridstore::test::TempDir>("store");
-    make_store();
-    make_coll(coll_);
-  }
-  ObjectStat st(const ObjectId& o) {
-    ObjectStat s;
-    EXPECT_EQ(store_->stat(coll_, o, &s), 0);
-    return s;
-  }
   bool whole_on(const ObjectId& o, Tier t) {
     ObjectStat s = st(o);
     return s.allocated && s.bytes_on[tier_index(t)] == s.allocated;
@@ -56,12 +31,6 @@ class PromotionTest : public StoreTest {
     EXPECT_TRUE(whole_on(o, Tier::kHdd));
     return data;
   }
-  uint64_t counter(const std::string& name) {
-    int i = store_->perf().find(name);
-    EXPECT_GE(i, 0) << name;
-    return store_->perf().get(i);
-  }
-  std::vector<std::pair<std::string, std::string>> extra_;
 };
 
 // Written once, read twice: three accesses, the default count.

@@ -14,37 +14,24 @@
 #include "store_helpers.h"
 
 using namespace hybridstore;
-using hybridstore::test::StoreTest;
+using hybridstore::test::TierStoreTest;
 
 namespace {
 
 constexpr int kSsd = 0, kHdd = 1, kTier2 = 2;
 
-class ThreeTierTest : public StoreTest {
+class ThreeTierTest : public TierStoreTest {
  protected:
-  Config config() override {
-    Config c = hybridstore::test::small_store_config();
+  void fixture_options(Config* c) override {
     std::string err;
-    EXPECT_EQ(c.set("hybridstore_tiers", "3", &err), 0) << err;
-    EXPECT_EQ(c.set("hybridstore_tier2_size", "256M", &err), 0) << err;
-    c.set("hybridstore_tier_migrate_bandwidth", "0", &err);
+    EXPECT_EQ(c->set("hybridstore_tiers", "3", &err), 0) << err;
+    EXPECT_EQ(c->set("hybridstore_tier2_size", "256M", &err), 0) << err;
     // Whole objects move here (absorb_test covers split objects).
-    c.set("hybridstore_tier_absorb_max", "0", &err);
+    c->set("hybridstore_tier_absorb_max", "0", &err);
     // Passes alone decide (no promotion on reads racing them).
-    c.set("hybridstore_tier_promote_hits", "0", &err);
+    c->set("hybridstore_tier_promote_hits", "0", &err);
     // Room for about four of the 256 KiB objects below on each faster tier.
-    c.set("hybridstore_tier_ssd_target_ratio", "0.0045", &err);
-    for (const auto& [k, v] : extra_) EXPECT_EQ(c.set(k, v, &err), 0) << k << ": " << err;
-    return c;
-  }
-  void SetUp() override {
-    StoreTest::SetUp();
-    make_coll(coll_);
-  }
-  ObjectStat st(const ObjectId& o) {
-    ObjectStat s;
-    EXPECT_EQ(store_->stat(coll_, o, &s), 0);
-    return s;
+    c->set("hybridstore_tier_ssd_target_ratio", "0.0045", &err);
   }
   // The tier holding all of the object's data, or -1 when it is split.
   int tier_of(const ObjectId& o) {
@@ -52,11 +39,6 @@ class ThreeTierTest : public StoreTest {
     for (int t = 0; t < kMaxTiers; ++t)
       if (s.allocated && s.bytes_on[t] == s.allocated) return t;
     return -1;
-  }
-  uint64_t counter(const std::string& name) {
-    int id = store_->perf().find(name);
-    EXPECT_GE(id, 0) << name;
-    return store_->perf().get(id);
   }
   void put(const ObjectId& o, const std::string& data, bool large_hint) {
     Transaction t;
@@ -72,7 +54,6 @@ class ThreeTierTest : public StoreTest {
       store_->read(coll_, objs[n % objs.size()], (rng() % 60) * 4096, 4096, &out);
     }
   }
-  std::vector<std::pair<std::string, std::string>> extra_;
 };
 
 TEST_F(ThreeTierTest, MkfsRecordsTheOrderAndNewDataGoesToTheEnds) {

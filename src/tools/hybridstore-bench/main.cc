@@ -6,7 +6,7 @@
 #include "bench_command.h"
 #include "bench_output.h"
 #include "hscommon/log.h"
-#include "hybridstore/testing/test_storage_hooks.h"
+#include "testing/test_storage_hooks.h"
 
 namespace hybridstore::bench {
 

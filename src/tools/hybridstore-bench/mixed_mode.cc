@@ -14,14 +14,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
 
 #include "bench_command.h"
-#include "hybridstore/testing/workload_profiles.h"
 #include "hybridstore/tier/migrator.h"
 #include "rados_common.h"
+#include "testing/workload_profiles.h"
 
 namespace hybridstore::bench {
 namespace {
@@ -79,6 +80,49 @@ class PassRunner {
   std::thread th_;
 };
 
+// Writes every file of the trace whole, hinted to the HDD when the run
+// preloads there.
+int preload(HybridStore* s, const RadosArgs& a, const std::vector<uint64_t>& sizes,
+            const std::function<std::string(uint64_t)>& file_name) {
+  const bool on_hdd = a.preload == "hdd";
+  return parallel_for(sizes.size(), a.concurrent, "preload", "files", [&](uint64_t n) {
+    std::string name = file_name(n);
+    auto buf = std::make_shared<std::string>(sizes[n], '\0');
+    fill_pattern(buf->data(), name_hash(name), 0, sizes[n]);
+    Transaction t;
+    if (on_hdd) {
+      // A hint on a missing object is a no-op: create it first.
+      t.touch(pg_coll(n), bench_oid(name));
+      t.set_alloc_hint(pg_coll(n), bench_oid(name), 64ull << 20, 0, kHintSequentialWrite);
+    }
+    t.write(pg_coll(n), bench_oid(name), 0, std::shared_ptr<const std::string>(buf));
+    return s->apply_transaction(std::move(t));
+  });
+}
+
+// Waits for the passes still running, the series going on meanwhile, a
+// line a second after the requests' last second: they are part of the run.
+void finish_passes(HybridStore* s, PassRunner* passes, int requests_end, std::vector<SecondSample>* series) {
+  std::atomic<bool> drained{false};
+  std::thread sampler([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int k = 1; !drained; ++k) {
+      std::this_thread::sleep_until(t0 + std::chrono::seconds(k));
+      if (drained) break;
+      SecondSample x = series->empty() ? SecondSample() : series->back();
+      x.sec = requests_end + k;
+      x.cur_ops = 0;
+      x.cur_mb_s = x.iops = x.last_lat = -1;
+      x.perf.clear();
+      for (const auto& n : series_counters()) x.perf.push_back(s->perf().get(s->perf().find(n)));
+      series->push_back(std::move(x));
+    }
+  });
+  passes->stop();
+  drained = true;
+  sampler.join();
+}
+
 }  // namespace
 
 int run_mixed(RadosArgs* args, ModeRun* mr) {
@@ -105,21 +149,7 @@ int run_mixed(RadosArgs* args, ModeRun* mr) {
             << gen.ops_per_day() << " requests, seed " << a.seed << "\n"
             << "Maintaining " << a.concurrent << " concurrent ops for up to " << a.seconds
             << " seconds; a migration pass at each day's end\nObject prefix: " << prefix << std::endl;
-  const bool on_hdd = a.preload == "hdd";
-  int r = parallel_for(sizes.size(), a.concurrent, "preload", "files", [&](uint64_t n) {
-    std::string name = file_name(n);
-    auto buf = std::make_shared<std::string>(sizes[n], '\0');
-    fill_pattern(buf->data(), name_hash(name), 0, sizes[n]);
-    Transaction t;
-    if (on_hdd) {
-      // A hint on a missing object is a no-op: create it first.
-      t.touch(pg_coll(n), bench_oid(name));
-      t.set_alloc_hint(pg_coll(n), bench_oid(name), 64ull << 20, 0, kHintSequentialWrite);
-    }
-    t.write(pg_coll(n), bench_oid(name), 0, std::shared_ptr<const std::string>(buf));
-    return s->apply_transaction(std::move(t));
-  });
-  if (r < 0) {
+  if (int r = preload(s, a, sizes, file_name); r < 0) {
     fprintf(stderr, "hybridstore-bench mixed: preload: %s\n", strerror(-r));
     return 1;
   }
@@ -177,24 +207,7 @@ int run_mixed(RadosArgs* args, ModeRun* mr) {
   // the story: the series goes on, a line a second, until they are done.
   passes.request();
   const int requests_end = m.res.series.empty() ? 0 : m.res.series.back().sec;
-  std::atomic<bool> drained{false};
-  std::thread sampler([&] {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int k = 1; !drained; ++k) {
-      std::this_thread::sleep_until(t0 + std::chrono::seconds(k));
-      if (drained) break;
-      SecondSample x = m.res.series.empty() ? SecondSample() : m.res.series.back();
-      x.sec = requests_end + k;
-      x.cur_ops = 0;
-      x.cur_mb_s = x.iops = x.last_lat = -1;
-      x.perf.clear();
-      for (const auto& n : series_counters()) x.perf.push_back(s->perf().get(s->perf().find(n)));
-      m.res.series.push_back(std::move(x));
-    }
-  });
-  passes.stop();
-  drained = true;
-  sampler.join();
+  finish_passes(s, &passes, requests_end, &m.res.series);
   m.extra["mixed"] = {{"profile", prof.name},
                       {"files", sizes.size()},
                       {"dataset_bytes", gen.dataset_bytes()},

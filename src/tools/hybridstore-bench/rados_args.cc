@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hybridstore/testing/workload_profiles.h"
+#include "testing/workload_profiles.h"
 
 namespace hybridstore::bench {
 

@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "hybridstore/testing/device_model.h"
-#include "hybridstore/testing/workload_profiles.h"
 #include "hybridstore/tier/heat_tracker.h"
 #include "hybridstore/tier/knapsack_planner.h"
+#include "testing/device_model.h"
+#include "testing/workload_profiles.h"
 
 namespace hybridstore::bench {
 

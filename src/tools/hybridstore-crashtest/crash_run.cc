@@ -11,7 +11,7 @@
 
 #include "crash_workload.h"
 #include "crashtest.h"
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/fault_injection.h"
 
 namespace hybridstore::crashtest {
 

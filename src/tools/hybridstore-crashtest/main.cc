@@ -5,7 +5,7 @@
 #include <string>
 
 #include "crashtest.h"
-#include "hybridstore/testing/test_storage_hooks.h"
+#include "testing/test_storage_hooks.h"
 
 int main(int argc, char** argv) {
   using namespace hybridstore::crashtest;

@@ -26,7 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hybridstore/testing/disk_model_queue.h"
+#include "testing/disk_model_queue.h"
 
 namespace hybridstore::diskmodel {
 

@@ -3,7 +3,7 @@
 #include <map>
 
 #include "hscommon/log.h"
-#include "hybridstore/testing/test_storage_hooks.h"
+#include "testing/test_storage_hooks.h"
 #include "tool_command.h"
 
 namespace hybridstore::tool {

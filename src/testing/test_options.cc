@@ -2,7 +2,7 @@
 // and device timing models (device_model.h). Not in the product's registry:
 // install_test_storage_hooks registers them, so only binaries that link this
 // library and install its hooks know them.
-#include "hybridstore/testing/test_options.h"
+#include "testing/test_options.h"
 
 namespace hybridstore {
 

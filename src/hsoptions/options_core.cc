@@ -1,8 +1,10 @@
 // Options of the engine core: devices, allocation, placement, RocksDB, caches.
-#include "hscommon/config.h"
+#include "hsoptions/option_tables.h"
 
 namespace hybridstore {
 
+// Long, as a table is: one entry per option and nothing else, read a row
+// at a time; cutting it would only scatter the core's options.
 void add_core_options(std::vector<OptionSpec>* v) {
   using T = OptionType;
   v->push_back({"hybridstore_ssd_path", T::kString, "",

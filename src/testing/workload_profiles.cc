@@ -1,4 +1,4 @@
-#include "hybridstore/testing/workload_profiles.h"
+#include "testing/workload_profiles.h"
 
 #include <algorithm>
 #include <cmath>

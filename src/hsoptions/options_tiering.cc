@@ -1,8 +1,8 @@
 // Options of the tiering component (heat tracker, knapsack planner, migrator,
 // promotion, absorbed small writes, SFS hotness grouping); each entry documents
 // itself in the registry. The device timing models' options are test-only
-// (src/hybridstore/testing/test_options.cc).
-#include "hscommon/config.h"
+// (src/testing/test_options.cc).
+#include "hsoptions/option_tables.h"
 
 namespace hybridstore {
 

@@ -1,5 +1,5 @@
 // Options of the section component; each entry documents itself in the registry.
-#include "hscommon/config.h"
+#include "hsoptions/option_tables.h"
 
 namespace hybridstore {
 

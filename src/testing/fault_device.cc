@@ -1,11 +1,11 @@
-#include "hybridstore/testing/fault_device.h"
+#include "testing/fault_device.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "hscommon/log.h"
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/fault_injection.h"
 
 namespace hybridstore {
 

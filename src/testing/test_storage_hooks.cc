@@ -1,8 +1,8 @@
-#include "hybridstore/testing/test_storage_hooks.h"
+#include "testing/test_storage_hooks.h"
 
-#include "hybridstore/testing/device_model.h"
-#include "hybridstore/testing/test_options.h"
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/device_model.h"
+#include "testing/test_options.h"
+#include "testing/fault_injection.h"
 
 namespace hybridstore {
 

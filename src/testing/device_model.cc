@@ -1,4 +1,4 @@
-#include "hybridstore/testing/device_model.h"
+#include "testing/device_model.h"
 
 #include <cmath>
 

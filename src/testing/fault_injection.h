@@ -6,7 +6,7 @@
 // and its RocksDB files, through FaultInjectionFileSystem (a
 // rocksdb::FileSystem wrapper that knows what was synced, fault_kv_fs.h).
 // It is enabled by the hybridstore_debug_* options
-// (common/options_durability.cc) and reaches the store through the storage
+// (test_options.cc) and reaches the store through the storage
 // hooks test tools install (test_storage_hooks.h); with all of them off the
 // engine never sees any of these classes.
 //

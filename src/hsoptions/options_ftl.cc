@@ -1,6 +1,6 @@
 // Options of the ftl component: the SSD tier on raw NAND through the embedded
 // hUBI FTL (src/ftl/). Each entry documents itself in the registry.
-#include "hscommon/config.h"
+#include "hsoptions/option_tables.h"
 
 namespace hybridstore {
 

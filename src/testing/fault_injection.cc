@@ -1,4 +1,4 @@
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/fault_injection.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,8 +7,8 @@
 #include <rocksdb/env.h>
 
 #include "hscommon/log.h"
-#include "hybridstore/testing/fault_device.h"
-#include "hybridstore/testing/fault_kv_fs.h"
+#include "testing/fault_device.h"
+#include "testing/fault_kv_fs.h"
 
 namespace hybridstore {
 

@@ -1,4 +1,4 @@
-#include "hybridstore/testing/fault_kv_fs.h"
+#include "testing/fault_kv_fs.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "hscommon/log.h"
-#include "hybridstore/testing/fault_injection.h"
+#include "testing/fault_injection.h"
 
 namespace hybridstore {
 
