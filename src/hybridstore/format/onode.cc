@@ -19,6 +19,10 @@ const char* tier_name(Tier t) {
   return i >= 0 && i < kMaxTiers ? kNames[i] : "unknown-tier";
 }
 
+std::string tier_option(Tier t, std::string_view what) {
+  return fmt::format("hybridstore_{}_{}", tier_name(t), what);
+}
+
 int heaviest_rank(const uint64_t* bytes_by_tier, const Tier* order, int tiers, int from) {
   int rank = -1;
   uint64_t most = 0;

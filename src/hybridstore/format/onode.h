@@ -25,6 +25,9 @@ namespace hybridstore {
 enum class Tier : uint8_t { kSsd = 0, kHdd = 1 };
 constexpr int kMaxTiers = 4;
 const char* tier_name(Tier t);  // "ssd", "hdd", "tier2", "tier3"
+// The name of a per-tier option (or metadata key): "hybridstore_<tier>_<what>",
+// hybridstore_ssd_path, hybridstore_tier2_size, ...
+std::string tier_option(Tier t, std::string_view what);
 inline int tier_index(Tier t) { return static_cast<int>(t); }
 inline Tier tier_at(int index) { return static_cast<Tier>(index); }
 // Where an object lives: the rank, in `order` (a store's tiers, fastest

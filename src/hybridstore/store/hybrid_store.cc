@@ -3,15 +3,16 @@
 
 #include <cstring>
 
-#include "hybridstore/sections/ssd_cleaner.h"
 #include "hybridstore/store/store_impl.h"
+#include "hybridstore/tier/tier_cleaner.h"
 #include "hybridstore/tier/migrator.h"
 
 namespace hybridstore {
 
-// Forwards to the public calls only: the components get no more of the store
-// than any client has (on_pass only adds to the store's counters).
-class HybridStore::ComponentView final : public Migrator::Store, public SsdCleaner::Store {
+// Forwards to the public calls, and to the moves between and within tiers
+// (move_data): the components get no more of the store than their
+// interfaces say (on_pass only adds to the store's counters).
+class HybridStore::ComponentView final : public Migrator::Store, public TierCleaner::Store {
  public:
   explicit ComponentView(HybridStore* store) : s_(store) {}
 
@@ -61,8 +62,8 @@ class HybridStore::ComponentView final : public Migrator::Store, public SsdClean
     p.set.inc(p.promote_on_read_bytes, rep.bytes_moved);
   }
   int flush() override { return s_->flush(); }
-  int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) override {
-    return s_->relocate(c, o, ssd_begin, ssd_end);
+  int relocate(const CollectionId& c, const ObjectId& o, Tier tier, uint64_t begin, uint64_t end) override {
+    return s_->move_data(c, o, tier, begin, end);
   }
 
  private:
@@ -94,7 +95,12 @@ int HybridStore::mount(std::string* error) {
   int r = impl_->mount(&e);
   if (error) *error = e;
   if (r == 0) {
-    cleaner_ = std::make_unique<SsdCleaner>(view_.get(), impl_->space(impl_->fastest()).sections());
+    {
+      std::lock_guard<std::mutex> l(cleaner_mutex_);
+      for (int t = 0; t < impl_->tiers(); ++t)
+        if (auto c = impl_->space(tier_at(t)).make_cleaner(view_.get())) cleaners_.push_back(std::move(c));
+      cleaning_ = true;
+    }
     migrator_ = std::make_unique<Migrator>(view_.get(), impl_->cfg_);
     migrator_->start();
     impl_->promoter_.store(migrator_.get(), std::memory_order_release);
@@ -115,34 +121,48 @@ int HybridStore::umount() {
     migrator_->stop();
     migrator_.reset();
   }
-  cleaner_.reset();
+  {
+    std::lock_guard<std::mutex> l(cleaner_mutex_);
+    cleaners_.clear();
+    cleaning_ = false;
+  }
   return impl_->umount();
 }
 HeatTracker* HybridStore::heat() { return impl_->heat_.get(); }
 PerfCounterSet& HybridStore::perf() { return impl_->perf_->set; }
 std::string HybridStore::sections_report() {
   if (!impl_->mounted_) return {};
-  SsdSections* sections = impl_->space(impl_->fastest()).sections();
-  if (!sections) return {};
   impl_->flush();
-  return sections->report();
+  std::string out;
+  for (int t = 0; t < impl_->tiers(); ++t) out += impl_->space(tier_at(t)).report();
+  return out;
 }
 void HybridStore::tick() { impl_->tick_staged_state(); }
 int HybridStore::save_heat() { return impl_->save_heat(); }
 int HybridStore::clean_now(bool force, CleanerReport* report) {
   std::lock_guard<std::mutex> l(cleaner_mutex_);
-  if (!cleaner_) return -ENOTCONN;
-  uint64_t cap = impl_->cfg_.get_size("hybridstore_tier_migrate_bandwidth");
-  uint64_t t0 = perf_now_ns();
-  int r = cleaner_->run_pass(cap ? cap : (64ull << 20), force, report);
-  if (report->victims) {
-    StorePerf& p = *impl_->perf_;
-    p.set.inc(p.cleaner_passes);
-    p.set.tinc(p.cleaner_lat, perf_now_ns() - t0);
-    p.set.inc(p.cleaner_victims, report->victims);
-    p.set.inc(p.cleaner_units_freed, report->units_freed);
-    p.set.inc(p.cleaner_objects_moved, report->objects_moved);
-    p.set.inc(p.cleaner_bytes_moved, report->bytes_moved);
+  if (!cleaning_) return -ENOTCONN;
+  *report = CleanerReport();
+  const uint64_t cap = impl_->cfg_.get_size("hybridstore_tier_migrate_bandwidth");
+  int r = 0;
+  for (auto& cleaner : cleaners_) {
+    const uint64_t t0 = perf_now_ns();
+    CleanerReport pass;
+    if (int rr = cleaner->run_pass(cap ? cap : (64ull << 20), force, &pass); rr < 0 && r == 0) r = rr;
+    if (pass.victims) {
+      StorePerf& p = *impl_->perf_;
+      p.set.inc(p.cleaner_passes);
+      p.set.tinc(p.cleaner_lat, perf_now_ns() - t0);
+      p.set.inc(p.cleaner_victims, pass.victims);
+      p.set.inc(p.cleaner_units_freed, pass.units_freed);
+      p.set.inc(p.cleaner_objects_moved, pass.objects_moved);
+      p.set.inc(p.cleaner_bytes_moved, pass.bytes_moved);
+    }
+    report->victims += pass.victims;
+    report->units_freed += pass.units_freed;
+    report->objects_moved += pass.objects_moved;
+    report->skipped += pass.skipped;
+    report->bytes_moved += pass.bytes_moved;
   }
   return r;
 }
@@ -380,12 +400,6 @@ int HybridStore::migrate(const CollectionId& c, const ObjectId& o, Tier target) 
   return move_data(c, o, target, 0, 0);
 }
 
-int HybridStore::relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end) {
-  // The cleaner works on the tier with HFM sections (the fastest: mkfs gives
-  // sections to no other).
-  return move_data(c, o, impl_->fastest(), ssd_begin, ssd_end);
-}
-
 int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end) {
   constexpr uint64_t kMaxMove = 256ull << 20;
   if (tier_index(target) >= impl_->tiers()) return -EINVAL;
@@ -418,7 +432,7 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     // HDD must not read the whole object from the HDD. The read verifies
     // every checksum it covers: damaged data is not moved.
     const uint64_t tu = impl_->space(target).unit();
-    const bool whole = impl_->move_rewrites_whole(target);
+    const bool whole = impl_->space(target).moves_rewrite_whole();
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     for (const auto& [off, e] : on->extents.extents()) {
       const bool moves = begin == end ? whole || e.tier != target

@@ -132,7 +132,7 @@ class StoreImpl;
 class HeatTracker;
 class Migrator;
 struct MigrationReport;
-class SsdCleaner;
+class TierCleaner;
 struct CleanerReport;
 
 namespace test {
@@ -248,9 +248,6 @@ class HybridStore {
   // -EAGAIN (written while being copied: nothing moved, try again),
   // -ENOSPC, -EIO (the source fails its checksums), -EFBIG (too large to move).
   int migrate(const CollectionId& c, const ObjectId& o, Tier target);
-  // Rewrites the object's SSD extents that lie in the device range
-  // [ssd_begin, ssd_end) elsewhere on the SSD (cleaning), the same way.
-  int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end);
   // Calls fn for every object of every collection, in key order.
   int for_each_object(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn);
 
@@ -273,8 +270,9 @@ class HybridStore {
   // Tiering: the heat the engine records, a migration pass now, and saving
   // the heat history (also done periodically and at umount).
   HeatTracker* heat();
-  // The SSD sections' report (empty when the SSD uses plain extents), and
-  // their staging timeout (the migrator thread calls it every second).
+  // The report of every tier's space that has one (the SSD's HFM sections;
+  // empty when the tiers use plain extents), and the sections' staging
+  // timeout (the migrator thread calls it every second).
   std::string sections_report();
   void tick();
   int migrate_now(MigrationReport* report);
@@ -288,8 +286,9 @@ class HybridStore {
   // Client ops (transactions and reads) the migrator's idle detection has
   // counted since mount.
   uint64_t client_ops_counted() const;
-  // One pass of the SSD cleaner (runs by itself when free erase units run
-  // short); `force` cleans even when they do not.
+  // One pass of each tier's cleaner (the cleaners run by themselves when
+  // their tier runs short of free erase units); `force` cleans even when it
+  // does not. *report sums the passes.
   int clean_now(bool force, CleanerReport* report);
   int save_heat();
 
@@ -303,14 +302,18 @@ class HybridStore {
  private:
   // White-box tests reach the internals through this one peer (src/test).
   friend class test::StoreTestPeer;
+  // Moves the object's data to `target`: all of it (begin == end), or what
+  // lies on `target` in its device range [begin, end) (cleaning).
   int move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end);
-  // The store as the migrator and the SSD cleaner see it (their Store
-  // interfaces); outlives both.
+  // The store as the migrator and the tiers' cleaners see it (their Store
+  // interfaces); outlives them.
   class ComponentView;
   std::unique_ptr<StoreImpl> impl_;
   std::unique_ptr<ComponentView> view_;
   std::unique_ptr<Migrator> migrator_;
-  std::unique_ptr<SsdCleaner> cleaner_;
+  // One per tier whose space needs cleaning, while mounted for writing.
+  std::vector<std::unique_ptr<TierCleaner>> cleaners_;
+  bool cleaning_ = false;
   std::mutex cleaner_mutex_;
   bool read_only_mount_ = false;
 };

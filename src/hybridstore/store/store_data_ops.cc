@@ -220,47 +220,18 @@ int OpApplier::allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<P
                            const ObjectId& oid, uint64_t object_size, const char* data) {
   TierSpace& sp = s.space(tier);
   TierSpace::Request req;
-  req.key = ObjectPlacementKey{oid.pool, oid.nspace, c.name, oid.name};
+  req.key = placement_key(c, oid);
   req.object_size = object_size;
   req.length = len;
   req.hint = hint;
   req.owner = ObjectIdHash()(oid);
-  if (sp.route() == WriteRoute::kStaged) {
-    // The object's section and hotness group decide where its data goes.
+  req.hotness = [&] {
     HeatSample h;
-    if (s.heat_->lookup(kv::onode_key(c, oid), &h)) req.hotness = h.frequency;
-    req.direct = s.direct_units_;
-  }
-  // A staged tier's data is staged while its space is locked, so no write
-  // unit can be handed out for writing between the allocation and the staging.
-  auto stage = [&](const std::vector<PExtent>& pieces) {
-    uint64_t pos = 0;
-    const uint64_t align = s.dev(tier_index(tier))->alignment();
-    for (const auto& pc : pieces) {
-      const char* src = data + pos;
-      pos += pc.length;
-      // Whole write units go to the device with the transaction's other
-      // writes, before it commits: the space is new, so nothing references
-      // it until then. Older data still headed for that space (a record, a
-      // record replayed after a crash, a region still to be written) sends
-      // the unit the ordered way instead: an in-place record applied after
-      // it. Staged records of an earlier owner there are dead (the space was
-      // free) and leave first: no region will come for them now.
-      if (pc.direct) {
-        s.deferred_->discard_held(tier, pc.offset, pc.length);
-        if (pc.offset % align == 0 && pc.length % align == 0 && reinterpret_cast<uintptr_t>(src) % 4096 == 0 &&
-            s.deferred_->range_quiet(tier, pc.offset, pc.length)) {
-          tx.writes.push_back({tier, pc.offset, src, pc.length});
-          s.perf_->set.inc(s.perf_->ssd_direct_unit_bytes, pc.length);
-          continue;
-        }
-      }
-      tx.deferred.push_back(
-          s.deferred_->stage(tx.batch.get(), tier, pc.offset, std::string(src, pc.length), pc.staged));
-    }
+    return s.heat_->lookup(kv::onode_key(c, oid), &h) ? h.frequency : 0.0;
   };
   std::vector<PExtent> got;
-  if (int r = sp.allocate(req, stage, &got); r < 0) return r;
+  const TxnWrites to{tx.batch.get(), s.deferred_.get(), &tx.deferred, &tx.writes};
+  if (int r = sp.write_new(req, data, to, &got); r < 0) return r;
   const int t = tier_index(tier);
   s.perf_->set.inc(s.perf_->write_bytes[t], len);
   s.perf_->set.inc(s.perf_->bytes_used[t], len);
@@ -287,7 +258,6 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
                                  const std::vector<PExtent>& where, ExtentMap* into) {
   uint32_t cb = s.space(tier).csum_block();
   const char* buf = owned.data();
-  std::vector<WriteIo> ios;
   uint64_t pos = 0;
   std::vector<DataExtent> made;
   // An extent ends where an extent-map shard does (when the tier's unit
@@ -296,7 +266,6 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
   const uint64_t unit = s.space(tier).unit();
   const bool cut_at_shards = s.extent_map_inline_max_ > 0 && ExtentMap::kShardSpan % unit == 0;
   for (const auto& p : where) {
-    ios.push_back({p.offset, buf + pos, p.length});
     for (uint64_t done = 0; done < p.length;) {
       const uint64_t at = logical + pos + done;
       uint64_t n = p.length - done;
@@ -315,21 +284,9 @@ int OpApplier::store_new_extents(Tier tier, uint64_t logical, AlignedBuffer owne
     pos += p.length;
   }
   if (pos != len) return -EINVAL;
-  const WriteRoute route = s.space(tier).route();
-  if (route == WriteRoute::kStaged) {
-    // The data was staged by allocate_on (held until its write unit is
-    // complete; pieces in holes of written extents in place), or its whole
-    // units wait in tx.writes, which point into this buffer.
-    tx.buffers.push_back(std::move(owned));
-  } else if (route == WriteRoute::kDeferSmall && len < s.deferred_max_) {
-    // A small write to a disk never goes to it synchronously: it rides in
-    // the transaction's batch and joins a sorted batch later.
-    for (const auto& io : ios)
-      tx.deferred.push_back(s.deferred_->stage(tx.batch.get(), tier, io.offset, std::string(io.buf, io.len)));
-  } else {
-    for (const auto& io : ios) tx.writes.push_back({tier, io.offset, io.buf, io.len});
-    tx.buffers.push_back(std::move(owned));
-  }
+  // The space took the data when it was allocated (allocate_on): what it
+  // writes later, before the commit, is read from this buffer.
+  tx.buffers.push_back(std::move(owned));
   for (auto& e : made) into->insert(std::move(e));
   return 0;
 }
@@ -338,18 +295,18 @@ int OpApplier::write_pending() {
   for (int t = 0; t < s.tiers(); ++t) {
     std::vector<WriteIo> ios;
     uint64_t bytes = 0;
+    bool before_queue = false;
     for (const auto& w : tx.writes)
       if (tier_index(w.tier) == t) {
         ios.push_back({w.offset, w.data, w.len});
         bytes += w.len;
+        before_queue |= w.before_queue;
       }
     if (ios.empty()) continue;
     // Large writes to new space run while the caller goes on; the commit
-    // waits for them. Not a staged tier's: its direct units are ordered
-    // against its records by having been written before the commit is
-    // queued (DeferredWriter::range_quiet).
-    if (s.async_write_min_ > 0 && bytes >= s.async_write_min_ &&
-        s.space(static_cast<Tier>(t)).route() != WriteRoute::kStaged) {
+    // waits for them. Not those the space orders against its records by
+    // their being written before the commit is queued.
+    if (s.async_write_min_ > 0 && bytes >= s.async_write_min_ && !before_queue) {
       if (!tx.pending) {
         tx.pending = std::make_shared<PendingWrites>(&s.write_tracker_);
         // The buffers the writes come from live until the commit.
@@ -416,7 +373,7 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
     absorbed = true;
   }
   if (o.extents.empty() && preferred != s.slowest() &&
-      s.space(preferred).bypass({oid.pool, oid.nspace, c.name, oid.name}, std::max(o.size, end)))
+      s.space(preferred).bypass(placement_key(c, oid), std::max(o.size, end)))
     preferred = s.next_tier(preferred, +1);  // a bypass section: straight to the slower tier
   Tier tiers[kMaxTiers];
   const int ntiers = s.spill_order(preferred, tiers);
@@ -437,11 +394,7 @@ int OpApplier::write_data(const CollectionId& c, const ObjectId& oid, Onode& o, 
       }
     }
     const uint64_t len = b - a;
-    // Strictly smaller: a write of the limit's size, deferred, would cross
-    // the device twice (the log, then its place) where one to new space
-    // crosses it once.
-    const bool in_place = len < s.deferred_max_ && owned_on(o, tier, a, b) &&
-                          !s.space(tier).redirects_small_overwrites();
+    const bool in_place = s.space(tier).overwrites_in_place(len) && owned_on(o, tier, a, b);
     std::vector<PExtent> where;
     uint64_t hint = 0;
     if (a > 0) {
@@ -572,7 +525,8 @@ int OpApplier::migrate(const CollectionId& c, const Op& op, std::string* why) {
   const uint64_t tu = s.space(target).unit();
   std::string_view image = op.payload();
   std::vector<DataExtent> moving;
-  const bool whole = s.move_rewrites_whole(target);
+  // The reader of the move's image (HybridStore::move_data) agrees.
+  const bool whole = s.space(target).moves_rewrite_whole();
   for (const auto& [off, e] : o->extents.extents()) {
     bool in_range = op.len && e.tier == target && e.physical < op.off + op.len && e.physical + e.length > op.off;
     if (op.len ? in_range : whole || e.tier != target) moving.push_back(e);

@@ -115,14 +115,8 @@ struct TxnContext {
   // Data for freshly allocated space, written to the devices only once every
   // op succeeded (a failing transaction writes nothing). Reads inside the
   // transaction see it through read_data's overlay.
-  struct PendingWrite {
-    Tier tier;
-    uint64_t offset;
-    const char* data;
-    uint64_t len;
-  };
   std::vector<AlignedBuffer> buffers;
-  std::vector<PendingWrite> writes;
+  std::vector<TierWrite> writes;
   // Those of `writes` still going on when the transaction is queued (and
   // then `buffers` too); its commit waits for them.
   std::shared_ptr<PendingWrites> pending;
@@ -251,12 +245,6 @@ class StoreImpl {
   // nearest first. Fills `out`, returns the count (tiers()).
   int spill_order(Tier preferred, Tier* out) const;
   int home_tier(const Onode& o) const { return hybridstore::home_tier(o, super_.order, super_.tiers); }
-  // A move of an object to `target` rewrites all of it, not only what lies
-  // elsewhere: on a staged tier one contiguous allocation takes whole write
-  // units (written at once), where the pieces between a few blocks already
-  // there (small writes the tier absorbed) would each be staged apart. The
-  // reader of the move's image and the migrate op must agree on it.
-  bool move_rewrites_whole(Tier target) const { return space(target).route() == WriteRoute::kStaged; }
   BlockDevice* dev(int t) const { return space_[t]->device(); }
   // Read blocks of every tier's device (hybridstore_data_cache_size; null
   // when 0): the devices the tiers hold are CachingBlockDevices over it.
@@ -306,13 +294,11 @@ class StoreImpl {
   void note_access(const std::string& onode_key, AccessType type, uint64_t off, uint64_t len, uint64_t size,
                    bool counts = true);
   void maybe_promote(const CollectionId& c, const ObjectId& o, const std::string& onode_key, const Onode& on);
-  uint64_t deferred_max_ = 0;
   // A transaction's writes to new space of a tier, from this many bytes on,
   // go on while it is queued (hybridstore_async_write_min; 0 = never).
   uint64_t async_write_min_ = 0;
   // hybridstore_extent_map_inline_max: larger maps are stored in shards.
   uint64_t extent_map_inline_max_ = 1024;
-  bool direct_units_ = true;  // hybridstore_ssd_direct_units
   int fsid_lock_fd_ = -1;
 
   std::mutex colls_mutex_;
@@ -376,16 +362,15 @@ struct OpApplier {
   int remove_object(const CollectionId& c, const ObjectId& o);
   int move_object(const CollectionId& sc, const ObjectId& so, const CollectionId& dc,
                   const ObjectId& dobj);
-  // Allocates `len` bytes on `tier` (no spill), recording them in the txn.
-  // `data` (len bytes) is what the space will hold: the SSD sections stage it
-  // as part of the allocation.
+  // Puts `len` bytes of `data` (a multiple of the tier's unit) in new space
+  // on `tier` (no spill), the way the tier's space writes new data, and
+  // records the space in the txn.
   int allocate_on(Tier tier, uint64_t len, uint64_t hint, std::vector<PExtent>* out, const CollectionId& c,
                   const ObjectId& oid, uint64_t object_size, const char* data);
   void release(const PExtent& e);
-  // Writes a buffer to freshly allocated space as extents starting at logical
-  // offset `logical`; the buffer length is a multiple of the tier unit.
-  // Records `buf` (taken over) as the data of fresh space `where`, adding
-  // the extents at logical offset `logical` to `into`.
+  // The extents, with their checksums, of the data in `buf` (taken over and
+  // kept until the writes out of it are made) placed at `where`, starting at
+  // logical offset `logical`: added to `into`.
   int store_new_extents(Tier tier, uint64_t logical, AlignedBuffer buf, uint64_t len,
                         const std::vector<PExtent>& where, ExtentMap* into);
   // Writes the pending data of every op; called once all ops succeeded.

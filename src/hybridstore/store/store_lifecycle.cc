@@ -35,11 +35,9 @@ uint64_t now_us() {
                                    .count());
 }
 
-// A tier's device link in the store directory and its options, by the
-// tier's name: block.ssd and hybridstore_ssd_path, block.tier2 and
-// hybridstore_tier2_path, ...
+// A tier's device link in the store directory, by the tier's name:
+// block.ssd, block.tier2, ... (its options: tier_option).
 std::string tier_link(Tier t) { return std::string("block.") + tier_name(t); }
-std::string tier_option(Tier t, const char* what) { return fmt::format("hybridstore_{}_{}", tier_name(t), what); }
 
 bool write_text_file(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
@@ -379,6 +377,7 @@ int StoreImpl::open_devices(bool create, std::string* error) {
     // (faulty or modelled) returned, and every write reaches both.
     if (read_cache_) dev = std::make_unique<CachingBlockDevice>(std::move(dev), read_cache_, t);
     space_[t] = make_tier_space(tier, std::move(dev), super_);
+    space_[t]->configure(cfg_);
     if (int r = space_[t]->check_device(error); r < 0) return r;
   }
   (void)create;
@@ -493,18 +492,15 @@ int StoreImpl::mount(std::string* error) {
   dopts.batch_bytes = cfg_.get_size("hybridstore_deferred_batch_bytes");
   dopts.max_delay_ms = static_cast<uint64_t>(cfg_.get_int("hybridstore_deferred_max_delay_ms"));
   dopts.max_pending_bytes = cfg_.get_size("hybridstore_deferred_max_pending");
-  deferred_max_ = cfg_.get_size("hybridstore_deferred_max");
   async_write_min_ =
       cfg_.get_int("hybridstore_async_write_threads") > 0 ? cfg_.get_size("hybridstore_async_write_min") : 0;
   extent_map_inline_max_ = cfg_.get_size("hybridstore_extent_map_inline_max");
-  direct_units_ = cfg_.get_bool("hybridstore_ssd_direct_units");
   promote_hits_ = static_cast<uint64_t>(cfg_.get_int("hybridstore_tier_promote_hits"));
   absorb_max_ = cfg_.get_size("hybridstore_tier_absorb_max");
   absorb_min_free_ = cfg_.get_double("hybridstore_tier_absorb_min_free");
   decide_absorption();
   promote_max_size_ = cfg_.get_size("hybridstore_tier_promote_max_size");
   promote_break_even_ = cfg_.get_size("hybridstore_tier_promote_break_even");
-  for (int t = 0; t < tiers(); ++t) space_[t]->set_small_overwrites(cfg_.get_str("hybridstore_ssd_small_overwrites"));
   deferred_ = std::make_unique<DeferredWriter>(
       db_.get(), devices(), &write_tracker_,
       [this](const PExtent& e) { return_space(e); }, dopts);
@@ -515,8 +511,11 @@ int StoreImpl::mount(std::string* error) {
                                [this](int err, const std::string& why) { committer_->fail(err, why); });
   deferred_->set_perf(perf_->deferred());
   deferred_->start();
-  for (int t = 0; t < tiers(); ++t)
-    if (SsdSections* sections = space_[t]->sections()) sections->set_perf(perf_->sections(sections->section_names()));
+  SpaceCounters counters;
+  counters.set = &perf_->set;
+  counters.direct_unit_bytes = perf_->ssd_direct_unit_bytes;
+  counters.sections = [this](const std::vector<std::string>& names) { return perf_->sections(names); };
+  for (int t = 0; t < tiers(); ++t) space_[t]->set_counters(counters);
   if (int r = init_perf_gauges(error); r < 0) return fail(r);
   heat_ = std::make_unique<HeatTracker>(heat_tracker_options_from_config(cfg_));
   load_heat();

@@ -43,9 +43,12 @@ std::string read_sys(const std::string& path) {
   return v;
 }
 
-void describe(const std::string& path, bool default_rotational, StoreProbe::Device* d) {
+// `media`: what the tier's layout says of its device (layout_media); a
+// device of known media is not asked about it.
+void describe(const std::string& path, bool default_rotational, Media media, StoreProbe::Device* d) {
   d->path = path;
-  d->rotational = default_rotational && d->kind != "nand";
+  const bool known = media != Media::kUnknown;
+  d->rotational = known ? media == Media::kRotational : default_rotational;
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);
   d->resolved = ec ? path : real.string();
@@ -70,7 +73,7 @@ void describe(const std::string& path, bool default_rotational, StoreProbe::Devi
   d->kernel_devices.push_back(fs::path(dir).filename().string());
   std::string rot = read_sys(dir + "/queue/rotational");
   // Raw flash behind the embedded FTL is a file on whatever disk holds it.
-  if ((rot == "0" || rot == "1") && d->kind != "nand") d->rotational = rot == "1";
+  if ((rot == "0" || rot == "1") && !known) d->rotational = rot == "1";
 }
 
 // True when another open file description holds the store's fsid lock (the
@@ -133,13 +136,14 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
     const Tier tier = tier_at(t);
     // The link mkfs made wins; before mkfs, what mkfs would use.
     std::string p = path + "/block." + tier_name(tier);
-    const std::string option = fmt::format("hybridstore_{}_path", tier_name(tier));
+    const std::string option = tier_option(tier, "path");
     if (!fs::exists(p, ec) && !cfg.get_str(option).empty()) p = cfg.get_str(option);
     StoreProbe::Device& d = out->tier[t];
-    d.kind = device_kind_name(have_super ? sb.layout[t].device : tier_layout(tier, mkfs_options).device);
+    const TierLayout layout = have_super ? sb.layout[t] : tier_layout(tier, mkfs_options);
+    d.kind = device_kind_name(layout.device);
     // A file or a device sysfs says nothing about keeps the role it plays:
     // only the slowest tier is taken for a disk.
-    describe(p, tier == out->slowest, &d);
+    describe(p, tier == out->slowest, layout_media(layout), &d);
   }
   if (have_super) {
     out->min_alloc_size = UINT64_MAX;

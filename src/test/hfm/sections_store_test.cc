@@ -8,7 +8,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/tier/tier_cleaner.h"
 #include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
 #include "store_test_peer.h"

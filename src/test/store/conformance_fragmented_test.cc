@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "hsio/block_device.h"
-#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/tier/tier_cleaner.h"
 #include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
 #include "store_test_peer.h"
