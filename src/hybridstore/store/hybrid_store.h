@@ -1,9 +1,10 @@
 // HybridStore: the engine, an object store with the model of Ceph's ObjectStore.
 //
 // A store is a directory holding a RocksDB database (metadata: collections,
-// onodes, omap, allocation state) and two devices, an SSD tier and an HDD
-// tier (files or block devices, named by symlinks block.ssd and block.hdd or
-// created there as sparse files by mkfs).
+// onodes, omap, allocation state) and a device per tier, 2 to 4 of them
+// fastest first (files or block devices, named by symlinks block.ssd,
+// block.hdd, block.tier2, block.tier3 or created there as sparse files by
+// mkfs).
 //
 // Guarantees:
 //  - A transaction (or a vector of them passed together) is atomic: on error
@@ -16,6 +17,7 @@
 // Callers must not read an object while a transaction changing it is being
 // queued (Ceph's isolation rule); reads are otherwise thread-safe.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -128,16 +130,13 @@ class OmapIterator {
   virtual int status() const = 0;  // 0 or -EIO
 };
 
-class StoreImpl;
-class HeatTracker;
+class MountedStore;
 class Migrator;
 struct MigrationReport;
 class TierCleaner;
 struct CleanerReport;
-
-namespace test {
-class StoreTestPeer;
-}  // namespace test
+struct StorePerf;
+class StoreTestHooks;
 
 class HybridStore {
  public:
@@ -267,14 +266,11 @@ class HybridStore {
   int mount_for_repair(std::string* error, std::vector<std::string>* dropped);
   int repair(FsckReport* found, std::vector<std::string>* changes);
 
-  // Tiering: the heat the engine records, a migration pass now, and saving
-  // the heat history (also done periodically and at umount).
-  HeatTracker* heat();
+  // Tiering: a migration pass now, and saving the heat history (also done
+  // periodically and at umount).
   // The report of every tier's space that has one (the SSD's HFM sections;
-  // empty when the tiers use plain extents), and the sections' staging
-  // timeout (the migrator thread calls it every second).
+  // empty when the tiers use plain extents).
   std::string sections_report();
-  void tick();
   int migrate_now(MigrationReport* report);
   // Promotes now the objects reads have queued for promotion (the migrator
   // thread does it within a second anyway): how many moved, or -ENOTCONN.
@@ -298,17 +294,33 @@ class HybridStore {
   // are set again at mount). Names and meanings: store/store_perf.cc.
   PerfCounterSet& perf();
 
-
  private:
-  // White-box tests reach the internals through this one peer (src/test).
-  friend class test::StoreTestPeer;
+  // White-box tests reach a few internals through these narrow hooks
+  // (store/test_hooks.h), nothing else.
+  friend class StoreTestHooks;
   // Moves the object's data to `target`: all of it (begin == end), or what
   // lies on `target` in its device range [begin, end) (cleaning).
   int move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end);
   // The store as the migrator and the tiers' cleaners see it (their Store
   // interfaces); outlives them.
   class ComponentView;
-  std::unique_ptr<StoreImpl> impl_;
+  // Mounts the store (mount, mount_read_only): -EBUSY when it is mounted.
+  int open_store(std::string* error);
+  // The once-a-second chores of a store mounted for writing, on the
+  // migrator's thread: the staged tiers' timeouts, then each cleaner's pass.
+  void tick();
+
+  const std::string path_;
+  Config cfg_;
+  // Lives as long as the store object; registered before mkfs and mount.
+  std::unique_ptr<StorePerf> perf_;
+  // The fsid mkfs gives a new store (set_fsid); zero: generate one.
+  std::array<uint8_t, 16> requested_fsid_{};
+  // mount_for_repair: mounts drop what they would otherwise refuse (corrupt
+  // deferred or collection records), listing it here.
+  bool repair_mode_ = false;
+  std::vector<std::string> repair_log_;
+  std::unique_ptr<MountedStore> store_;  // null while not mounted
   std::unique_ptr<ComponentView> view_;
   std::unique_ptr<Migrator> migrator_;
   // One per tier whose space needs cleaning, while mounted for writing.

@@ -4,7 +4,6 @@
 #include <tuple>
 
 #include "hybridstore/sections/section_config.h"
-#include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {
 
@@ -149,56 +148,6 @@ SectionPerf StorePerf::sections(const std::vector<std::string>& names) {
     p.section_seals.push_back(s);
   }
   return p;
-}
-
-// ------------------------------------------------------------------ gauges
-
-int StoreImpl::init_perf_gauges(std::string* error) {
-  PerfCounterSet& ps = perf_->set;
-  for (int t = 0; t < tiers(); ++t) {
-    const TierSpace::Usage u = space_[t]->usage();
-    ps.set(perf_->bytes_total[t], u.total);
-    ps.set(perf_->bytes_used[t], u.allocated);
-  }
-  std::string v;
-  int64_t stats[kv::kStatCount];
-  if (!db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() || !kv::decode_stats(v, stats)) {
-    // fsck reports (and repair rewrites) a missing or corrupt record.
-    for (int t = 0; t < tiers(); ++t) ps.set(perf_->objects[t], 0);
-    return 0;
-  }
-  if (v.size() <= 8 * kv::kStatSsdObjects) {
-    // Made before objects were counted per tier: count them once. (A record
-    // shorter than kStatCount but with the per-tier slots comes from a store
-    // with fewer tier slots; decode_stats reads the missing ones as zero.)
-    int64_t delta[kv::kStatCount] = {};
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-    std::string prefix(1, kv::kOnode);
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-      Onode o;
-      std::string why;
-      if (complete_onode(it->key().ToString(), it->value().ToStringView(), rocksdb::ReadOptions(), &o, &why) < 0)
-        continue;  // fsck's business
-      if (int h = home_tier(o); h >= 0) ++delta[kv::kStatSsdObjects + h];
-    }
-    if (!it->status().ok()) {
-      *error = "counting objects per tier: " + it->status().ToString();
-      return -EIO;
-    }
-    it.reset();
-    rocksdb::WriteBatch b;
-    b.Merge(kv::stats_key(), kv::encode_stat_delta(delta));
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    if (!db_->Write(wo, &b).ok()) {
-      *error = "writing the per-tier object counts failed";
-      return -EIO;
-    }
-    for (int t = 0; t < tiers(); ++t) stats[kv::kStatSsdObjects + t] = delta[kv::kStatSsdObjects + t];
-  }
-  for (int t = 0; t < tiers(); ++t)
-    ps.set(perf_->objects[t], static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatSsdObjects + t])));
-  return 0;
 }
 
 }  // namespace hybridstore

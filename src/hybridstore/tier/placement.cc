@@ -4,6 +4,12 @@
 
 namespace hybridstore {
 
+bool absorb_pays(Media fastest, Media below) {
+  if (fastest == Media::kUnknown) fastest = Media::kSolidState;  // the roles
+  if (below == Media::kUnknown) below = Media::kRotational;
+  return fastest == Media::kSolidState && below == Media::kRotational;
+}
+
 TierPlacement::TierPlacement(const Config& cfg, const Tier* order, int tiers)
     : hdd_threshold_(cfg.get_size("hybridstore_placement_hdd_threshold")), tiers_(tiers) {
   std::copy(order, order + tiers, order_);

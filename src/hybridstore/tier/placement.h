@@ -26,9 +26,18 @@
 #include <cstdint>
 
 #include "hscommon/config.h"
+#include "hsio/block_device.h"
 #include "hybridstore/format/onode.h"
 
 namespace hybridstore {
+
+// Absorbing a small write moves it from the object's tier to the fastest,
+// for an allocation, an extent split and a write-back later: it pays only
+// when the fastest tier does random writes without seeking and the object's
+// tier does not. Tiers on one kind of device (files on one disk, two SSDs)
+// write in place instead, as BlueStore would. A device of unknown media
+// counts as its role: the fastest solid-state, the others disks.
+bool absorb_pays(Media fastest, Media below);
 
 class TierPlacement {
  public:
