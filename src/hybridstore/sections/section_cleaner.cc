@@ -8,7 +8,7 @@ namespace hybridstore {
 void SectionCleaner::rebuild_owners() {
   owners_.clear();
   store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& st) {
-    if (st.bytes_on[tier_index(tier_)]) owners_[ObjectIdHash()(o)].emplace_back(c, o);
+    if (st.bytes_on[tier_]) owners_[ObjectIdHash()(o)].emplace_back(c, o);
   });
 }
 

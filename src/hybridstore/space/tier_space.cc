@@ -26,7 +26,7 @@ class ExtentSpace final : public TierSpace {
   ExtentSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super,
               bool defers_small)
       : TierSpace(tier, layout, std::move(dev), super),
-        alloc_(super.tier_size[tier_index(tier)], unit()),
+        alloc_(super.tier[tier].size, unit()),
         defers_small_(defers_small) {}
 
   void configure(const Config& cfg) override { deferred_max_ = cfg.get_size("hybridstore_deferred_max"); }
@@ -292,9 +292,9 @@ TierSpace::TierSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> 
     : tier_(tier),
       layout_(layout),
       dev_(std::move(dev)),
-      size_(super.tier_size[tier_index(tier)]),
-      reserved_(super.reserved[tier_index(tier)]),
-      unit_(super.alloc_unit[tier_index(tier)]),
+      size_(super.tier[tier].size),
+      reserved_(super.tier[tier].reserved),
+      unit_(super.tier[tier].alloc_unit),
       csum_block_(static_cast<uint32_t>(std::min<uint64_t>(super.csum_block, unit_))),
       freelist_(tier, unit_) {}
 
@@ -320,20 +320,20 @@ int TierSpace::load_bitmap(rocksdb::DB* db, const Range& used, std::string* erro
 }
 
 std::unique_ptr<TierSpace> make_tier_space(Tier tier, std::unique_ptr<BlockDevice> dev, const Superblock& super) {
-  const TierLayout layout = super.layout[tier_index(tier)];
+  const TierLayout layout = super.tier[tier].layout;
   if (layout.space == SpaceKind::kSections)
     return std::make_unique<SectionSpace>(tier, layout, std::move(dev), super);
   // A small synchronous write to a disk costs a seek: the slowest tier, the
   // disk, defers them; faster extent tiers take them directly.
-  const bool slowest = tier == super.order[super.tiers - 1];
+  const bool slowest = tier == super.order.slowest();
   return std::make_unique<ExtentSpace>(tier, layout, std::move(dev), super, slowest);
 }
 
-int format_tier_space(Tier tier, const TierLayout& layout, const Config& cfg, const Superblock& super,
-                      rocksdb::WriteBatchBase* batch, std::string* error) {
-  if (layout.space != SpaceKind::kSections) return 0;  // an empty bitmap is an empty tier
-  const int t = tier_index(tier);
-  return SsdSections::format(cfg, super.reserved[t], super.tier_size[t] - super.reserved[t], batch, error);
+int format_tier_space(Tier tier, const Config& cfg, const Superblock& super, rocksdb::WriteBatchBase* batch,
+                      std::string* error) {
+  const TierDescriptor& d = super.tier[tier];
+  if (d.layout.space != SpaceKind::kSections) return 0;  // an empty bitmap is an empty tier
+  return SsdSections::format(cfg, d.reserved, d.size - d.reserved, batch, error);
 }
 
 }  // namespace hybridstore

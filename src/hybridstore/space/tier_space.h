@@ -220,7 +220,7 @@ class TierSpace {
 std::unique_ptr<TierSpace> make_tier_space(Tier tier, std::unique_ptr<BlockDevice> dev, const Superblock& super);
 
 // mkfs: writes the initial records of a tier's space management into `batch`.
-int format_tier_space(Tier tier, const TierLayout& layout, const Config& cfg, const Superblock& super,
-                      rocksdb::WriteBatchBase* batch, std::string* error);
+int format_tier_space(Tier tier, const Config& cfg, const Superblock& super, rocksdb::WriteBatchBase* batch,
+                      std::string* error);
 
 }  // namespace hybridstore

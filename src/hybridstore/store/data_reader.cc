@@ -92,10 +92,10 @@ std::vector<DataReader::Piece> DataReader::plan(const Onode& o, uint64_t off, ui
 }
 
 int DataReader::fetch(const CollectionId& c, const ObjectId& oid, std::vector<Piece>& pieces) const {
-  for (int t = 0; t < tiers_->count(); ++t) {
+  for (Tier t : tiers_->ids()) {
     std::vector<ReadIo> ios;
     for (auto& p : pieces) {
-      if (tier_index(p.e->tier) != t || p.cached) continue;
+      if (p.e->tier != t || p.cached) continue;
       // Neighbouring extents read into neighbouring memory (a 4 MiB object
       // is 16 extents, one per map shard) make one request.
       if (!ios.empty() && ios.back().offset + ios.back().len == p.phys_begin &&
@@ -109,8 +109,8 @@ int DataReader::fetch(const CollectionId& c, const ObjectId& oid, std::vector<Pi
     uint64_t bytes = 0;
     for (const auto& io : ios) bytes += io.len;
     perf_->set.inc(perf_->device_read_bytes[t], bytes);
-    if (int r = tiers_->device(tier_at(t))->read_many(ios); r < 0) {
-      HS_ERROR("read error on {} device for object {} in {}: {}", tier_name(tier_at(t)), oid.to_string(), c.name,
+    if (int r = tiers_->device(t)->read_many(ios); r < 0) {
+      HS_ERROR("read error on {} device for object {} in {}: {}", tier_name(t), oid.to_string(), c.name,
                strerror(-r));
       return -EIO;
     }

@@ -40,7 +40,7 @@ DataWriter::DataWriter(TierSet* tiers, const DataReader* reader, DeferredWriter*
       heat_(heat),
       tracker_(tracker),
       perf_(perf),
-      placement_(cfg, tiers->order(), tiers->count()),
+      placement_(cfg, tiers->order()),
       async_write_min_(cfg.get_int("hybridstore_async_write_threads") > 0 ? cfg.get_size("hybridstore_async_write_min")
                                                                           : 0),
       cut_at_shards_(cfg.get_size("hybridstore_extent_map_inline_max") > 0),
@@ -50,13 +50,12 @@ DataWriter::DataWriter(TierSet* tiers, const DataReader* reader, DeferredWriter*
   const Tier fastest = tiers->fastest();
   const Media top = tiers->device(fastest)->media();
   std::string said;
-  for (int t = 0; t < tiers->count(); ++t) {
-    const Tier tier = tier_at(t);
+  for (Tier tier : tiers->ids()) {
     if (tier == fastest) continue;
     const Media m = tiers->device(tier)->media();
-    absorb_from_[t] = absorb_max_ > 0 && (always || absorb_pays(top, m));
+    absorb_from_[tier] = absorb_max_ > 0 && (always || absorb_pays(top, m));
     said += fmt::format("{}{} ({}): {}", said.empty() ? "" : "; ", tier_name(tier), media_name(m),
-                        absorb_from_[t] ? "absorbed" : "written in place");
+                        absorb_from_[tier] ? "absorbed" : "written in place");
   }
   HS_INFO("small writes into objects below the {} ({}, hybridstore_tier_absorb={}): {}", tier_name(fastest),
           media_name(top), always ? "always" : "auto", said);
@@ -135,18 +134,18 @@ int DataWriter::add_extents(TxnContext& tx, Tier tier, uint64_t logical, Aligned
 }
 
 int DataWriter::write_pending(TxnContext& tx) {
-  for (int t = 0; t < tiers_->count(); ++t) {
+  for (Tier t : tiers_->ids()) {
     std::vector<WriteIo> ios;
     uint64_t bytes = 0;
     bool before_queue = false;
     for (const auto& w : tx.writes)
-      if (tier_index(w.tier) == t) {
+      if (w.tier == t) {
         ios.push_back({w.offset, w.data, w.len});
         bytes += w.len;
         before_queue |= w.before_queue;
       }
     if (ios.empty()) continue;
-    BlockDevice* dev = tiers_->device(tier_at(t));
+    BlockDevice* dev = tiers_->device(t);
     // Large writes to new space run while the caller goes on; the commit
     // waits for them. Not those the space orders against its records by
     // their being written before the commit is queued.
@@ -163,7 +162,7 @@ int DataWriter::write_pending(TxnContext& tx) {
       continue;
     }
     if (int r = dev->write_many(ios); r < 0) {
-      HS_ERROR("write to {} device failed: {}", tier_name(tier_at(t)), strerror(-r));
+      HS_ERROR("write to {} device failed: {}", tier_name(t), strerror(-r));
       return -EIO;
     }
     tracker_->note_write(t);
@@ -196,7 +195,7 @@ bool DataWriter::absorbable(const CollectionId& c, const ObjectId& oid, const On
                             uint64_t len) const {
   if (!absorb_max_ || len > absorb_max_ || o.extents.empty()) return false;
   const Tier home = placement_.choose(o, off + len);
-  return home != tiers_->fastest() && absorb_from_[tier_index(home)] && !heat_->write_continues(c, oid, off);
+  return home != tiers_->fastest() && absorb_from_[home] && !heat_->write_continues(c, oid, off);
 }
 
 Tier DataWriter::preferred_tier(const CollectionId& c, const ObjectId& oid, const Onode& o, uint64_t end,
@@ -213,7 +212,7 @@ Tier DataWriter::preferred_tier(const CollectionId& c, const ObjectId& oid, cons
   }
   if (o.extents.empty() && preferred != tiers_->slowest() &&
       tiers_->space(preferred).bypass(placement_key(c, oid), std::max(o.size, end)))
-    preferred = tiers_->next(preferred, +1);  // a bypass section: straight to the slower tier
+    preferred = tiers_->order().next(preferred, +1);  // a bypass section: straight to the slower tier
   return preferred;
 }
 
@@ -242,7 +241,7 @@ int DataWriter::write(TxnContext& tx, const CollectionId& c, const ObjectId& oid
   bool absorbed;
   const Tier preferred = preferred_tier(c, oid, o, end, data.size(), absorbable, &absorbed);
   Tier tiers[kMaxTiers];
-  const int ntiers = tiers_->spill_order(preferred, tiers);
+  const int ntiers = tiers_->order().spill_order(preferred, tiers);
   for (int ti = 0; ti < ntiers; ++ti) {
     const Tier tier = tiers[ti];
     const uint64_t g = tiers_->space(tier).unit();

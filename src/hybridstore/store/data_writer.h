@@ -116,7 +116,7 @@ class DataWriter {
   const double absorb_min_free_;     // hybridstore_tier_absorb_min_free
   // By tier id: the fastest tier absorbs small writes into objects there
   // (hybridstore_tier_absorb, and absorb_pays of the devices' media).
-  bool absorb_from_[kMaxTiers] = {};
+  PerTier<bool> absorb_from_;
 };
 
 }  // namespace hybridstore

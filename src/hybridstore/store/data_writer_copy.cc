@@ -21,11 +21,11 @@ constexpr uint64_t kCopyChunk = 8ull << 20;
 }  // namespace
 
 int DataWriter::move(TxnContext& tx, const CollectionId& c, const Op& op, Onode& o, std::string* why) {
-  const Tier target = tier_at(static_cast<int>(op.flags));
   if (op.flags >= static_cast<uint32_t>(tiers_->count())) {
     *why = fmt::format("no tier {} in this store", op.flags);
     return -EINVAL;
   }
+  const Tier target = tier_at(static_cast<int>(op.flags));
   const TierSpace& sp = tiers_->space(target);
   const uint64_t tu = sp.unit();
   std::string_view image = op.payload();
@@ -110,7 +110,7 @@ int DataWriter::copy(TxnContext& tx, const CollectionId& c, const ObjectId& src_
       // The source's tier, else the next one that has room and takes
       // pieces of this size.
       Tier order[kMaxTiers];
-      const int norder = tiers_->spill_order(e.tier, order);
+      const int norder = tiers_->order().spill_order(e.tier, order);
       Tier tier = e.tier;
       int r = -ENOSPC;
       for (int k = 0; k < norder && r == -ENOSPC; ++k) {

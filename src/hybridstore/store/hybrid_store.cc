@@ -49,18 +49,14 @@ class HybridStore::ComponentView final : public Migrator::Store, public TierClea
 
   const Config& config() const override { return s_->config(); }
   HeatTracker* heat() override { return s_->store_->heat().tracker(); }
-  int tier_order(Tier* order) override {
-    const TierSet& tiers = s_->store_->tiers();
-    for (int r = 0; r < tiers.count(); ++r) order[r] = tiers.order()[r];
-    return tiers.count();
-  }
+  TierOrder tier_order() override { return s_->store_->tiers().order(); }
   int tier_space(Tier t, uint64_t* total, uint64_t* unit, uint64_t* free) override {
     StoreStats st;
     if (int r = s_->statfs(&st); r < 0) return r;
-    if (tier_index(t) >= st.tiers) return -EINVAL;
-    *total = st.tier[tier_index(t)].total;
-    *unit = st.tier[tier_index(t)].unit;
-    *free = st.tier[tier_index(t)].free;
+    if (!st.order.has(t)) return -EINVAL;
+    *total = st.tier[t].total;
+    *unit = st.tier[t].unit;
+    *free = st.tier[t].free;
     return 0;
   }
   int for_each_object(
@@ -367,7 +363,7 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
   constexpr uint64_t kMaxMove = 256ull << 20;
   if (!store_) return -ENOTCONN;
   const TierSet& tiers = store_->tiers();
-  if (tier_index(target) >= tiers.count()) return -EINVAL;
+  if (!tiers.order().has(target)) return -EINVAL;
   std::string fingerprint;
   uint64_t moving = 0;  // bytes not yet on the target tier (migrate)
   bool up = false;      // the object lived on a slower tier than `target`
@@ -388,8 +384,8 @@ int HybridStore::move_data(const CollectionId& c, const ObjectId& o, Tier target
     }
     if (nothing) return 0;
     if (last > kMaxMove) return -EFBIG;
-    const int home = tiers.home_tier(*on);
-    up = home >= 0 && tiers.rank(tier_at(home)) > tiers.rank(target);
+    const std::optional<Tier> home = tiers.home(*on);
+    up = home && tiers.order().rank(*home) > tiers.order().rank(target);
     fingerprint = extent_fingerprint(on->extents);
     image->resize(last);
     // Only what moves is read (in the target's units, as the migrate op

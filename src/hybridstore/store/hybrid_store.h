@@ -50,9 +50,9 @@ struct TierStats {
 
 struct StoreStats {
   uint32_t format_version = 0;  // of the store on disk
-  int tiers = 2;  // tier[0 .. tiers-1] are filled, by tier index
-  Tier order[kMaxTiers] = {Tier::kSsd, Tier::kHdd};  // fastest first
-  TierStats tier[kMaxTiers];
+  int tiers = 2;  // tier[0 .. tiers-1] are filled, by tier id
+  TierOrder order{Tier::kSsd, Tier::kHdd};  // by rank, fastest first
+  PerTier<TierStats> tier;
   uint64_t objects = 0;
   uint64_t data_bytes = 0;  // sum of object sizes
   uint64_t transactions_committed = 0;
@@ -92,9 +92,9 @@ struct StoreProbe {
     // itself, or the one holding the file.
     std::vector<std::string> kernel_devices;
   };
-  int tiers = 2;  // tier[0 .. tiers-1], by tier index
+  int tiers = 2;  // tier[0 .. tiers-1], by tier id
   Tier slowest = Tier::kHdd;  // the capacity tier
-  Device tier[kMaxTiers];
+  PerTier<Device> tier;
   uint32_t format_version = 0;  // of the superblock on disk (0: none read)
   bool exists = false;          // mkfs has completed here
   bool in_use = false;          // another process has it mounted
@@ -112,7 +112,7 @@ struct FsckReport {
   uint64_t extent_shards = 0;  // extent maps stored in shards: the shard records
   uint64_t omap_entries = 0;
   uint64_t bytes_verified = 0;  // deep only
-  uint64_t leaked_bytes[kMaxTiers] = {};
+  PerTier<uint64_t> leaked_bytes;
   std::vector<std::string> problems;  // one line each
 };
 

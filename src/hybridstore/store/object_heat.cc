@@ -96,10 +96,10 @@ void ObjectHeat::maybe_promote(const CollectionId& c, const ObjectId& o, const s
   Migrator* m = migrator_.load(std::memory_order_acquire);
   if (!m) return;
   // Lives on a tier a promotion can lift it from (one step, Migrator::promote_queued).
-  const int home = tiers_->home_tier(on);
-  if (home < 0 || tier_at(home) == tiers_->fastest()) return;
+  const std::optional<Tier> home = tiers_->home(on);
+  if (!home || *home == tiers_->fastest()) return;
   uint64_t bytes = 0;
-  for (int t = 0; t < tiers_->count(); ++t) bytes += on.extents.bytes_on(tier_at(t));
+  for (Tier t : tiers_->ids()) bytes += on.extents.bytes_on(t);
   if (bytes > promote_max_size_) return;
   HeatSample h;
   if (tracker_->lookup(key, &h) && h.frequency >= static_cast<double>(promote_hits_) &&

@@ -31,13 +31,13 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
     case OnodeCache::Lookup::kHit: {
       auto copy = std::make_shared<Onode>(*cached);
       tx_.onodes[key] = copy;
-      tx_.home_before[key] = p_.tiers->home_tier(*copy);
+      tx_.home_before[key] = p_.tiers->home(*copy);
       tx_.stored[key] = OnodeStore::stored_shards(copy.get());
       return copy;
     }
     case OnodeCache::Lookup::kTombstone:
       tx_.onodes[key] = nullptr;
-      tx_.home_before[key] = -1;
+      tx_.home_before[key] = std::nullopt;
       tx_.stored[key] = {};
       return nullptr;
     case OnodeCache::Lookup::kMiss:
@@ -55,7 +55,7 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
     return nullptr;
   }
   tx_.onodes[key] = on;
-  tx_.home_before[key] = on ? p_.tiers->home_tier(*on) : -1;
+  tx_.home_before[key] = on ? p_.tiers->home(*on) : std::nullopt;
   tx_.stored[key] = OnodeStore::stored_shards(on.get());
   return on;
 }

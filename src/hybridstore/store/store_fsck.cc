@@ -20,6 +20,7 @@ namespace {
 
 class UnitBitmap {
  public:
+  UnitBitmap() = default;
   explicit UnitBitmap(uint64_t units) : bits_((units + 63) / 64, 0), units_(units) {}
   // Returns false when any unit was already set.
   bool set_range(uint64_t first, uint64_t count) {
@@ -42,7 +43,7 @@ class UnitBitmap {
 
  private:
   std::vector<uint64_t> bits_;
-  uint64_t units_;
+  uint64_t units_ = 0;
 };
 
 }  // namespace
@@ -54,29 +55,32 @@ struct RepairPlan {
 };
 
 // What a scan has found so far, pass after pass.
-struct StoreFsck::Scan {
+struct FsckScan {
   FsckReport* rep;
   RepairPlan* plan;  // null: check only
   rocksdb::ReadOptions ro;  // one view of the DB for the whole scan
-  std::vector<UnitBitmap> used;  // referenced units, by tier id
+  PerTier<UnitBitmap> used;  // referenced units
   std::unordered_set<uint64_t> nids;
   int64_t objects = 0, bytes = 0;
-  int64_t on_tier[kMaxTiers] = {};
+  PerTier<int64_t> on_tier;  // objects by home tier
   std::set<CollectionId> colls;
   std::set<std::string> dropped;  // onode keys repair drops
-
-  void problem(std::string msg) {
-    ++rep->errors;
-    if (rep->problems.size() < 1000) rep->problems.push_back(std::move(msg));
-  }
-  void change(std::string msg) {
-    if (plan) plan->changes.push_back(std::move(msg));
-  }
-  // Under repair, `key` is deleted.
-  void drop(const rocksdb::Slice& key) {
-    if (plan) plan->batch.Delete(key);
-  }
 };
+
+namespace {
+void problem(FsckScan& s, std::string msg) {
+  ++s.rep->errors;
+  if (s.rep->problems.size() < 1000) s.rep->problems.push_back(std::move(msg));
+}
+// What repair changes.
+void change(FsckScan& s, std::string msg) {
+  if (s.plan) s.plan->changes.push_back(std::move(msg));
+}
+// Under repair, `key` is deleted.
+void drop(FsckScan& s, const rocksdb::Slice& key) {
+  if (s.plan) s.plan->batch.Delete(key);
+}
+}  // namespace
 
 int StoreFsck::check(bool deep, FsckReport* rep) { return scan(deep, rep, nullptr); }
 
@@ -103,10 +107,10 @@ int StoreFsck::repair(FsckReport* rep, std::vector<std::string>* changes) {
 
 int StoreFsck::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   *rep = FsckReport();
-  Scan s;
+  FsckScan s;
   s.rep = rep;
   s.plan = plan;
-  for (int t = 0; t < tiers_->count(); ++t) s.used.emplace_back(super_->tier_size[t] / tiers_->space(tier_at(t)).unit());
+  for (Tier t : tiers_->ids()) s.used[t] = UnitBitmap(super_->tier[t].size / tiers_->space(t).unit());
   for (const auto& c : colls_->list()) s.colls.insert(c);
   rep->collections = s.colls.size();
 
@@ -124,21 +128,21 @@ int StoreFsck::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
     scan_shards(s, it.get());
     scan_omap(s, it.get());
   }
-  for (int t = 0; t < tiers_->count(); ++t) check_space(s, tier_at(t));
+  for (Tier t : tiers_->ids()) check_space(s, t);
   check_statistics(s);
   return static_cast<int>(std::min<uint64_t>(rep->errors, INT32_MAX));
 }
 
-void StoreFsck::scan_onodes(Scan& s, rocksdb::Iterator* it, bool deep) {
+void StoreFsck::scan_onodes(FsckScan& s, rocksdb::Iterator* it, bool deep) {
   FsckReport* rep = s.rep;
   std::string oprefix(1, kv::kOnode);
   for (it->Seek(oprefix); it->Valid() && it->key().starts_with(oprefix); it->Next()) {
     CollectionId c;
     ObjectId oid;
     if (!kv::decode_onode_key(it->key().ToStringView(), &c, &oid)) {
-      s.problem("malformed onode key " + it->key().ToString(true));
-      s.drop(it->key());
-      s.change("deleted malformed onode key " + it->key().ToString(true));
+      problem(s, "malformed onode key " + it->key().ToString(true));
+      drop(s, it->key());
+      change(s, "deleted malformed onode key " + it->key().ToString(true));
       continue;
     }
     std::string where = oid.to_string() + " in " + c.name;
@@ -146,9 +150,9 @@ void StoreFsck::scan_onodes(Scan& s, rocksdb::Iterator* it, bool deep) {
     std::string why;
     const std::string okey = it->key().ToString();
     if (onodes_->complete(okey, it->value().ToStringView(), s.ro, &o, &why) < 0) {
-      s.problem("object " + where + ": " + why);
-      s.drop(it->key());
-      s.change("dropped object " + where + ": its onode cannot be read (" + why + ")");
+      problem(s, "object " + where + ": " + why);
+      drop(s, it->key());
+      change(s, "dropped object " + where + ": its onode cannot be read (" + why + ")");
       s.dropped.insert(okey);  // and its shards, in the shard pass
       continue;
     }
@@ -157,7 +161,7 @@ void StoreFsck::scan_onodes(Scan& s, rocksdb::Iterator* it, bool deep) {
     if (o.extents_in_shards)
       for (const auto& sh : o.extents.shard_handles()) stored.emplace_back(sh.first, nullptr);
     if (!s.colls.count(c)) {
-      s.problem("object " + where + " belongs to a collection that does not exist");
+      problem(s, "object " + where + " belongs to a collection that does not exist");
       if (s.plan) s.plan->recreate.insert(c);
     }
     ++rep->objects;
@@ -165,41 +169,42 @@ void StoreFsck::scan_onodes(Scan& s, rocksdb::Iterator* it, bool deep) {
     s.bytes += static_cast<int64_t>(o.size);
     bool rewrite = false;
     if (o.nid && !s.nids.insert(o.nid).second) {
-      s.problem(fmt::format("omap id {} is used by more than one object (one is {})", o.nid, where));
-      s.change(fmt::format("object {} no longer shares omap id {} with another object (its omap is lost)", where, o.nid));
+      problem(s, fmt::format("omap id {} is used by more than one object (one is {})", o.nid, where));
+      change(s, fmt::format("object {} no longer shares omap id {} with another object (its omap is lost)", where, o.nid));
       o.nid = 0;
       rewrite = true;
     }
     std::vector<uint64_t> drop;  // logical offsets of extents to cut out
     for (const auto& [off, e] : o.extents.extents()) {
       ++rep->extents;
-      int t = tier_index(e.tier);
+      const TierDescriptor& desc = super_->tier[e.tier];
+      UnitBitmap& used = s.used[e.tier];
       uint64_t u = tiers_->space(e.tier).unit();
       std::string bad;
       if (e.physical % u || e.length % u || e.logical % u)
         bad = fmt::format("extent at {} is not aligned to the {} unit", e.logical, tier_name(e.tier));
-      else if (e.physical < super_->reserved[t] || e.physical + e.length > super_->tier_size[t])
+      else if (e.physical < desc.reserved || e.physical + e.length > desc.size)
         bad = fmt::format("extent at {} points outside the {} device", e.logical, tier_name(e.tier));
       // A piece of a finer-grained tier may sit in the object's last unit
       // of the coarser one (a small write into the last 4 KiB of an HDD
       // object, taken by SSD blocks of 256 bytes, replaces that whole unit).
       else if (e.logical >= (o.size + tiers_->coarsest_unit() - 1) / tiers_->coarsest_unit() * tiers_->coarsest_unit())
         bad = fmt::format("extent at {} lies past the end of the object", e.logical);
-      else if (s.used[t].any_set(e.physical / u, e.length / u))
+      else if (used.any_set(e.physical / u, e.length / u))
         bad = fmt::format("extent at {} ({} {}~{}) is also referenced by another object", e.logical,
                           tier_name(e.tier), e.physical, e.length);
       if (!bad.empty()) {
-        s.problem("object " + where + ": " + bad);
-        s.change("cut " + bad.substr(0, bad.find(' ', 10)) + " out of object " + where + " (reads as zeros now)");
+        problem(s, "object " + where + ": " + bad);
+        change(s, "cut " + bad.substr(0, bad.find(' ', 10)) + " out of object " + where + " (reads as zeros now)");
         drop.push_back(off);
         continue;
       }
-      s.used[t].set_range(e.physical / u, e.length / u);
+      used.set_range(e.physical / u, e.length / u);
       if (deep) {
         std::string data;
         ReadCache::Bypass from_the_media;
         if (data_->read_extent(e, &data) < 0)
-          s.problem(fmt::format("object {}: data at {} fails its checksum or cannot be read", where, e.logical));
+          problem(s, fmt::format("object {}: data at {} fails its checksum or cannot be read", where, e.logical));
         else
           rep->bytes_verified += e.length;
       }
@@ -210,12 +215,12 @@ void StoreFsck::scan_onodes(Scan& s, rocksdb::Iterator* it, bool deep) {
     }
     // As the transactions count it: after repair cut out any bad extents.
     for (uint64_t off : drop) o.extents.erase(off);
-    if (int h = tiers_->home_tier(o); h >= 0) ++s.on_tier[h];
+    if (std::optional<Tier> h = tiers_->home(o)) ++s.on_tier[*h];
   }
-  if (!it->status().ok()) s.problem("iterating onodes: " + it->status().ToString());
+  if (!it->status().ok()) problem(s, "iterating onodes: " + it->status().ToString());
 }
 
-void StoreFsck::scan_shards(Scan& s, rocksdb::Iterator* it) {
+void StoreFsck::scan_shards(FsckScan& s, rocksdb::Iterator* it) {
   // Extent shards need an onode that names them (by index, count and crc,
   // checked when the onode was read).
   std::string xprefix(1, kv::kExtentShard);
@@ -225,15 +230,15 @@ void StoreFsck::scan_shards(Scan& s, rocksdb::Iterator* it) {
     std::string okey;
     uint64_t shard;
     if (!kv::decode_extent_shard_key(it->key().ToStringView(), &okey, &shard)) {
-      s.problem("malformed extent shard key " + it->key().ToString(true));
-      s.drop(it->key());
-      s.change("deleted malformed extent shard key " + it->key().ToString(true));
+      problem(s, "malformed extent shard key " + it->key().ToString(true));
+      drop(s, it->key());
+      change(s, "deleted malformed extent shard key " + it->key().ToString(true));
       continue;
     }
     ++s.rep->extent_shards;
     if (s.dropped.count(okey)) {
       // Part of an object reported and dropped by the onode pass.
-      s.drop(it->key());
+      drop(s, it->key());
       continue;
     }
     if (okey != last_onode) {
@@ -250,14 +255,14 @@ void StoreFsck::scan_shards(Scan& s, rocksdb::Iterator* it) {
       ObjectId oid;
       kv::decode_onode_key(okey, &c, &oid);
       std::string what = fmt::format("extent shard {} of object {} in {}", shard, oid.to_string(), c.name);
-      s.problem(what + " belongs to no onode");
-      s.drop(it->key());
-      s.change("deleted the orphaned " + what);
+      problem(s, what + " belongs to no onode");
+      drop(s, it->key());
+      change(s, "deleted the orphaned " + what);
     }
   }
 }
 
-void StoreFsck::scan_omap(Scan& s, rocksdb::Iterator* it) {
+void StoreFsck::scan_omap(FsckScan& s, rocksdb::Iterator* it) {
   // Omap entries need an owner.
   std::string mprefix(1, kv::kOmap);
   for (it->Seek(mprefix); it->Valid() && it->key().starts_with(mprefix); it->Next()) {
@@ -265,16 +270,16 @@ void StoreFsck::scan_omap(Scan& s, rocksdb::Iterator* it) {
     bool hdr;
     std::string_view user;
     if (!kv::decode_omap_key(it->key().ToStringView(), &nid, &hdr, &user)) {
-      s.problem("malformed omap key " + it->key().ToString(true));
-      s.drop(it->key());
-      s.change("deleted malformed omap key " + it->key().ToString(true));
+      problem(s, "malformed omap key " + it->key().ToString(true));
+      drop(s, it->key());
+      change(s, "deleted malformed omap key " + it->key().ToString(true));
       continue;
     }
     ++s.rep->omap_entries;
     if (!s.nids.count(nid)) {
-      s.problem(fmt::format("omap entries of id {} belong to no object", nid));
+      problem(s, fmt::format("omap entries of id {} belong to no object", nid));
       if (s.plan) s.plan->batch.DeleteRange(kv::omap_nid_begin(nid), kv::omap_nid_end(nid));
-      s.change(fmt::format("deleted the orphaned omap entries of id {}", nid));
+      change(s, fmt::format("deleted the orphaned omap entries of id {}", nid));
       // One report per orphaned id is enough.
       it->Seek(kv::omap_nid_end(nid));
       if (!it->Valid()) break;
@@ -284,22 +289,22 @@ void StoreFsck::scan_omap(Scan& s, rocksdb::Iterator* it) {
 }
 
 // Persisted and in-memory allocation state against the references.
-void StoreFsck::check_space(Scan& s, Tier tier) {
-  const int t = tier_index(tier);
+void StoreFsck::check_space(FsckScan& s, Tier tier) {
+  const TierDescriptor& desc = super_->tier[tier];
   const TierSpace& sp = tiers_->space(tier);
   const uint64_t u = sp.unit();
-  const UnitBitmap& used = s.used[t];
+  const UnitBitmap& used = s.used[tier];
   UnitBitmap persisted(used.units());
   std::string err;
-  int r = sp.freelist().load(db_, super_->tier_size[t],
+  int r = sp.freelist().load(db_, desc.size,
                              [&](uint64_t off, uint64_t len) { persisted.set_range(off / u, len / u); }, &err);
   if (r < 0) {
-    s.problem(fmt::format("{} allocation bitmap: {}", tier_name(tier), err));
+    problem(s, fmt::format("{} allocation bitmap: {}", tier_name(tier), err));
     return;
   }
   UnitBitmap in_memory_free(used.units());
   sp.for_each_free([&](uint64_t off, uint64_t len) { in_memory_free.set_range(off / u, len / u); });
-  if (std::string bad = sp.verify(); !bad.empty()) s.problem(fmt::format("{} {}", tier_name(tier), bad));
+  if (std::string bad = sp.verify(); !bad.empty()) problem(s, fmt::format("{} {}", tier_name(tier), bad));
   uint64_t leaked = 0, unmarked = 0, mem_conflict = 0;
   // Runs of units whose bit must flip, for repair.
   uint64_t run_start = 0, run_len = 0;
@@ -309,7 +314,7 @@ void StoreFsck::check_space(Scan& s, Tier tier) {
   };
   for (uint64_t unit = 0; unit < used.units(); ++unit) {
     bool ref = used.test(unit), mark = persisted.test(unit);
-    bool reserved = unit < super_->reserved[t] / u;
+    bool reserved = unit < desc.reserved / u;
     if (mark != ref) {
       if (mark) ++leaked;
       else ++unmarked;
@@ -324,39 +329,39 @@ void StoreFsck::check_space(Scan& s, Tier tier) {
     if (!reserved && in_memory_free.test(unit) == mark) ++mem_conflict;
   }
   flush_run();
-  s.rep->leaked_bytes[t] = leaked * u;
+  s.rep->leaked_bytes[tier] = leaked * u;
   if (leaked) {
-    s.problem(fmt::format("{}: {} bytes marked allocated but referenced by no object (leaked)", tier_name(tier), leaked * u));
-    s.change(fmt::format("{}: returned {} leaked bytes to free space", tier_name(tier), leaked * u));
+    problem(s, fmt::format("{}: {} bytes marked allocated but referenced by no object (leaked)", tier_name(tier), leaked * u));
+    change(s, fmt::format("{}: returned {} leaked bytes to free space", tier_name(tier), leaked * u));
   }
   if (unmarked) {
-    s.problem(fmt::format("{}: {} bytes referenced by objects but marked free", tier_name(tier), unmarked * u));
-    s.change(fmt::format("{}: marked {} referenced bytes allocated", tier_name(tier), unmarked * u));
+    problem(s, fmt::format("{}: {} bytes referenced by objects but marked free", tier_name(tier), unmarked * u));
+    change(s, fmt::format("{}: marked {} referenced bytes allocated", tier_name(tier), unmarked * u));
   }
   // Under repair the allocator is rebuilt from the fixed bitmap at the next mount.
   if (mem_conflict && !s.plan)
-    s.problem(fmt::format("{}: in-memory allocator disagrees with the bitmap on {} units", tier_name(tier), mem_conflict));
+    problem(s, fmt::format("{}: in-memory allocator disagrees with the bitmap on {} units", tier_name(tier), mem_conflict));
 }
 
-void StoreFsck::check_statistics(Scan& s) {
+void StoreFsck::check_statistics(FsckScan& s) {
   std::string v;
   int64_t stats[kv::kStatCount];
   bool stats_ok = db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() && kv::decode_stats(v, stats);
   bool stats_match = stats_ok && stats[kv::kStatObjects] == s.objects && stats[kv::kStatBytes] == s.bytes;
   std::string said, hold;
-  for (int t = 0; t < tiers_->count(); ++t) {
-    stats_match = stats_match && stats[kv::kStatSsdObjects + t] == s.on_tier[t];
-    said += fmt::format(" / {} on {}", stats_ok ? stats[kv::kStatSsdObjects + t] : 0, tier_name(tier_at(t)));
+  for (Tier t : tiers_->ids()) {
+    stats_match = stats_match && stats[kv::stat_objects_on(t)] == s.on_tier[t];
+    said += fmt::format(" / {} on {}", stats_ok ? stats[kv::stat_objects_on(t)] : 0, tier_name(t));
     hold += fmt::format(" / {}", s.on_tier[t]);
   }
   if (stats_match) return;
-  s.problem(stats_ok ? fmt::format("statistics say {} objects / {} bytes{}, onodes hold {} / {}{}",
+  problem(s, stats_ok ? fmt::format("statistics say {} objects / {} bytes{}, onodes hold {} / {}{}",
                                    stats[kv::kStatObjects], stats[kv::kStatBytes], said, s.objects, s.bytes, hold)
                      : std::string("statistics record missing or corrupt"));
   int64_t fixed[kv::kStatCount] = {s.objects, s.bytes, 0};
-  for (int t = 0; t < tiers_->count(); ++t) fixed[kv::kStatSsdObjects + t] = s.on_tier[t];
+  for (Tier t : tiers_->ids()) fixed[kv::stat_objects_on(t)] = s.on_tier[t];
   if (s.plan) s.plan->batch.Put(kv::stats_key(), kv::encode_stat_delta(fixed));
-  s.change(fmt::format("rewrote statistics: {} objects, {} bytes, per tier{}", s.objects, s.bytes, hold));
+  change(s, fmt::format("rewrote statistics: {} objects, {} bytes, per tier{}", s.objects, s.bytes, hold));
 }
 
 }  // namespace hybridstore

@@ -41,6 +41,8 @@ class CollectionTable;
 class DataReader;
 class OnodeStore;
 class TierSet;
+struct FsckScan;
+struct RepairPlan;
 
 class StoreFsck {
  public:
@@ -57,14 +59,13 @@ class StoreFsck {
   int repair(FsckReport* report, std::vector<std::string>* changes);
 
  private:
-  struct Scan;
-  int scan(bool deep, FsckReport* report, struct RepairPlan* plan);
+  int scan(bool deep, FsckReport* report, RepairPlan* plan);
   // The passes of a scan, in order.
-  void scan_onodes(Scan& s, rocksdb::Iterator* it, bool deep);
-  void scan_shards(Scan& s, rocksdb::Iterator* it);
-  void scan_omap(Scan& s, rocksdb::Iterator* it);
-  void check_space(Scan& s, Tier tier);
-  void check_statistics(Scan& s);
+  void scan_onodes(FsckScan& s, rocksdb::Iterator* it, bool deep);
+  void scan_shards(FsckScan& s, rocksdb::Iterator* it);
+  void scan_omap(FsckScan& s, rocksdb::Iterator* it);
+  void check_space(FsckScan& s, Tier tier);
+  void check_statistics(FsckScan& s);
 
   rocksdb::DB* db_;
   const Superblock* super_;

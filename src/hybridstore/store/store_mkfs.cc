@@ -129,7 +129,7 @@ namespace {
 // recording its size, unit and reserved head in *sb.
 int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint64_t unit, Superblock* sb,
                      std::string* error) {
-  const int t = tier_index(tier);
+  TierDescriptor& desc = sb->tier[tier];
   std::error_code ec;
   std::string link = path + "/" + tier_device_link(tier);
   std::string want = cfg.get_str(tier_option(tier, "path"));
@@ -147,7 +147,7 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
       return -EIO;
     }
   }
-  std::unique_ptr<BlockDevice> dev = open_tier_device(sb->layout[t], cfg, dev_path, o, o.create, nullptr, error);
+  std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, dev_path, o, o.create, nullptr, error);
   if (!dev) return -ENOENT;
   uint64_t size = dev->size() / unit * unit;
   uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), unit);
@@ -165,9 +165,9 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
     *error = fmt::format("cannot write label to {}: {}", dev_path, strerror(-r));
     return r;
   }
-  sb->tier_size[t] = size;
-  sb->alloc_unit[t] = unit;
-  sb->reserved[t] = reserved;
+  desc.size = size;
+  desc.alloc_unit = unit;
+  desc.reserved = reserved;
   return 0;
 }
 
@@ -179,8 +179,8 @@ int write_new_store(const std::string& path, const Config& cfg, const Superblock
   if (int r = open_store_db(path, cfg, true, &db, error); r < 0) return r;
   rocksdb::WriteBatch b;
   b.Put(kv::superblock_key(), encode_superblock(sb));
-  for (int t = 0; t < sb.tiers; ++t)
-    if (int r = format_tier_space(tier_at(t), sb.layout[t], cfg, sb, &b, error); r < 0) return r;
+  for (Tier t : tier_ids(sb.tiers()))
+    if (int r = format_tier_space(t, cfg, sb, &b, error); r < 0) return r;
   std::string nid;
   put_fixed64(&nid, 1);
   b.Put(kv::nid_max_key(), nid);
@@ -237,16 +237,12 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
   for (const auto& o : option_registry())
     if (o.mkfs_only) sb.mkfs_options[o.name] = cfg.get_text(o.name);
 
-  // Fastest first: the SSD, the extra tiers, the HDD.
-  sb.tiers = static_cast<int>(cfg.get_int("hybridstore_tiers"));
-  for (int t = 0; t < sb.tiers; ++t) sb.order[t] = t == 0 ? Tier::kSsd : tier_at(t + 1 < sb.tiers ? t + 1 : 1);
-  uint64_t units[kMaxTiers];
-  for (int t = 0; t < sb.tiers; ++t) {
-    sb.layout[t] = tier_layout(tier_at(t), sb.mkfs_options);
-    units[t] = tier_alloc_unit(tier_at(t), sb.layout[t], cfg);
+  sb.order = TierOrder::made_by_mkfs(static_cast<int>(cfg.get_int("hybridstore_tiers")));
+  for (Tier t : tier_ids(sb.tiers())) {
+    sb.tier[t].layout = tier_layout(t, sb.mkfs_options);
+    const uint64_t unit = tier_alloc_unit(t, sb.tier[t].layout, cfg);
+    if (int r = make_tier_device(path, cfg, t, unit, &sb, error); r < 0) return r;
   }
-  for (int t = 0; t < sb.tiers; ++t)
-    if (int r = make_tier_device(path, cfg, tier_at(t), units[t], &sb, error); r < 0) return r;
   if (int r = write_new_store(path, cfg, sb, error); r < 0) return r;
   HS_INFO("created store {} at {}", uuid_to_string(sb.fsid), path);
   return 0;

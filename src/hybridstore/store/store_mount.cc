@@ -146,7 +146,7 @@ int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* 
 }
 
 void MountedStore::start_writers(uint64_t next_journal_seq) {
-  committer_->set_perf(perf_->committer());
+  committer_->set_perf(committer_counters(perf_));
   if (journal_ && cfg_->get_size("hybridstore_commit_journal_size") > 0)
     committer_->set_journal(journal_.get(), next_journal_seq,
                             static_cast<int>(cfg_->get_int("hybridstore_commit_lanes")));
@@ -164,7 +164,7 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
   KvCommitter* committer = committer_.get();
   deferred_->set_store_failure([committer] { return committer->error(); },
                                [committer](int err, const std::string& why) { committer->fail(err, why); });
-  deferred_->set_perf(perf_->deferred());
+  deferred_->set_perf(deferred_counters(perf_));
   deferred_->start();
 }
 
@@ -174,10 +174,10 @@ int MountedStore::set_object_gauges(std::string* error) {
   int64_t stats[kv::kStatCount];
   if (!db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() || !kv::decode_stats(v, stats)) {
     // fsck reports (and repair rewrites) a missing or corrupt record.
-    for (int t = 0; t < tiers_->count(); ++t) ps.set(perf_->objects[t], 0);
+    for (Tier t : tiers_->ids()) ps.set(perf_->objects[t], 0);
     return 0;
   }
-  if (v.size() <= 8 * kv::kStatSsdObjects) {
+  if (v.size() <= 8 * kv::kStatTierObjects) {
     // Made before objects were counted per tier: count them once. (A record
     // shorter than kStatCount but with the per-tier slots comes from a store
     // with fewer tier slots; decode_stats reads the missing ones as zero.)
@@ -189,7 +189,7 @@ int MountedStore::set_object_gauges(std::string* error) {
       std::string why;
       if (onodes_->complete(it->key().ToString(), it->value().ToStringView(), rocksdb::ReadOptions(), &o, &why) < 0)
         continue;  // fsck's business
-      if (int h = tiers_->home_tier(o); h >= 0) ++delta[kv::kStatSsdObjects + h];
+      if (std::optional<Tier> h = tiers_->home(o)) ++delta[kv::stat_objects_on(*h)];
     }
     if (!it->status().ok()) {
       *error = "counting objects per tier: " + it->status().ToString();
@@ -204,10 +204,10 @@ int MountedStore::set_object_gauges(std::string* error) {
       *error = "writing the per-tier object counts failed";
       return -EIO;
     }
-    for (int t = 0; t < tiers_->count(); ++t) stats[kv::kStatSsdObjects + t] = delta[kv::kStatSsdObjects + t];
+    for (Tier t : tiers_->ids()) stats[kv::stat_objects_on(t)] = delta[kv::stat_objects_on(t)];
   }
-  for (int t = 0; t < tiers_->count(); ++t)
-    ps.set(perf_->objects[t], static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatSsdObjects + t])));
+  for (Tier t : tiers_->ids())
+    ps.set(perf_->objects[t], static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::stat_objects_on(t)])));
   return 0;
 }
 

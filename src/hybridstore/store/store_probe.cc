@@ -130,30 +130,22 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
     for (const auto& o : option_registry())
       if (o.mkfs_only) mkfs_options[o.name] = cfg.get_text(o.name);
   if (have_super) out->format_version = sb.format_version;
-  out->tiers = have_super ? sb.tiers : static_cast<int>(cfg.get_int("hybridstore_tiers"));
-  out->slowest = have_super ? sb.order[sb.tiers - 1] : Tier::kHdd;  // mkfs puts the HDD last
-  for (int t = 0; t < out->tiers; ++t) {
-    const Tier tier = tier_at(t);
+  out->tiers = have_super ? sb.tiers() : static_cast<int>(cfg.get_int("hybridstore_tiers"));
+  out->slowest = have_super ? sb.order.slowest() : Tier::kHdd;  // mkfs puts the HDD last
+  out->min_alloc_size = UINT64_MAX;
+  for (Tier tier : tier_ids(out->tiers)) {
     // The link mkfs made wins; before mkfs, what mkfs would use.
-    std::string p = path + "/block." + tier_name(tier);
+    std::string p = path + "/" + tier_device_link(tier);
     const std::string option = tier_option(tier, "path");
     if (!fs::exists(p, ec) && !cfg.get_str(option).empty()) p = cfg.get_str(option);
-    StoreProbe::Device& d = out->tier[t];
-    const TierLayout layout = have_super ? sb.layout[t] : tier_layout(tier, mkfs_options);
+    StoreProbe::Device& d = out->tier[tier];
+    const TierLayout layout = have_super ? sb.tier[tier].layout : tier_layout(tier, mkfs_options);
     d.kind = device_kind_name(layout.device);
     // A file or a device sysfs says nothing about keeps the role it plays:
     // only the slowest tier is taken for a disk.
     describe(p, tier == out->slowest, layout_media(layout), &d);
-  }
-  if (have_super) {
-    out->min_alloc_size = UINT64_MAX;
-    for (int t = 0; t < sb.tiers; ++t) out->min_alloc_size = std::min(out->min_alloc_size, sb.alloc_unit[t]);
-  } else {
-    out->min_alloc_size = UINT64_MAX;
-    for (int t = 0; t < out->tiers; ++t) {
-      const Tier tier = tier_at(t);
-      out->min_alloc_size = std::min(out->min_alloc_size, tier_alloc_unit(tier, tier_layout(tier, mkfs_options), cfg));
-    }
+    const uint64_t unit = have_super ? sb.tier[tier].alloc_unit : tier_alloc_unit(tier, layout, cfg);
+    out->min_alloc_size = std::min(out->min_alloc_size, unit);
   }
   struct stat st;
   std::string kv_dir = fs::exists(path + "/db", ec) ? path + "/db" : path;

@@ -65,7 +65,7 @@ int StoreReader::stat(const CollectionId& c, const ObjectId& o, ObjectStat* st) 
   st->omap_id = on->nid;
   for (const auto& [off, e] : on->extents.extents()) {
     st->allocated += e.length;
-    st->bytes_on[tier_index(e.tier)] += e.length;
+    st->bytes_on[e.tier] += e.length;
   }
   return 0;
 }

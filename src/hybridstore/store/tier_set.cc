@@ -13,13 +13,10 @@
 
 namespace hybridstore {
 
-std::string tier_device_link(Tier t) { return std::string("block.") + tier_name(t); }
-
 TierSet::~TierSet() = default;
 
 int TierSet::open(const std::string& store_path, const Superblock& super, const Config& cfg, std::string* error) {
-  count_ = super.tiers;
-  std::copy(super.order, super.order + kMaxTiers, order_);
+  order_ = super.order;
   DeviceOpenOptions o;
   if (!parse_io_backend(cfg.get_str("hybridstore_io_backend"), &o.backend)) o.backend = IoBackend::kAuto;
   o.direct_io = cfg.get_bool("hybridstore_direct_io");
@@ -39,11 +36,11 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
                                }});
     perf_->set.set(held, 0);
   }
-  for (int t = 0; t < count_; ++t) {
-    Tier tier = tier_at(t);
+  for (Tier tier : ids()) {
+    const TierDescriptor& desc = super.tier[tier];
     std::string p = store_path + "/" + tier_device_link(tier);
     // What the device is (raw NAND behind the embedded FTL, say): mkfs recorded it.
-    std::unique_ptr<BlockDevice> dev = open_tier_device(super.layout[t], cfg, p, o, false, &nand, error);
+    std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, p, o, false, &nand, error);
     if (!dev) return -ENOENT;
     DeviceLabel label;
     std::string why;
@@ -61,10 +58,10 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
                            tier_name(label.role), tier_name(tier));
       return -EINVAL;
     }
-    if (dev->size() < label.size || label.size < super.tier_size[t]) {
+    if (dev->size() < label.size || label.size < desc.size) {
       *error = fmt::format("{} device {} is {} bytes but its label says {} (store expects {}): "
                            "truncated or wrong device",
-                           tier_name(tier), p, dev->size(), label.size, super.tier_size[t]);
+                           tier_name(tier), p, dev->size(), label.size, desc.size);
       return -EINVAL;
     }
     // Test tools put fault injection and device models in between here.
@@ -77,10 +74,10 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
       dev = std::make_unique<AsyncWriteDevice>(std::move(dev), n);
     // Above any test wrapper: what the cache serves is what the media
     // (faulty or modelled) returned, and every write reaches both.
-    if (read_cache_) dev = std::make_unique<CachingBlockDevice>(std::move(dev), read_cache_, t);
-    spaces_[t] = make_tier_space(tier, std::move(dev), super);
-    spaces_[t]->configure(cfg);
-    if (int r = spaces_[t]->check_device(error); r < 0) return r;
+    if (read_cache_) dev = std::make_unique<CachingBlockDevice>(std::move(dev), read_cache_, tier_index(tier));
+    spaces_[tier] = make_tier_space(tier, std::move(dev), super);
+    spaces_[tier]->configure(cfg);
+    if (int r = spaces_[tier]->check_device(error); r < 0) return r;
   }
   return 0;
 }
@@ -88,7 +85,7 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
 int TierSet::load(rocksdb::DB* db, const Config& cfg, std::string* error) {
   coarsest_unit_ = 0;
   finest_unit_ = UINT64_MAX;
-  for (int t = 0; t < count_; ++t) {
+  for (Tier t : ids()) {
     coarsest_unit_ = std::max(coarsest_unit_, spaces_[t]->unit());
     finest_unit_ = std::min(finest_unit_, spaces_[t]->unit());
     if (int r = spaces_[t]->load(db, cfg, error); r < 0) return r;
@@ -100,10 +97,10 @@ void TierSet::set_gauges() {
   SpaceCounters counters;
   counters.set = &perf_->set;
   counters.direct_unit_bytes = perf_->ssd_direct_unit_bytes;
-  counters.sections = [perf = perf_](const std::vector<std::string>& names) { return perf->sections(names); };
-  for (int t = 0; t < count_; ++t) spaces_[t]->set_counters(counters);
+  counters.sections = [perf = perf_](const std::vector<std::string>& names) { return section_counters(perf, names); };
+  for (Tier t : ids()) spaces_[t]->set_counters(counters);
   PerfCounterSet& ps = perf_->set;
-  for (int t = 0; t < count_; ++t) {
+  for (Tier t : ids()) {
     const TierSpace::Usage u = spaces_[t]->usage();
     ps.set(perf_->bytes_total[t], u.total);
     ps.set(perf_->bytes_used[t], u.allocated);
@@ -111,79 +108,59 @@ void TierSet::set_gauges() {
 }
 
 void TierSet::flush_devices() {
-  for (int t = 0; t < count_; ++t)
+  for (Tier t : ids())
     if (spaces_[t]) spaces_[t]->device()->flush();
 }
 
-int TierSet::rank(Tier t) const {
-  for (int r = 0; r < count_; ++r)
-    if (order_[r] == t) return r;
-  return count_;  // not a tier of this store
+std::optional<Tier> TierSet::home(const Onode& o) const {
+  const int r = order_.heaviest(o.extents.bytes_by_tier());
+  return r < 0 ? std::nullopt : std::optional<Tier>(order_[r]);
 }
 
-Tier TierSet::next(Tier t, int step) const {
-  const int r = rank(t) + step;
-  return r >= 0 && r < count_ ? order_[r] : t;
-}
-
-int TierSet::spill_order(Tier preferred, Tier* out) const {
-  int n = 0;
-  const int p = rank(preferred);
-  for (int r = p; r < count_; ++r) out[n++] = order_[r];
-  for (int r = p - 1; r >= 0; --r) out[n++] = order_[r];
-  return n;
-}
-
-int TierSet::home_tier(const Onode& o) const {
-  uint64_t bytes[kMaxTiers];
-  for (int t = 0; t < kMaxTiers; ++t) bytes[t] = o.extents.bytes_on(tier_at(t));
-  const int r = heaviest_rank(bytes, order_, count_);
-  return r < 0 ? -1 : tier_index(order_[r]);
-}
-
-std::array<BlockDevice*, kMaxTiers> TierSet::devices() const {
-  std::array<BlockDevice*, kMaxTiers> d{};
-  for (int t = 0; t < count_; ++t) d[t] = spaces_[t]->device();
+PerTier<BlockDevice*> TierSet::devices() const {
+  PerTier<BlockDevice*> d;
+  for (Tier t : ids()) d[t] = spaces_[t]->device();
   return d;
 }
 
 void TierSet::count_allocated(Tier t, uint64_t bytes) {
-  perf_->set.inc(perf_->write_bytes[tier_index(t)], bytes);
-  perf_->set.inc(perf_->bytes_used[tier_index(t)], bytes);
+  perf_->set.inc(perf_->write_bytes[t], bytes);
+  perf_->set.inc(perf_->bytes_used[t], bytes);
 }
 
 void TierSet::release(const PExtent& e) {
-  perf_->set.dec(perf_->bytes_used[tier_index(e.tier)], e.length);
+  perf_->set.dec(perf_->bytes_used[e.tier], e.length);
   space(e.tier).release(e.offset, e.length);
 }
 
 bool TierSet::keeps_state() const {
-  for (int t = 0; t < count_; ++t)
+  for (Tier t : ids())
     if (spaces_[t]->keeps_state()) return true;
   return false;
 }
 
 TierSet::Drained TierSet::drain_state(TierSpace::Drain how, rocksdb::WriteBatchBase* batch) const {
+  // Locks in id order, the same for every drain.
   Drained d;
-  for (int t = 0; t < count_; ++t)
+  for (Tier t : ids())
     if (spaces_[t]->keeps_state()) d.locks_[t] = spaces_[t]->drain_state(how, batch, &d.regions_[t]);
   return d;
 }
 
 void TierSet::Drained::queue_regions(DeferredWriter* deferred) const {
-  for (int t = 0; t < kMaxTiers; ++t)
-    for (const auto& r : regions_[t]) deferred->write_region(tier_at(t), r.begin, r.end);
+  for (Tier t : tier_ids(kMaxTiers))
+    for (const auto& r : regions_[t]) deferred->write_region(t, r.begin, r.end);
 }
 
 TierSet::Drained::~Drained() {
-  for (int t = kMaxTiers - 1; t >= 0; --t)
-    if (locks_[t].owns_lock()) locks_[t].unlock();
+  for (int id = kMaxTiers - 1; id >= 0; --id)
+    if (locks_[id].owns_lock()) locks_[id].unlock();
 }
 
 void TierSet::usage(StoreStats* st) const {
-  st->tiers = count_;
-  std::copy(std::begin(order_), std::end(order_), std::begin(st->order));
-  for (int t = 0; t < count_; ++t) {
+  st->tiers = count();
+  st->order = order_;
+  for (Tier t : ids()) {
     TierStats& ts = st->tier[t];
     // A staged tier counts space it holds but cannot give any object yet
     // (rounding gaps, holes awaiting cleaning) as consumed.
@@ -201,13 +178,13 @@ void TierSet::usage(StoreStats* st) const {
 
 std::string TierSet::report() const {
   std::string out;
-  for (int t = 0; t < count_; ++t) out += spaces_[t]->report();
+  for (Tier t : ids()) out += spaces_[t]->report();
   return out;
 }
 
 std::vector<std::unique_ptr<TierCleaner>> TierSet::make_cleaners(TierCleaner::Store* store) const {
   std::vector<std::unique_ptr<TierCleaner>> out;
-  for (int t = 0; t < count_; ++t)
+  for (Tier t : ids())
     if (auto c = spaces_[t]->make_cleaner(store)) out.push_back(std::move(c));
   return out;
 }

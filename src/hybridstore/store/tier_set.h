@@ -6,12 +6,12 @@
 //
 // A tier is named by its id (Tier: its device, block.<name>, and options,
 // hybridstore_<name>_*); which is faster than which is its rank, its place
-// in the order. Only the order says that: never the id.
+// in the order (format/tier.h). Only the order says that: never the id.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,10 +34,6 @@ class DeferredWriter;
 struct StorePerf;
 struct StoreStats;
 
-// A tier's device in the store directory, by the tier's name: block.ssd,
-// block.hdd, block.tier2, ... (a link to the device mkfs was given, or the
-// file it made).
-std::string tier_device_link(Tier t);
 
 class TierSet {
  public:
@@ -58,27 +54,19 @@ class TierSet {
   // Umount of a store that did not fail: every device flushed.
   void flush_devices();
 
-  int count() const { return count_; }
-  const Tier* order() const { return order_; }
-  Tier fastest() const { return order_[0]; }
-  Tier slowest() const { return order_[count_ - 1]; }
-  // The tier's place in the order, 0 = fastest; count() for a tier the
-  // store does not have.
-  int rank(Tier t) const;
-  // The neighbour of `t` one step slower (+1) or faster (-1); `t` itself at
-  // the end of the order.
-  Tier next(Tier t, int step) const;
-  // Where a write that prefers `preferred` goes when a tier is full:
-  // `preferred`, then the slower tiers fastest first, then the faster ones
-  // nearest first. Fills `out`, returns the count (count()).
-  int spill_order(Tier preferred, Tier* out) const;
+  int count() const { return order_.count(); }
+  // The ids of the store's tiers, 0 .. count()-1.
+  TierIds ids() const { return tier_ids(order_.count()); }
+  const TierOrder& order() const { return order_; }
+  Tier fastest() const { return order_.fastest(); }
+  Tier slowest() const { return order_.slowest(); }
   // The tier an object counts on: the one holding most of its data, the
-  // faster on a tie; -1 (as an index) when it holds no data.
-  int home_tier(const Onode& o) const;
+  // faster on a tie; none when it holds no data.
+  std::optional<Tier> home(const Onode& o) const;
 
-  TierSpace& space(Tier t) const { return *spaces_[tier_index(t)]; }
-  BlockDevice* device(Tier t) const { return spaces_[tier_index(t)]->device(); }
-  std::array<BlockDevice*, kMaxTiers> devices() const;  // null past count()
+  TierSpace& space(Tier t) const { return *spaces_[t]; }
+  BlockDevice* device(Tier t) const { return spaces_[t]->device(); }
+  PerTier<BlockDevice*> devices() const;  // null past count()
   uint64_t coarsest_unit() const { return coarsest_unit_; }  // punches land on it
   uint64_t finest_unit() const { return finest_unit_; }
   // Blocks read from every tier's device; null when hybridstore_data_cache_size is 0.
@@ -109,8 +97,8 @@ class TierSet {
 
    private:
     friend class TierSet;
-    std::vector<TierSpace::Region> regions_[kMaxTiers];
-    std::unique_lock<std::mutex> locks_[kMaxTiers];
+    PerTier<std::vector<TierSpace::Region>> regions_;
+    PerTier<std::unique_lock<std::mutex>> locks_;
   };
   Drained drain_state(TierSpace::Drain how, rocksdb::WriteBatchBase* batch) const;
 
@@ -123,10 +111,8 @@ class TierSet {
 
  private:
   StorePerf* perf_;
-  int count_ = 0;
-  Tier order_[kMaxTiers] = {};
-  // By tier id (0 .. count_-1).
-  std::unique_ptr<TierSpace> spaces_[kMaxTiers];
+  TierOrder order_;
+  PerTier<std::unique_ptr<TierSpace>> spaces_;  // by id, 0 .. count()-1
   std::shared_ptr<ReadCache> read_cache_;
   uint64_t coarsest_unit_ = 4096;
   uint64_t finest_unit_ = 4096;

@@ -6,25 +6,28 @@ rocksdb::WriteBatchWithIndex* TxnBatch::indexed() {
   if (indexed_) return indexed_.get();
   // The records so far, replayed in order into the index (later ones win,
   // as they will in RocksDB).
-  struct Replay : rocksdb::WriteBatch::Handler {
-    rocksdb::WriteBatchWithIndex* to;
+  class Replay : public rocksdb::WriteBatch::Handler {
+   public:
+    explicit Replay(rocksdb::WriteBatchWithIndex* to) : to_(to) {}
     // The store writes the default column family only.
     rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
-      return cf ? rocksdb::Status::NotSupported() : to->Put(k, v);
+      return cf ? rocksdb::Status::NotSupported() : to_->Put(k, v);
     }
     rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& k) override {
-      return cf ? rocksdb::Status::NotSupported() : to->Delete(k);
+      return cf ? rocksdb::Status::NotSupported() : to_->Delete(k);
     }
     rocksdb::Status SingleDeleteCF(uint32_t cf, const rocksdb::Slice& k) override {
-      return cf ? rocksdb::Status::NotSupported() : to->SingleDelete(k);
+      return cf ? rocksdb::Status::NotSupported() : to_->SingleDelete(k);
     }
     rocksdb::Status MergeCF(uint32_t cf, const rocksdb::Slice& k, const rocksdb::Slice& v) override {
-      return cf ? rocksdb::Status::NotSupported() : to->Merge(k, v);
+      return cf ? rocksdb::Status::NotSupported() : to_->Merge(k, v);
     }
+
+   private:
+    rocksdb::WriteBatchWithIndex* to_;
   };
   auto idx = std::make_unique<rocksdb::WriteBatchWithIndex>(rocksdb::BytewiseComparator(), 0, true);
-  Replay r;
-  r.to = idx.get();
+  Replay r(idx.get());
   if (!plain_.Iterate(&r).ok()) return nullptr;
   plain_.Clear();
   indexed_ = std::move(idx);

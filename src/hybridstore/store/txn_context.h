@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -75,7 +76,7 @@ struct TxnContext {
   TxnBatch batch;
   // Objects touched: a private copy, or null when removed in this txn.
   std::unordered_map<ObjectKey, std::shared_ptr<Onode>, ObjectKeyHash> onodes;
-  std::unordered_map<ObjectKey, int, ObjectKeyHash> home_before;  // home tier when first loaded
+  std::unordered_map<ObjectKey, std::optional<Tier>, ObjectKeyHash> home_before;  // when first loaded
   std::set<ObjectKey> dirty;  // onodes to write to the batch
   // The extent shards each touched key holds in the store, or in this
   // batch once written to it (OnodeStore::put). The handles also keep a

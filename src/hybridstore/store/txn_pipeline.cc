@@ -51,8 +51,8 @@ int TxnPipeline::queue(std::vector<Transaction>& ts, TxnError* error, uint64_t* 
     if (error) *error = TxnError{wr, -1, -1, "", "device write failed"};
     return wr;
   }
-  int64_t home_delta[kMaxTiers] = {};
-  finish_batch(&ap, &tx, home_delta);
+  PerTier<int64_t> home_delta;
+  finish_batch(&ap, &tx, &home_delta);
   const uint64_t seq = commit(ts, &tx, t_start, caller_waits);
   if (seq == 0) {
     roll_back(tx);
@@ -117,7 +117,7 @@ int TxnPipeline::apply_ops(const std::vector<Transaction>& ts, OpApplier* ap, Tx
   return 0;
 }
 
-void TxnPipeline::finish_batch(OpApplier* ap, TxnContext* tx, int64_t* home_delta) {
+void TxnPipeline::finish_batch(OpApplier* ap, TxnContext* tx, PerTier<int64_t>* home_delta) {
   ap->sync_dirty();
   for (const auto& [c, ch] : tx->colls) {
     if (ch.exists)
@@ -128,13 +128,13 @@ void TxnPipeline::finish_batch(OpApplier* ap, TxnContext* tx, int64_t* home_delt
   // Objects per tier follow the tier holding most of each object's data.
   for (const auto& [key, on] : tx->onodes) {
     auto b = tx->home_before.find(key);
-    int before = b == tx->home_before.end() ? -1 : b->second;
-    int after = on ? parts_.tiers->home_tier(*on) : -1;
+    const std::optional<Tier> before = b == tx->home_before.end() ? std::nullopt : b->second;
+    const std::optional<Tier> after = on ? parts_.tiers->home(*on) : std::nullopt;
     if (before == after) continue;
-    if (before >= 0) --home_delta[before];
-    if (after >= 0) ++home_delta[after];
+    if (before) --(*home_delta)[*before];
+    if (after) ++(*home_delta)[*after];
   }
-  for (int t = 0; t < parts_.tiers->count(); ++t) tx->stat_delta[kv::kStatSsdObjects + t] += home_delta[t];
+  for (Tier t : parts_.tiers->ids()) tx->stat_delta[kv::stat_objects_on(t)] += (*home_delta)[t];
   bool any_stat = false;
   for (auto v : tx->stat_delta) any_stat |= v != 0;
   if (any_stat) tx->batch->Merge(kv::stats_key(), kv::encode_stat_delta(tx->stat_delta));
@@ -171,7 +171,7 @@ uint64_t TxnPipeline::commit(std::vector<Transaction>& ts, TxnContext* tx, uint6
   return seq;
 }
 
-void TxnPipeline::publish(TxnContext* tx, uint64_t seq, const int64_t* home_delta) {
+void TxnPipeline::publish(TxnContext* tx, uint64_t seq, const PerTier<int64_t>& home_delta) {
   for (auto& [key, onode] : tx->onodes) parts_.onodes->publish(key, onode, seq);
   for (const auto& [c, ch] : tx->colls) {
     auto st = tx->locked.at(c);
@@ -179,7 +179,7 @@ void TxnPipeline::publish(TxnContext* tx, uint64_t seq, const int64_t* home_delt
     st->bits = ch.bits;
   }
   for (auto& [c, st] : tx->locked) st->last_seq = seq;
-  for (int t = 0; t < parts_.tiers->count(); ++t) {
+  for (Tier t : parts_.tiers->ids()) {
     if (home_delta[t] > 0) perf_->set.inc(perf_->objects[t], static_cast<uint64_t>(home_delta[t]));
     if (home_delta[t] < 0) perf_->set.dec(perf_->objects[t], static_cast<uint64_t>(-home_delta[t]));
   }

@@ -36,13 +36,13 @@ class TxnPipeline {
                        std::vector<std::unique_lock<std::shared_mutex>>* locks, TxnError* error);
   int apply_ops(const std::vector<Transaction>& ts, OpApplier* ap, TxnError* error);
   // The rest of the batch: dirty onodes, collection records, statistics.
-  // Fills home_delta (objects per tier by id).
-  void finish_batch(OpApplier* ap, TxnContext* tx, int64_t* home_delta);
+  // Fills home_delta (objects per tier).
+  void finish_batch(OpApplier* ap, TxnContext* tx, PerTier<int64_t>* home_delta);
   // Hands the transaction to the committer: its sequence number, 0 when
   // the store is read-only.
   uint64_t commit(std::vector<Transaction>& ts, TxnContext* tx, uint64_t start_ns, bool caller_waits);
   // From here on reads see the transaction.
-  void publish(TxnContext* tx, uint64_t seq, const int64_t* home_delta);
+  void publish(TxnContext* tx, uint64_t seq, const PerTier<int64_t>& home_delta);
   // Gives back what a failed transaction took.
   void roll_back(const TxnContext& tx);
 

@@ -41,18 +41,17 @@ bool absorb_pays(Media fastest, Media below);
 
 class TierPlacement {
  public:
-  // `order`: the store's `tiers` tiers, fastest first.
-  TierPlacement(const Config& cfg, const Tier* order, int tiers);
+  // `order`: the store's tiers, fastest first.
+  TierPlacement(const Config& cfg, const TierOrder& order);
   // Preferred tier for data written to `o` reaching `write_end`.
   Tier choose(const Onode& o, uint64_t write_end) const;
   uint64_t hdd_threshold() const { return hdd_threshold_; }
-  Tier fastest() const { return order_[0]; }
-  Tier slowest() const { return order_[tiers_ - 1]; }
+  Tier fastest() const { return order_.fastest(); }
+  Tier slowest() const { return order_.slowest(); }
 
  private:
   uint64_t hdd_threshold_;
-  Tier order_[kMaxTiers] = {};
-  int tiers_ = 0;
+  TierOrder order_;
 };
 
 }  // namespace hybridstore

@@ -17,12 +17,7 @@ namespace {
 
 Superblock superblock(const std::map<std::string, std::string>& mkfs_options) {
   Superblock sb;
-  for (int t = 0; t < sb.tiers; ++t) {
-    sb.layout[t] = format1_tier_layout(tier_at(t), mkfs_options);
-    sb.tier_size[t] = 64ull << 20;
-    sb.alloc_unit[t] = 4096;
-    sb.reserved[t] = 65536;
-  }
+  for (Tier t : tier_ids(sb.tiers())) sb.tier[t] = {64ull << 20, 4096, 65536, format1_tier_layout(t, mkfs_options)};
   sb.csum_block = 4096;
   sb.mkfs_options = mkfs_options;
   return sb;
