@@ -103,7 +103,7 @@ class DeferredWriter {
   // Overlay for reads: copies every staged range overlapping
   // [offset, offset+len) of `tier` into `buf` (which holds the device bytes
   // of that range), newest last. Callers take the snapshot before reading the
-  // device and patch after (see store_data_ops.cc for why that order).
+  // device and patch after (see store/data_reader.cc for why that order).
   struct Snapshot {
     std::vector<std::pair<uint64_t, std::shared_ptr<const std::string>>> pieces;  // offset, bytes
   };

@@ -28,7 +28,7 @@ struct StorePerf {
 
   PerfCounterSet set{"hybridstore"};
 
-  // Transactions (store_txn.cc) and the group committer.
+  // Transactions (txn_pipeline.cc) and the group committer.
   int txc, kv_commit_groups;
   int submit_lat, throttle_lat, state_prepare_lat, state_aio_wait_lat, state_kv_queued_lat,
       state_kv_committing_lat, commit_lat, kv_flush_lat, kv_commit_lat, kv_sync_lat;
