@@ -9,7 +9,7 @@ files may include. Everything else under src/ (tools, tests, fuzz targets) may
 include any layer. More rules from the same page:
   - no product layer includes testing/ (the test-only library);
   - store/'s parts are its own: a file outside store/ includes only the
-    store's public headers (hybrid_store.h, transaction.h,
+    store's public headers (hybrid_store.h, api_types.h, transaction.h,
     storage_hooks.h), and tests under src/test/ the test hooks too
     (test_hooks.h);
   - no class with behaviour in store/ has public data members (plain
@@ -65,7 +65,7 @@ def read_rules(doc_path):
 TOP_LAYERS = ("ftl", "hscommon", "hsio")
 
 # What files outside store/ may include of it.
-STORE_PUBLIC = {"hybrid_store.h", "transaction.h", "storage_hooks.h"}
+STORE_PUBLIC = {"hybrid_store.h", "api_types.h", "transaction.h", "storage_hooks.h"}
 STORE_TEST_ONLY = {"test_hooks.h"}
 
 # The tier factory: the only product files that may tell tiers apart by a

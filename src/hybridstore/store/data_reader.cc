@@ -163,7 +163,7 @@ int DataReader::deliver(const CollectionId& c, const ObjectId& oid, std::vector<
 }
 
 bool DataReader::read_cached(const Onode& o, uint64_t off, uint64_t len,
-                             std::vector<HybridStore::ReadPiece>* out) const {
+                             std::vector<ReadPiece>* out) const {
   ReadCache* cache = tiers_->read_cache() && !ReadCache::bypassed() ? tiers_->read_cache() : nullptr;
   if (!cache || len == 0) return false;
   const uint64_t end = off + len;
@@ -202,7 +202,7 @@ bool DataReader::read_cached(const Onode& o, uint64_t off, uint64_t len,
     pos = e->logical_end();
   }
   if (pos < end) return false;
-  for (auto& p : got) out->push_back(HybridStore::ReadPiece{std::move(p.owner), p.data, p.len});
+  for (auto& p : got) out->push_back(ReadPiece{std::move(p.owner), p.data, p.len});
   return true;
 }
 

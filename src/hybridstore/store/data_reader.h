@@ -13,7 +13,7 @@
 #include "hybridstore/format/onode.h"
 #include "hsio/read_cache.h"
 #include "hybridstore/space/tier_space.h"
-#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/api_types.h"
 
 namespace hybridstore {
 
@@ -38,7 +38,7 @@ class DataReader {
   // The range as pieces of the data cache, when it holds every block of it
   // and read() would have used them (no holes, no staged records over
   // them); false (and `out` unchanged) otherwise.
-  bool read_cached(const Onode& o, uint64_t off, uint64_t len, std::vector<HybridStore::ReadPiece>* out) const;
+  bool read_cached(const Onode& o, uint64_t off, uint64_t len, std::vector<ReadPiece>* out) const;
 
  private:
   struct Piece;

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "hybridstore/format/store_format.h"
-#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/api_types.h"
 
 namespace rocksdb {
 class DB;

@@ -72,7 +72,7 @@ int StoreReader::stat(const CollectionId& c, const ObjectId& o, ObjectStat* st) 
 
 int StoreReader::read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
                            const std::function<char*(uint64_t)>& buffer, uint32_t read_flags,
-                           std::vector<HybridStore::ReadPiece>* pieces) {
+                           std::vector<ReadPiece>* pieces) {
   const uint64_t t0 = perf_now_ns();
   OnodeRef on;
   std::shared_lock<std::shared_mutex> lock;

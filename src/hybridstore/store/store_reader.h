@@ -18,7 +18,7 @@
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
 #include "hybridstore/format/object_stat.h"
-#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/api_types.h"
 
 namespace rocksdb {
 class DB;
@@ -47,7 +47,7 @@ class StoreReader {
   // cached bytes themselves (HybridStore::read_shared).
   int read_into(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len,
                 const std::function<char*(uint64_t)>& buffer, uint32_t read_flags = 0,
-                std::vector<HybridStore::ReadPiece>* pieces = nullptr);
+                std::vector<ReadPiece>* pieces = nullptr);
   int fiemap(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, std::map<uint64_t, uint64_t>* out);
   int getattr(const CollectionId& c, const ObjectId& o, const std::string& name, std::string* value);
   int getattrs(const CollectionId& c, const ObjectId& o, std::map<std::string, std::string>* out);

@@ -7,7 +7,7 @@
 
 #include "hsio/async_write_device.h"
 #include "hybridstore/kv/deferred.h"
-#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/api_types.h"
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_perf.h"
 
