@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
-"""Fails when a source file includes a layer it may not call.
+"""Fails when a source file includes a layer it may not call, or breaks the
+house rules the same page states.
 
 The rules are the table "Allowed includes" in docs/architecture.md: each row
 names a layer (a folder under src/hybridstore/, or one of the libraries that
 are folders of src/ themselves, TOP_LAYERS) and the layers its files may
 include. Everything else under src/ (tools, tests, fuzz targets) may include
-any layer. Two more rules from the same page:
+any layer. More rules from the same page:
   - no product layer includes src/testing/ (the test-only library);
-  - store/store_impl.h, the facade's internals, is included only by store/
-    and by tests under src/test/.
+  - store/'s parts are its own: a file outside store/ includes only the
+    store's public headers (hybrid_store.h, api_types.h, transaction.h,
+    storage_hooks.h), and tests under src/test/ the test hooks too
+    (test_hooks.h);
+  - no class with behaviour in store/ has public data members (plain
+    structs of data are fine);
+  - no product file compares a tier's or a device's kind or name with
+    "nand", "ssd" or "hdd" outside the tier factory (space/tier_space.cc,
+    and format/store_format.cc for the layouts format-1 stores imply): what
+    differs between tiers is a property their spaces answer.
 
 Usage: qa/layering-check.py [--root DIR] [--self-test]
 """
@@ -55,6 +64,18 @@ def read_rules(doc_path):
 # Libraries that are folders of src/ themselves, not of src/hybridstore/.
 TOP_LAYERS = ("ftl", "hscommon", "hsio", "hsoptions", "rocksdb_crc32c", "testing")
 
+# What files outside store/ may include of it.
+STORE_PUBLIC = {"hybrid_store.h", "api_types.h", "transaction.h", "storage_hooks.h"}
+STORE_TEST_ONLY = {"test_hooks.h"}
+
+# The tier factory: the only product files that may tell tiers apart by a
+# kind or name.
+TIER_FACTORY = {"src/hybridstore/space/tier_space.cc", "src/hybridstore/format/store_format.cc"}
+TIER_WORDS = re.compile(r'"(nand|ssd|hdd)"')
+COMPARED = re.compile(r'(==|!=)\s*"(nand|ssd|hdd)"|"(nand|ssd|hdd)"\s*(==|!=)|'
+                      r'(compare|rfind|starts_with|find)\(\s*"(nand|ssd|hdd)"')
+KIND_OR_NAME = re.compile(r'kind|name|tier|device|backend|role|media', re.I)
+
 
 def layer_of_file(rel):
     parts = rel.split("/")
@@ -74,6 +95,129 @@ def layer_of_include(inc):
     return None
 
 
+def strip_comments(text):
+    """The text with // and /* */ comments blanked, strings kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def matching_brace(text, open_at):
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+    return len(text)
+
+
+CLASS_HEAD = re.compile(r"\b(class|struct)\s+(\w+)\s*(final\s*)?(:[^;{()]*)?\{")
+ACCESS = re.compile(r"^\s*(public|private|protected)\s*:")
+
+
+def members(body):
+    """Top-level statements of a class body: (access-independent) text pieces
+    ending at ';' or at a '{...}' block, with access labels as their own."""
+    pieces, start, i, n = [], 0, 0, len(body)
+    while i < n:
+        c = body[i]
+        if c == "{":
+            end = matching_brace(body, i)
+            # A brace that opens a function body or a nested type ends the
+            # member; one in an initializer (`x{0};`) does not.
+            rest = body[end + 1:].lstrip()
+            head = body[start:i]
+            if rest.startswith(";") and not re.search(r"\b(class|struct|enum|union)\b", head) and ")" not in head:
+                i = end + 1
+                continue
+            pieces.append(body[start:end + 1])
+            i = end + 1
+            if body[i:].lstrip().startswith(";"):
+                i = body.index(";", i) + 1
+            start = i
+            continue
+        if c == ";":
+            pieces.append(body[start:i + 1])
+            start = i + 1
+        elif c == ":" and ACCESS.match(body[start:i + 1] + " "):
+            pieces.append(body[start:i + 1])
+            start = i + 1
+        i += 1
+    return [p.strip() for p in pieces if p.strip()]
+
+
+def public_data_in_classes_with_behaviour(text):
+    """[(class name, member, offset)] for each public data member of a class
+    that has behaviour: a virtual function, or a member function that is not
+    const, static, a constructor, a destructor or an assignment."""
+    found = []
+    for m in CLASS_HEAD.finditer(text):
+        name = m.group(2)
+        open_at = m.end() - 1
+        close = matching_brace(text, open_at)
+        body = text[open_at + 1:close]
+        access = "public" if m.group(1) == "struct" else "private"
+        behaviour, data = False, []
+        for piece in members(body):
+            a = ACCESS.match(piece)
+            if a:
+                access = a.group(1)
+                continue
+            flat = re.sub(r"<[^<>]*>", "", re.sub(r"<[^<>]*>", "", piece))  # template arguments
+            if re.match(r"(using|typedef|friend|enum|class|struct|union|static_assert|template)\b", flat):
+                continue
+            call = re.search(r"(~?\b\w+|operator\s*\S+)\s*\(", flat)
+            eq = flat.find("=")
+            brace = flat.find("{")
+            is_function = call and (eq < 0 or call.start() < eq) and (brace < 0 or call.start() < brace)
+            if is_function:
+                fname = call.group(1).lstrip("~")
+                if fname == name or fname.startswith("operator"):
+                    continue
+                decl = flat.split("{")[0]
+                if re.search(r"\b(virtual|override)\b", decl) or not re.search(r"\)\s*const\b", decl) and \
+                        not re.match(r"(static|constexpr)\b", decl):
+                    behaviour = True
+                continue
+            if access == "public" and not re.match(r"(static|constexpr)\b", flat):
+                data.append(piece.split("\n")[0][:60])
+        if behaviour:
+            found.extend((name, d, m.start()) for d in data)
+    return found
+
+
+def tier_kind_compares(text):
+    """Offsets of string compares of a kind or name with a tier's word."""
+    hits = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if TIER_WORDS.search(line) and COMPARED.search(line) and KIND_OR_NAME.search(TIER_WORDS.sub("", line)):
+            hits.append(lineno)
+    return hits
+
+
 def check(root):
     rules = read_rules(os.path.join(root, "docs", "architecture.md"))
     errors = []
@@ -87,12 +231,23 @@ def check(root):
             layer = layer_of_file(rel)
             text = open(path, encoding="utf-8", errors="replace").read()
             checked += 1
+            code = strip_comments(text)
+            if layer == "store":
+                for cls, member, at in public_data_in_classes_with_behaviour(code):
+                    lineno = code.count("\n", 0, at) + 1
+                    errors.append(f"{rel}:{lineno}: class {cls} has behaviour and a public data member ({member})")
+            if layer is not None and layer != "testing" and rel not in TIER_FACTORY:
+                for lineno in tier_kind_compares(code):
+                    errors.append(f"{rel}:{lineno}: tells tiers apart by a kind or name; ask the tier's space")
             for m in INCLUDE.finditer(text):
                 inc = m.group(1)
                 lineno = text.count("\n", 0, m.start()) + 1
                 target = layer_of_include(inc)
-                if inc == "hybridstore/store/store_impl.h" and layer != "store" and not rel.startswith("src/test/"):
-                    errors.append(f"{rel}:{lineno}: includes the store's internals ({inc})")
+                if target == "store" and layer != "store":
+                    header = inc.split("/")[-1]
+                    allowed = STORE_PUBLIC | (STORE_TEST_ONLY if rel.startswith("src/test/") else set())
+                    if header not in allowed:
+                        errors.append(f"{rel}:{lineno}: includes the store's internals ({inc})")
                 if layer is None or target is None or target == layer:
                     continue
                 if layer not in rules:
@@ -109,39 +264,81 @@ def self_test():
     """The check must catch an upward include; a clean copy must pass."""
     here = os.path.dirname(os.path.abspath(__file__))
     src_root = os.path.dirname(here)
-    # (file, its text, what the one error must name, what the case shows),
-    # each file checked alone beside a clean one.
-    cases = [
-        ("src/hybridstore/format/bad.cc",
-         '#include "hybridstore/format/y.h"\n#include "hybridstore/store/hybrid_store.h"\n',
-         "bad.cc:2", "an upward include (format -> store)"),
-        ("src/hybridstore/format/bad.cc", '#include "testing/fault_injection.h"\n',
-         "test-only", "a product include of testing/"),
-        ("src/testing/above.cc",
-         '#include "hybridstore/store/hybrid_store.h"\n#include "hybridstore/ceph/op_policy.h"\n',
-         "above.cc:2", "an include above the test-only library (testing -> ceph)"),
-        ("src/hscommon/low.cc", '#include "hscommon/log.h"\n#include "hsio/block_device.h"\n',
-         "low.cc:2", "an upward include (hscommon -> hsio)"),
-    ]
     with tempfile.TemporaryDirectory() as tmp:
-        def write(rel, text):
-            path = os.path.join(tmp, *rel.split("/"))
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write(text)
-            return path
-
         shutil.copytree(os.path.join(src_root, "docs"), os.path.join(tmp, "docs"))
-        write("src/hybridstore/kv/ok.cc", '#include "hybridstore/format/x.h"\n')
+        os.makedirs(os.path.join(tmp, "src", "hybridstore", "kv"))
+        os.makedirs(os.path.join(tmp, "src", "hybridstore", "format"))
+        ok = os.path.join(tmp, "src", "hybridstore", "kv", "ok.cc")
+        with open(ok, "w") as f:
+            f.write('#include "hybridstore/format/x.h"\n')
         _, errors = check(tmp)
         if errors:
             return f"a downward include was refused: {errors}"
-        for rel, text, needle, what in cases:
-            path = write(rel, text)
-            _, errors = check(tmp)
-            os.remove(path)
-            if len(errors) != 1 or needle not in errors[0]:
-                return f"{what} was not reported once: {errors}"
+        bad = os.path.join(tmp, "src", "hybridstore", "format", "bad.cc")
+        with open(bad, "w") as f:
+            f.write('#include "hybridstore/format/y.h"\n#include "hybridstore/store/hybrid_store.h"\n')
+        _, errors = check(tmp)
+        if len(errors) != 1 or "bad.cc:2" not in errors[0]:
+            return f"an upward include (format -> store) was not reported once: {errors}"
+        with open(bad, "w") as f:
+            f.write('#include "testing/fault_injection.h"\n')
+        _, errors = check(tmp)
+        if len(errors) != 1 or "test-only" not in errors[0]:
+            return f"a product include of testing/ was not reported: {errors}"
+        os.remove(bad)
+        os.makedirs(os.path.join(tmp, "src", "testing"))
+        above = os.path.join(tmp, "src", "testing", "above.cc")
+        with open(above, "w") as f:
+            f.write('#include "hybridstore/store/hybrid_store.h"\n#include "hybridstore/ceph/op_policy.h"\n')
+        _, errors = check(tmp)
+        if len(errors) != 1 or "above.cc:2" not in errors[0]:
+            return f"an include above the test-only library (testing -> ceph) was not reported once: {errors}"
+        os.remove(above)
+        os.makedirs(os.path.join(tmp, "src", "hscommon"))
+        low = os.path.join(tmp, "src", "hscommon", "low.cc")
+        with open(low, "w") as f:
+            f.write('#include "hscommon/log.h"\n#include "hsio/block_device.h"\n')
+        _, errors = check(tmp)
+        if len(errors) != 1 or "low.cc:2" not in errors[0]:
+            return f"an upward include (hscommon -> hsio) was not reported once: {errors}"
+        os.remove(low)
+        os.makedirs(os.path.join(tmp, "src", "hybridstore", "store"))
+        part = os.path.join(tmp, "src", "hybridstore", "store", "part.h")
+        with open(part, "w") as f:
+            f.write("struct Plain {\n  int a = 0;\n  std::function<void(int)> cb;\n  Plain() = default;\n"
+                    "  uint64_t size() const;\n  static Plain of(int);\n};\n"
+                    "class Good {\n public:\n  static constexpr int kLimit = 4;\n  void run();\n"
+                    " private:\n  int state_{0};\n};\n")
+        _, errors = check(tmp)
+        if errors:
+            return f"a plain struct or a class with private state was refused: {errors}"
+        with open(part, "w") as f:
+            f.write("class God {\n public:\n  int mount();\n  std::unique_ptr<Db> db_;\n"
+                    "  bool mounted_ = false;  // a comment { with a brace\n};\n"
+                    "struct Handler : Base {\n  Batch* to;\n  int Put() override { return 0; }\n};\n")
+        _, errors = check(tmp)
+        if len(errors) != 3 or not all("public data member" in e for e in errors):
+            return f"public data members of classes with behaviour were not reported: {errors}"
+        os.remove(part)
+        os.makedirs(os.path.join(tmp, "src", "hybridstore", "txn_json"))
+        user = os.path.join(tmp, "src", "hybridstore", "txn_json", "user.cc")
+        with open(user, "w") as f:
+            f.write('#include "hybridstore/store/hybrid_store.h"\n#include "hybridstore/store/tier_set.h"\n')
+        _, errors = check(tmp)
+        if len(errors) != 1 or "user.cc:2" not in errors[0] or "internals" not in errors[0]:
+            return f"an include of the store's internals was not reported once: {errors}"
+        with open(user, "w") as f:
+            f.write('// a layout of kind "nand" == raw flash, in a comment\n'
+                    'bool raw = d->kind != "nand";\nbool ssd = tier_name(t) == std::string("ssd") || '
+                    '"hdd" == name;\nconst char* n = "ssd";\n')
+        _, errors = check(tmp)
+        if len(errors) != 2 or "user.cc:2" not in errors[0] or "user.cc:3" not in errors[1]:
+            return f"tier-kind string compares were not reported: {errors}"
+        os.makedirs(os.path.join(tmp, "src", "hybridstore", "space"))
+        os.rename(user, os.path.join(tmp, "src", "hybridstore", "space", "tier_space.cc"))
+        _, errors = check(tmp)
+        if errors:
+            return f"the tier factory may tell tiers apart, but was refused: {errors}"
     return None
 
 
@@ -156,14 +353,16 @@ def main():
         if why:
             print(f"layering-check: self-test FAILED: {why}")
             return 1
-        print("layering-check: self-test passed (upward includes and a product include of testing/ are caught)")
+        print("layering-check: self-test passed (an upward include, a product include of testing/, an include of "
+              "the store's internals, public data in store/ classes with behaviour and tier-kind string compares "
+              "are caught)")
     checked, errors = check(args.root)
     for e in errors:
         print(e)
     if errors:
-        print(f"layering-check: FAILED, {len(errors)} include(s) against docs/architecture.md's table")
+        print(f"layering-check: FAILED, {len(errors)} finding(s) against docs/architecture.md's rules")
         return 1
-    print(f"layering-check: {checked} files, every include goes down (docs/architecture.md)")
+    print(f"layering-check: {checked} files, every include goes down and the house rules hold (docs/architecture.md)")
     return 0
 
 

@@ -95,9 +95,9 @@ int main(int argc, char** argv) {
   Superblock sb;
   sb.fsid = l.fsid;
   sb.created_us = l.created_us;
-  sb.tier_size[0] = 8ull << 30;
-  sb.tier_size[1] = 64ull << 30;
-  sb.reserved[0] = sb.reserved[1] = 65536;
+  sb.tier[Tier::kSsd].size = 8ull << 30;
+  sb.tier[Tier::kHdd].size = 64ull << 30;
+  sb.tier[Tier::kSsd].reserved = sb.tier[Tier::kHdd].reserved = 65536;
   sb.mkfs_options["hybridstore_csum_block"] = "4096";
   sb.mkfs_options["hybridstore_ssd_alloc_unit"] = "4096";
   const std::string srec = encode_superblock(sb);

@@ -339,17 +339,16 @@ void HybridObjectStore::collect_metadata(std::map<std::string, std::string>* pm)
   StoreProbe p;
   std::string error;
   if (HybridStore::probe(path, engine_->config(), &p, &error) < 0) return;
-  for (int t = 0; t < p.tiers; ++t) {
+  for (Tier t : tier_ids(p.tiers)) {
     const auto& d = p.tier[t];
-    std::string prefix = std::string("hybridstore_") + tier_name(tier_at(t)) + "_";
-    (*pm)[prefix + "path"] = d.resolved;
-    (*pm)[prefix + "size"] = std::to_string(d.size);
-    (*pm)[prefix + "rotational"] = d.rotational ? "1" : "0";
-    (*pm)[prefix + "type"] = d.is_block ? "block" : "file";
-    (*pm)[prefix + "kind"] = d.kind;
+    (*pm)[tier_option(t, "path")] = d.resolved;
+    (*pm)[tier_option(t, "size")] = std::to_string(d.size);
+    (*pm)[tier_option(t, "rotational")] = d.rotational ? "1" : "0";
+    (*pm)[tier_option(t, "type")] = d.is_block ? "block" : "file";
+    (*pm)[tier_option(t, "kind")] = d.kind;
     std::string devs;
     for (const auto& k : d.kernel_devices) devs += (devs.empty() ? "" : ",") + k;
-    (*pm)[prefix + "dev_node"] = devs;
+    (*pm)[tier_option(t, "dev_node")] = devs;
   }
   (*pm)["hybridstore_kv_rotational"] = p.kv_rotational ? "1" : "0";
 }

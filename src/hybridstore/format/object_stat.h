@@ -11,7 +11,7 @@ namespace hybridstore {
 struct ObjectStat {
   uint64_t size = 0;
   uint64_t allocated = 0;  // bytes of device space held
-  uint64_t bytes_on[kMaxTiers] = {};
+  PerTier<uint64_t> bytes_on;  // by tier id
   uint32_t blksize = 4096;
   uint64_t omap_id = 0;
 };

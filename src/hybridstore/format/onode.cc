@@ -13,23 +13,6 @@
 
 namespace hybridstore {
 
-const char* tier_name(Tier t) {
-  static const char* const kNames[kMaxTiers] = {"ssd", "hdd", "tier2", "tier3"};
-  const int i = tier_index(t);
-  return i >= 0 && i < kMaxTiers ? kNames[i] : "unknown-tier";
-}
-
-int heaviest_rank(const uint64_t* bytes_by_tier, const Tier* order, int tiers, int from) {
-  int rank = -1;
-  uint64_t most = 0;
-  for (int r = from; r < tiers; ++r)
-    if (uint64_t b = bytes_by_tier[tier_index(order[r])]; b > most) {
-      most = b;
-      rank = r;
-    }
-  return rank;
-}
-
 namespace {
 void encode_extent(std::string* b, const DataExtent& e) {
   put_varint(b, e.logical);
@@ -73,7 +56,7 @@ ExtentMap& ExtentMap::operator=(ExtentMap&& o) noexcept {
   if (this == &o) return *this;
   shards_ = std::move(o.shards_);
   count_ = o.count_;
-  std::copy(std::begin(o.bytes_), std::end(o.bytes_), std::begin(bytes_));
+  bytes_ = o.bytes_;
   o.clear();
   return *this;
 }
@@ -100,12 +83,12 @@ void ExtentMap::drop_if_empty(uint64_t shard_index) {
 
 void ExtentMap::count_in(const DataExtent& e) {
   ++count_;
-  bytes_[tier_index(e.tier)] += e.length;
+  bytes_[e.tier] += e.length;
 }
 
 void ExtentMap::count_out(const DataExtent& e) {
   --count_;
-  bytes_[tier_index(e.tier)] -= e.length;
+  bytes_[e.tier] -= e.length;
 }
 
 void ExtentMap::insert(DataExtent e) {
@@ -118,7 +101,7 @@ void ExtentMap::insert(DataExtent e) {
 void ExtentMap::clear() {
   shards_.clear();
   count_ = 0;
-  std::fill(std::begin(bytes_), std::end(bytes_), 0);
+  bytes_ = PerTier<uint64_t>();
 }
 
 const DataExtent* ExtentMap::at_or_before(uint64_t logical) const {
@@ -309,7 +292,7 @@ bool decode_extent(Decoder& d, int tiers, uint64_t prev_end, DataExtent* out, st
       !d.get_varint32(&e.csum_block))
     return bad("truncated extent");
   if (tier >= std::min(tiers, kMaxTiers)) return bad("bad tier");
-  e.tier = static_cast<Tier>(tier);
+  e.tier = tier_at(tier);
   if (e.csum_block < 256 || (e.csum_block & (e.csum_block - 1))) return bad("bad csum block");
   if (e.length == 0 || e.length % e.csum_block || e.logical % 256) return bad("misaligned extent");
   if (e.logical < prev_end || e.logical > kMaxLogical || e.length > kMaxLogical || e.physical > kMaxLogical * 1024)

@@ -15,22 +15,9 @@
 #include <string_view>
 #include <vector>
 
-namespace hybridstore {
+#include "hybridstore/format/tier.h"
 
-// A tier's index names its device: 0 is the SSD (block.ssd, hybridstore_ssd_*),
-// 1 the HDD (block.hdd, hybridstore_hdd_*), 2 and 3 the extra tiers a store
-// made with hybridstore_tiers > 2 has (block.tier2, hybridstore_tier2_*, ...).
-// What is faster than what is the superblock's tier order, not the index:
-// placement and migration go by that order (StoreImpl::fastest(), slower()).
-enum class Tier : uint8_t { kSsd = 0, kHdd = 1 };
-constexpr int kMaxTiers = 4;
-const char* tier_name(Tier t);  // "ssd", "hdd", "tier2", "tier3"
-inline int tier_index(Tier t) { return static_cast<int>(t); }
-inline Tier tier_at(int index) { return static_cast<Tier>(index); }
-// Where an object lives: the rank, in `order` (a store's tiers, fastest
-// first) from `from` on, of the tier holding the most of `bytes_by_tier`
-// (indexed by tier), the faster on a tie; -1 when none holds any.
-int heaviest_rank(const uint64_t* bytes_by_tier, const Tier* order, int tiers, int from = 0);
+namespace hybridstore {
 
 // A physical byte range on one tier's device.
 struct PExtent {
@@ -126,7 +113,8 @@ class ExtentMap {
   std::vector<const DataExtent*> overlapping(uint64_t begin, uint64_t end) const;
   // Whether [begin, end) holds any extent.
   bool any_in(uint64_t begin, uint64_t end) const;
-  uint64_t bytes_on(Tier t) const { return bytes_[tier_index(t)]; }
+  uint64_t bytes_on(Tier t) const { return bytes_[t]; }
+  const PerTier<uint64_t>& bytes_by_tier() const { return bytes_; }
   void clear();
   // Bytes encode_into appends. Encodes the shards changed since they were
   // last encoded (encode_into then only copies).
@@ -159,7 +147,7 @@ class ExtentMap {
 
   std::map<uint64_t, std::shared_ptr<ExtentShard>> shards_;  // by logical / kShardSpan
   size_t count_ = 0;
-  uint64_t bytes_[kMaxTiers] = {};
+  PerTier<uint64_t> bytes_;
 };
 
 // CEPH_OSD_ALLOC_HINT_FLAG_*: set by a transaction, kept in the onode

@@ -38,6 +38,8 @@ TierLayout format1_tier_layout(Tier tier, const std::map<std::string, std::strin
   return l;
 }
 
+std::string tier_device_link(Tier t) { return std::string("block.") + tier_name(t); }
+
 Uuid generate_uuid() {
   Uuid u;
   uuid_generate_random(u.data());
@@ -99,7 +101,7 @@ int decode_label(std::string_view block, DeviceLabel* out, std::string* why) {
     return -EIO;
   }
   std::memcpy(l.fsid.data(), fsid.data(), 16);
-  l.role = static_cast<Tier>(role);
+  l.role = tier_at(role);
   if (l.format_version > kFormatVersion) {
     *why = fmt::format("label format version {} is newer than this build supports ({})",
                        l.format_version, kFormatVersion);
@@ -135,15 +137,16 @@ std::string encode_superblock(const Superblock& s) {
   put_fixed32(&b, s.format_version);
   b.append(reinterpret_cast<const char*>(s.fsid.data()), 16);
   put_fixed64(&b, s.created_us);
-  put_u8(&b, static_cast<uint8_t>(s.tiers));
-  for (int t = 0; t < s.tiers; ++t) {
-    put_varint(&b, s.tier_size[t]);
-    put_varint(&b, s.alloc_unit[t]);
-    put_varint(&b, s.reserved[t]);
-    put_u8(&b, static_cast<uint8_t>(s.layout[t].device));
-    put_u8(&b, static_cast<uint8_t>(s.layout[t].space));
+  put_u8(&b, static_cast<uint8_t>(s.tiers()));
+  for (Tier t : tier_ids(s.tiers())) {
+    const TierDescriptor& d = s.tier[t];
+    put_varint(&b, d.size);
+    put_varint(&b, d.alloc_unit);
+    put_varint(&b, d.reserved);
+    put_u8(&b, static_cast<uint8_t>(d.layout.device));
+    put_u8(&b, static_cast<uint8_t>(d.layout.space));
   }
-  for (int r = 0; r < s.tiers; ++r) put_u8(&b, static_cast<uint8_t>(s.order[r]));
+  for (Tier t : s.order) put_u8(&b, static_cast<uint8_t>(tier_index(t)));
   put_varint(&b, s.csum_block);
   put_varint(&b, s.mkfs_options.size());
   for (const auto& [k, v] : s.mkfs_options) {
@@ -152,6 +155,71 @@ std::string encode_superblock(const Superblock& s) {
   }
   return seal_record(kSuperTag, kSuperVersion, b);
 }
+
+namespace {
+
+// One tier's record: size, unit and reserved head, then (record version 2)
+// its layout.
+int decode_tier(Decoder* d, uint8_t ver, Tier t, TierDescriptor* out, std::string* why) {
+  if (!d->get_varint(&out->size) || !d->get_varint(&out->alloc_unit) || !d->get_varint(&out->reserved)) {
+    *why = "superblock: truncated";
+    return -EIO;
+  }
+  const uint64_t au = out->alloc_unit;
+  if (au < 256 || (au & (au - 1)) || out->reserved % au || out->reserved > out->size) {
+    *why = "superblock: bad allocation unit or reserved size";
+    return -EIO;
+  }
+  if (ver < 2) return 0;
+  uint8_t dev, space;
+  if (!d->get_u8(&dev) || !d->get_u8(&space)) {
+    *why = "superblock: truncated";
+    return -EIO;
+  }
+  if (dev > static_cast<uint8_t>(DeviceKind::kNand) || space > static_cast<uint8_t>(SpaceKind::kSections)) {
+    *why = fmt::format("superblock: tier {} has an unknown device or space kind", tier_index(t));
+    return -EIO;
+  }
+  out->layout = {static_cast<DeviceKind>(dev), static_cast<SpaceKind>(space)};
+  return 0;
+}
+
+// The tier order (record version 2), checked against what the store relies
+// on: HFM sections (one SFS cleaner per store) and raw NAND (one FTL
+// configuration) belong to the SSD, and an SSD that has them is the fastest
+// tier.
+int decode_order(Decoder* d, int tiers, Superblock* s, std::string* why) {
+  TierOrder order;
+  bool seen[kMaxTiers] = {};
+  for (int r = 0; r < tiers; ++r) {
+    uint8_t t;
+    if (!d->get_u8(&t)) {
+      *why = "superblock: truncated";
+      return -EIO;
+    }
+    if (t >= tiers || seen[t]) {
+      *why = "superblock: the tier order is not an order of the store's tiers";
+      return -EIO;
+    }
+    seen[t] = true;
+    order.add(tier_at(t));
+  }
+  s->order = order;
+  auto plain = [](const TierLayout& l) { return l.space == SpaceKind::kExtents && l.device == DeviceKind::kBlock; };
+  for (Tier t : tier_ids(tiers))
+    if (t != Tier::kSsd && !plain(s->tier[t].layout)) {
+      *why = fmt::format("superblock: tier {} has sections or raw NAND, which only the SSD tier may have",
+                         tier_index(t));
+      return -EIO;
+    }
+  if (!plain(s->tier[Tier::kSsd].layout) && order.fastest() != Tier::kSsd) {
+    *why = "superblock: the SSD tier has sections or raw NAND but is not the fastest";
+    return -EIO;
+  }
+  return 0;
+}
+
+}  // namespace
 
 int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
   uint8_t ver;
@@ -165,6 +233,7 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
     return -EIO;
   }
   std::memcpy(s.fsid.data(), fsid.data(), 16);
+  int tiers = 2;  // format 1: the SSD and the HDD
   if (ver >= 2) {
     uint8_t n;
     if (!d.get_u8(&n)) {
@@ -175,60 +244,12 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
       *why = fmt::format("superblock: {} tiers (a store has 2 to {})", n, kMaxTiers);
       return -EIO;
     }
-    s.tiers = n;
+    tiers = n;
   }
-  for (int t = 0; t < s.tiers; ++t) {
-    if (!d.get_varint(&s.tier_size[t]) || !d.get_varint(&s.alloc_unit[t]) ||
-        !d.get_varint(&s.reserved[t])) {
-      *why = "superblock: truncated";
-      return -EIO;
-    }
-    uint64_t au = s.alloc_unit[t];
-    if (au < 256 || (au & (au - 1)) || s.reserved[t] % au || s.reserved[t] > s.tier_size[t]) {
-      *why = "superblock: bad allocation unit or reserved size";
-      return -EIO;
-    }
-    if (ver >= 2) {
-      uint8_t dev, space;
-      if (!d.get_u8(&dev) || !d.get_u8(&space)) {
-        *why = "superblock: truncated";
-        return -EIO;
-      }
-      if (dev > static_cast<uint8_t>(DeviceKind::kNand) || space > static_cast<uint8_t>(SpaceKind::kSections)) {
-        *why = fmt::format("superblock: tier {} has an unknown device or space kind", t);
-        return -EIO;
-      }
-      s.layout[t] = {static_cast<DeviceKind>(dev), static_cast<SpaceKind>(space)};
-    }
-  }
+  for (Tier t : tier_ids(tiers))
+    if (int r = decode_tier(&d, ver, t, &s.tier[t], why); r < 0) return r;
   if (ver >= 2) {
-    bool seen[kMaxTiers] = {};
-    for (int r = 0; r < s.tiers; ++r) {
-      uint8_t t;
-      if (!d.get_u8(&t)) {
-        *why = "superblock: truncated";
-        return -EIO;
-      }
-      if (t >= s.tiers || seen[t]) {
-        *why = "superblock: the tier order is not an order of the store's tiers";
-        return -EIO;
-      }
-      seen[t] = true;
-      s.order[r] = static_cast<Tier>(t);
-    }
-    // HFM sections (one SFS cleaner per store) and raw NAND (one FTL
-    // configuration) belong to the SSD, and an SSD that has them is the
-    // fastest tier: the store relies on both.
-    for (int t = 1; t < s.tiers; ++t)
-      if (s.layout[t].space != SpaceKind::kExtents || s.layout[t].device != DeviceKind::kBlock) {
-        *why = fmt::format("superblock: tier {} has sections or raw NAND, which only the SSD tier may have", t);
-        return -EIO;
-      }
-    if ((s.layout[0].space != SpaceKind::kExtents || s.layout[0].device != DeviceKind::kBlock) &&
-        s.order[0] != Tier::kSsd) {
-      *why = "superblock: the SSD tier has sections or raw NAND but is not the fastest";
-      return -EIO;
-    }
+    if (int r = decode_order(&d, tiers, &s, why); r < 0) return r;
   }
   uint64_t nopts;
   if (!d.get_varint32(&s.csum_block) || !d.get_varint(&nopts) || nopts > d.remaining() / 2) {
@@ -254,9 +275,8 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
   }
   if (ver < 2) {
     // Format 1: SSD then HDD, layouts from the mkfs options.
-    for (int t = 0; t < s.tiers; ++t) s.layout[t] = format1_tier_layout(tier_at(t), s.mkfs_options);
-    s.order[0] = Tier::kSsd;
-    s.order[1] = Tier::kHdd;
+    for (Tier t : tier_ids(tiers)) s.tier[t].layout = format1_tier_layout(t, s.mkfs_options);
+    s.order = TierOrder{Tier::kSsd, Tier::kHdd};
   }
   *out = std::move(s);
   return 0;

@@ -48,6 +48,11 @@ int decode_label(std::string_view block, DeviceLabel* out, std::string* why);
 int write_label(BlockDevice* dev, const DeviceLabel& l);
 int read_label(BlockDevice* dev, DeviceLabel* out, std::string* why);
 
+// A tier's device in the store directory, by the tier's name: block.ssd,
+// block.hdd, block.tier2, ... (a link to the device mkfs was given, or the
+// file it made).
+std::string tier_device_link(Tier t);
+
 // What the device under a tier is, and how its space is managed.
 enum class DeviceKind : uint8_t { kBlock = 0, kNand = 1 };  // a file or block device; raw flash behind the FTL
 enum class SpaceKind : uint8_t { kExtents = 0, kSections = 1 };
@@ -61,21 +66,26 @@ struct TierLayout {
 // the mkfs options recorded it.
 TierLayout format1_tier_layout(Tier tier, const std::map<std::string, std::string>& mkfs_options);
 
+// What mkfs recorded of one tier.
+struct TierDescriptor {
+  uint64_t size = 0;  // device bytes the store uses
+  uint64_t alloc_unit = 4096;
+  uint64_t reserved = 0;  // bytes at the start of the device not allocated (its label)
+  TierLayout layout;
+};
+
 struct Superblock {
   uint32_t format_version = kFormatVersion;
   Uuid fsid{};
   uint64_t created_us = 0;
-  // Tiers present are indexes 0 .. tiers-1; the arrays are by index.
-  int tiers = 2;
-  uint64_t tier_size[kMaxTiers] = {};
-  uint64_t alloc_unit[kMaxTiers] = {4096, 4096, 4096, 4096};
-  uint64_t reserved[kMaxTiers] = {};  // bytes at the start of each device not allocated
-  TierLayout layout[kMaxTiers] = {};
-  // order[0] is the fastest tier, order[tiers-1] the slowest.
-  Tier order[kMaxTiers] = {Tier::kSsd, Tier::kHdd, Tier::kSsd, Tier::kSsd};
+  // The store's tiers, fastest first; their ids are 0 .. tiers()-1.
+  TierOrder order{Tier::kSsd, Tier::kHdd};
+  PerTier<TierDescriptor> tier;  // by id
   uint32_t csum_block = 4096;
   // Values of the mkfs-only options the store was created with.
   std::map<std::string, std::string> mkfs_options;
+
+  int tiers() const { return order.count(); }
 };
 
 std::string encode_superblock(const Superblock& s);

@@ -68,7 +68,7 @@ struct DeferredPerf {
 class DeferredWriter {
  public:
   using Release = std::function<void(const PExtent&)>;
-  DeferredWriter(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices, WriteTracker* tracker,
+  DeferredWriter(rocksdb::DB* db, PerTier<BlockDevice*> devices, WriteTracker* tracker,
                  Release release, DeferredOptions opts);
   ~DeferredWriter();
 
@@ -103,7 +103,7 @@ class DeferredWriter {
   // Overlay for reads: copies every staged range overlapping
   // [offset, offset+len) of `tier` into `buf` (which holds the device bytes
   // of that range), newest last. Callers take the snapshot before reading the
-  // device and patch after (see store_data_ops.cc for why that order).
+  // device and patch after (see store/data_reader.cc for why that order).
   struct Snapshot {
     std::vector<std::pair<uint64_t, std::shared_ptr<const std::string>>> pieces;  // offset, bytes
   };
@@ -133,7 +133,7 @@ class DeferredWriter {
   // Returns the number replayed, or -EIO with *error on a corrupt record.
   // With `dropped`, records that cannot be decoded or target an invalid
   // range are deleted (and described there) instead of failing the mount.
-  static int replay(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices, std::string* error,
+  static int replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::string* error,
                     std::vector<std::string>* dropped = nullptr);
 
  private:
@@ -156,7 +156,29 @@ class DeferredWriter {
   // Picks committed work (regions whose records are all committed, and
   // unheld records in staging order up to the first uncommitted one).
   bool has_work_locked() const;
+  // Writes one batch of ready work outside the lock: 1 when it wrote one, 0
+  // when nothing was ready, or a negative errno (the store has failed).
   int apply_batch(std::unique_lock<std::mutex>& l);
+  // What a batch applies, chosen under the lock.
+  struct Batch {
+    std::vector<Region> regions;                      // whole write units, ready
+    std::vector<std::pair<uint64_t, Entry>> records;  // applied in place
+    std::vector<std::pair<uint64_t, Entry>> covered;  // applied through a region
+    std::vector<uint64_t> discarded;                  // records only to delete
+    uint64_t bytes = 0, writes = 0;
+  };
+  struct Run;
+  void pick_work_locked(Batch* b);
+  // The images to write: each region as the device holds it with its
+  // records over it, then each tier's records merged and widened to the
+  // device's alignment.
+  int region_runs(Batch* b, std::vector<Run>* runs) const;
+  int record_runs(Batch* b, Tier t, std::vector<Run>* runs) const;
+  // Writes and flushes the runs, then deletes the applied records durably.
+  int write_runs(const std::vector<Run>& runs, Batch* b, std::string* failure);
+  int delete_records(const Batch& b, std::string* failure);
+  // Back under the lock: the applied records leave, the counters move.
+  void finish_batch_locked(const Batch& b, int err, uint64_t t0_ns);
   void release_ready_locked(std::vector<PExtent>* out);
   bool overlaps_pending_locked(const PExtent& e, uint64_t up_to_seq) const;
   bool region_ready_locked(const Region& r) const;
@@ -173,7 +195,7 @@ class DeferredWriter {
   void discard_locked(std::map<uint64_t, Entry>::iterator it);
 
   rocksdb::DB* db_;
-  std::array<BlockDevice*, kMaxTiers> devices_;
+  PerTier<BlockDevice*> devices_;
   WriteTracker* tracker_;
   Release release_;
   DeferredOptions opts_;
@@ -184,7 +206,7 @@ class DeferredWriter {
   std::condition_variable space_cv_;  // pending bytes dropped
   std::map<uint64_t, Entry> entries_; // seq -> entry, staged order
   // Per tier: device offset -> seq, to find the entries a read overlaps.
-  std::array<std::multimap<uint64_t, uint64_t>, kMaxTiers> by_offset_;
+  PerTier<std::multimap<uint64_t, uint64_t>> by_offset_;
   uint64_t max_entry_len_ = 0;
   uint64_t committed_bytes_ = 0;
   std::vector<Held> held_;

@@ -14,7 +14,7 @@
 
 namespace hybridstore {
 
-KvCommitter::KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices,
+KvCommitter::KvCommitter(rocksdb::DB* db, PerTier<BlockDevice*> devices,
                          WriteTracker* tracker, size_t max_queued)
     : db_(db), merge_op_(db->GetOptions().merge_operator), devices_(devices), tracker_(tracker),
       max_queued_(max_queued) {}
@@ -70,7 +70,7 @@ void KvCommitter::stop() {
   if (finisher_thread_.joinable()) finisher_thread_.join();
 }
 
-void PendingWrites::finish(int tier, int r) {
+void PendingWrites::finish(Tier tier, int r) {
   // Counted before the waiter wakes: its flush must cover this write.
   if (r == 0) tracker_->note_write(tier);
   {
@@ -207,14 +207,14 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
         return;
       }
   bool ok = true;
-  for (int t = 0; t < kMaxTiers && ok; ++t) {
+  for (Tier t : tier_ids(kMaxTiers)) {
+    if (!ok) break;
     uint64_t w = tracker_->written(t);
     if (w != flushed_[t] && devices_[t]) {
       int r = devices_[t]->flush();
       ++f->flushes;
       if (r < 0) {
-        fail(r, fmt::format("flush of {} device failed: {}", tier_name(static_cast<Tier>(t)),
-                            strerror(-r)));
+        fail(r, fmt::format("flush of {} device failed: {}", tier_name(t), strerror(-r)));
         ok = false;
       } else {
         flushed_[t] = w;

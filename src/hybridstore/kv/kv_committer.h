@@ -50,11 +50,11 @@ namespace hybridstore {
 // that saw writes since their last flush.
 class WriteTracker {
  public:
-  void note_write(int tier) { written_[tier].fetch_add(1, std::memory_order_release); }
-  uint64_t written(int tier) const { return written_[tier].load(std::memory_order_acquire); }
+  void note_write(Tier tier) { written_[tier].fetch_add(1, std::memory_order_release); }
+  uint64_t written(Tier tier) const { return written_[tier].load(std::memory_order_acquire); }
 
  private:
-  std::array<std::atomic<uint64_t>, kMaxTiers> written_{};
+  PerTier<std::atomic<uint64_t>> written_;
 };
 
 // Device writes a transaction started without waiting for them
@@ -69,7 +69,7 @@ class PendingWrites {
     ++outstanding_;
   }
   // A batch to device `tier` is done (r: 0 or -errno).
-  void finish(int tier, int r);
+  void finish(Tier tier, int r);
   // Blocks until every batch is done; 0, or the first error.
   int wait();
   std::vector<AlignedBuffer> buffers;
@@ -130,7 +130,7 @@ struct CommitterStats {
 class KvCommitter {
  public:
   static constexpr int kMaxLanes = 16;
-  KvCommitter(rocksdb::DB* db, std::array<BlockDevice*, kMaxTiers> devices, WriteTracker* tracker,
+  KvCommitter(rocksdb::DB* db, PerTier<BlockDevice*> devices, WriteTracker* tracker,
               size_t max_queued);
   ~KvCommitter();
 
@@ -191,9 +191,9 @@ class KvCommitter {
 
   rocksdb::DB* db_;
   std::shared_ptr<rocksdb::MergeOperator> merge_op_;  // folds a group's merges of one key
-  std::array<BlockDevice*, kMaxTiers> devices_;
+  PerTier<BlockDevice*> devices_;
   WriteTracker* tracker_;
-  std::array<uint64_t, kMaxTiers> flushed_{};  // tracker counts covered by the last flush
+  PerTier<uint64_t> flushed_;  // tracker counts covered by the last flush
   const size_t max_queued_;
 
   mutable std::mutex mutex_;

@@ -116,7 +116,7 @@ std::string bitmap_key(Tier t, uint64_t chunk) {
 
 bool decode_bitmap_key(std::string_view k, Tier* t, uint64_t* chunk) {
   if (k.size() != 10 || k[0] != kBitmap || static_cast<uint8_t>(k[1]) >= kMaxTiers) return false;
-  *t = static_cast<Tier>(k[1]);
+  *t = tier_at(static_cast<uint8_t>(k[1]));
   *chunk = get_be64(k.data() + 2);
   return true;
 }

@@ -75,10 +75,11 @@ enum Stat : int {
   kStatObjects = 0,
   kStatBytes = 1,
   kStatOmapBytes = 2,
-  kStatSsdObjects = 3,  // + tier_index(tier)
-  kStatHddObjects = 4,
-  kStatCount = kStatSsdObjects + kMaxTiers
+  kStatTierObjects = 3,  // the first of kMaxTiers, by tier id (stat_objects_on)
+  kStatCount = kStatTierObjects + kMaxTiers
 };
+// The counter of the objects whose home is tier `t`.
+constexpr int stat_objects_on(Tier t) { return kStatTierObjects + tier_index(t); }
 std::string encode_stat_delta(const int64_t (&delta)[kStatCount]);
 bool decode_stats(std::string_view v, int64_t (&out)[kStatCount]);
 

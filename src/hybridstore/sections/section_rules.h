@@ -24,17 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#include "hybridstore/format/placement_key.h"
 #include "hybridstore/sections/section_config.h"
 
 namespace hybridstore {
-
-// What the rules can see of an object.
-struct ObjectPlacementKey {
-  int64_t pool = 0;
-  std::string_view nspace;
-  std::string_view collection;
-  std::string_view name;
-};
 
 struct SectionRule {
   std::optional<int64_t> pool;

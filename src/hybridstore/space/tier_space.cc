@@ -6,7 +6,10 @@
 #include <cerrno>
 
 #include "ftl/nand_block_device.h"
+#include "hscommon/perf_counters.h"
 #include "hybridstore/alloc/allocator.h"
+#include "hybridstore/kv/deferred.h"
+#include "hybridstore/sections/section_cleaner.h"
 #include "hybridstore/sections/ssd_sections.h"
 
 namespace hybridstore {
@@ -16,9 +19,17 @@ namespace {
 // A disk tier, or an SSD made without HFM sections: extents written in place.
 class ExtentSpace final : public TierSpace {
  public:
+  // `defers_small`: a small synchronous write would cost this device a seek
+  // (a disk), so writes below hybridstore_deferred_max ride in the batch
+  // and join a sorted batch later; otherwise every write is made before the
+  // commit.
   ExtentSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super,
-              WriteRoute route)
-      : TierSpace(tier, layout, std::move(dev), super, route), alloc_(super.tier_size[tier_index(tier)], unit()) {}
+              bool defers_small)
+      : TierSpace(tier, layout, std::move(dev), super),
+        alloc_(super.tier[tier].size, unit()),
+        defers_small_(defers_small) {}
+
+  void configure(const Config& cfg) override { deferred_max_ = cfg.get_size("hybridstore_deferred_max"); }
 
   int check_device(std::string* error) const override {
     // Units are written whole, without read-modify-write.
@@ -45,12 +56,26 @@ class ExtentSpace final : public TierSpace {
     return 0;
   }
 
-  int allocate(const Request& req, const Stage&, std::vector<PExtent>* out) override {
+  int write_new(const Request& req, const char* data, const TxnWrites& to, std::vector<PExtent>* out) override {
     std::vector<Interval> iv;
     if (int r = alloc_.allocate(req.length, req.hint, &iv); r < 0) return r;
-    for (const auto& i : iv) out->push_back(PExtent{tier(), i.offset, i.length});
+    const bool deferred = defers_small_ && req.length < deferred_max_;
+    uint64_t pos = 0;
+    for (const auto& i : iv) {
+      out->push_back(PExtent{tier(), i.offset, i.length});
+      if (deferred)
+        to.records->push_back(to.deferred->stage(to.batch, tier(), i.offset, std::string(data + pos, i.length)));
+      else
+        to.writes->push_back(TierWrite{tier(), i.offset, data + pos, i.length});
+      pos += i.length;
+    }
     return 0;
   }
+
+  // Strictly smaller: a write of the limit's size, deferred, would cross the
+  // device twice (the log, then its place) where one to new space crosses
+  // it once.
+  bool overwrites_in_place(uint64_t len) const override { return len < deferred_max_; }
 
   void release(uint64_t offset, uint64_t length) override { alloc_.release({{offset, length}}); }
 
@@ -68,13 +93,26 @@ class ExtentSpace final : public TierSpace {
 
  private:
   ExtentAllocator alloc_;
+  const bool defers_small_;
+  uint64_t deferred_max_ = 0;
 };
 
 // A flash tier under HFM data sections.
 class SectionSpace final : public TierSpace {
  public:
   SectionSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super)
-      : TierSpace(tier, layout, std::move(dev), super, WriteRoute::kStaged) {}
+      : TierSpace(tier, layout, std::move(dev), super) {}
+
+  void configure(const Config& cfg) override {
+    deferred_max_ = cfg.get_size("hybridstore_deferred_max");
+    direct_units_ = cfg.get_bool("hybridstore_ssd_direct_units");
+    // Small overwrites go to new space (hybridstore_ssd_small_overwrites =
+    // redirect; auto: on raw flash, where an in-place page write costs the
+    // FTL a merge). Only a staged tier can: a redirected write elsewhere
+    // would reach the device before the commit.
+    const std::string mode = cfg.get_str("hybridstore_ssd_small_overwrites");
+    redirect_small_overwrites_ = mode == "redirect" || (mode == "auto" && layout().device == DeviceKind::kNand);
+  }
 
   // Pieces smaller than a sector are written by read-modify-write: any
   // device alignment will do.
@@ -94,21 +132,55 @@ class SectionSpace final : public TierSpace {
     return SsdSections::open(cfg, db, reserved(), size() - reserved(), marked, &sections_, error);
   }
 
-  int allocate(const Request& req, const Stage& stage, std::vector<PExtent>* out) override {
-    std::vector<SsdSections::Piece> pieces;
-    auto as_extents = [&](const std::vector<SsdSections::Piece>& ps) {
-      std::vector<PExtent> v;
-      v.reserve(ps.size());
-      for (const auto& p : ps) v.push_back(PExtent{tier(), p.offset, p.length, p.staged, p.direct});
-      return v;
+  int write_new(const Request& req, const char* data, const TxnWrites& to, std::vector<PExtent>* out) override {
+    const uint64_t align = device()->alignment();
+    // Runs under the sections' lock, so no write unit can be handed out for
+    // writing between the allocation and the staging of its data.
+    auto stage = [&](const std::vector<SsdSections::Piece>& pieces) {
+      uint64_t pos = 0;
+      for (const auto& p : pieces) {
+        const char* src = data + pos;
+        pos += p.length;
+        // Whole write units go to the device with the transaction's other
+        // writes, before it commits: the space is new, so nothing
+        // references it until then. Older data still headed for that space
+        // (a record, a record replayed after a crash, a region still to be
+        // written) sends the unit the ordered way instead: an in-place
+        // record applied after it. Staged records of an earlier owner there
+        // are dead (the space was free) and leave first: no region will come
+        // for them now.
+        if (p.direct) {
+          to.deferred->discard_held(tier(), p.offset, p.length);
+          if (p.offset % align == 0 && p.length % align == 0 && reinterpret_cast<uintptr_t>(src) % 4096 == 0 &&
+              to.deferred->range_quiet(tier(), p.offset, p.length)) {
+            to.writes->push_back(TierWrite{tier(), p.offset, src, p.length, /*before_queue=*/true});
+            if (counters_.set) counters_.set->inc(counters_.direct_unit_bytes, p.length);
+            continue;
+          }
+        }
+        to.records->push_back(
+            to.deferred->stage(to.batch, tier(), p.offset, std::string(src, p.length), p.staged));
+      }
     };
-    int r = sections_->allocate(req.key, req.object_size, req.length, req.hotness, req.owner, &pieces,
-                                [&](const std::vector<SsdSections::Piece>& ps) { stage(as_extents(ps)); },
-                                req.direct);
-    if (r < 0) return r;
-    for (const auto& e : as_extents(pieces)) out->push_back(e);
+    std::vector<SsdSections::Piece> pieces;
+    // The object's section and hotness group decide where its data goes.
+    const double hotness = req.hotness ? req.hotness() : 0;
+    if (int r = sections_->allocate(req.key, req.object_size, req.length, hotness, req.owner, &pieces, stage,
+                                    direct_units_);
+        r < 0)
+      return r;
+    for (const auto& p : pieces) out->push_back(PExtent{tier(), p.offset, p.length, p.staged, p.direct});
     return 0;
   }
+
+  bool overwrites_in_place(uint64_t len) const override {
+    return len < deferred_max_ && !redirect_small_overwrites_;
+  }
+  // Its writes are records applied in staging order, or whole units written
+  // before the commit only where no older record or region covers them, so
+  // reuse cannot overtake an old one.
+  bool reuse_at_commit() const override { return true; }
+  bool moves_rewrite_whole() const override { return true; }
 
   void release(uint64_t offset, uint64_t length) override { sections_->release(offset, length); }
 
@@ -163,10 +235,23 @@ class SectionSpace final : public TierSpace {
     return l;
   }
 
-  SsdSections* sections() const override { return sections_.get(); }
+  void set_counters(const SpaceCounters& counters) override {
+    counters_ = counters;
+    if (counters.sections) sections_->set_perf(counters.sections(sections_->section_names()));
+  }
+
+  std::string report() override { return sections_->report(); }
+
+  std::unique_ptr<TierCleaner> make_cleaner(TierCleaner::Store* store) override {
+    return std::make_unique<SectionCleaner>(store, tier(), sections_.get());
+  }
 
  private:
   std::unique_ptr<SsdSections> sections_;
+  SpaceCounters counters_;
+  uint64_t deferred_max_ = 0;
+  bool direct_units_ = true;
+  bool redirect_small_overwrites_ = false;
 };
 
 }  // namespace
@@ -176,13 +261,16 @@ TierLayout tier_layout(Tier tier, const std::map<std::string, std::string>& mkfs
 }
 
 uint64_t tier_alloc_unit(Tier tier, const TierLayout& layout, const Config& cfg) {
-  if (tier == Tier::kHdd) return cfg.get_size("hybridstore_hdd_alloc_unit");
-  if (tier != Tier::kSsd) return cfg.get_size(fmt::format("hybridstore_{}_alloc_unit", tier_name(tier)));
-  return layout.space == SpaceKind::kSections ? cfg.get_size("hybridstore_ssd_block_size")
-                                              : cfg.get_size("hybridstore_ssd_alloc_unit");
+  // Sections allocate in blocks of their own option (sections are the SSD's).
+  if (layout.space == SpaceKind::kSections) return cfg.get_size("hybridstore_ssd_block_size");
+  return cfg.get_size(tier_option(tier, "alloc_unit"));
 }
 
 const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::kNand ? "nand" : ""; }
+
+Media layout_media(const TierLayout& layout) {
+  return layout.device == DeviceKind::kNand ? Media::kSolidState : Media::kUnknown;
+}
 
 std::unique_ptr<BlockDevice> open_tier_device(const TierLayout& layout, const Config& cfg, const std::string& path,
                                               const DeviceOpenOptions& options, bool create,
@@ -200,53 +288,52 @@ std::unique_ptr<BlockDevice> open_tier_device(const TierLayout& layout, const Co
   return dev;
 }
 
-TierSpace::TierSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super,
-                     WriteRoute route)
+TierSpace::TierSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super)
     : tier_(tier),
       layout_(layout),
       dev_(std::move(dev)),
-      size_(super.tier_size[tier_index(tier)]),
-      reserved_(super.reserved[tier_index(tier)]),
-      unit_(super.alloc_unit[tier_index(tier)]),
+      size_(super.tier[tier].size),
+      reserved_(super.tier[tier].reserved),
+      unit_(super.tier[tier].alloc_unit),
       csum_block_(static_cast<uint32_t>(std::min<uint64_t>(super.csum_block, unit_))),
-      route_(route),
       freelist_(tier, unit_) {}
 
 TierSpace::~TierSpace() = default;
 
-void TierSpace::set_small_overwrites(const std::string& mode) {
-  redirect_small_overwrites_ = route_ == WriteRoute::kStaged &&
-                               (mode == "redirect" || (mode == "auto" && layout_.device == DeviceKind::kNand));
-}
-
+void TierSpace::configure(const Config&) {}
 int TierSpace::check_device(std::string*) const { return 0; }
+void TierSpace::set_counters(const SpaceCounters&) {}
+bool TierSpace::overwrites_in_place(uint64_t) const { return false; }
+bool TierSpace::reuse_at_commit() const { return false; }
+bool TierSpace::moves_rewrite_whole() const { return false; }
 bool TierSpace::bypass(const ObjectPlacementKey&, uint64_t) const { return false; }
 std::string TierSpace::verify() const { return ""; }
+std::string TierSpace::report() { return ""; }
 bool TierSpace::keeps_state() const { return false; }
 std::unique_lock<std::mutex> TierSpace::drain_state(Drain, rocksdb::WriteBatchBase*, std::vector<Region>*) {
   return {};
 }
-SsdSections* TierSpace::sections() const { return nullptr; }
+std::unique_ptr<TierCleaner> TierSpace::make_cleaner(TierCleaner::Store*) { return nullptr; }
 
 int TierSpace::load_bitmap(rocksdb::DB* db, const Range& used, std::string* error) const {
   return freelist_.load(db, size_, used, error);
 }
 
 std::unique_ptr<TierSpace> make_tier_space(Tier tier, std::unique_ptr<BlockDevice> dev, const Superblock& super) {
-  const TierLayout layout = super.layout[tier_index(tier)];
+  const TierLayout layout = super.tier[tier].layout;
   if (layout.space == SpaceKind::kSections)
     return std::make_unique<SectionSpace>(tier, layout, std::move(dev), super);
   // A small synchronous write to a disk costs a seek: the slowest tier, the
   // disk, defers them; faster extent tiers take them directly.
-  const WriteRoute route = tier == super.order[super.tiers - 1] ? WriteRoute::kDeferSmall : WriteRoute::kDirect;
-  return std::make_unique<ExtentSpace>(tier, layout, std::move(dev), super, route);
+  const bool slowest = tier == super.order.slowest();
+  return std::make_unique<ExtentSpace>(tier, layout, std::move(dev), super, slowest);
 }
 
-int format_tier_space(Tier tier, const TierLayout& layout, const Config& cfg, const Superblock& super,
-                      rocksdb::WriteBatchBase* batch, std::string* error) {
-  if (layout.space != SpaceKind::kSections) return 0;  // an empty bitmap is an empty tier
-  const int t = tier_index(tier);
-  return SsdSections::format(cfg, super.reserved[t], super.tier_size[t] - super.reserved[t], batch, error);
+int format_tier_space(Tier tier, const Config& cfg, const Superblock& super, rocksdb::WriteBatchBase* batch,
+                      std::string* error) {
+  const TierDescriptor& d = super.tier[tier];
+  if (d.layout.space != SpaceKind::kSections) return 0;  // an empty bitmap is an empty tier
+  return SsdSections::format(cfg, d.reserved, d.size - d.reserved, batch, error);
 }
 
 }  // namespace hybridstore

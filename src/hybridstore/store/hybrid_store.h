@@ -1,9 +1,10 @@
 // HybridStore: the engine, an object store with the model of Ceph's ObjectStore.
 //
 // A store is a directory holding a RocksDB database (metadata: collections,
-// onodes, omap, allocation state) and two devices, an SSD tier and an HDD
-// tier (files or block devices, named by symlinks block.ssd and block.hdd or
-// created there as sparse files by mkfs).
+// onodes, omap, allocation state) and a device per tier, 2 to 4 of them
+// fastest first (files or block devices, named by symlinks block.ssd,
+// block.hdd, block.tier2, block.tier3 or created there as sparse files by
+// mkfs).
 //
 // Guarantees:
 //  - A transaction (or a vector of them passed together) is atomic: on error
@@ -16,6 +17,7 @@
 // Callers must not read an object while a transaction changing it is being
 // queued (Ceph's isolation rule); reads are otherwise thread-safe.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -31,113 +33,18 @@
 #include "hybridstore/format/object_id.h"
 #include "hybridstore/format/object_stat.h"
 #include "hybridstore/format/onode.h"
+#include "hybridstore/store/api_types.h"
 #include "hybridstore/store/transaction.h"
 
 namespace hybridstore {
 
-struct TierStats {
-  uint64_t total = 0;      // allocatable bytes
-  uint64_t free = 0;
-  uint64_t allocated = 0;  // bytes objects hold
-  uint64_t consumed = 0;   // allocated plus space held but not reusable yet (SSD sections)
-  uint64_t unit = 0;
-  double fragmentation = 0;
-  std::string device;
-  std::string backend;
-};
-
-struct StoreStats {
-  uint32_t format_version = 0;  // of the store on disk
-  int tiers = 2;  // tier[0 .. tiers-1] are filled, by tier index
-  Tier order[kMaxTiers] = {Tier::kSsd, Tier::kHdd};  // fastest first
-  TierStats tier[kMaxTiers];
-  uint64_t objects = 0;
-  uint64_t data_bytes = 0;  // sum of object sizes
-  uint64_t transactions_committed = 0;
-  uint64_t commit_groups = 0;
-  uint64_t deferred_staged = 0;         // deferred writes acknowledged through RocksDB
-  uint64_t deferred_applied = 0;        // ... and since written to their devices
-  uint64_t deferred_device_writes = 0;  // device writes those took (adjacent ones merged)
-  uint64_t deferred_pending_bytes = 0;
-  uint64_t omap_bytes = 0;      // approximate: RocksDB's size of the omap key range
-  uint64_t metadata_bytes = 0;  // the rest of RocksDB (onodes, allocation state, logs)
-  bool read_only = false;       // after an I/O error (see README's guarantees)
-};
-
-// Read flags (HybridStore::read).
-enum ReadFlags : uint32_t {
-  // Not a client access: scrub, recovery, backfill. The object's heat is left
-  // alone, so background reads do not pull cold data onto the SSD.
-  kReadNoHeat = 1,
-  // From the media: the data cache neither answers nor keeps this read
-  // (deep scrub checks what the disk holds; background reads do not push
-  // clients' data out).
-  kReadUncached = 2,
-};
-
-// What a store directory holds, read without mounting it (what the Ceph
-// adapter answers before mount: devices, rotational, min_alloc_size).
-struct StoreProbe {
-  struct Device {
-    std::string path;      // as configured or <store>/block.{ssd,hdd,tier2,tier3}
-    std::string resolved;  // symlinks followed
-    bool exists = false;
-    bool is_block = false;
-    std::string kind;      // "block", "file" or "nand" (raw flash through the FTL)
-    uint64_t size = 0;
-    bool rotational = true;
-    // Kernel devices behind it ("sdb", "nvme0n1", "loop3"): the device
-    // itself, or the one holding the file.
-    std::vector<std::string> kernel_devices;
-  };
-  int tiers = 2;  // tier[0 .. tiers-1], by tier index
-  Tier slowest = Tier::kHdd;  // the capacity tier
-  Device tier[kMaxTiers];
-  uint32_t format_version = 0;  // of the superblock on disk (0: none read)
-  bool exists = false;          // mkfs has completed here
-  bool in_use = false;          // another process has it mounted
-  std::string fsid;
-  uint64_t min_alloc_size = 0;  // the finest allocation unit of either tier
-  bool kv_rotational = true;    // the filesystem RocksDB lives on
-};
-
-struct FsckReport {
-  uint64_t errors = 0;
-  uint64_t warnings = 0;
-  uint64_t collections = 0;
-  uint64_t objects = 0;
-  uint64_t extents = 0;
-  uint64_t extent_shards = 0;  // extent maps stored in shards: the shard records
-  uint64_t omap_entries = 0;
-  uint64_t bytes_verified = 0;  // deep only
-  uint64_t leaked_bytes[kMaxTiers] = {};
-  std::vector<std::string> problems;  // one line each
-};
-
-// Iterates one object's omap keys in byte order (never the header).
-class OmapIterator {
- public:
-  virtual ~OmapIterator() = default;
-  virtual void seek_to_first() = 0;
-  virtual void lower_bound(const std::string& key) = 0;  // first key >= key
-  virtual void upper_bound(const std::string& key) = 0;  // first key > key
-  virtual bool valid() const = 0;
-  virtual void next() = 0;
-  virtual std::string key() const = 0;
-  virtual std::string value() const = 0;
-  virtual int status() const = 0;  // 0 or -EIO
-};
-
-class StoreImpl;
-class HeatTracker;
+class MountedStore;
 class Migrator;
 struct MigrationReport;
-class SsdCleaner;
+class TierCleaner;
 struct CleanerReport;
-
-namespace test {
-class StoreTestPeer;
-}  // namespace test
+struct StorePerf;
+class StoreTestHooks;
 
 class HybridStore {
  public:
@@ -218,11 +125,7 @@ class HybridStore {
   // `pieces` then covers the result in order. Each piece keeps its memory
   // alive while held; nothing changes it. Otherwise `pieces` stays empty
   // and the read goes to `buffer` as read_into's.
-  struct ReadPiece {
-    std::shared_ptr<const char> owner;
-    const char* data;
-    uint64_t len;
-  };
+  using ReadPiece = hybridstore::ReadPiece;
   int read_shared(const CollectionId& c, const ObjectId& o, uint64_t off, uint64_t len, const ReadBuffer& buffer,
                   std::vector<ReadPiece>* pieces, uint32_t read_flags = 0);
   // Allocated ranges {offset: length} within [off, off+len).
@@ -248,9 +151,6 @@ class HybridStore {
   // -EAGAIN (written while being copied: nothing moved, try again),
   // -ENOSPC, -EIO (the source fails its checksums), -EFBIG (too large to move).
   int migrate(const CollectionId& c, const ObjectId& o, Tier target);
-  // Rewrites the object's SSD extents that lie in the device range
-  // [ssd_begin, ssd_end) elsewhere on the SSD (cleaning), the same way.
-  int relocate(const CollectionId& c, const ObjectId& o, uint64_t ssd_begin, uint64_t ssd_end);
   // Calls fn for every object of every collection, in key order.
   int for_each_object(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn);
 
@@ -270,13 +170,11 @@ class HybridStore {
   int mount_for_repair(std::string* error, std::vector<std::string>* dropped);
   int repair(FsckReport* found, std::vector<std::string>* changes);
 
-  // Tiering: the heat the engine records, a migration pass now, and saving
-  // the heat history (also done periodically and at umount).
-  HeatTracker* heat();
-  // The SSD sections' report (empty when the SSD uses plain extents), and
-  // their staging timeout (the migrator thread calls it every second).
+  // Tiering: a migration pass now, and saving the heat history (also done
+  // periodically and at umount).
+  // The report of every tier's space that has one (the SSD's HFM sections;
+  // empty when the tiers use plain extents).
   std::string sections_report();
-  void tick();
   int migrate_now(MigrationReport* report);
   // Promotes now the objects reads have queued for promotion (the migrator
   // thread does it within a second anyway): how many moved, or -ENOTCONN.
@@ -288,8 +186,9 @@ class HybridStore {
   // Client ops (transactions and reads) the migrator's idle detection has
   // counted since mount.
   uint64_t client_ops_counted() const;
-  // One pass of the SSD cleaner (runs by itself when free erase units run
-  // short); `force` cleans even when they do not.
+  // One pass of each tier's cleaner (the cleaners run by themselves when
+  // their tier runs short of free erase units); `force` cleans even when it
+  // does not. *report sums the passes.
   int clean_now(bool force, CleanerReport* report);
   int save_heat();
 
@@ -299,18 +198,38 @@ class HybridStore {
   // are set again at mount). Names and meanings: store/store_perf.cc.
   PerfCounterSet& perf();
 
-
  private:
-  // White-box tests reach the internals through this one peer (src/test).
-  friend class test::StoreTestPeer;
+  // White-box tests reach a few internals through these narrow hooks
+  // (store/test_hooks.h), nothing else.
+  friend class StoreTestHooks;
+  // Moves the object's data to `target`: all of it (begin == end), or what
+  // lies on `target` in its device range [begin, end) (cleaning).
   int move_data(const CollectionId& c, const ObjectId& o, Tier target, uint64_t begin, uint64_t end);
-  // The store as the migrator and the SSD cleaner see it (their Store
-  // interfaces); outlives both.
+  // The store as the migrator and the tiers' cleaners see it (their Store
+  // interfaces); outlives them.
   class ComponentView;
-  std::unique_ptr<StoreImpl> impl_;
+  // Mounts the store (mount, mount_read_only): -EBUSY when it is mounted.
+  int open_store(std::string* error);
+  // The once-a-second chores of a store mounted for writing, on the
+  // migrator's thread: the staged tiers' timeouts, then each cleaner's pass.
+  void tick();
+
+  const std::string path_;
+  Config cfg_;
+  // Lives as long as the store object; registered before mkfs and mount.
+  std::unique_ptr<StorePerf> perf_;
+  // The fsid mkfs gives a new store (set_fsid); zero: generate one.
+  std::array<uint8_t, 16> requested_fsid_{};
+  // mount_for_repair: mounts drop what they would otherwise refuse (corrupt
+  // deferred or collection records), listing it here.
+  bool repair_mode_ = false;
+  std::vector<std::string> repair_log_;
+  std::unique_ptr<MountedStore> store_;  // null while not mounted
   std::unique_ptr<ComponentView> view_;
   std::unique_ptr<Migrator> migrator_;
-  std::unique_ptr<SsdCleaner> cleaner_;
+  // One per tier whose space needs cleaning, while mounted for writing.
+  std::vector<std::unique_ptr<TierCleaner>> cleaners_;
+  bool cleaning_ = false;
   std::mutex cleaner_mutex_;
   bool read_only_mount_ = false;
 };

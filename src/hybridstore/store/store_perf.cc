@@ -4,7 +4,6 @@
 #include <tuple>
 
 #include "hybridstore/sections/section_config.h"
-#include "hybridstore/store/store_impl.h"
 
 namespace hybridstore {
 
@@ -47,10 +46,10 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   // The Ceph bridge takes the counter names when the store object is made,
   // before mount: the caller counts the tiers then (counted_tiers).
   const int counted = std::clamp(tiers, 2, kMaxTiers);
-  for (int t = 0; t < kMaxTiers; ++t)
+  for (Tier t : tier_ids(kMaxTiers))
     bytes_used[t] = bytes_total[t] = objects[t] = write_bytes[t] = device_read_bytes[t] = -1;
-  for (int t = 0; t < counted; ++t) {
-    std::string tn = tier_name(tier_at(t));
+  for (Tier t : tier_ids(counted)) {
+    std::string tn = tier_name(t);
     bytes_used[t] = set.add(tn + "_bytes_used", K::kGauge, "bytes allocated on the " + tn + " tier");
     bytes_total[t] = set.add(tn + "_bytes_total", K::kGauge, "allocatable bytes of the " + tn + " tier");
     objects[t] = set.add(tn + "_objects", K::kGauge, "objects holding most of their data on the " + tn + " tier");
@@ -107,98 +106,48 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   ftl_host_pages_written = c("ftl_host_pages_written", "NAND pages written for the host (raw NAND SSD only)");
 }
 
-CommitterPerf StorePerf::committer() {
+CommitterPerf committer_counters(StorePerf* s) {
   CommitterPerf p;
-  p.set = &set;
-  p.txc = txc;
-  p.groups = kv_commit_groups;
-  p.commit_lat = commit_lat;
-  p.kv_queued_lat = state_kv_queued_lat;
-  p.kv_committing_lat = state_kv_committing_lat;
-  p.kv_flush_lat = kv_flush_lat;
-  p.kv_commit_lat = kv_commit_lat;
-  p.kv_sync_lat = kv_sync_lat;
+  p.set = &s->set;
+  p.txc = s->txc;
+  p.groups = s->kv_commit_groups;
+  p.commit_lat = s->commit_lat;
+  p.kv_queued_lat = s->state_kv_queued_lat;
+  p.kv_committing_lat = s->state_kv_committing_lat;
+  p.kv_flush_lat = s->kv_flush_lat;
+  p.kv_commit_lat = s->kv_commit_lat;
+  p.kv_sync_lat = s->kv_sync_lat;
   return p;
 }
 
-DeferredPerf StorePerf::deferred() {
+DeferredPerf deferred_counters(StorePerf* s) {
   DeferredPerf p;
-  p.set = &set;
-  p.write_ops = deferred_write_ops;
-  p.write_bytes = deferred_write_bytes;
-  p.queue_bytes = deferred_queue_bytes;
-  p.apply_ops = deferred_apply_ops;
-  p.apply_bytes = deferred_apply_bytes;
-  p.apply_lat = deferred_apply_lat;
+  p.set = &s->set;
+  p.write_ops = s->deferred_write_ops;
+  p.write_bytes = s->deferred_write_bytes;
+  p.queue_bytes = s->deferred_queue_bytes;
+  p.apply_ops = s->deferred_apply_ops;
+  p.apply_bytes = s->deferred_apply_bytes;
+  p.apply_lat = s->deferred_apply_lat;
   return p;
 }
 
-SectionPerf StorePerf::sections(const std::vector<std::string>& names) {
+SectionPerf section_counters(StorePerf* perf, const std::vector<std::string>& names) {
   SectionPerf p;
-  p.set = &set;
-  p.allocs = section_allocs;
-  p.seals = section_seals;
-  p.write_units = write_units;
-  p.write_units_forced = write_units_forced;
-  p.free_erase_units = free_erase_units;
+  p.set = &perf->set;
+  p.allocs = perf->section_allocs;
+  p.seals = perf->section_seals;
+  p.write_units = perf->write_units;
+  p.write_units_forced = perf->write_units_forced;
+  p.free_erase_units = perf->free_erase_units;
   for (const auto& n : names) {
     int a = -1, s = -1;
-    for (const auto& [name, ids] : per_section)
+    for (const auto& [name, ids] : perf->per_section)
       if (name == n) std::tie(a, s) = ids;
     p.section_allocs.push_back(a);
     p.section_seals.push_back(s);
   }
   return p;
-}
-
-// ------------------------------------------------------------------ gauges
-
-int StoreImpl::init_perf_gauges(std::string* error) {
-  PerfCounterSet& ps = perf_->set;
-  for (int t = 0; t < tiers(); ++t) {
-    const TierSpace::Usage u = space_[t]->usage();
-    ps.set(perf_->bytes_total[t], u.total);
-    ps.set(perf_->bytes_used[t], u.allocated);
-  }
-  std::string v;
-  int64_t stats[kv::kStatCount];
-  if (!db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() || !kv::decode_stats(v, stats)) {
-    // fsck reports (and repair rewrites) a missing or corrupt record.
-    for (int t = 0; t < tiers(); ++t) ps.set(perf_->objects[t], 0);
-    return 0;
-  }
-  if (v.size() <= 8 * kv::kStatSsdObjects) {
-    // Made before objects were counted per tier: count them once. (A record
-    // shorter than kStatCount but with the per-tier slots comes from a store
-    // with fewer tier slots; decode_stats reads the missing ones as zero.)
-    int64_t delta[kv::kStatCount] = {};
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-    std::string prefix(1, kv::kOnode);
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-      Onode o;
-      std::string why;
-      if (complete_onode(it->key().ToString(), it->value().ToStringView(), rocksdb::ReadOptions(), &o, &why) < 0)
-        continue;  // fsck's business
-      if (int h = home_tier(o); h >= 0) ++delta[kv::kStatSsdObjects + h];
-    }
-    if (!it->status().ok()) {
-      *error = "counting objects per tier: " + it->status().ToString();
-      return -EIO;
-    }
-    it.reset();
-    rocksdb::WriteBatch b;
-    b.Merge(kv::stats_key(), kv::encode_stat_delta(delta));
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    if (!db_->Write(wo, &b).ok()) {
-      *error = "writing the per-tier object counts failed";
-      return -EIO;
-    }
-    for (int t = 0; t < tiers(); ++t) stats[kv::kStatSsdObjects + t] = delta[kv::kStatSsdObjects + t];
-  }
-  for (int t = 0; t < tiers(); ++t)
-    ps.set(perf_->objects[t], static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatSsdObjects + t])));
-  return 0;
 }
 
 }  // namespace hybridstore

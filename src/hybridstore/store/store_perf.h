@@ -28,7 +28,7 @@ struct StorePerf {
 
   PerfCounterSet set{"hybridstore"};
 
-  // Transactions (store_txn.cc) and the group committer.
+  // Transactions (txn_pipeline.cc) and the group committer.
   int txc, kv_commit_groups;
   int submit_lat, throttle_lat, state_prepare_lat, state_aio_wait_lat, state_kv_queued_lat,
       state_kv_committing_lat, commit_lat, kv_flush_lat, kv_commit_lat, kv_sync_lat;
@@ -41,8 +41,8 @@ struct StorePerf {
   int data_cache_hit_bytes, data_cache_miss_bytes, data_cache_bytes;
   // Tiers: space (gauges), objects by the tier holding most of their data
   // (gauges, persisted with the store's statistics), data placed and read.
-  int bytes_used[kMaxTiers], bytes_total[kMaxTiers], objects[kMaxTiers];
-  int write_bytes[kMaxTiers], device_read_bytes[kMaxTiers], tier_spill_ops;
+  PerTier<int> bytes_used, bytes_total, objects, write_bytes, device_read_bytes;
+  int tier_spill_ops;
   // Writes that went on while their transaction was queued.
   int async_write_ops, async_write_bytes;
   // SSD sections.
@@ -57,10 +57,12 @@ struct StorePerf {
   // Raw NAND under the embedded FTL.
   int ftl_merges, ftl_erases, ftl_pages_copied, ftl_host_pages_written;
 
-  CommitterPerf committer();
-  DeferredPerf deferred();
-  // Ids of the sections named, in that order (-1 for a section not registered).
-  SectionPerf sections(const std::vector<std::string>& names);
 };
+
+// The ids each component updates, in the store's set.
+CommitterPerf committer_counters(StorePerf* p);
+DeferredPerf deferred_counters(StorePerf* p);
+// Ids of the sections named, in that order (-1 for a section not registered).
+SectionPerf section_counters(StorePerf* p, const std::vector<std::string>& names);
 
 }  // namespace hybridstore

@@ -43,9 +43,12 @@ std::string read_sys(const std::string& path) {
   return v;
 }
 
-void describe(const std::string& path, bool default_rotational, StoreProbe::Device* d) {
+// `media`: what the tier's layout says of its device (layout_media); a
+// device of known media is not asked about it.
+void describe(const std::string& path, bool default_rotational, Media media, StoreProbe::Device* d) {
   d->path = path;
-  d->rotational = default_rotational && d->kind != "nand";
+  const bool known = media != Media::kUnknown;
+  d->rotational = known ? media == Media::kRotational : default_rotational;
   std::error_code ec;
   fs::path real = fs::canonical(path, ec);
   d->resolved = ec ? path : real.string();
@@ -70,7 +73,7 @@ void describe(const std::string& path, bool default_rotational, StoreProbe::Devi
   d->kernel_devices.push_back(fs::path(dir).filename().string());
   std::string rot = read_sys(dir + "/queue/rotational");
   // Raw flash behind the embedded FTL is a file on whatever disk holds it.
-  if ((rot == "0" || rot == "1") && d->kind != "nand") d->rotational = rot == "1";
+  if ((rot == "0" || rot == "1") && !known) d->rotational = rot == "1";
 }
 
 // True when another open file description holds the store's fsid lock (the
@@ -127,29 +130,22 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
     for (const auto& o : option_registry())
       if (o.mkfs_only) mkfs_options[o.name] = cfg.get_text(o.name);
   if (have_super) out->format_version = sb.format_version;
-  out->tiers = have_super ? sb.tiers : static_cast<int>(cfg.get_int("hybridstore_tiers"));
-  out->slowest = have_super ? sb.order[sb.tiers - 1] : Tier::kHdd;  // mkfs puts the HDD last
-  for (int t = 0; t < out->tiers; ++t) {
-    const Tier tier = tier_at(t);
+  out->tiers = have_super ? sb.tiers() : static_cast<int>(cfg.get_int("hybridstore_tiers"));
+  out->slowest = have_super ? sb.order.slowest() : Tier::kHdd;  // mkfs puts the HDD last
+  out->min_alloc_size = UINT64_MAX;
+  for (Tier tier : tier_ids(out->tiers)) {
     // The link mkfs made wins; before mkfs, what mkfs would use.
-    std::string p = path + "/block." + tier_name(tier);
-    const std::string option = fmt::format("hybridstore_{}_path", tier_name(tier));
+    std::string p = path + "/" + tier_device_link(tier);
+    const std::string option = tier_option(tier, "path");
     if (!fs::exists(p, ec) && !cfg.get_str(option).empty()) p = cfg.get_str(option);
-    StoreProbe::Device& d = out->tier[t];
-    d.kind = device_kind_name(have_super ? sb.layout[t].device : tier_layout(tier, mkfs_options).device);
+    StoreProbe::Device& d = out->tier[tier];
+    const TierLayout layout = have_super ? sb.tier[tier].layout : tier_layout(tier, mkfs_options);
+    d.kind = device_kind_name(layout.device);
     // A file or a device sysfs says nothing about keeps the role it plays:
     // only the slowest tier is taken for a disk.
-    describe(p, tier == out->slowest, &d);
-  }
-  if (have_super) {
-    out->min_alloc_size = UINT64_MAX;
-    for (int t = 0; t < sb.tiers; ++t) out->min_alloc_size = std::min(out->min_alloc_size, sb.alloc_unit[t]);
-  } else {
-    out->min_alloc_size = UINT64_MAX;
-    for (int t = 0; t < out->tiers; ++t) {
-      const Tier tier = tier_at(t);
-      out->min_alloc_size = std::min(out->min_alloc_size, tier_alloc_unit(tier, tier_layout(tier, mkfs_options), cfg));
-    }
+    describe(p, tier == out->slowest, layout_media(layout), &d);
+    const uint64_t unit = have_super ? sb.tier[tier].alloc_unit : tier_alloc_unit(tier, layout, cfg);
+    out->min_alloc_size = std::min(out->min_alloc_size, unit);
   }
   struct stat st;
   std::string kv_dir = fs::exists(path + "/db", ec) ? path + "/db" : path;

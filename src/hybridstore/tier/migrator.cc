@@ -54,51 +54,76 @@ void Migrator::throttle(uint64_t bytes, double started) {
 }
 
 namespace {
-int home_rank(const ObjectStat& s, const Tier* order, int tiers, int from = 0) {
-  return heaviest_rank(s.bytes_on, order, tiers, from);
-}
+// The rank of the tier an object lives on, from rank `from` on; -1 when it
+// holds no data there.
+int home_rank(const ObjectStat& s, const TierOrder& order, int from = 0) { return order.heaviest(s.bytes_on, from); }
 
 // The rank of the slower tier an object holding absorbed writes on the
 // fastest tier lives on: one below the fastest holding at least as many of
 // its bytes (the most, the faster on a tie); -1 when there is none.
-int absorbed_home(const ObjectStat& s, const Tier* order, int tiers) {
-  const uint64_t on_fastest = s.bytes_on[tier_index(order[0])];
+int absorbed_home(const ObjectStat& s, const TierOrder& order) {
+  const uint64_t on_fastest = s.bytes_on[order.fastest()];
   if (!on_fastest) return -1;
-  const int lower = home_rank(s, order, tiers, 1);
-  return lower > 0 && s.bytes_on[tier_index(order[lower])] >= on_fastest ? lower : -1;
+  const int lower = home_rank(s, order, 1);
+  return lower > 0 && s.bytes_on[order[lower]] >= on_fastest ? lower : -1;
 }
 }  // namespace
 
-int Migrator::run_once(MigrationReport* rep) {
-  std::lock_guard<std::mutex> pass(pass_mutex_);
-  *rep = MigrationReport();
-  rep->policy = tier_policy_name(policy_);
-  double t0 = now_sec();
-  HeatTracker* heat = store_->heat();
-  Tier order[kMaxTiers];
-  const int tiers = store_->tier_order(order);
-  uint64_t fast_total = 0, fast_unit = 0, fast_free = 0;
-  if (int r = store_->tier_space(order[0], &fast_total, &fast_unit, &fast_free); r < 0) return r;
-  rep->ssd_budget = planner_options_from_config(store_->config(), fast_total, fast_unit).ssd_budget;
-  if (policy_ == TierPolicy::kNone) return 0;
-
+struct Migrator::Pass {
   struct Obj {
     CollectionId c;
     ObjectId o;
     int home;  // rank
     TierCandidate heat;
   };
+  MigrationReport* rep;
+  double t0;
+  TierOrder order;
+  uint64_t fast_total = 0, fast_unit = 0;
   std::vector<Obj> objs;
-  std::vector<std::pair<CollectionId, ObjectId>> mixed;
   uint64_t absorbed_bytes = 0;  // fastest-tier bytes of objects that live on another tier
-  const int fastest = tier_index(order[0]);
+  std::vector<bool> moved;
+  uint64_t arrived[kMaxTiers] = {};  // bytes moved onto each rank by this pass
+};
+
+int Migrator::run_once(MigrationReport* rep) {
+  std::lock_guard<std::mutex> lock(pass_mutex_);
+  *rep = MigrationReport();
+  rep->policy = tier_policy_name(policy_);
+  Pass pass;
+  pass.rep = rep;
+  pass.t0 = now_sec();
+  pass.order = store_->tier_order();
+  uint64_t fast_free = 0;
+  if (int r = store_->tier_space(pass.order.fastest(), &pass.fast_total, &pass.fast_unit, &fast_free); r < 0)
+    return r;
+  rep->ssd_budget = planner_options_from_config(store_->config(), pass.fast_total, pass.fast_unit).ssd_budget;
+  if (policy_ == TierPolicy::kNone) return 0;
+  if (int r = scan(&pass); r < 0) return r;
+  for (int upper = 0; upper + 1 < pass.order.count(); ++upper) {
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (stopping_) break;
+    }
+    if (int r = plan_pair(&pass, upper); r < 0) return r;
+  }
+  rep->seconds = now_sec() - pass.t0;
+  store_->on_pass(*rep);
+  HS_INFO("migration ({}): {} objects, {} promoted, {} demoted, {} skipped, {} moved in {:.1f} s", rep->policy,
+          rep->objects, rep->promoted, rep->demoted, rep->skipped, rep->bytes_moved, rep->seconds);
+  return 0;
+}
+
+int Migrator::scan(Pass* pass) {
+  HeatTracker* heat = store_->heat();
+  std::vector<std::pair<CollectionId, ObjectId>> mixed;
   int r = store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
     if (!s.allocated) return;  // nothing to place
-    const int home = home_rank(s, order, tiers);
+    const int home = home_rank(s, pass->order);
     if (home < 0) return;
-    if (absorbed_home(s, order, tiers) > 0) {
+    if (absorbed_home(s, pass->order) > 0) {
       mixed.emplace_back(c, o);
-      absorbed_bytes += s.bytes_on[fastest];
+      pass->absorbed_bytes += s.bytes_on[pass->order.fastest()];
     }
     TierCandidate cand;
     cand.size = s.allocated;
@@ -108,109 +133,104 @@ int Migrator::run_once(MigrationReport* rep) {
       cand.randomness = h.randomness;
       cand.last_access_us = h.last_time_us;
     }
-    objs.push_back({c, o, home, cand});
+    pass->objs.push_back({c, o, home, cand});
   });
   if (r < 0) return r;
   for (const auto& [c, o] : mixed) note_absorbed(c, o);
-  rep->objects = objs.size();
-  // Later accesses count in a new window; the plans below use this one.
+  pass->rep->objects = pass->objs.size();
+  pass->moved.assign(pass->objs.size(), false);
+  // Later accesses count in a new window; the plans use this one.
   heat->advance_to(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                               std::chrono::system_clock::now().time_since_epoch())
                                               .count()));
+  return 0;
+}
 
-  std::vector<bool> moved(objs.size(), false);
-  uint64_t arrived[kMaxTiers] = {};  // bytes moved onto each rank by this pass
-  auto move = [&](size_t idx, int to_rank, bool up) {
-    for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
-      {
-        std::lock_guard<std::mutex> l(mutex_);
-        if (stopping_) return;
-      }
-      int m = store_->migrate(objs[idx].c, objs[idx].o, order[to_rank]);
-      if (m == -EAGAIN) {
-        ++rep->retries;
-        continue;
-      }
-      if (m == 0) {
-        (up ? rep->promoted : rep->demoted) += 1;
-        rep->bytes_moved += objs[idx].heat.size;
-        moved[idx] = true;
-        arrived[to_rank] += objs[idx].heat.size;
-        throttle(rep->bytes_moved, t0);
-      } else {
-        ++rep->skipped;
-        HS_DEBUG("migration of {} to {} skipped: {}", objs[idx].o.to_string(), tier_name(order[to_rank]),
-                 strerror(-m));
-      }
-      return;
-    }
-    ++rep->skipped;
-  };
-
-  // Each pair of neighbours, fastest first: the faster tier of the pair
-  // plays the SSD, the slower the HDD.
-  for (int upper = 0; upper + 1 < tiers; ++upper) {
+void Migrator::move(Pass* pass, size_t idx, int to_rank, bool up) {
+  MigrationReport* rep = pass->rep;
+  const Pass::Obj& obj = pass->objs[idx];
+  for (int attempt = 0; attempt <= kMaxRetries; ++attempt) {
     {
       std::lock_guard<std::mutex> l(mutex_);
-      if (stopping_) break;
+      if (stopping_) return;
     }
-    uint64_t total = 0, unit = 0, free = 0;
-    if (upper == 0) {
-      total = fast_total, unit = fast_unit;
-    } else if (int e = store_->tier_space(order[upper], &total, &unit, &free); e < 0) {
-      return e;
+    int m = store_->migrate(obj.c, obj.o, pass->order[to_rank]);
+    if (m == -EAGAIN) {
+      ++rep->retries;
+      continue;
     }
-    PlannerOptions po = planner_options_from_config(store_->config(), total, unit);
-    // Absorbed small writes hold fastest-tier space the plan cannot move
-    // (write-back does, when the tier runs full): a plan that filled the
-    // whole budget regardless would push the tier over its target at the
-    // next absorbed write, and promotion and write-back would take turns.
-    // Objects this pass already moved onto the tier hold room the same way.
-    po.ssd_budget -= std::min(po.ssd_budget, (upper == 0 ? absorbed_bytes : 0) + arrived[upper]);
-    if (upper == 0) rep->ssd_budget = po.ssd_budget;
-    std::vector<size_t> idx;
-    std::vector<TierCandidate> cands;
-    for (size_t i = 0; i < objs.size(); ++i) {
-      if (moved[i] || (objs[i].home != upper && objs[i].home != upper + 1)) continue;
-      TierCandidate cand = objs[i].heat;
-      cand.on_ssd = objs[i].home == upper;
-      // Written once and not read since is not heat: filling the faster
-      // tier's budget with such objects (a pass soon after an RBD image was
-      // written) costs the slower tier a copy each and takes the room small
-      // writes need.
-      if (!cand.on_ssd && cand.frequency < min_accesses_) cand.frequency = 0;
-      // A pass that copied every 4 MiB object rados bench had just read once
-      // in order took 15% of the HDD's time from the reads that followed.
-      if (!cand.on_ssd && !random_requests_pay_for_copy(cand.randomness, cand.size, break_even_))
-        cand.frequency = 0;
-      idx.push_back(i);
-      cands.push_back(cand);
+    if (m == 0) {
+      (up ? rep->promoted : rep->demoted) += 1;
+      rep->bytes_moved += obj.heat.size;
+      pass->moved[idx] = true;
+      pass->arrived[to_rank] += obj.heat.size;
+      throttle(rep->bytes_moved, pass->t0);
+    } else {
+      ++rep->skipped;
+      HS_DEBUG("migration of {} to {} skipped: {}", obj.o.to_string(), tier_name(pass->order[to_rank]),
+               strerror(-m));
     }
-    if (cands.empty()) continue;
-    TierPlan plan = plan_tiers(cands, po);
-    // Demote only what the promotions need room for, coldest first: the
-    // planner leaves out objects of no benefit even when the faster tier
-    // has space for them, and moving those down would be I/O for nothing.
-    // Demote first: it makes the room the promotions need.
-    uint64_t on_upper = 0;
-    for (const auto& c : cands)
-      if (c.on_ssd) on_upper += knapsack_weight(c.size, po.alloc_unit);
-    uint64_t after = on_upper + plan.promote_bytes;
-    std::vector<size_t> demote = plan.demote;
-    std::sort(demote.begin(), demote.end(), [&](size_t a, size_t b) {
-      return policy_score(policy_, cands[a], po.alloc_unit) < policy_score(policy_, cands[b], po.alloc_unit);
-    });
-    for (size_t i : demote) {
-      if (after <= po.ssd_budget) break;
-      move(idx[i], upper + 1, false);
-      after -= std::min(after, knapsack_weight(cands[i].size, po.alloc_unit));
-    }
-    for (size_t i : plan.promote) move(idx[i], upper, true);
+    return;
   }
-  rep->seconds = now_sec() - t0;
-  store_->on_pass(*rep);
-  HS_INFO("migration ({}): {} objects, {} promoted, {} demoted, {} skipped, {} moved in {:.1f} s", rep->policy,
-          rep->objects, rep->promoted, rep->demoted, rep->skipped, rep->bytes_moved, rep->seconds);
+  ++rep->skipped;
+}
+
+// The pair of ranks upper and upper + 1: the faster tier of the pair plays
+// the SSD, the slower the HDD.
+int Migrator::plan_pair(Pass* pass, int upper) {
+  uint64_t total = 0, unit = 0, free = 0;
+  if (upper == 0) {
+    total = pass->fast_total, unit = pass->fast_unit;
+  } else if (int e = store_->tier_space(pass->order[upper], &total, &unit, &free); e < 0) {
+    return e;
+  }
+  PlannerOptions po = planner_options_from_config(store_->config(), total, unit);
+  // Absorbed small writes hold fastest-tier space the plan cannot move
+  // (write-back does, when the tier runs full): a plan that filled the
+  // whole budget regardless would push the tier over its target at the
+  // next absorbed write, and promotion and write-back would take turns.
+  // Objects this pass already moved onto the tier hold room the same way.
+  po.ssd_budget -= std::min(po.ssd_budget, (upper == 0 ? pass->absorbed_bytes : 0) + pass->arrived[upper]);
+  if (upper == 0) pass->rep->ssd_budget = po.ssd_budget;
+  std::vector<size_t> idx;
+  std::vector<TierCandidate> cands;
+  for (size_t i = 0; i < pass->objs.size(); ++i) {
+    const Pass::Obj& obj = pass->objs[i];
+    if (pass->moved[i] || (obj.home != upper && obj.home != upper + 1)) continue;
+    TierCandidate cand = obj.heat;
+    cand.on_ssd = obj.home == upper;
+    // Written once and not read since is not heat: filling the faster
+    // tier's budget with such objects (a pass soon after an RBD image was
+    // written) costs the slower tier a copy each and takes the room small
+    // writes need.
+    if (!cand.on_ssd && cand.frequency < min_accesses_) cand.frequency = 0;
+    // A pass that copied every 4 MiB object rados bench had just read once
+    // in order took 15% of the HDD's time from the reads that followed.
+    if (!cand.on_ssd && !random_requests_pay_for_copy(cand.randomness, cand.size, break_even_))
+      cand.frequency = 0;
+    idx.push_back(i);
+    cands.push_back(cand);
+  }
+  if (cands.empty()) return 0;
+  TierPlan plan = plan_tiers(cands, po);
+  // Demote only what the promotions need room for, coldest first: the
+  // planner leaves out objects of no benefit even when the faster tier
+  // has space for them, and moving those down would be I/O for nothing.
+  // Demote first: it makes the room the promotions need.
+  uint64_t on_upper = 0;
+  for (const auto& c : cands)
+    if (c.on_ssd) on_upper += knapsack_weight(c.size, po.alloc_unit);
+  uint64_t after = on_upper + plan.promote_bytes;
+  std::vector<size_t> demote = plan.demote;
+  std::sort(demote.begin(), demote.end(), [&](size_t a, size_t b) {
+    return policy_score(policy_, cands[a], po.alloc_unit) < policy_score(policy_, cands[b], po.alloc_unit);
+  });
+  for (size_t i : demote) {
+    if (after <= po.ssd_budget) break;
+    move(pass, idx[i], upper + 1, false);
+    after -= std::min(after, knapsack_weight(cands[i].size, po.alloc_unit));
+  }
+  for (size_t i : plan.promote) move(pass, idx[i], upper, true);
   return 0;
 }
 
@@ -247,8 +267,7 @@ size_t Migrator::promote_queued() {
     promote_queued_keys_.clear();
   }
   if (batch.empty() || policy_ == TierPolicy::kNone) return 0;
-  Tier order[kMaxTiers];
-  const int tiers = store_->tier_order(order);
+  const TierOrder order = store_->tier_order();
   // Promotions may use a tier down to the share kept free for new writes;
   // each tier's room is read once per batch, when first needed.
   uint64_t room[kMaxTiers], unit[kMaxTiers];
@@ -264,7 +283,7 @@ size_t Migrator::promote_queued() {
     }
     // One step up from where the object lives now.
     ObjectStat st;
-    const int home = store_->stat(p.c, p.o, &st) == 0 ? home_rank(st, order, tiers) : -1;
+    const int home = store_->stat(p.c, p.o, &st) == 0 ? home_rank(st, order) : -1;
     if (home <= 0) {  // gone, empty, or already on the fastest tier
       ++delta.skipped;
       continue;
@@ -338,11 +357,10 @@ size_t Migrator::destage(bool all) {
     if (absorbed_.empty()) return 0;
     objs.assign(absorbed_.begin(), absorbed_.end());
   }
-  Tier order[kMaxTiers];
-  const int tiers = store_->tier_order(order);
-  const int fastest = tier_index(order[0]);
+  const TierOrder order = store_->tier_order();
+  const Tier fastest = order.fastest();
   uint64_t total = 0, unit = 0, free = 0;
-  if (store_->tier_space(order[0], &total, &unit, &free) < 0) return 0;
+  if (store_->tier_space(fastest, &total, &unit, &free) < 0) return 0;
   const uint64_t keep_free = static_cast<uint64_t>(static_cast<double>(total) * (1.0 - ssd_target_ratio_));
   if (!all && free >= keep_free) return 0;
   // Coldest first: what is written back is what will not be read or
@@ -367,7 +385,7 @@ size_t Migrator::destage(bool all) {
     const auto& [c, o] = objs[i].second;
     ObjectStat st;
     // Still holding absorbed blocks on the fastest tier while it lives on another.
-    const int home = store_->stat(c, o, &st) == 0 ? absorbed_home(st, order, tiers) : -1;
+    const int home = store_->stat(c, o, &st) == 0 ? absorbed_home(st, order) : -1;
     const bool mixed = home > 0;
     int r = 0;
     if (mixed) {

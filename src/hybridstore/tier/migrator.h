@@ -94,9 +94,8 @@ class Migrator {
     virtual ~Store() = default;
     virtual const Config& config() const = 0;
     virtual HeatTracker* heat() = 0;
-    // The store's tiers, fastest first, into `order` (kMaxTiers entries):
-    // returns how many there are.
-    virtual int tier_order(Tier* order) = 0;
+    // The store's tiers, fastest first.
+    virtual TierOrder tier_order() = 0;
     // A tier's allocatable bytes, allocation unit and free bytes: the
     // planner's budget. Everything queued is durable when it returns (it is
     // statfs).
@@ -156,8 +155,16 @@ class Migrator {
   std::unique_lock<std::mutex> hold_moves() { return std::unique_lock<std::mutex>(pass_mutex_); }
 
  private:
+  struct Pass;
   void run();
   void throttle(uint64_t bytes, double started);
+  // The steps of a pass: every object with its heat and home rank, then
+  // each pair of neighbouring tiers planned and moved, fastest pair first.
+  int scan(Pass* pass);
+  int plan_pair(Pass* pass, int upper);
+  // Moves one of the pass's objects to `to_rank`, retrying a copy the
+  // object's writes spoiled.
+  void move(Pass* pass, size_t idx, int to_rank, bool up);
   struct PendingPromotion {
     CollectionId c;
     ObjectId o;

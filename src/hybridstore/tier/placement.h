@@ -26,24 +26,32 @@
 #include <cstdint>
 
 #include "hscommon/config.h"
+#include "hsio/block_device.h"
 #include "hybridstore/format/onode.h"
 
 namespace hybridstore {
 
+// Absorbing a small write moves it from the object's tier to the fastest,
+// for an allocation, an extent split and a write-back later: it pays only
+// when the fastest tier does random writes without seeking and the object's
+// tier does not. Tiers on one kind of device (files on one disk, two SSDs)
+// write in place instead, as BlueStore would. A device of unknown media
+// counts as its role: the fastest solid-state, the others disks.
+bool absorb_pays(Media fastest, Media below);
+
 class TierPlacement {
  public:
-  // `order`: the store's `tiers` tiers, fastest first.
-  TierPlacement(const Config& cfg, const Tier* order, int tiers);
+  // `order`: the store's tiers, fastest first.
+  TierPlacement(const Config& cfg, const TierOrder& order);
   // Preferred tier for data written to `o` reaching `write_end`.
   Tier choose(const Onode& o, uint64_t write_end) const;
   uint64_t hdd_threshold() const { return hdd_threshold_; }
-  Tier fastest() const { return order_[0]; }
-  Tier slowest() const { return order_[tiers_ - 1]; }
+  Tier fastest() const { return order_.fastest(); }
+  Tier slowest() const { return order_.slowest(); }
 
  private:
   uint64_t hdd_threshold_;
-  Tier order_[kMaxTiers] = {};
-  int tiers_ = 0;
+  TierOrder order_;
 };
 
 }  // namespace hybridstore

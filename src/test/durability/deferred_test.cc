@@ -10,11 +10,10 @@
 #include "hsio/block_device.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/store/test_hooks.h"
 #include "testing/fault_injection.h"
 #include "durability_helpers.h"
 #include "store_helpers.h"
-#include "store_test_peer.h"
 
 using namespace hybridstore;
 using hybridstore::test::StoreTest;
@@ -57,7 +56,7 @@ class DeferredTest : public StoreTest {
     EXPECT_EQ(store_->statfs(&s), 0);
     return s;
   }
-  uint64_t pending() { return test::StoreTestPeer::impl(*store_)->deferred_->pending_bytes(); }
+  uint64_t pending() { return StoreTestHooks::deferred_pending_bytes(*store_); }
   // Object "a" (16 KiB on the SSD), then a "fill" object that takes every
   // other free SSD block: the only SSD space a new object can get afterwards
   // is what "a" gives back.

@@ -11,10 +11,9 @@
 
 #include "crash_workload.h"
 #include "durability_helpers.h"
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/store/test_hooks.h"
 #include "testing/fault_injection.h"
 #include "store_helpers.h"
-#include "store_test_peer.h"
 
 using namespace hybridstore;
 using namespace hybridstore::crashtest;
@@ -199,9 +198,8 @@ TEST_F(PowerCutExtentTest, TornWriteOverLiveDataIsCaughtByChecksums) {
   uint64_t phys = 0;
   Tier tier;
   {
-    OnodeRef on;
-    std::shared_lock<std::shared_mutex> lock;
-    ASSERT_EQ(test::StoreTestPeer::impl(*store_)->get_onode_for_read(coll_, obj("victim"), &on, &lock), 0);
+    std::shared_ptr<const Onode> on;
+    ASSERT_EQ(StoreTestHooks::onode(*store_, coll_, obj("victim"), &on), 0);
     ASSERT_FALSE(on->extents.empty());
     const DataExtent& e = on->extents.extents().begin()->second;
     phys = e.physical;
@@ -211,7 +209,7 @@ TEST_F(PowerCutExtentTest, TornWriteOverLiveDataIsCaughtByChecksums) {
   inj->powercut_after_writes(1, /*tear=*/true);
   AlignedBuffer junk(16 << 10);
   std::memset(junk.data(), 0x5a, junk.size());
-  EXPECT_EQ(test::StoreTestPeer::impl(*store_)->space(tier).device()->write(phys, junk.data(), junk.size()), -EIO);
+  EXPECT_EQ(StoreTestHooks::device(*store_, tier)->write(phys, junk.data(), junk.size()), -EIO);
   ASSERT_TRUE(inj->power_is_off());
   store_.reset();
 

@@ -333,7 +333,7 @@ class CommitJournalReplay : public ::testing::Test {
   // four lanes (journal numbers from 1).
   static std::unique_ptr<KvCommitter> start_committer(rocksdb::DB* db, CommitJournal* journal,
                                                       WriteTracker* tracker) {
-    auto c = std::make_unique<KvCommitter>(db, std::array<BlockDevice*, kMaxTiers>{}, tracker, 64);
+    auto c = std::make_unique<KvCommitter>(db, PerTier<BlockDevice*>{}, tracker, 64);
     if (journal) c->set_journal(journal, 1, 4);
     c->start();
     return c;

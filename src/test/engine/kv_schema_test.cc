@@ -1,3 +1,5 @@
+#include <tuple>
+#include "hscommon/encoding.h"
 #include "hybridstore/kv/kv_schema.h"
 
 #include <gtest/gtest.h>
@@ -93,19 +95,61 @@ TEST(StoreFormat, LabelRoundTripAndRejection) {
   EXPECT_EQ(decode_label(std::string(kLabelSize, '\0'), &back, &why), -EINVAL);
 }
 
+// The superblock's bytes are the store's: written by every build since
+// format 2, read by every build after. Spelled out field by field here, so
+// a change to the in-memory struct cannot change them unnoticed.
+TEST(StoreFormat, TheSuperblockIsWrittenInTheBytesOfFormatThree) {
+  Superblock s;
+  s.format_version = 3;
+  for (size_t i = 0; i < s.fsid.size(); ++i) s.fsid[i] = static_cast<uint8_t>(i + 1);
+  s.created_us = 1234567;
+  s.order = TierOrder{Tier::kSsd, Tier::kTier2, Tier::kHdd};
+  s.tier[Tier::kSsd] = {1ull << 30, 256, 65536, {DeviceKind::kNand, SpaceKind::kSections}};
+  s.tier[Tier::kHdd] = {8ull << 30, 65536, 65536, {}};
+  s.tier[Tier::kTier2] = {4ull << 30, 4096, 65536, {}};
+  s.csum_block = 4096;
+  s.mkfs_options = {{"hybridstore_ssd_kind", "nand"}, {"hybridstore_tiers", "3"}};
+  std::string body;
+  put_fixed32(&body, 3);
+  for (int i = 1; i <= 16; ++i) put_u8(&body, static_cast<uint8_t>(i));
+  put_fixed64(&body, 1234567);
+  put_u8(&body, 3);  // tiers, then each by id: size, unit, reserved, device, space
+  for (auto [size, unit, dev, space] : {std::tuple<uint64_t, uint64_t, int, int>{1ull << 30, 256, 1, 1},
+                                        {8ull << 30, 65536, 0, 0},
+                                        {4ull << 30, 4096, 0, 0}}) {
+    put_varint(&body, size);
+    put_varint(&body, unit);
+    put_varint(&body, 65536);
+    put_u8(&body, static_cast<uint8_t>(dev));
+    put_u8(&body, static_cast<uint8_t>(space));
+  }
+  for (int id : {0, 2, 1}) put_u8(&body, static_cast<uint8_t>(id));  // the order, fastest first
+  put_varint(&body, 4096);
+  put_varint(&body, 2);
+  for (const char* kv : {"hybridstore_ssd_kind", "nand", "hybridstore_tiers", "3"}) put_bytes(&body, kv);
+  const uint32_t kSuperTag = 0x53555052;  // "SUPR"
+  EXPECT_EQ(encode_superblock(s), seal_record(kSuperTag, 2, body));
+  Superblock back;
+  std::string why;
+  ASSERT_EQ(decode_superblock(seal_record(kSuperTag, 2, body), &back, &why), 0) << why;
+  EXPECT_EQ(back.order, s.order);
+  EXPECT_EQ(back.tier[Tier::kTier2].size, 4ull << 30);
+  EXPECT_EQ(back.tier[Tier::kSsd].layout.space, SpaceKind::kSections);
+}
+
 TEST(StoreFormat, SuperblockRoundTripAndRejection) {
   Superblock s;
   s.fsid = generate_uuid();
-  s.tier_size[0] = 1 << 30;
-  s.tier_size[1] = 8ull << 30;
-  s.reserved[0] = s.reserved[1] = 65536;
+  s.tier[Tier::kSsd].size = 1 << 30;
+  s.tier[Tier::kHdd].size = 8ull << 30;
+  s.tier[Tier::kSsd].reserved = s.tier[Tier::kHdd].reserved = 65536;
   s.mkfs_options["hybridstore_csum_block"] = "4096";
   std::string enc = encode_superblock(s);
   Superblock back;
   std::string why;
   ASSERT_EQ(decode_superblock(enc, &back, &why), 0) << why;
   EXPECT_EQ(back.fsid, s.fsid);
-  EXPECT_EQ(back.tier_size[1], 8ull << 30);
+  EXPECT_EQ(back.tier[Tier::kHdd].size, 8ull << 30);
   EXPECT_EQ(back.mkfs_options, s.mkfs_options);
   for (size_t i = 0; i < enc.size(); ++i) {
     std::string bad = enc;

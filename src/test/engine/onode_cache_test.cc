@@ -8,9 +8,8 @@
 #include <vector>
 
 #include "hybridstore/kv/onode_cache.h"
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
-#include "store_test_peer.h"
 
 using namespace hybridstore;
 
@@ -147,7 +146,7 @@ TEST_F(OnodeCacheStoreTest, AStoreThatOnlyReadsKeepsItsOnodeCacheWithinCapacity)
   remount();
   for (int i = 0; i < 300; ++i)
     ASSERT_EQ(read_all(coll_, obj("r" + std::to_string(i))), std::string(100, static_cast<char>('a' + i % 26)));
-  EXPECT_LE(test::StoreTestPeer::impl(*store_)->cache_->size(), 64u);
+  EXPECT_LE(StoreTestHooks::cached_onodes(*store_), 64u);
 }
 
 }  // namespace

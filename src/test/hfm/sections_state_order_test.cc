@@ -10,6 +10,7 @@
 #include <atomic>
 #include <thread>
 
+#include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;
@@ -40,7 +41,7 @@ TEST_F(SectionsStateOrderTest, TicksBetweenTransactionsLoseNoAllocation) {
     std::atomic<int> ticks{0};
     std::thread ticker([&] {
       while (!done) {
-        store_->tick();
+        StoreTestHooks::tick(*store_);
         ticks++;
       }
     });

@@ -8,10 +8,9 @@
 #include <thread>
 #include <unistd.h>
 
-#include "hybridstore/sections/ssd_cleaner.h"
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/tier/tier_cleaner.h"
+#include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
-#include "store_test_peer.h"
 
 using namespace hybridstore;
 using hybridstore::test::StoreTest;
@@ -35,11 +34,10 @@ class SectionsStoreTest : public StoreTest {
     StoreTest::SetUp();
     make_coll(coll_);
   }
-  uint64_t pending() { return test::StoreTestPeer::impl(*store_)->deferred_->pending_bytes(); }
+  uint64_t pending() { return StoreTestHooks::deferred_pending_bytes(*store_); }
   // What umount does: every staged unit written out, every record applied.
   void write_out_staged() {
-    test::StoreTestPeer::impl(*store_)->flush_staged_state();
-    ASSERT_EQ(test::StoreTestPeer::impl(*store_)->deferred_->drain(true), 0);
+    ASSERT_EQ(StoreTestHooks::write_out_staged(*store_), 0);
   }
   void random_overwrites_keep_data_and_space_exact();
   // A child process mounts the store, runs `work` (false: it failed) and
@@ -202,16 +200,15 @@ TEST_F(SectionsStoreTest, SmallOverwritesGoInPlaceOrToNewExtentsAsConfigured) {
     StoreStats before;
     store_->statfs(&before);
     auto physical_at = [&](uint64_t logical) {
-      OnodeRef on;
-      std::shared_lock<std::shared_mutex> lock;
-      EXPECT_EQ(test::StoreTestPeer::impl(*store_)->get_onode_for_read(coll_, obj("x"), &on, &lock), 0);
+      std::shared_ptr<const Onode> on;
+      EXPECT_EQ(StoreTestHooks::onode(*store_, coll_, obj("x"), &on), 0);
       for (const auto& [off, e] : on->extents.extents())
         if (e.logical <= logical && logical < e.logical_end()) return e.physical + (logical - e.logical);
       ADD_FAILURE() << "no extent holds " << logical;
       return uint64_t(0);
     };
     const uint64_t old_place = physical_at(4096);
-    const uint64_t staged_before = test::StoreTestPeer::impl(*store_)->deferred_->stats().records_staged;
+    const uint64_t staged_before = StoreTestHooks::deferred_stats(*store_).records_staged;
     std::string patch = hybridstore::test::random_bytes(rng_, 4096);
     Transaction o;
     o.write(coll_, obj("x"), 4096, patch);
@@ -221,7 +218,7 @@ TEST_F(SectionsStoreTest, SmallOverwritesGoInPlaceOrToNewExtentsAsConfigured) {
     EXPECT_EQ(read_all(coll_, obj("x")), data);
     // One record either way: the deferred overwrite, or the new extent's
     // staged data (held until its write unit goes out whole).
-    EXPECT_EQ(test::StoreTestPeer::impl(*store_)->deferred_->stats().records_staged, staged_before + 1);
+    EXPECT_EQ(StoreTestHooks::deferred_stats(*store_).records_staged, staged_before + 1);
     if (c.redirected)
       EXPECT_NE(physical_at(4096), old_place);
     else
@@ -417,23 +414,21 @@ TEST_F(SectionsStoreTest, ARangeUnderADiscardedRecordIsNotQuietUntilItsDeletionI
   Transaction t;
   t.write(coll_, obj("gone"), 0, std::string(5000, 'g'));
   apply(std::move(t));
-  auto* impl = test::StoreTestPeer::impl(*store_);
   DataExtent e;
   {
-    OnodeRef on;
-    std::shared_lock<std::shared_mutex> lock;
-    ASSERT_EQ(impl->get_onode_for_read(coll_, obj("gone"), &on, &lock), 0);
+    std::shared_ptr<const Onode> on;
+    ASSERT_EQ(StoreTestHooks::onode(*store_, coll_, obj("gone"), &on), 0);
     ASSERT_FALSE(on->extents.empty());
     e = on->extents.extents().begin()->second;
   }
   ASSERT_EQ(e.tier, Tier::kSsd);
-  EXPECT_FALSE(impl->deferred_->range_quiet(Tier::kSsd, e.physical, e.length));  // staged
+  EXPECT_FALSE(StoreTestHooks::deferred_range_quiet(*store_, Tier::kSsd, e.physical, e.length));  // staged
   Transaction r;
   r.remove(coll_, obj("gone"));
   apply(std::move(r));
-  EXPECT_FALSE(impl->deferred_->range_quiet(Tier::kSsd, e.physical, e.length));  // discarded, not deleted
+  EXPECT_FALSE(StoreTestHooks::deferred_range_quiet(*store_, Tier::kSsd, e.physical, e.length));  // discarded, not deleted
   ASSERT_NO_FATAL_FAILURE(write_out_staged());
-  EXPECT_TRUE(impl->deferred_->range_quiet(Tier::kSsd, e.physical, e.length));
+  EXPECT_TRUE(StoreTestHooks::deferred_range_quiet(*store_, Tier::kSsd, e.physical, e.length));
 }
 
 TEST_F(SectionsStoreTest, APromotionRewritesTheWholeObjectInWholeUnits) {

@@ -1,6 +1,7 @@
 // The factory gives each tier the space its superblock names, and the store's
-// behaviour per tier (write route, reuse of freed space, redirected
-// overwrites, bypass) follows from that space, not from the tier's name.
+// behaviour per tier (how new data is written, reuse of freed space,
+// redirected overwrites, cleaning, bypass) follows from that space, not from
+// the tier's name.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -16,12 +17,7 @@ namespace {
 
 Superblock superblock(const std::map<std::string, std::string>& mkfs_options) {
   Superblock sb;
-  for (int t = 0; t < sb.tiers; ++t) {
-    sb.layout[t] = format1_tier_layout(tier_at(t), mkfs_options);
-    sb.tier_size[t] = 64ull << 20;
-    sb.alloc_unit[t] = 4096;
-    sb.reserved[t] = 65536;
-  }
+  for (Tier t : tier_ids(sb.tiers())) sb.tier[t] = {64ull << 20, 4096, 65536, format1_tier_layout(t, mkfs_options)};
   sb.csum_block = 4096;
   sb.mkfs_options = mkfs_options;
   return sb;
@@ -54,38 +50,50 @@ TEST(TierSpaceLayout, AStoreThatPredatesTheOptionsKeepsExtentsOnABlockDevice) {
   EXPECT_EQ(h.space, SpaceKind::kExtents);
 }
 
-TEST(TierSpaceFactory, EachTierGetsTheSpaceAndWriteRouteItsLayoutNames) {
+TEST(TierSpaceFactory, EachTierGetsTheSpaceItsLayoutNames) {
   TempDir dir("tierspace");
   const Superblock sb = superblock({{"hybridstore_ssd_allocator", "hfm"}, {"hybridstore_ssd_kind", "file"}});
   auto ssd = make_tier_space(Tier::kSsd, file_device(dir, "ssd"), sb);
   auto hdd = make_tier_space(Tier::kHdd, file_device(dir, "hdd"), sb);
-  EXPECT_EQ(ssd->route(), WriteRoute::kStaged);
+  // Sections: freed space is reusable at commit, state rides in the commits,
+  // a move rewrites the object whole, holes need a cleaner.
   EXPECT_TRUE(ssd->reuse_at_commit());
   EXPECT_TRUE(ssd->keeps_state());
-  EXPECT_EQ(hdd->route(), WriteRoute::kDeferSmall);
+  EXPECT_TRUE(ssd->moves_rewrite_whole());
+  EXPECT_NE(ssd->make_cleaner(nullptr), nullptr);
   EXPECT_FALSE(hdd->reuse_at_commit());
   EXPECT_FALSE(hdd->keeps_state());
-  EXPECT_EQ(hdd->sections(), nullptr);
+  EXPECT_FALSE(hdd->moves_rewrite_whole());
+  EXPECT_EQ(hdd->make_cleaner(nullptr), nullptr);
+  EXPECT_EQ(hdd->report(), "");
   EXPECT_EQ(ssd->unit(), 4096u);
   EXPECT_EQ(ssd->reserved(), 65536u);
 
-  // An SSD of plain extents writes in place, synchronously.
+  // An SSD of plain extents: in place, nothing to clean.
   auto plain = make_tier_space(Tier::kSsd, file_device(dir, "plain"), superblock({}));
-  EXPECT_EQ(plain->route(), WriteRoute::kDirect);
   EXPECT_FALSE(plain->reuse_at_commit());
+  EXPECT_EQ(plain->make_cleaner(nullptr), nullptr);
 }
 
-TEST(TierSpaceFactory, OnlyAStagedTierRedirectsSmallOverwrites) {
+TEST(TierSpaceFactory, SmallOverwritesStayInPlaceUnlessAStagedTierRedirectsThem) {
   TempDir dir("tierspace");
   const Superblock sb = superblock({{"hybridstore_ssd_allocator", "hfm"}});
   auto staged = make_tier_space(Tier::kSsd, file_device(dir, "ssd"), sb);
   auto disk = make_tier_space(Tier::kHdd, file_device(dir, "hdd"), sb);
-  staged->set_small_overwrites("auto");
-  EXPECT_FALSE(staged->redirects_small_overwrites()) << "auto redirects on raw flash only";
-  staged->set_small_overwrites("redirect");
-  EXPECT_TRUE(staged->redirects_small_overwrites());
-  disk->set_small_overwrites("redirect");
-  EXPECT_FALSE(disk->redirects_small_overwrites()) << "a redirected write would reach the disk before the commit";
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(cfg.set("hybridstore_deferred_max", "65536", &err), 0) << err;
+  ASSERT_EQ(cfg.set("hybridstore_ssd_small_overwrites", "auto", &err), 0) << err;
+  staged->configure(cfg);
+  disk->configure(cfg);
+  EXPECT_TRUE(staged->overwrites_in_place(4096)) << "auto redirects on raw flash only";
+  EXPECT_FALSE(staged->overwrites_in_place(65536)) << "a write of the limit's size goes to new space";
+  EXPECT_TRUE(disk->overwrites_in_place(4096));
+  ASSERT_EQ(cfg.set("hybridstore_ssd_small_overwrites", "redirect", &err), 0) << err;
+  staged->configure(cfg);
+  disk->configure(cfg);
+  EXPECT_FALSE(staged->overwrites_in_place(4096));
+  EXPECT_TRUE(disk->overwrites_in_place(4096)) << "a redirected write would reach the disk before the commit";
 }
 
 // Through a whole store: the extents space hands out, takes back and reports

@@ -14,6 +14,7 @@
 #include "hscommon/log.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/tier/heat_tracker.h"
+#include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
 
 namespace hybridstore::test {
@@ -91,15 +92,15 @@ TEST_F(AdapterSupport, ReadsFlaggedNoHeatLeaveTheObjectsHeatAlone) {
   apply(std::move(t));
   const std::string key = kv::onode_key(coll_, obj("cold"));
   HeatSample before;
-  ASSERT_TRUE(store_->heat()->lookup(key, &before));
+  ASSERT_TRUE(StoreTestHooks::heat(*store_, key, &before));
   std::string out;
   for (int i = 0; i < 20; ++i) ASSERT_EQ(store_->read(coll_, obj("cold"), 0, 8192, &out, kReadNoHeat), 8192);
   HeatSample after;
-  ASSERT_TRUE(store_->heat()->lookup(key, &after));
+  ASSERT_TRUE(StoreTestHooks::heat(*store_, key, &after));
   EXPECT_DOUBLE_EQ(after.frequency, before.frequency);
   // A client read does count.
   ASSERT_EQ(store_->read(coll_, obj("cold"), 0, 8192, &out), 8192);
-  ASSERT_TRUE(store_->heat()->lookup(key, &after));
+  ASSERT_TRUE(StoreTestHooks::heat(*store_, key, &after));
   EXPECT_GT(after.frequency, before.frequency);
 }
 

@@ -1,7 +1,6 @@
 // Large writes that go on while their transaction is queued
 // (hybridstore_async_write_min): what reads see before the data is on the
 // device, what a commit waits for, and what survives a remount.
-#include "hybridstore/store/store_impl.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;

@@ -15,10 +15,9 @@
 #include <thread>
 
 #include "hsio/block_device.h"
-#include "hybridstore/sections/ssd_cleaner.h"
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/tier/tier_cleaner.h"
+#include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
-#include "store_test_peer.h"
 
 using namespace hybridstore;
 using hybridstore::test::StoreTest;
@@ -78,14 +77,13 @@ class FragmentedTest : public StoreTest, public ::testing::WithParamInterface<co
   };
   std::array<Expect, 2> expected_ios(const ObjectId& o) {
     std::array<Expect, 2> out{};
-    OnodeRef on;
-    std::shared_lock<std::shared_mutex> lock;
-    EXPECT_EQ(test::StoreTestPeer::impl(*store_)->get_onode_for_read(coll_, o, &on, &lock), 0);
+    std::shared_ptr<const Onode> on;
+    EXPECT_EQ(StoreTestHooks::onode(*store_, coll_, o, &on), 0);
     if (!on) return out;
     std::array<std::vector<std::pair<uint64_t, uint64_t>>, 2> ranges;
     for (const auto& [off, e] : on->extents.extents()) {
       int t = tier_index(e.tier);
-      uint64_t a = test::StoreTestPeer::impl(*store_)->dev(t)->alignment();
+      uint64_t a = StoreTestHooks::device(*store_, e.tier)->alignment();
       uint64_t last = (e.length + e.csum_block - 1) / e.csum_block;
       uint64_t b = e.physical / a * a, f = (e.physical + last * e.csum_block + a - 1) / a * a;
       ranges[t].emplace_back(b, f);
@@ -137,10 +135,10 @@ TEST_P(FragmentedTest, ReadOfAFragmentedObjectJoinsContiguousDeviceRanges) {
     remount();  // everything on the devices, nothing staged
     auto want = expected_ios(obj("f"));
     std::array<BlockDeviceStats, 2> before;
-    for (int t = 0; t < 2; ++t) before[t] = test::StoreTestPeer::impl(*store_)->dev(t)->io_stats();
+    for (int t = 0; t < 2; ++t) before[t] = StoreTestHooks::device(*store_, tier_at(t))->io_stats();
     ASSERT_EQ(read_all(coll_, obj("f")), image);
     for (int t = 0; t < 2; ++t) {
-      BlockDeviceStats now = test::StoreTestPeer::impl(*store_)->dev(t)->io_stats();
+      BlockDeviceStats now = StoreTestHooks::device(*store_, tier_at(t))->io_stats();
       uint64_t requests = now.requests - before[t].requests, ios = now.device_ios - before[t].device_ios;
       printf("%s: %llu extents in %llu device runs; the read asked for %llu ranges, took %llu I/Os\n",
              tier_name(static_cast<Tier>(t)), static_cast<unsigned long long>(want[t].extents),
@@ -214,7 +212,7 @@ TEST_P(FragmentedTest, ReadersOfFragmentedObjectsWhileWritersDeferredWriterAndCl
   });
   threads.emplace_back([&] {
     while (!readers_done && failures[4].empty()) {
-      int rc = test::StoreTestPeer::impl(*store_)->deferred_->drain();
+      int rc = StoreTestHooks::drain_deferred(*store_);
       if (rc < 0) failures[4] = "deferred drain: " + std::to_string(rc);
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // a drain on nothing returns at once
     }

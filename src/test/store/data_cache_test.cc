@@ -4,9 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/store/test_hooks.h"
+#include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
-#include "store_test_peer.h"
 
 using namespace hybridstore;
 using hybridstore::test::StoreTest;
@@ -46,10 +46,8 @@ class DataCacheTest : public StoreTest {
   }
   // Where the object's first extent lies: its device file and offset.
   std::pair<std::string, uint64_t> first_block(const ObjectId& o) {
-    auto* impl = test::StoreTestPeer::impl(*store_);
-    OnodeRef on;
-    std::shared_lock<std::shared_mutex> lock;
-    EXPECT_EQ(impl->get_onode_for_read(coll_, o, &on, &lock), 0);
+    std::shared_ptr<const Onode> on;
+    EXPECT_EQ(StoreTestHooks::onode(*store_, coll_, o, &on), 0);
     const DataExtent& e = on->extents.extents().begin()->second;
     return {dir_->path() + "/store/block." + tier_name(e.tier), e.physical};
   }

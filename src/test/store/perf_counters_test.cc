@@ -7,7 +7,7 @@
 
 #include "hsio/block_device.h"
 #include "hybridstore/kv/kv_schema.h"
-#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/tier/tier_cleaner.h"
 #include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
 

@@ -12,7 +12,8 @@
 
 #include "hsio/block_device.h"
 #include "hybridstore/kv/kv_schema.h"
-#include "hybridstore/store/store_impl.h"
+#include "hybridstore/store/test_hooks.h"
+#include "hybridstore/tier/placement.h"
 #include "hybridstore/tier/heat_tracker.h"
 #include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
@@ -65,9 +66,9 @@ TEST_F(AbsorbTest, ASmallRandomWriteIntoAnHddObjectGoesToTheSsd) {
 TEST_F(AbsorbTest, AbsorbedWritesAddNoHeat) {
   std::string model = put_on_hdd(obj("rbd"), 256 << 10);
   HeatSample before, after;
-  ASSERT_TRUE(store_->heat()->lookup(kv::onode_key(coll_, obj("rbd")), &before));
+  ASSERT_TRUE(StoreTestHooks::heat(*store_, kv::onode_key(coll_, obj("rbd")), &before));
   for (int i = 0; i < 5; ++i) write(obj("rbd"), (i * 7 % 60) * 4096, std::string(4096, 'a' + i), &model);
-  ASSERT_TRUE(store_->heat()->lookup(kv::onode_key(coll_, obj("rbd")), &after));
+  ASSERT_TRUE(StoreTestHooks::heat(*store_, kv::onode_key(coll_, obj("rbd")), &after));
   EXPECT_EQ(after.frequency, before.frequency);
   EXPECT_EQ(after.randomness, before.randomness);
   EXPECT_EQ(after.last_end, 29u * 4096);  // where the last write (at 28 * 4 KiB) ended

@@ -10,6 +10,7 @@
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/tier/heat_tracker.h"
 #include "hybridstore/tier/migrator.h"
+#include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;
@@ -276,10 +277,10 @@ TEST_F(MigrationTest, HeatHistorySurvivesRemount) {
     store_->read(coll_, obj("h"), static_cast<uint64_t>(n % 7) * 8192, 100, &out);
   }
   HeatSample before;
-  ASSERT_TRUE(store_->heat()->lookup(kv_key(obj("h")), &before));
+  ASSERT_TRUE(StoreTestHooks::heat(*store_, kv_key(obj("h")), &before));
   remount();
   HeatSample after;
-  ASSERT_TRUE(store_->heat()->lookup(kv_key(obj("h")), &after));
+  ASSERT_TRUE(StoreTestHooks::heat(*store_, kv_key(obj("h")), &after));
   EXPECT_DOUBLE_EQ(after.frequency, before.frequency);
   EXPECT_DOUBLE_EQ(after.randomness, before.randomness);
 }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "hscommon/encoding.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
@@ -201,44 +202,52 @@ TEST_F(ThreeTierTest, OnNandAKillDuringMigrationLeavesEveryObjectWholeAndFsckCle
 
 TEST(ThreeTierFormat, TheSuperblockKeepsTiersAndOrderAndRejectsNonsense) {
   Superblock sb;
-  sb.tiers = 3;
-  sb.order[0] = Tier::kSsd;
-  sb.order[1] = tier_at(2);
-  sb.order[2] = Tier::kHdd;
-  for (int t = 0; t < 3; ++t) {
-    sb.tier_size[t] = 1ull << 30;
-    sb.reserved[t] = 65536;
+  sb.order = TierOrder{Tier::kSsd, Tier::kTier2, Tier::kHdd};
+  for (Tier t : tier_ids(3)) {
+    sb.tier[t].size = 1ull << 30;
+    sb.tier[t].reserved = 65536;
   }
-  sb.layout[0] = {DeviceKind::kNand, SpaceKind::kSections};
+  sb.tier[Tier::kSsd].layout = {DeviceKind::kNand, SpaceKind::kSections};
   Superblock back;
   std::string why;
   ASSERT_EQ(decode_superblock(encode_superblock(sb), &back, &why), 0) << why;
-  EXPECT_EQ(back.tiers, 3);
-  EXPECT_EQ(back.order[1], tier_at(2));
-  EXPECT_EQ(back.layout[0].device, DeviceKind::kNand);
-  EXPECT_EQ(back.layout[0].space, SpaceKind::kSections);
-  EXPECT_EQ(back.layout[2].space, SpaceKind::kExtents);
+  EXPECT_EQ(back.tiers(), 3);
+  EXPECT_EQ(back.order[1], Tier::kTier2);
+  EXPECT_EQ(back.tier[Tier::kSsd].layout.device, DeviceKind::kNand);
+  EXPECT_EQ(back.tier[Tier::kSsd].layout.space, SpaceKind::kSections);
+  EXPECT_EQ(back.tier[Tier::kHdd].layout.space, SpaceKind::kExtents);
 
   // An order that names a tier twice, or one the store does not have.
   Superblock twice = sb;
-  twice.order[2] = Tier::kSsd;
+  twice.order = TierOrder{Tier::kSsd, Tier::kTier2, Tier::kSsd};
   EXPECT_EQ(decode_superblock(encode_superblock(twice), &back, &why), -EIO);
   EXPECT_NE(why.find("order"), std::string::npos) << why;
   Superblock missing = sb;
-  missing.order[1] = tier_at(3);
+  missing.order = TierOrder{Tier::kSsd, Tier::kTier3, Tier::kHdd};
   EXPECT_EQ(decode_superblock(encode_superblock(missing), &back, &why), -EIO);
-  Superblock too_many = sb;
-  too_many.tiers = kMaxTiers + 1;
-  EXPECT_LT(decode_superblock(encode_superblock(too_many), &back, &why), 0);
+  // A tier count out of range, written over a good record's (the fifth
+  // byte after the version, the fsid and the creation time).
+  auto with_tier_count = [&](uint8_t n) {
+    const std::string good = encode_superblock(sb);
+    const uint32_t kSuperTag = 0x53555052;  // "SUPR"
+    uint8_t ver;
+    std::string_view body;
+    EXPECT_EQ(open_stored_record(kSuperTag, 2, good, "superblock", &ver, &body, &why), 0) << why;
+    std::string changed(body);
+    changed[4 + 16 + 8] = static_cast<char>(n);
+    return seal_record(kSuperTag, ver, changed);
+  };
+  EXPECT_LT(decode_superblock(with_tier_count(kMaxTiers + 1), &back, &why), 0);
   Superblock one = sb;
-  one.tiers = 1;
+  one.order = TierOrder{Tier::kSsd};
   EXPECT_LT(decode_superblock(encode_superblock(one), &back, &why), 0);
+  EXPECT_LT(decode_superblock(with_tier_count(1), &back, &why), 0);
   // Sections and NAND are the SSD's, and an SSD with them comes first.
   Superblock sections_below = sb;
-  sections_below.layout[2] = {DeviceKind::kBlock, SpaceKind::kSections};
+  sections_below.tier[Tier::kHdd].layout = {DeviceKind::kBlock, SpaceKind::kSections};
   EXPECT_EQ(decode_superblock(encode_superblock(sections_below), &back, &why), -EIO);
   Superblock nand_not_first = sb;
-  std::swap(nand_not_first.order[0], nand_not_first.order[1]);
+  nand_not_first.order = TierOrder{Tier::kTier2, Tier::kSsd, Tier::kHdd};
   EXPECT_EQ(decode_superblock(encode_superblock(nand_not_first), &back, &why), -EIO);
   EXPECT_NE(why.find("fastest"), std::string::npos) << why;
 }

@@ -176,9 +176,9 @@ int run_demo(DemoArgs d) {
   StoreStats st;
   store.statfs(&st);
   printf("\n== usage per tier\n%-5s %12s %12s %12s %8s %9s\n", "TIER", "SIZE", "USED", "AVAIL", "USE%", "OBJECTS");
-  for (int r = 0; r < st.tiers; ++r) {  // fastest first
-    const auto& ts = st.tier[tier_index(st.order[r])];
-    std::string tn = tier_name(st.order[r]);
+  for (Tier t : st.order) {  // fastest first
+    const auto& ts = st.tier[t];
+    std::string tn = tier_name(t);
     printf("%-5s %12s %12s %12s %7.2f%% %9llu\n", tn.c_str(), format_size(ts.total).c_str(),
            format_size(ts.allocated).c_str(), format_size(ts.free).c_str(),
            100.0 * static_cast<double>(ts.allocated) / static_cast<double>(ts.total),

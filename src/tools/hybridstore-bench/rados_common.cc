@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "hybridstore/format/store_format.h"
+
 namespace hybridstore::bench {
 
 namespace fs = std::filesystem;
@@ -60,7 +62,7 @@ void measure_ceiling(ModeRun* m, int tier, RawOp op, uint64_t block_size,
     m->raw.note = "the SSD is raw NAND behind the embedded FTL: no device file to measure";
     return;
   }
-  std::string dev = m->t.path + "/block." + tier_name(tier_at(tier));
+  std::string dev = m->t.path + "/" + tier_device_link(tier_at(tier));
   std::string what = mix.empty() ? std::to_string(block_size) + "-byte" : "mixed-size (" + mix_text + ")";
   fprintf(stderr, "raw ceiling: %.0f s of %s %ss, %d in flight, beside %s...\n", m->a.raw_seconds, what.c_str(),
           raw_op_name(op), m->a.concurrent, dev.c_str());
@@ -107,8 +109,8 @@ void print_results(ModeRun* m, uint64_t op_size, uint64_t object_size) {
   m->after = s->perf().snapshot();
   StoreStats st;
   s->statfs(&st);
-  for (int t = 0; t < st.tiers; ++t) {
-    std::string tn = tier_name(tier_at(t));
+  for (Tier t : tier_ids(st.tiers)) {
+    std::string tn = tier_name(t);
     m->tiers[tn] = {{"total", st.tier[t].total},
                     {"allocated", st.tier[t].allocated},
                     {"free", st.tier[t].free},

@@ -4,7 +4,7 @@
 // prefix of the transactions they queued.
 //
 // StoreModel::apply() implements ObjectStore transaction semantics
-// independently of the engine (its rules are those of store_object_ops.cc
+// independently of the engine (its rules are those of store/op_applier.cc
 // and docs/txn-json.md: which ops create their object, which missing objects
 // are tolerated, which errors fail the transaction), so a disagreement between
 // the two is a finding, not a tautology.

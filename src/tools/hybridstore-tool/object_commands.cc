@@ -96,9 +96,9 @@ ToolCommand stat_cmd("stat", "print an object's size, placement and attributes a
                                           {"omap_id", st.omap_id},
                                           {"attrs", names}};
                          // ssd_bytes, hdd_bytes, and tier2_bytes... where a tier holds some.
-                         for (int t = 0; t < kMaxTiers; ++t)
-                           if (t < 2 || st.bytes_on[t])
-                             j[std::string(tier_name(tier_at(t))) + "_bytes"] = st.bytes_on[t];
+                         for (Tier t : tier_ids(kMaxTiers))
+                           if (t == Tier::kSsd || t == Tier::kHdd || st.bytes_on[t])
+                             j[std::string(tier_name(t)) + "_bytes"] = st.bytes_on[t];
                          printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
                          return store->umount() < 0 ? 1 : 0;
                        };

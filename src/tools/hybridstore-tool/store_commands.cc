@@ -26,9 +26,8 @@ ToolCommand mkfs_cmd("mkfs", "create a store (device files are created sparse wh
                          printf("created store %s at %s\n", store.fsid().c_str(), args->path.c_str());
                          StoreStats st;
                          store.statfs(&st);
-                         for (int r = 0; r < st.tiers; ++r) {  // fastest first
-                           const int t = tier_index(st.order[r]);
-                           printf("  %s: %s (%s, %s allocatable)\n", tier_name(st.order[r]),
+                         for (Tier t : st.order) {  // fastest first
+                           printf("  %s: %s (%s, %s allocatable)\n", tier_name(t),
                                   st.tier[t].device.c_str(), st.tier[t].backend.c_str(),
                                   format_size(st.tier[t].total).c_str());
                          }
@@ -87,11 +86,12 @@ ToolCommand label_cmd("show-label", "print the labels of the store's devices (wo
                           } else {
                             if (!args->require_path()) return 2;
                             // Every tier's device link mkfs made (block.ssd, block.hdd, block.tier2, ...).
-                            for (int t = 0; t < kMaxTiers; ++t) {
-                              std::string p = args->path + "/block." + tier_name(tier_at(t));
+                            for (Tier t : tier_ids(kMaxTiers)) {
+                              std::string p = args->path + "/" + tier_device_link(t);
                               std::error_code ec;
                               // A link that dangles is read (and reported) too.
-                              if (t < 2 || std::filesystem::exists(std::filesystem::symlink_status(p, ec)))
+                              if (t == Tier::kSsd || t == Tier::kHdd ||
+                                  std::filesystem::exists(std::filesystem::symlink_status(p, ec)))
                                 paths.push_back(p);
                             }
                           }
@@ -139,9 +139,9 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
     if (*json) {
       nlohmann::json j{{"objects", st.objects}, {"data_bytes", st.data_bytes}};
       j["tier_order"] = nlohmann::json::array();
-      for (int r = 0; r < st.tiers; ++r) j["tier_order"].push_back(tier_name(st.order[r]));
-      for (int t = 0; t < st.tiers; ++t)
-        j[tier_name(tier_at(t))] = {{"total", st.tier[t].total},
+      for (Tier t : st.order) j["tier_order"].push_back(tier_name(t));
+      for (Tier t : tier_ids(st.tiers))
+        j[tier_name(t)] = {{"total", st.tier[t].total},
                                                {"allocated", st.tier[t].allocated},
                                                {"free", st.tier[t].free},
                                                {"alloc_unit", st.tier[t].unit},
@@ -152,10 +152,9 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
       return 0;
     }
     printf("%-5s %12s %12s %12s %6s %6s  %s\n", "TIER", "SIZE", "USED", "AVAIL", "USE%", "FRAG", "DEVICE");
-    for (int r = 0; r < st.tiers; ++r) {  // fastest first
-      const int t = tier_index(st.order[r]);
+    for (Tier t : st.order) {  // fastest first
       const auto& ts = st.tier[t];
-      printf("%-5s %12s %12s %12s %5.1f%% %6.3f  %s (%s)\n", tier_name(st.order[r]),
+      printf("%-5s %12s %12s %12s %5.1f%% %6.3f  %s (%s)\n", tier_name(t),
              format_size(ts.total).c_str(), format_size(ts.allocated).c_str(), format_size(ts.free).c_str(),
              ts.total ? 100.0 * static_cast<double>(ts.allocated) / static_cast<double>(ts.total) : 0.0,
              ts.fragmentation, ts.device.c_str(), ts.backend.c_str());

@@ -28,9 +28,8 @@ ToolCommand migrate_cmd("migrate", "move objects between tiers by their heat (hy
                             printf("promoted %zu, demoted %zu, skipped %zu, retried %zu; moved %s in %.2f s\n",
                                    rep.promoted, rep.demoted, rep.skipped, rep.retries,
                                    format_size(rep.bytes_moved).c_str(), rep.seconds);
-                            for (int r = 0; r < after.tiers; ++r) {  // fastest first
-                              const int t = tier_index(after.order[r]);
-                              printf("%s used: %s -> %s\n", tier_name(after.order[r]),
+                            for (Tier t : after.order) {  // fastest first
+                              printf("%s used: %s -> %s\n", tier_name(t),
                                      format_size(before.tier[t].allocated).c_str(),
                                      format_size(after.tier[t].allocated).c_str());
                             }

@@ -1,21 +1,20 @@
-#include "hybridstore/sections/ssd_cleaner.h"
+#include "hybridstore/sections/section_cleaner.h"
 
 #include "hscommon/log.h"
 #include "hybridstore/sections/ssd_sections.h"
 
 namespace hybridstore {
 
-void SsdCleaner::rebuild_owners() {
+void SectionCleaner::rebuild_owners() {
   owners_.clear();
   store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& st) {
-    if (st.bytes_on[tier_index(Tier::kSsd)]) owners_[ObjectIdHash()(o)].emplace_back(c, o);
+    if (st.bytes_on[tier_]) owners_[ObjectIdHash()(o)].emplace_back(c, o);
   });
 }
 
-int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
+int SectionCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
   *rep = CleanerReport();
-  if (!ssd_) return 0;
-  if (!force && !ssd_->cleaning_needed(started_)) {
+  if (!force && !sections_->cleaning_needed(started_)) {
     started_ = false;
     return 0;
   }
@@ -23,11 +22,11 @@ int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
   // Writes still staged in a victim's neighbourhood must be settled first,
   // so that live ranges and extents agree.
   if (int r = store_->flush(); r < 0) return r;
-  std::vector<uint32_t> victims = ssd_->begin_cleaning(4);
+  std::vector<uint32_t> victims = sections_->begin_cleaning(4);
   bool rescanned = false;
   for (uint32_t eu : victims) {
     ++rep->victims;
-    auto live = ssd_->live_in(eu);
+    auto live = sections_->live_in(eu);
     uint64_t lo = UINT64_MAX, hi = 0;
     for (const auto& l : live) {
       lo = std::min(lo, l.offset);
@@ -47,8 +46,8 @@ int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
       }
       bool moved = false;
       for (const auto& [c, o] : it->second) {
-        int r = store_->relocate(c, o, lo, hi);
-        if (r == -EAGAIN) r = store_->relocate(c, o, lo, hi);  // written meanwhile: once more
+        int r = store_->relocate(c, o, tier_, lo, hi);
+        if (r == -EAGAIN) r = store_->relocate(c, o, tier_, lo, hi);  // written meanwhile: once more
         if (r == 0) moved = true;
       }
       if (moved) {
@@ -60,14 +59,14 @@ int SsdCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep) {
     }
     // Freed space reaches the sections once the moves are durable.
     store_->flush();
-    if (ssd_->erase_unit_free(eu))
+    if (sections_->erase_unit_free(eu))
       ++rep->units_freed;
     else
-      ssd_->end_cleaning(eu);
+      sections_->end_cleaning(eu);
   }
   if (rep->victims)
-    HS_INFO("SSD cleaner: {} victims, {} units freed, {} objects moved ({} bytes), {} skipped", rep->victims,
-            rep->units_freed, rep->objects_moved, rep->bytes_moved, rep->skipped);
+    HS_INFO("{} cleaner: {} victims, {} units freed, {} objects moved ({} bytes), {} skipped", tier_name(tier_),
+            rep->victims, rep->units_freed, rep->objects_moved, rep->bytes_moved, rep->skipped);
   return 0;
 }
 

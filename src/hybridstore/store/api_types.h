@@ -1,0 +1,117 @@
+// The values the store's API hands out and takes: statistics, what a store
+// directory holds, fsck's report, read flags, read pieces and the omap
+// iterator. Plain types, apart from the API (hybrid_store.h), so that the
+// store's parts, which fill them in, need not see the facade.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hybridstore/format/tier.h"
+
+namespace hybridstore {
+
+struct TierStats {
+  uint64_t total = 0;      // allocatable bytes
+  uint64_t free = 0;
+  uint64_t allocated = 0;  // bytes objects hold
+  uint64_t consumed = 0;   // allocated plus space held but not reusable yet (SSD sections)
+  uint64_t unit = 0;
+  double fragmentation = 0;
+  std::string device;
+  std::string backend;
+};
+
+struct StoreStats {
+  uint32_t format_version = 0;  // of the store on disk
+  int tiers = 2;  // tier[0 .. tiers-1] are filled, by tier id
+  TierOrder order{Tier::kSsd, Tier::kHdd};  // by rank, fastest first
+  PerTier<TierStats> tier;
+  uint64_t objects = 0;
+  uint64_t data_bytes = 0;  // sum of object sizes
+  uint64_t transactions_committed = 0;
+  uint64_t commit_groups = 0;
+  uint64_t deferred_staged = 0;         // deferred writes acknowledged through RocksDB
+  uint64_t deferred_applied = 0;        // ... and since written to their devices
+  uint64_t deferred_device_writes = 0;  // device writes those took (adjacent ones merged)
+  uint64_t deferred_pending_bytes = 0;
+  uint64_t omap_bytes = 0;      // approximate: RocksDB's size of the omap key range
+  uint64_t metadata_bytes = 0;  // the rest of RocksDB (onodes, allocation state, logs)
+  bool read_only = false;       // after an I/O error (see README's guarantees)
+};
+
+// Read flags (HybridStore::read).
+enum ReadFlags : uint32_t {
+  // Not a client access: scrub, recovery, backfill. The object's heat is left
+  // alone, so background reads do not pull cold data onto the SSD.
+  kReadNoHeat = 1,
+  // From the media: the data cache neither answers nor keeps this read
+  // (deep scrub checks what the disk holds; background reads do not push
+  // clients' data out).
+  kReadUncached = 2,
+};
+
+// What a store directory holds, read without mounting it (what the Ceph
+// adapter answers before mount: devices, rotational, min_alloc_size).
+struct StoreProbe {
+  struct Device {
+    std::string path;      // as configured or <store>/block.{ssd,hdd,tier2,tier3}
+    std::string resolved;  // symlinks followed
+    bool exists = false;
+    bool is_block = false;
+    std::string kind;      // "block", "file" or "nand" (raw flash through the FTL)
+    uint64_t size = 0;
+    bool rotational = true;
+    // Kernel devices behind it ("sdb", "nvme0n1", "loop3"): the device
+    // itself, or the one holding the file.
+    std::vector<std::string> kernel_devices;
+  };
+  int tiers = 2;  // tier[0 .. tiers-1], by tier id
+  Tier slowest = Tier::kHdd;  // the capacity tier
+  PerTier<Device> tier;
+  uint32_t format_version = 0;  // of the superblock on disk (0: none read)
+  bool exists = false;          // mkfs has completed here
+  bool in_use = false;          // another process has it mounted
+  std::string fsid;
+  uint64_t min_alloc_size = 0;  // the finest allocation unit of either tier
+  bool kv_rotational = true;    // the filesystem RocksDB lives on
+};
+
+struct FsckReport {
+  uint64_t errors = 0;
+  uint64_t warnings = 0;
+  uint64_t collections = 0;
+  uint64_t objects = 0;
+  uint64_t extents = 0;
+  uint64_t extent_shards = 0;  // extent maps stored in shards: the shard records
+  uint64_t omap_entries = 0;
+  uint64_t bytes_verified = 0;  // deep only
+  PerTier<uint64_t> leaked_bytes;
+  std::vector<std::string> problems;  // one line each
+};
+
+// Iterates one object's omap keys in byte order (never the header).
+class OmapIterator {
+ public:
+  virtual ~OmapIterator() = default;
+  virtual void seek_to_first() = 0;
+  virtual void lower_bound(const std::string& key) = 0;  // first key >= key
+  virtual void upper_bound(const std::string& key) = 0;  // first key > key
+  virtual bool valid() const = 0;
+  virtual void next() = 0;
+  virtual std::string key() const = 0;
+  virtual std::string value() const = 0;
+  virtual int status() const = 0;  // 0 or -EIO
+};
+
+// A range of an object's data as the data cache holds it
+// (HybridStore::read_shared): the piece keeps its memory alive while held,
+// and nothing changes it.
+struct ReadPiece {
+  std::shared_ptr<const char> owner;
+  const char* data;
+  uint64_t len;
+};
+
+}  // namespace hybridstore

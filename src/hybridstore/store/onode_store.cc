@@ -1,0 +1,197 @@
+#include "hybridstore/store/onode_store.h"
+
+#include <fmt/format.h>
+#include <rocksdb/db.h>
+
+#include "hscommon/encoding.h"
+#include "hscommon/log.h"
+#include "hybridstore/kv/kv_committer.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/store/collections.h"
+#include "hybridstore/store/store_perf.h"
+
+namespace hybridstore {
+
+OnodeStore::OnodeStore(rocksdb::DB* db, KvCommitter* committer, CollectionTable* colls, const Config& cfg,
+                       int tiers, StorePerf* perf)
+    : db_(db),
+      committer_(committer),
+      colls_(colls),
+      perf_(perf),
+      tiers_(tiers),
+      extent_map_inline_max_(cfg.get_size("hybridstore_extent_map_inline_max")),
+      cache_(static_cast<size_t>(cfg.get_int("hybridstore_onode_cache_size"))) {}
+
+OnodeStore::~OnodeStore() = default;
+
+int OnodeStore::load_nids(std::string* error) {
+  std::string v;
+  if (!db_->Get(rocksdb::ReadOptions(), kv::nid_max_key(), &v).ok() || v.size() != 8) {
+    *error = "store has no nid_max record";
+    return -EIO;
+  }
+  next_nid_ = load_fixed64(v.data());
+  nid_reserved_ = next_nid_;
+  return 0;
+}
+
+uint64_t OnodeStore::allocate_nid() {
+  std::lock_guard<std::mutex> l(nid_mutex_);
+  if (next_nid_ >= nid_reserved_) {
+    // Reserve a block of ids with a synced write of its own, so no
+    // transaction's fate can make the store forget an id it handed out.
+    uint64_t want = next_nid_ + 4096;
+    std::string v;
+    put_fixed64(&v, want);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (rocksdb::Status s = db_->Put(wo, kv::nid_max_key(), v); !s.ok()) {
+      committer_->fail(-EIO, "RocksDB write reserving omap ids failed: " + s.ToString());
+      return 0;
+    }
+    nid_reserved_ = want;
+  }
+  return next_nid_++;
+}
+
+int OnodeStore::complete(const std::string& key, std::string_view value, const rocksdb::ReadOptions& ro, Onode* out,
+                         std::string* why) const {
+  std::vector<ShardRef> refs;
+  if (!decode_onode(value, out, why, tiers_, &refs)) return -EIO;
+  if (refs.empty()) return 0;
+  std::vector<std::string> keys;
+  keys.reserve(refs.size());
+  for (const auto& r : refs) keys.push_back(kv::extent_shard_key(key, r.index));
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<std::string> values;
+  std::vector<rocksdb::Status> st = db_->MultiGet(ro, slices, &values);
+  for (size_t i = 0; i < refs.size(); ++i) {
+    if (st[i].IsNotFound()) {
+      *why = fmt::format("onode: extent shard {} is missing", refs[i].index);
+      return -EIO;
+    }
+    if (!st[i].ok()) {
+      *why = fmt::format("onode: reading extent shard {}: {}", refs[i].index, st[i].ToString());
+      return -EIO;
+    }
+    if (!decode_extent_shard(values[i], refs[i], &out->extents, why, tiers_)) return -EIO;
+  }
+  return 0;
+}
+
+int OnodeStore::load(const std::string& key, Onode* out, std::string* why) const {
+  // The onode and its shards from one view of the DB. Readers and writers
+  // of an object hold its collection's lock, so two plain reads see the
+  // same commit; if they did not, the shards would not match the refs, and
+  // a read under one snapshot settles whether that was a race or damage.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    rocksdb::ReadOptions ro;
+    const rocksdb::Snapshot* snap = attempt ? db_->GetSnapshot() : nullptr;
+    ro.snapshot = snap;
+    std::string v;
+    rocksdb::Status st = db_->Get(ro, key, &v);
+    int r;
+    if (st.IsNotFound()) {
+      r = -ENOENT;
+    } else if (!st.ok()) {
+      *why = st.ToString();
+      r = -EIO;
+    } else {
+      *out = Onode();
+      r = complete(key, v, ro, out, why);
+    }
+    if (snap) db_->ReleaseSnapshot(snap);
+    if (r != -EIO || !st.ok()) return r;
+  }
+  return -EIO;
+}
+
+StoredShards OnodeStore::shards_in_store(const std::string& key) const {
+  StoredShards out;
+  std::string v;
+  if (!db_->Get(rocksdb::ReadOptions(), key, &v).ok()) return out;
+  Onode o;
+  std::vector<ShardRef> refs;
+  if (!decode_onode(v, &o, nullptr, tiers_, &refs)) return out;
+  for (const auto& r : refs) out.emplace_back(r.index, nullptr);
+  return out;
+}
+
+StoredShards OnodeStore::put(rocksdb::WriteBatchBase* batch, const std::string& key, Onode& o,
+                             const StoredShards& stored) const {
+  if (!extents_go_in_shards(o, extent_map_inline_max_)) {
+    delete_shards(batch, key, stored);
+    o.extents_in_shards = false;
+    batch->Put(key, encode_onode(o));
+    return {};
+  }
+  StoredShards now = o.extents.shard_handles();
+  // Both in shard order: write the shards that are new or changed, delete
+  // the ones gone.
+  size_t j = 0;
+  for (const auto& [idx, h] : now) {
+    for (; j < stored.size() && stored[j].first < idx; ++j) batch->Delete(kv::extent_shard_key(key, stored[j].first));
+    bool same = false;
+    if (j < stored.size() && stored[j].first == idx) {
+      same = stored[j].second && stored[j].second == h;
+      ++j;
+    }
+    if (!same) batch->Put(kv::extent_shard_key(key, idx), encode_extent_shard(o.extents, idx));
+  }
+  for (; j < stored.size(); ++j) batch->Delete(kv::extent_shard_key(key, stored[j].first));
+  o.extents_in_shards = true;
+  batch->Put(key, encode_onode(o, true));
+  return now;
+}
+
+void OnodeStore::delete_shards(rocksdb::WriteBatchBase* batch, const std::string& key, const StoredShards& stored) {
+  for (const auto& sh : stored) batch->Delete(kv::extent_shard_key(key, sh.first));
+}
+
+OnodeCache::Lookup OnodeStore::cached(const CollectionId& c, const ObjectId& o, OnodeRef* out) {
+  const OnodeCache::Lookup l = cache_.get(c, o, out);
+  perf_->set.inc(l == OnodeCache::Lookup::kMiss ? perf_->onode_misses : perf_->onode_hits);
+  return l;
+}
+
+int OnodeStore::get_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
+                             std::shared_lock<std::shared_mutex>* lock, const std::string* key) {
+  if (o.max) return -ENOENT;
+  auto st = colls_->state(c);
+  *lock = std::shared_lock<std::shared_mutex>(st->lock);
+  if (!st->exists) return -ENOENT;
+  switch (cached(c, o, out)) {
+    case OnodeCache::Lookup::kHit:
+      return 0;
+    case OnodeCache::Lookup::kTombstone:
+      return -ENOENT;
+    case OnodeCache::Lookup::kMiss:
+      break;
+  }
+  std::string built;
+  if (!key) {
+    built = kv::onode_key(c, o);
+    key = &built;
+  }
+  auto on = std::make_shared<Onode>();
+  std::string why;
+  if (int r = load(*key, on.get(), &why); r < 0) {
+    if (r != -ENOENT) HS_ERROR("reading onode {} in {}: {}", o.to_string(), c.name, why);
+    return r;
+  }
+  cache_.put_clean(c, o, on, committer_->committed_seq());
+  *out = std::move(on);
+  return 0;
+}
+
+void OnodeStore::publish(const ObjectKey& key, OnodeRef onode, uint64_t seq) {
+  cache_.put_pending(CollectionId(key.first), key.second, std::move(onode), seq);
+}
+
+void OnodeStore::trim() { cache_.trim(committer_->committed_seq()); }
+
+void OnodeStore::drop_clean() { cache_.drop_committed(committer_->committed_seq()); }
+
+size_t OnodeStore::cached_count() const { return cache_.size(); }
+
+}  // namespace hybridstore

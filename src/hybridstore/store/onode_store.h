@@ -1,0 +1,104 @@
+// Onodes in RocksDB, as a mounted store keeps them: the record under the
+// object's key and, for an extent map larger than
+// hybridstore_extent_map_inline_max, its shards under keys of their own
+// (format 3); the cache of onodes every read looks in first; and the omap
+// ids objects get (nids), reserved in blocks that survive any crash.
+//
+// Readers hold the object's collection lock (shared) while they use what
+// they read; transactions read through their own overlay (OpApplier) and
+// publish what they wrote here once queued.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+
+#include "hscommon/config.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/format/onode.h"
+#include "hybridstore/kv/onode_cache.h"
+#include "hybridstore/store/txn_context.h"
+
+namespace rocksdb {
+class DB;
+class WriteBatchBase;
+struct ReadOptions;
+}  // namespace rocksdb
+
+namespace hybridstore {
+
+class CollectionTable;
+class KvCommitter;
+struct StorePerf;
+
+class OnodeStore {
+ public:
+  // `tiers`: how many tiers the store has (an extent on another is corrupt).
+  OnodeStore(rocksdb::DB* db, KvCommitter* committer, CollectionTable* colls, const Config& cfg, int tiers,
+             StorePerf* perf);
+  ~OnodeStore();
+  OnodeStore(const OnodeStore&) = delete;
+  OnodeStore& operator=(const OnodeStore&) = delete;
+
+  // Mount: where omap ids continue.
+  int load_nids(std::string* error);
+  // A fresh omap id; 0 when its reservation could not be written (the
+  // store has failed then).
+  uint64_t allocate_nid();
+
+  // The onode stored under `key`, its extent shards included: 0, -ENOENT, or
+  // -EIO with *why (corrupt, a shard missing or not the one the onode names).
+  int load(const std::string& key, Onode* out, std::string* why) const;
+  // The same for an onode record in hand (read from an iterator): its shards
+  // are read with `ro`.
+  int complete(const std::string& key, std::string_view value, const rocksdb::ReadOptions& ro, Onode* out,
+               std::string* why) const;
+  // Puts `o` under `key` in `batch`: the record, and the extent shards that
+  // differ from `stored` (the shards the key holds now: empty when it holds
+  // none or an inline map; a null handle for a shard of unknown content),
+  // deleting shards it no longer has. Sets o.extents_in_shards; returns the
+  // shards the key holds afterwards.
+  StoredShards put(rocksdb::WriteBatchBase* batch, const std::string& key, Onode& o,
+                   const StoredShards& stored) const;
+  // The shards the onode under `key` names in the store now, with null
+  // handles (content unknown); empty when it names none or cannot be read.
+  StoredShards shards_in_store(const std::string& key) const;
+  // Deletes the shards in `stored`.
+  static void delete_shards(rocksdb::WriteBatchBase* batch, const std::string& key, const StoredShards& stored);
+  // The shards an onode holds under its key as loaded (see put).
+  static StoredShards stored_shards(const Onode* o) {
+    return o && o->extents_in_shards ? o->extents.shard_handles() : StoredShards();
+  }
+
+  // The object's onode for a reader, with its collection's lock held in
+  // *lock: 0, -ENOENT (no such collection or object) or -EIO. `key`: the
+  // object's onode key when the caller has built it already.
+  int get_for_read(const CollectionId& c, const ObjectId& o, OnodeRef* out,
+                   std::shared_lock<std::shared_mutex>* lock, const std::string* key = nullptr);
+  // The cached onode for a transaction's overlay (counted as a hit or a miss).
+  OnodeCache::Lookup cached(const CollectionId& c, const ObjectId& o, OnodeRef* out);
+  // A queued transaction's onodes, visible to reads from now on (null: removed).
+  void publish(const ObjectKey& key, OnodeRef onode, uint64_t seq);
+  // Keeps the cache within its capacity (entries RocksDB holds may go).
+  void trim();
+  // Drops every cached onode RocksDB already holds (an operator's drop).
+  void drop_clean();
+  size_t cached_count() const;
+
+ private:
+  rocksdb::DB* db_;
+  KvCommitter* committer_;
+  CollectionTable* colls_;
+  StorePerf* perf_;
+  const int tiers_;
+  const uint64_t extent_map_inline_max_;
+  OnodeCache cache_;
+  std::mutex nid_mutex_;
+  uint64_t next_nid_ = 1;
+  uint64_t nid_reserved_ = 0;  // persisted: nids below it may be in use
+};
+
+}  // namespace hybridstore

@@ -1,0 +1,251 @@
+// mkfs, and the RocksDB options mkfs and mount share.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <rocksdb/cache.h>
+#include <rocksdb/convenience.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/version.h>
+
+#include "hscommon/encoding.h"
+#include "hscommon/log.h"
+#include "hybridstore/kv/gated_db.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/store/storage_hooks.h"
+#include "hybridstore/store/store_mount.h"
+#include "hybridstore/store/tier_set.h"
+
+namespace fs = std::filesystem;
+
+namespace hybridstore {
+
+namespace {
+
+uint64_t now_us() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+bool write_text_file(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    if (!f) return false;
+    f << text;
+    if (!f.flush()) return false;
+  }
+  int fd = ::open(tmp.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+  return ::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
+                  std::string* error) {
+  rocksdb::Options base;
+  base.create_if_missing = create;
+  base.error_if_exists = create;
+  base.paranoid_checks = true;
+  base.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  base.merge_operator = kv::make_merge_operator();
+  base.max_background_jobs = 2;
+  // Table files any RocksDB from 6.8 (Ceph's bundled one, inside ceph-osd)
+  // to Debian's 7.x (the standalone tools) reads: newer releases default to
+  // an XXH3 block checksum that 6.8 rejects as corruption, so a store the
+  // standalone hybridstore-tool touched would no longer mount in the OSD.
+  rocksdb::BlockBasedTableOptions table;
+  table.checksum = rocksdb::kCRC32c;
+  table.format_version = 4;
+  // Every transaction looks its objects up before it changes them, and a
+  // create looks for a key that is nowhere: without filters that Get
+  // searches every memtable and table file (8% of the CPU of 4 KiB creates
+  // with 16 writers; 2% with them). Full filters of format 4 are what Ceph's
+  // RocksDB writes too.
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
+  table.block_cache = rocksdb::NewLRUCache(cfg.get_size("hybridstore_kv_block_cache_size"));
+  base.memtable_prefix_bloom_size_ratio = 0.02;
+  base.memtable_whole_key_filtering = true;
+  base.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  base.memtable_insert_with_hint_prefix_extractor = kv::make_insert_hint_prefixes();
+  // With the commit journal, transactions are durable through its ring and
+  // RocksDB's WAL is only synced when ring space is reused: its records can
+  // stay in RocksDB's buffer (written out in ~1 MiB pieces, or by any synced
+  // write) instead of costing a write() per commit group. What a crash
+  // loses of that buffer, the journal replays (kv/commit_journal.h).
+  base.manual_wal_flush = cfg.get_size("hybridstore_commit_journal_size") > 0;
+  rocksdb::Options opts;
+  // Inside ceph-osd the engine is built against Ceph's bundled RocksDB (6.8),
+  // which parses option strings without a ConfigOptions (docs/ceph.md).
+#if ROCKSDB_MAJOR > 6 || (ROCKSDB_MAJOR == 6 && ROCKSDB_MINOR >= 11)
+  rocksdb::ConfigOptions co;
+  co.ignore_unknown_options = false;
+  rocksdb::Status s = rocksdb::GetOptionsFromString(co, base, cfg.get_str("hybridstore_rocksdb_options"), &opts);
+#else
+  rocksdb::Status s = rocksdb::GetOptionsFromString(base, cfg.get_str("hybridstore_rocksdb_options"), &opts);
+#endif
+  if (!s.ok()) {
+    *error = "hybridstore_rocksdb_options: " + s.ToString();
+    return -EINVAL;
+  }
+  if (auto hooks = storage_hooks())
+    if (int r = hooks->setup_kv(path, cfg, &opts, error); r < 0) return r;
+  rocksdb::DB* db = nullptr;
+  s = rocksdb::DB::Open(opts, path + "/db", &db);
+  if (!s.ok()) {
+    *error = "cannot open RocksDB at " + path + "/db: " + s.ToString();
+    return s.IsInvalidArgument() ? -ENOENT : -EIO;
+  }
+  *out = std::make_unique<kv::GatedDb>(db);
+  return 0;
+}
+
+int check_storage_hooks(const Config& cfg, std::string* error) {
+  if (storage_hooks()) return 0;
+  std::string opt = option_needing_storage_hooks(cfg);
+  if (opt.empty()) return 0;
+  *error = opt + " is set, but fault injection and device models are test features: only the test tools "
+           "(hybridstore-tool, hybridstore-bench, hybridstore-crashtest, unit tests) provide them";
+  return -EINVAL;
+}
+
+namespace {
+
+// Links, labels and sizes the device of tier `t` as *sb says it is made,
+// recording its size, unit and reserved head in *sb.
+int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint64_t unit, Superblock* sb,
+                     std::string* error) {
+  TierDescriptor& desc = sb->tier[tier];
+  std::error_code ec;
+  std::string link = path + "/" + tier_device_link(tier);
+  std::string want = cfg.get_str(tier_option(tier, "path"));
+  std::string dev_path = want.empty() ? link : fs::absolute(want).string();
+  DeviceOpenOptions o;
+  o.create = cfg.get_bool("hybridstore_block_create");
+  o.create_size = cfg.get_size(tier_option(tier, "size"));
+  parse_file_layout(cfg.get_str("hybridstore_block_preallocate"), &o.create_layout);
+  o.direct_io = false;
+  if (dev_path != link) {
+    fs::remove(link, ec);
+    fs::create_symlink(dev_path, link, ec);
+    if (ec) {
+      *error = "cannot link " + link + " to " + dev_path + ": " + ec.message();
+      return -EIO;
+    }
+  }
+  std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, dev_path, o, o.create, nullptr, error);
+  if (!dev) return -ENOENT;
+  uint64_t size = dev->size() / unit * unit;
+  uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), unit);
+  if (size < reserved + 64 * unit) {
+    *error = fmt::format("{} device {} is too small ({} bytes)", tier_name(tier), dev_path, dev->size());
+    return -EINVAL;
+  }
+  DeviceLabel label;
+  label.fsid = sb->fsid;
+  label.role = tier;
+  label.size = size;
+  label.created_us = sb->created_us;
+  label.description = std::string("hybridstore ") + tier_name(tier);
+  if (int r = write_label(dev.get(), label); r < 0) {
+    *error = fmt::format("cannot write label to {}: {}", dev_path, strerror(-r));
+    return r;
+  }
+  desc.size = size;
+  desc.alloc_unit = unit;
+  desc.reserved = reserved;
+  return 0;
+}
+
+// The new store's records: superblock, the tiers' spaces, the omap id and
+// statistics records, then the fsid and type files, and last the marker
+// that makes a repeated mkfs harmless.
+int write_new_store(const std::string& path, const Config& cfg, const Superblock& sb, std::string* error) {
+  std::unique_ptr<rocksdb::DB> db;
+  if (int r = open_store_db(path, cfg, true, &db, error); r < 0) return r;
+  rocksdb::WriteBatch b;
+  b.Put(kv::superblock_key(), encode_superblock(sb));
+  for (Tier t : tier_ids(sb.tiers()))
+    if (int r = format_tier_space(t, cfg, sb, &b, error); r < 0) return r;
+  std::string nid;
+  put_fixed64(&nid, 1);
+  b.Put(kv::nid_max_key(), nid);
+  int64_t zero[kv::kStatCount] = {};
+  b.Put(kv::stats_key(), kv::encode_stat_delta(zero));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  if (!db->Write(wo, &b).ok()) {
+    *error = "cannot write superblock";
+    return -EIO;
+  }
+  std::string fsid = uuid_to_string(sb.fsid);
+  if (!write_text_file(path + "/fsid", fsid + "\n") || !write_text_file(path + "/type", "hybridstore\n")) {
+    *error = "cannot write " + path + "/fsid or type";
+    return -EIO;
+  }
+  if (!db->Put(wo, kv::mkfs_done_key(), "yes").ok()) {
+    *error = "cannot write mkfs marker";
+    return -EIO;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std::string* error) {
+  if (int r = check_storage_hooks(cfg, error); r < 0) return r;
+  std::error_code ec;
+  fs::create_directories(path, ec);
+  if (ec) {
+    *error = "cannot create store directory " + path + ": " + ec.message();
+    return -EIO;
+  }
+  if (fs::exists(path + "/db/CURRENT")) {
+    std::string err;
+    std::unique_ptr<rocksdb::DB> db;
+    if (open_store_db(path, cfg, false, &db, &err) == 0) {
+      std::string v;
+      bool done = db->Get(rocksdb::ReadOptions(), kv::mkfs_done_key(), &v).ok();
+      db.reset();
+      if (done) {
+        HS_INFO("store at {} already exists; mkfs leaves it as it is", path);
+        return 0;
+      }
+    }
+    // An earlier mkfs died half way: start over.
+    fs::remove_all(path + "/db", ec);
+  }
+
+  Superblock sb;
+  sb.fsid = fsid != Uuid{} ? fsid : generate_uuid();
+  sb.created_us = now_us();
+  sb.csum_block = static_cast<uint32_t>(cfg.get_size("hybridstore_csum_block"));
+  for (const auto& o : option_registry())
+    if (o.mkfs_only) sb.mkfs_options[o.name] = cfg.get_text(o.name);
+
+  sb.order = TierOrder::made_by_mkfs(static_cast<int>(cfg.get_int("hybridstore_tiers")));
+  for (Tier t : tier_ids(sb.tiers())) {
+    sb.tier[t].layout = tier_layout(t, sb.mkfs_options);
+    const uint64_t unit = tier_alloc_unit(t, sb.tier[t].layout, cfg);
+    if (int r = make_tier_device(path, cfg, t, unit, &sb, error); r < 0) return r;
+  }
+  if (int r = write_new_store(path, cfg, sb, error); r < 0) return r;
+  HS_INFO("created store {} at {}", uuid_to_string(sb.fsid), path);
+  return 0;
+}
+
+}  // namespace hybridstore

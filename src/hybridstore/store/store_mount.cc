@@ -1,0 +1,378 @@
+#include "hybridstore/store/store_mount.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include <rocksdb/db.h>
+
+#include "hscommon/log.h"
+#include "hybridstore/kv/commit_journal.h"
+#include "hybridstore/kv/deferred.h"
+#include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/store/collections.h"
+#include "hybridstore/store/data_reader.h"
+#include "hybridstore/store/data_writer.h"
+#include "hybridstore/store/object_heat.h"
+#include "hybridstore/store/onode_store.h"
+#include "hybridstore/store/storage_hooks.h"
+#include "hybridstore/store/store_fsck.h"
+#include "hybridstore/store/store_perf.h"
+#include "hybridstore/store/store_reader.h"
+#include "hybridstore/store/tier_set.h"
+#include "hybridstore/store/txn_pipeline.h"
+
+namespace fs = std::filesystem;
+
+namespace hybridstore {
+
+MountedStore::MountedStore(std::string path, Config* cfg, StorePerf* perf)
+    : path_(std::move(path)), cfg_(cfg), perf_(perf) {}
+
+int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, std::vector<std::string>* repair_log,
+                       std::unique_ptr<MountedStore>* out, std::string* error) {
+  if (int r = check_storage_hooks(*cfg, error); r < 0) return r;
+  if (!fs::exists(path + "/db/CURRENT")) {
+    *error = "no store at " + path + " (run mkfs first)";
+    return -ENOENT;
+  }
+  // Whatever fails below, the half-opened store closes as it goes.
+  std::unique_ptr<MountedStore> m(new MountedStore(path, cfg, perf));
+  if (int r = m->lock_fsid(error); r < 0) return r;
+  if (int r = open_store_db(path, *cfg, false, &m->db_, error); r < 0) return r;
+  if (int r = m->read_superblock(error); r < 0) return r;
+  // Transactions the commit journal made durable but RocksDB lost go back
+  // into RocksDB before anything reads it.
+  uint64_t next_journal_seq = 1;
+  if (int r = m->open_journal(&next_journal_seq, error); r < 0) return r;
+  if (int r = m->open_tiers(repair_log, error); r < 0) return r;
+  m->colls_ = std::make_unique<CollectionTable>();
+  if (int r = m->colls_->load(m->db_.get(), repair_log, error); r < 0) return r;
+  m->committer_ = std::make_unique<KvCommitter>(m->db_.get(), m->tiers_->devices(), &m->write_tracker_, 4096);
+  m->onodes_ = std::make_unique<OnodeStore>(m->db_.get(), m->committer_.get(), m->colls_.get(), *cfg,
+                                            m->tiers_->count(), perf);
+  if (int r = m->onodes_->load_nids(error); r < 0) return r;
+  m->start_writers(next_journal_seq);
+  m->tiers_->set_gauges();
+  if (int r = m->set_object_gauges(error); r < 0) return r;
+  m->heat_ = std::make_unique<ObjectHeat>(*cfg, m->tiers_.get());
+  m->heat_->load(m->db_.get());
+  m->data_ = std::make_unique<DataReader>(m->tiers_.get(), m->deferred_.get(), perf);
+  m->writer_ = std::make_unique<DataWriter>(m->tiers_.get(), m->data_.get(), m->deferred_.get(), m->heat_.get(),
+                                            &m->write_tracker_, *cfg, perf);
+  const OpApplier::Parts parts{m->db_.get(),      m->committer_.get(), m->onodes_.get(),
+                               m->tiers_.get(),   m->writer_.get(),    m->heat_.get(),
+                               cfg->get_size("hybridstore_max_object_size")};
+  m->pipeline_ = std::make_unique<TxnPipeline>(parts, m->colls_.get(), m->deferred_.get(), perf);
+  m->reads_ = std::make_unique<StoreReader>(m->db_.get(), m->committer_.get(), m->colls_.get(), m->onodes_.get(),
+                                            m->data_.get(), m->heat_.get(), perf);
+  HS_INFO("mounted store {} at {}", uuid_to_string(m->super_.fsid), path);
+  if (cfg->get_bool("hybridstore_fsck_on_mount")) {
+    FsckReport rep;
+    if (m->fsck(false, &rep) != 0) {
+      *error = fmt::format("fsck on mount found {} errors (first: {})", rep.errors,
+                           rep.problems.empty() ? "?" : rep.problems[0]);
+      m->close();
+      return -EIO;
+    }
+  }
+  if (int r = m->upgrade_format(error); r < 0) return r;
+  *out = std::move(m);
+  return 0;
+}
+
+int MountedStore::lock_fsid(std::string* error) {
+  fsid_lock_fd_ = ::open((path_ + "/fsid").c_str(), O_RDWR | O_CLOEXEC);
+  if (fsid_lock_fd_ < 0) {
+    *error = "cannot open " + path_ + "/fsid: " + strerror(errno);
+    return -errno;
+  }
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  // An open-file-description lock, so a second mount is refused even from
+  // the same process (classic POSIX locks are per process).
+  if (::fcntl(fsid_lock_fd_, F_OFD_SETLK, &fl) < 0) {
+    *error = "store at " + path_ + " is in use by another process";
+    return -EBUSY;
+  }
+  return 0;
+}
+
+int MountedStore::read_superblock(std::string* error) {
+  std::string v;
+  if (!db_->Get(rocksdb::ReadOptions(), kv::mkfs_done_key(), &v).ok()) {
+    *error = "store at " + path_ + " was never completely created (mkfs did not finish)";
+    return -EINVAL;
+  }
+  if (!db_->Get(rocksdb::ReadOptions(), kv::superblock_key(), &v).ok()) {
+    *error = "store at " + path_ + " has no superblock";
+    return -EINVAL;
+  }
+  if (int r = decode_superblock(v, &super_, error); r < 0) return r;
+  // Options fixed at mkfs take the values the store was made with.
+  for (const auto& [k, val] : super_.mkfs_options) {
+    std::string e;
+    if (find_option(k) && cfg_->set(k, val, &e) < 0) HS_WARN("store option {}: {}", k, e);
+  }
+  return 0;
+}
+
+int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
+  const std::string path = path_ + "/journal";
+  const uint64_t size = cfg_->get_size("hybridstore_commit_journal_size");
+  std::error_code ec;
+  // Without the option a journal left by an earlier mount is still replayed.
+  if (size == 0 && !fs::exists(path, ec)) return 0;
+  CommitJournal::Wrap wrap;
+  if (auto hooks = storage_hooks())
+    wrap = [&](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
+  journal_ = CommitJournal::open(path, size > 0 ? size : (16ull << 20), super_.fsid, wrap, error);
+  if (!journal_) return -EIO;
+  int r = journal_->replay(db_.get(), next_seq, error);
+  return r < 0 ? r : 0;
+}
+
+int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* error) {
+  tiers_ = std::make_unique<TierSet>(perf_);
+  if (int r = tiers_->open(path_, super_, *cfg_, error); r < 0) return r;
+  // Deferred writes acknowledged before a crash reach their devices before
+  // anything reads them.
+  if (int r = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log); r < 0) return r;
+  return tiers_->load(db_.get(), *cfg_, error);
+}
+
+void MountedStore::start_writers(uint64_t next_journal_seq) {
+  committer_->set_perf(committer_counters(perf_));
+  if (journal_ && cfg_->get_size("hybridstore_commit_journal_size") > 0)
+    committer_->set_journal(journal_.get(), next_journal_seq,
+                            static_cast<int>(cfg_->get_int("hybridstore_commit_lanes")));
+  committer_->start();
+  DeferredOptions dopts;
+  dopts.batch_bytes = cfg_->get_size("hybridstore_deferred_batch_bytes");
+  dopts.max_delay_ms = static_cast<uint64_t>(cfg_->get_int("hybridstore_deferred_max_delay_ms"));
+  dopts.max_pending_bytes = cfg_->get_size("hybridstore_deferred_max_pending");
+  TierSet* tiers = tiers_.get();
+  deferred_ = std::make_unique<DeferredWriter>(
+      db_.get(), tiers_->devices(), &write_tracker_, [tiers](const PExtent& e) { tiers->release(e); }, dopts);
+  // One failure state for the store: after any failed write to RocksDB or a
+  // device, nothing more is written (RocksDB refuses, or asserts, after a
+  // failed WAL write) and the store is read-only.
+  KvCommitter* committer = committer_.get();
+  deferred_->set_store_failure([committer] { return committer->error(); },
+                               [committer](int err, const std::string& why) { committer->fail(err, why); });
+  deferred_->set_perf(deferred_counters(perf_));
+  deferred_->start();
+}
+
+int MountedStore::set_object_gauges(std::string* error) {
+  PerfCounterSet& ps = perf_->set;
+  std::string v;
+  int64_t stats[kv::kStatCount];
+  if (!db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() || !kv::decode_stats(v, stats)) {
+    // fsck reports (and repair rewrites) a missing or corrupt record.
+    for (Tier t : tiers_->ids()) ps.set(perf_->objects[t], 0);
+    return 0;
+  }
+  if (v.size() <= 8 * kv::kStatTierObjects) {
+    // Made before objects were counted per tier: count them once. (A record
+    // shorter than kStatCount but with the per-tier slots comes from a store
+    // with fewer tier slots; decode_stats reads the missing ones as zero.)
+    int64_t delta[kv::kStatCount] = {};
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+    std::string prefix(1, kv::kOnode);
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      Onode o;
+      std::string why;
+      if (onodes_->complete(it->key().ToString(), it->value().ToStringView(), rocksdb::ReadOptions(), &o, &why) < 0)
+        continue;  // fsck's business
+      if (std::optional<Tier> h = tiers_->home(o)) ++delta[kv::stat_objects_on(*h)];
+    }
+    if (!it->status().ok()) {
+      *error = "counting objects per tier: " + it->status().ToString();
+      return -EIO;
+    }
+    it.reset();
+    rocksdb::WriteBatch b;
+    b.Merge(kv::stats_key(), kv::encode_stat_delta(delta));
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (!db_->Write(wo, &b).ok()) {
+      *error = "writing the per-tier object counts failed";
+      return -EIO;
+    }
+    for (Tier t : tiers_->ids()) stats[kv::stat_objects_on(t)] = delta[kv::stat_objects_on(t)];
+  }
+  for (Tier t : tiers_->ids())
+    ps.set(perf_->objects[t], static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::stat_objects_on(t)])));
+  return 0;
+}
+
+int MountedStore::upgrade_format(std::string* error) {
+  if (super_.format_version >= kFormatVersion) return 0;
+  // Upgrade, once the store has mounted (and passed fsck on mount, when
+  // asked): the superblock of the current format, with what the old one
+  // implied (format 1: SSD then HDD, layouts from the mkfs options) made
+  // explicit. A mount that fails leaves the old format, which the previous
+  // build still opens. One durable commit; a build of the old format
+  // refuses the new superblock instead of misreading it.
+  Superblock up = super_;
+  up.format_version = kFormatVersion;
+  CommitWork work;
+  work.batch = std::make_unique<rocksdb::WriteBatch>();
+  work.batch->Put(kv::superblock_key(), encode_superblock(up));
+  const uint64_t seq = committer_->submit(std::move(work));
+  if (seq == 0 || committer_->wait_committed(seq) < 0) {
+    *error = "cannot write the upgraded superblock: " + committer_->error_message();
+    close();
+    return -EIO;
+  }
+  HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
+          kFormatVersion);
+  super_ = up;
+  return 0;
+}
+
+MountedStore::~MountedStore() {
+  // What a failed mount, or close(), leaves to stop and let go of.
+  reads_.reset();
+  pipeline_.reset();
+  writer_.reset();
+  data_.reset();
+  if (deferred_) deferred_->stop();
+  committer_.reset();
+  journal_.reset();
+  deferred_.reset();
+  heat_.reset();
+  tiers_.reset();
+  db_.reset();
+  if (fsid_lock_fd_ >= 0) ::close(fsid_lock_fd_);
+  onodes_.reset();
+  colls_.reset();
+}
+
+int MountedStore::close() {
+  if (!committer_) return 0;  // closed already
+  int r = settle();
+  if (r == 0 && cfg_->get_bool("hybridstore_fsck_on_umount")) {
+    FsckReport rep;
+    if (fsck(false, &rep) != 0) HS_ERROR("fsck on umount found {} errors", rep.errors);
+  }
+  // After an I/O error the store is read-only and writes nothing more: a
+  // RocksDB whose WAL write failed aborts on FlushWAL (assertion builds).
+  if (committer_->error() == 0) save_heat();  // which may fail the store itself
+  const bool failed = committer_->error() != 0;
+  reads_.reset();
+  pipeline_.reset();
+  writer_.reset();
+  data_.reset();
+  // The deferred writer asks the committer whether the store failed: it
+  // stops first.
+  deferred_->stop(!failed);
+  committer_->stop();
+  committer_.reset();
+  deferred_.reset();
+  if (!failed) tiers_->flush_devices();
+  if (db_) {
+    if (!failed) db_->FlushWAL(true);
+    db_->Close();
+  }
+  return r;
+}
+
+int MountedStore::flush() {
+  int r = committer_->wait_committed(committer_->last_seq());
+  committer_->drain_callbacks();
+  // After a failed commit the store is read-only: records of the failed
+  // transactions will never commit, so there is nothing to wait for.
+  if (int e = committer_->error(); e < 0) return r < 0 ? r : e;
+  // Staged data stays staged (durable, readable): forcing its write units
+  // out here would write them partly filled at every sync.
+  if (int d = deferred_->drain(); d < 0 && r == 0) r = d;
+  return r;
+}
+
+int MountedStore::settle() {
+  int r = flush();
+  if (r == 0 && tiers_->keeps_state()) {
+    if (!committer_->error())
+      if (uint64_t seq = submit_staged_state(TierSpace::Drain::kFlush)) committer_->wait_committed(seq);
+    r = deferred_->drain(true);
+  }
+  return r;
+}
+
+void MountedStore::tick() {
+  if (committer_->error()) return;
+  submit_staged_state(TierSpace::Drain::kTick);
+}
+
+uint64_t MountedStore::submit_staged_state(TierSpace::Drain how) {
+  // Through the committer, drained and submitted under the tiers' locks like
+  // a transaction's state: RocksDB then takes every state in the order it
+  // was drained (see SsdSections::tick_locked).
+  CommitWork work;
+  work.batch = std::make_unique<rocksdb::WriteBatch>();
+  uint64_t seq = 0;
+  TierSet::Drained state = tiers_->drain_state(how, work.batch.get());
+  if (work.batch->Count() > 0 && (seq = committer_->submit(std::move(work))) == 0)
+    return 0;  // read-only: without their state the regions must not be written either
+  // Queued under the locks, as a transaction's (see TxnPipeline::commit).
+  state.queue_regions(deferred_.get());
+  return seq;
+}
+
+int MountedStore::save_heat() { return heat_ ? heat_->save(db_.get(), committer_.get()) : 0; }
+
+int MountedStore::statfs(StoreStats* st) {
+  // Statistics are kept with merges in the same batches as the changes they
+  // count, and freed space returns to the allocators at commit: waiting for
+  // what is queued makes every figure exact.
+  flush();
+  st->format_version = super_.format_version;
+  tiers_->usage(st);
+  std::string v;
+  int64_t stats[kv::kStatCount];
+  if (db_->Get(rocksdb::ReadOptions(), kv::stats_key(), &v).ok() && kv::decode_stats(v, stats)) {
+    st->objects = static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatObjects]));
+    st->data_bytes = static_cast<uint64_t>(std::max<int64_t>(0, stats[kv::kStatBytes]));
+  }
+  auto ds = deferred_->stats();
+  st->deferred_staged = ds.records_staged;
+  st->deferred_applied = ds.records_applied;
+  st->deferred_device_writes = ds.device_writes;
+  st->deferred_pending_bytes = deferred_->pending_bytes();
+  auto cs = committer_->stats();
+  st->transactions_committed = cs.transactions;
+  st->commit_groups = cs.groups;
+  st->read_only = committer_->error() != 0;
+  // RocksDB's own estimate of the omap key range, and all of its files.
+  const std::string omap_begin(1, kv::kOmap), omap_end = kv::prefix_end(omap_begin);
+  rocksdb::Range omap_range(omap_begin, omap_end);
+  uint64_t omap = 0;
+  db_->GetApproximateSizes(rocksdb::SizeApproximationOptions(), db_->DefaultColumnFamily(), &omap_range, 1, &omap);
+  uint64_t sst = 0, mem = 0;
+  db_->GetIntProperty(rocksdb::DB::Properties::kTotalSstFilesSize, &sst);
+  db_->GetIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &mem);
+  const uint64_t total = sst + mem;
+  st->omap_bytes = std::min(omap, total);
+  st->metadata_bytes = total - st->omap_bytes;
+  return 0;
+}
+
+int MountedStore::fsck(bool deep, FsckReport* report) {
+  *report = FsckReport();
+  if (int r = flush(); r < 0) return r;
+  return StoreFsck(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get()).check(deep, report);
+}
+
+int MountedStore::repair(FsckReport* report, std::vector<std::string>* changes) {
+  *report = FsckReport();
+  if (int r = flush(); r < 0) return r;
+  return StoreFsck(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get()).repair(report, changes);
+}
+
+}  // namespace hybridstore

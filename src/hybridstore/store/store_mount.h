@@ -1,0 +1,144 @@
+// A mounted store: the parts mount opens, in the order it opens them,
+// each owning its own state behind its own header, and what works on them
+// together (flush, statistics, fsck, the upgrade of an older format).
+// Umount closes them in the reverse order.
+//
+//   RocksDB and the commit journal   metadata, made durable by the committer
+//   TierSet                          the tiers' spaces and devices, in order
+//   DeferredWriter                   small writes and staged data, applied later
+//   CollectionTable, OnodeStore      collections, onodes, omap ids
+//   ObjectHeat                       access history, promotion on read
+//   DataReader, DataWriter           object data on the tiers
+//   TxnPipeline                      transactions: ops, commit, publish
+//   StoreReader                      reads
+//
+// Lock order: collection locks (in collection-name order, exclusive for a
+// transaction, shared for reads), then the short internal mutexes
+// (collection table, onode cache, allocators, committer). A thread holding
+// a short mutex never takes a collection lock, and the committer takes no
+// collection lock, so a transaction may wait for earlier commits while
+// holding its locks.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hscommon/config.h"
+#include "hybridstore/format/store_format.h"
+#include "hybridstore/kv/kv_committer.h"
+#include "hybridstore/space/tier_space.h"
+#include "hybridstore/store/api_types.h"
+
+namespace rocksdb {
+class DB;
+}  // namespace rocksdb
+
+namespace hybridstore {
+
+class CollectionTable;
+class CommitJournal;
+class DataReader;
+class DataWriter;
+class DeferredWriter;
+class ObjectHeat;
+class OnodeStore;
+class StoreReader;
+class TierSet;
+class TxnPipeline;
+struct StorePerf;
+
+// mkfs: makes a store at `path` from `cfg` (harmless on an existing one);
+// `fsid` all zeros: a new one is generated.
+int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std::string* error);
+// The store's RocksDB at <path>/db, opened (with `create`: made) with the
+// store's options: what mkfs and mount share.
+int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
+                  std::string* error);
+// Fault injection and device models are test machinery that test tools
+// install as hooks; a store without them must not run as if they were on.
+int check_storage_hooks(const Config& cfg, std::string* error);
+
+class MountedStore {
+ public:
+  // Mounts the store at `path`. `cfg` takes the values of the mkfs options
+  // the store was made with; `perf` outlives the mount. With `repair_log`,
+  // what mount would refuse (corrupt deferred or collection records) is
+  // dropped and described there.
+  static int open(const std::string& path, Config* cfg, StorePerf* perf, std::vector<std::string>* repair_log,
+                  std::unique_ptr<MountedStore>* out, std::string* error);
+  // Closes without settling: what is queued stays queued (and is replayed
+  // at the next mount). close() first for an orderly umount.
+  ~MountedStore();
+  MountedStore(const MountedStore&) = delete;
+  MountedStore& operator=(const MountedStore&) = delete;
+
+  // Umount: everything queued made durable and written out, the heat
+  // saved, then closed.
+  int close();
+
+  // Blocks until everything queued so far is durable and its callbacks ran.
+  int flush();
+  // flush() plus every staged write unit written out and every held free
+  // returned: what umount and fsck need (a sync does not force partly
+  // filled units).
+  int settle();
+  // The once-a-second chores: the staged tiers' timeouts.
+  void tick();
+  int save_heat();
+  int statfs(StoreStats* st);
+  int fsck(bool deep, FsckReport* report);
+  int repair(FsckReport* report, std::vector<std::string>* changes);
+  const Uuid& fsid() const { return super_.fsid; }
+
+  TxnPipeline& pipeline() { return *pipeline_; }
+  StoreReader& reads() { return *reads_; }
+  CollectionTable& collections() { return *colls_; }
+  OnodeStore& onodes() { return *onodes_; }
+  TierSet& tiers() { return *tiers_; }
+  const DataReader& data() const { return *data_; }
+  ObjectHeat& heat() { return *heat_; }
+  KvCommitter& committer() { return *committer_; }
+  DeferredWriter& deferred() { return *deferred_; }
+  rocksdb::DB* db() { return db_.get(); }
+
+ private:
+  MountedStore(std::string path, Config* cfg, StorePerf* perf);
+  // The steps of open(), in order.
+  int lock_fsid(std::string* error);
+  int read_superblock(std::string* error);
+  // Opens <store>/journal (making it when the option asks for one) and
+  // replays it into RocksDB; *next_seq gets the first journal number to use.
+  int open_journal(uint64_t* next_seq, std::string* error);
+  int open_tiers(std::vector<std::string>* repair_log, std::string* error);
+  void start_writers(uint64_t next_journal_seq);
+  // The gauges of objects per tier (counted once for a store made before
+  // they were kept).
+  int set_object_gauges(std::string* error);
+  int upgrade_format(std::string* error);
+  // Writes the write units staged tiers completed (tick: staging timeout;
+  // flush: all) with the state they drained: the state's commit sequence
+  // number, 0 when there was none.
+  uint64_t submit_staged_state(TierSpace::Drain how);
+
+  const std::string path_;
+  Config* cfg_;
+  StorePerf* perf_;
+  int fsid_lock_fd_ = -1;
+  Superblock super_;
+  std::unique_ptr<rocksdb::DB> db_;
+  std::unique_ptr<CommitJournal> journal_;  // outlives committer_, which writes it
+  WriteTracker write_tracker_;
+  std::unique_ptr<TierSet> tiers_;
+  std::unique_ptr<CollectionTable> colls_;
+  std::unique_ptr<KvCommitter> committer_;
+  std::unique_ptr<OnodeStore> onodes_;
+  std::unique_ptr<DeferredWriter> deferred_;
+  std::unique_ptr<ObjectHeat> heat_;
+  std::unique_ptr<DataReader> data_;
+  std::unique_ptr<DataWriter> writer_;
+  std::unique_ptr<TxnPipeline> pipeline_;
+  std::unique_ptr<StoreReader> reads_;
+};
+
+}  // namespace hybridstore

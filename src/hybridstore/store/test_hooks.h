@@ -1,0 +1,43 @@
+// Narrow hooks for white-box tests, in the manner of LevelDB's TEST_
+// methods: each says what a test may look at or make happen inside a
+// mounted store, and nothing hands out the store's parts. Product code
+// never calls them. Every hook needs a mounted store.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "hsio/block_device.h"
+#include "hybridstore/format/collection_id.h"
+#include "hybridstore/format/object_id.h"
+#include "hybridstore/format/onode.h"
+#include "hybridstore/kv/deferred.h"
+#include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/tier/heat_tracker.h"
+
+namespace hybridstore {
+
+class StoreTestHooks {
+ public:
+  // The object's onode as reads see it: 0, -ENOENT or -EIO.
+  static int onode(HybridStore& s, const CollectionId& c, const ObjectId& o, std::shared_ptr<const Onode>* out);
+  // The device a tier's data is written to (behind the store's wrappers).
+  static BlockDevice* device(HybridStore& s, Tier t);
+  // The deferred writer's bytes not yet on their devices, its counts, and
+  // whether a device range has nothing staged or queued over it.
+  static uint64_t deferred_pending_bytes(HybridStore& s);
+  static DeferredStats deferred_stats(HybridStore& s);
+  static bool deferred_range_quiet(HybridStore& s, Tier t, uint64_t offset, uint64_t len);
+  // Applies every committed deferred write and waits for it.
+  static int drain_deferred(HybridStore& s);
+  // What umount does without unmounting: every staged write unit written
+  // out, every record applied.
+  static int write_out_staged(HybridStore& s);
+  // The staged tiers' timeouts, as the migrator's thread runs them.
+  static void tick(HybridStore& s);
+  static size_t cached_onodes(HybridStore& s);
+  // The heat recorded for the object under `onode_key`: false when none.
+  static bool heat(HybridStore& s, const std::string& onode_key, HeatSample* out);
+};
+
+}  // namespace hybridstore
