@@ -37,7 +37,7 @@ struct FtlPerf {
 // page read holds the device's lock for one 4 KiB copy and checksum, about
 // 1.5 us; with 16 readers on two cores, sleeping on it (a futex wait, a wake
 // and two thread switches) was 12-14% of the random-read row's CPU
-// (docs/benchmarks.md, fifteenth round).
+// (docs/benchmarks.md, item 30).
 class SpinThenSleepMutex {
  public:
   SpinThenSleepMutex() {

@@ -5,7 +5,7 @@
 // the wanted one, the node and the key's heap block, each a cache miss once
 // the table is larger than the caches, and hashes the key again; in a
 // profile of 4 KiB random reads on NAND that lookup was 11-12% of a read
-// (docs/benchmarks.md, sixteenth round). No flat hash map is in the C++17
+// (docs/benchmarks.md, item 32). No flat hash map is in the C++17
 // standard library or in both places the engine is built (Debian's packages
 // and a Ceph source tree), hence this one.
 //

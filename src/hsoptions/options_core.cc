@@ -119,7 +119,7 @@ void add_core_options(std::vector<OptionSpec>* v) {
   // RocksDB's own 8 MiB held the table blocks of about 30,000 onodes: past
   // that, a read the onode cache missed also read and checksummed a table
   // block (NAND random reads, 140,000 objects: 8.9 us of CPU a read at 8 MiB,
-  // 7.0 at 32 MiB and above; docs/benchmarks.md, fifteenth round).
+  // 7.0 at 32 MiB and above; docs/benchmarks.md, items 18 and 29).
   v->push_back({"hybridstore_data_cache_size", T::kSize, "1G",
                 "object data kept in memory after it was read, in 4 KiB blocks shared by the "
                 "tiers, least recently used out (the devices are opened O_DIRECT, so the kernel "

@@ -4,7 +4,7 @@
 // crc32c::Extend runs the table-driven loop: every WAL record (the whole
 // batch, a staged 4 KiB included) and every table block is checksummed at
 // a few bytes a cycle, 4% of a lone 4 KiB writer's CPU (docs/benchmarks.md,
-// seventeenth round). ceph-osd links Ceph's own RocksDB, built with SSE4.2,
+// item 35). ceph-osd links Ceph's own RocksDB, built with SSE4.2,
 // and never pays it. When the tools link RocksDB's static archive, the link
 // redirects the archive's calls to Extend here (-Wl,--wrap, CMakeLists.txt),
 // to the engine's crc32c: the same Castagnoli polynomial and the same

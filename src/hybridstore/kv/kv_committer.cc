@@ -256,7 +256,7 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
     // This thread writes the record itself, synchronously, then fills the
     // memtable. Starting the write through io_uring and filling the
     // memtable meanwhile was measured slower (docs/benchmarks.md,
-    // thirteenth round): the asynchronous write took longer than the
+    // item 28): the asynchronous write took longer than the
     // synchronous one, and the device's work did not overlap the insert.
     const bool inline_write = overlap && alone && f->group.size() == 1;
     if (inline_write) {

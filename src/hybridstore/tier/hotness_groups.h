@@ -15,7 +15,9 @@
 // Groups are numbered 0 (hottest) to groups-1 (coldest). With the default four
 // they are named hot, warm, cold and read-only: the read-only group is the
 // cluster of lowest hotness, which holds data written once and not since.
-// Hotness is clustered on a linear scale, as SFS does.
+// Hotness is clustered on a log scale (SFS clusters it linearly; the
+// cleaning benchmark separated hot from cold better on the log scale, see
+// refine() below).
 //
 // Thread safety: classify() and centres() may run concurrently with each
 // other and with refine()/decode() (a reader-writer lock guards the centres).

@@ -69,7 +69,7 @@ RawFigure raw_fio(const std::string& dir, const RawRun& run) {
     // different objects. Left to itself every job of a shared file reads it
     // from offset 0, all in step: the host serves the same blocks 16 times
     // over and the figure came out 10% above what distinct reads get
-    // (docs/benchmarks.md, eighteenth round).
+    // (docs/benchmarks.md, "What the raw device does on this machine").
     const uint64_t per = std::max<uint64_t>(size / static_cast<uint64_t>(run.jobs) / run.block_size, 1) * run.block_size;
     files += " --filesize=" + std::to_string(per * static_cast<uint64_t>(run.jobs)) +
              " --offset_increment=" + std::to_string(per);
