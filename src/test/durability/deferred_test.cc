@@ -359,7 +359,7 @@ TEST_F(DeferredTest, AcknowledgedDeferredWritesAreReplayedAfterACrashThroughTheC
   expect_overwrites_applied(path, config());
 }
 
-// Built in pieces (docs/benchmarks.md, item 23): the bytes must be the sealed
+// Built in pieces for speed: the bytes must be the sealed
 // record of [tier][varint offset][length-prefixed data], tagged "DEFR", that
 // records staged before were written as.
 TEST(DeferredRecord, IsTheSealedLayoutOfTierOffsetAndData) {
