@@ -8,6 +8,7 @@
 //
 // Geometry follows the reference simulation in anchors-algorithms.md 2.5:
 // 4096 erase units of 64 objects (256 KiB units, 4 KiB objects).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
