@@ -64,7 +64,7 @@ check(deps[:4] == ["ceph-base (= 20.2.4+ds-2)", "ceph-volume (= 20.2.4+ds-2)", "
 check("libaio1t64 (>= 0.3.93)" not in deps and "libc6 (>= 2.43)" in deps,
       "library dependencies are those of the new binaries")
 check(pkg.get(out, "Pre-Depends") == "ceph-common (= 20.2.4+ds-2)", "Pre-Depends kept")
-check(pkg.get(out, "Original-Maintainer") == "Ceph Packaging Team <team+ceph@tracker.debian.org>",
+check(pkg.get(out, "XSBC-Original-Maintainer") == "Ceph Packaging Team <team+ceph@tracker.debian.org>",
       "Debian's maintainer recorded as Original-Maintainer")
 check(pkg.get(out, "Installed-Size") is None, "Installed-Size left for the build to compute")
 check("hybridstore" in pkg.get(out, "Description"), "the description says what the build adds")
