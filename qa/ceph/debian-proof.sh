@@ -161,7 +161,8 @@ part_package() {
     [ -f "$deb" ] || in_root sh -c "cd '$src_dir/debs' && apt-get -o Acquire::Check-Valid-Until=false download ceph-osd=$v" ||
         { echo "Debian's ceph-osd $v could not be downloaded"; return 1; }
     in_root python3 "$HS_TOP/src/tools/ceph-package" osd --ceph-build "$(build_in_root)" --debian-deb "$deb" --out "$repo" &&
-        in_root python3 "$HS_TOP/src/tools/ceph-package" tools --tools-build "$tools_build" --out "$repo"
+        in_root python3 "$HS_TOP/src/tools/ceph-package" tools --tools-build "$tools_build" --out "$repo" \
+            --version "$(python3 "$HS_TOP/src/tools/ceph-package" version)"
 }
 
 part_install() {

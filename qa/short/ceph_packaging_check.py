@@ -105,10 +105,10 @@ with tempfile.TemporaryDirectory() as tmp:
     sha = hashlib.sha256(open(deb, "rb").read()).hexdigest()
     check(f"SHA256: {sha}" in text, "Packages carries each package's sha256")
     listing = subprocess.run(["dpkg-deb", "-c", deb], capture_output=True, text=True).stdout
-    check("./usr/share/doc/hs-b/changelog.Debian.gz" in listing, "the package has its changelog")
+    check("./usr/share/doc/hs-b/changelog.gz" in listing, "the package has its changelog")
     md5 = subprocess.run(["dpkg-deb", "-I", deb, "md5sums"], capture_output=True, text=True).stdout
     check("usr/share/doc/hs-b/README" in md5, "md5sums lists the files")
-    with gzip.open(os.path.join(tmp, "hs-b", "usr/share/doc/hs-b/changelog.Debian.gz"), "rt") as f:
+    with gzip.open(os.path.join(tmp, "hs-b", "usr/share/doc/hs-b/changelog.gz"), "rt") as f:
         check(f.read().startswith("hs-b (2.0+x1) unstable; urgency=medium"), "the changelog's entry names the version")
 
     # ceph-package refuses a Ceph build without the binaries.
