@@ -75,13 +75,20 @@ class PerfBridge;
 //   HS_CEPH_HAS_OMAP_ITERATE (Squid 19.2.3 on, by issue 40: ObjectStore
 //     declares omap_iter_seek_t and omap_iterate()): omap_iterate() walks the
 //     object's omap with a callback instead of an iterator object. Only
-//     with HS_CEPH_RELEASE >= 19 too. Not compiled against a tree that has
-//     it yet: the Squid tree checked predates 19.2.3.
+//     with HS_CEPH_RELEASE >= 19 too. Compiled against Tentacle 20.2.4.
+//   HS_CEPH_HAS_THROW_ON_FAILED_TXC (the tree's option table has
+//     objectstore_debug_throw_on_failed_txc, as Tentacle's does): when it is
+//     true a failed transaction throws its error (an int) instead of
+//     aborting the process, which store_test's cases that expect a failure
+//     catch.
 #ifndef HS_CEPH_RELEASE
 #error "HS_CEPH_RELEASE is not defined: build the adapter through src/tools/ceph-integrate"
 #endif
 #ifndef HS_CEPH_HAS_OMAP_ITERATE
 #define HS_CEPH_HAS_OMAP_ITERATE 0
+#endif
+#ifndef HS_CEPH_HAS_THROW_ON_FAILED_TXC
+#define HS_CEPH_HAS_THROW_ON_FAILED_TXC 0
 #endif
 #if HS_CEPH_RELEASE >= 18
 using AttrPtrMap = std::map<std::string, ceph::buffer::ptr, std::less<>>;
@@ -221,6 +228,8 @@ class HybridObjectStore : public ObjectStore {
   // Delivers contexts the way the OSD asked for the collection: its commit
   // queue, else the finisher.
   void deliver(Collection* c, std::list<Context*>& ls);
+  // Aborts the process, or throws err.code when the tree's
+  // objectstore_debug_throw_on_failed_txc is set (never returns).
   [[noreturn]] void abort_transaction(std::vector<Transaction>& tls, const TxnError& err);
   CollectionRef lookup(const coll_t& cid);
   bool debug_eio(const ObjectId& oid, bool data) const;
