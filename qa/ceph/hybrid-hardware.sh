@@ -116,8 +116,12 @@ model_check() {
     local ssd_rows=$HH_SSD_CLASS
     [ "$HH_SSD_CLASS" = raw ] && ssd_rows=raw
     local rows="^($HH_HDD_CLASS|$ssd_rows)/|^data/"
+    # An installed model (DEVCLASS_TOOL) is the one the rows use: no build
+    # directory then, which would override it.
+    local build_dir=${HS_BUILD_DIR:-$HS_TOP/build}
+    [ -n "${DEVCLASS_TOOL:-}" ] && build_dir=
     CHECK_RUNTIME=$HH_CHECK_SECONDS CHECK_ROWS=$rows bash "$HS_TOP/qa/devclass/check-model.sh" \
-        "${HS_BUILD_DIR:-$HS_TOP/build}" "$out/model-check" > "$out/model-check.txt" 2>&1
+        "$build_dir" "$out/model-check" > "$out/model-check.txt" 2>&1
     local rc=$?
     tail -30 "$out/model-check.txt" >&2
     [ $rc = 0 ] || log "model check: some rows outside their published range (see $out/model-check.txt)"
