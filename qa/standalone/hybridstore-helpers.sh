@@ -258,7 +258,9 @@ conf_base() {
     # A ceph-osd built from a source tree loads its plugins (erasure code,
     # compression, object classes) from the tree.
     local osd_bin=${CEPH_OSD:-} lib
-    if [ -n "$osd_bin" ] && [ -d "$(dirname "$osd_bin")/../lib" ] && [ "$(dirname "$osd_bin")" != /usr/bin ]; then
+    # An installed binary, or one unpacked from a package (a .../usr/bin
+    # directory), finds them where it was configured to: none is set.
+    if [ -n "$osd_bin" ] && [ -d "$(dirname "$osd_bin")/../lib" ] && [[ $(dirname "$osd_bin") != */usr/bin ]]; then
         lib=$(cd "$(dirname "$osd_bin")/../lib" && pwd)
         conf_set "$dir" osd "plugin dir" "$lib"
         conf_set "$dir" osd "erasure code dir" "$lib"
