@@ -18,6 +18,9 @@ any layer. More rules from the same page:
     "nand", "ssd" or "hdd" outside the tier factory (space/tier_space.cc,
     and format/store_format.cc for the layouts format-1 stores imply): what
     differs between tiers is a property their spaces answer.
+  - no function in src/ is longer than 120 lines unless the line right
+    above its signature (or the comment block right above) gives the reason,
+    starting "Long on purpose:".
 
 Usage: qa/layering-check.py [--root DIR] [--self-test]
 """
@@ -218,6 +221,173 @@ def tier_kind_compares(text):
     return hits
 
 
+# Functions: no function over MAX_FUNCTION_LINES lines without a reason beside
+# it. lizard would do, but is not on the CI images; this scanner only has to
+# find function bodies at namespace and class scope, so it matches braces in
+# the code with comments, literals and preprocessor lines blanked.
+MAX_FUNCTION_LINES = 120
+LONG_REASON = "Long on purpose:"
+ACCESS_LABEL = re.compile(r"^\s*(public|private|protected)\s*:(?!:)")
+# What may follow a function's parameter list before its body.
+TRAILER = re.compile(r"\)\s*(?:(?:const|volatile|noexcept|override|final|mutable|&&|&)\s*)*"
+                     r"(?:->\s*[\w:<>,*&\s]+?\s*)?$")
+INIT_LIST = re.compile(r"\)\s*(?:noexcept\s*)?:\s*[^;]*$", re.S)
+FUNCTION_NAME = re.compile(r"((?:[A-Za-z_]\w*\s*::\s*)*~?(?:operator\s*[^\s(]+|[A-Za-z_]\w*))\s*(?:<[^()]*>)?\s*\($")
+
+
+def blank_code(text):
+    """The text with comments, the insides of string and character literals
+    and preprocessor lines blanked (newlines kept, so offsets and line
+    numbers stay)."""
+    out, i, n = [], 0, len(text)
+    line_start = True
+    while i < n:
+        c = text[i]
+        if line_start and c == "#":
+            j = i
+            while True:  # a directive runs on over backslash-newlines
+                k = text.find("\n", j)
+                k = n if k < 0 else k
+                if k > j and text[k - 1] == "\\" and k < n:
+                    j = k + 1
+                    continue
+                break
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:k]))
+            i = k
+            continue
+        if c == "\n":
+            line_start = True
+            out.append(c)
+            i += 1
+            continue
+        if not c.isspace():
+            line_start = False
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+            i = j
+        elif c == '"' and i > 0 and text[i - 1] == "R" and (i < 2 or not (text[i - 2].isalnum() or text[i - 2] == "_")
+                                                          or text[i - 2] in "uUL8"):
+            # A raw string: R"delim( ... )delim".
+            open_paren = text.find("(", i)
+            delim = text[i + 1:open_paren]
+            close = text.find(")" + delim + '"', open_paren)
+            j = n if close < 0 else close + len(delim) + 2
+            out.append('"' + "".join(ch if ch == "\n" else " " for ch in text[i + 1:j - 1]) + '"')
+            i = j
+        elif c == '"' or (c == "'" and not is_digit_separator(text, i)):
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j, n - 1)
+            out.append(c + " " * (j - i - 1) + text[j])
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def is_digit_separator(text, i):
+    """Whether the ' at i separates digits (1'000'000), not opens a char."""
+    j = i
+    while j > 0 and (text[j - 1].isalnum() or text[j - 1] in "_."):
+        j -= 1
+    return j < i and text[j].isdigit()
+
+
+def functions(code):
+    """[(name, first line, last line)] of each function body at namespace or
+    class scope in `code` (as blank_code returns it)."""
+    found = []
+
+    def walk(start, end):
+        head_start, i = start, start
+        while i < end:
+            c = code[i]
+            if c in ";}":
+                head_start = i + 1
+            elif c == ":" and ACCESS_LABEL.match(code[head_start:i + 1]):
+                head_start = i + 1
+            elif c == "{":
+                close = matching_brace(code, i)
+                head = code[head_start:i]
+                flat = head.strip()
+                if INIT_LIST.search(flat) and re.search(r"[\w>]\s*$", flat):
+                    i = close + 1  # a member's brace initializer in a constructor's list
+                    continue
+                if TRAILER.search(flat) or INIT_LIST.search(flat) and flat.endswith(")"):
+                    first = head_start + len(head) - len(head.lstrip())
+                    found.append((function_name(flat), code.count("\n", 0, first) + 1,
+                                  code.count("\n", 0, close) + 1))
+                elif re.search(r"\b(namespace|class|struct|union)\b", flat) and not re.search(r"\benum\b", flat) \
+                        or re.match(r'extern\s*"', flat):
+                    walk(i + 1, close)
+                i = close + 1
+                head_start = i
+                continue
+            i += 1
+
+    walk(0, len(code))
+    return found
+
+
+def function_name(head):
+    """The name before the parameter list of a function's head, or '?'."""
+    depth = 0
+    for k in range(len(head) - 1, -1, -1):
+        if head[k] == ")":
+            depth += 1
+        elif head[k] == "(":
+            depth -= 1
+            if depth == 0:
+                # The outermost list; a constructor's initializers come after
+                # its parameters, so keep going left to the first list at depth 0.
+                m = FUNCTION_NAME.search(head[:k + 1])
+                before = head[:k].rstrip()
+                if m and not before.endswith(","):
+                    name = re.sub(r"\s+", "", m.group(1))
+                    colon = head[:k].rfind(")")
+                    init = INIT_LIST.search(head[:k]) if colon >= 0 else None
+                    if not init:
+                        return name
+    m = re.search(r"(\w+)\s*\(", head)  # a lambda's: the name of what it initializes
+    return m.group(1) if m else "?"
+
+
+def reason_above(lines, first_line):
+    """Whether the line above `first_line` (1-based), or the comment block
+    that ends there, says why the function is long."""
+    k = first_line - 2
+    if k < 0:
+        return False
+    if LONG_REASON in lines[k]:
+        return True
+    while k >= 0 and re.match(r"\s*(//|/\*|\*)", lines[k]):
+        if LONG_REASON in lines[k]:
+            return True
+        k -= 1
+    return False
+
+
+def long_functions(text):
+    """[(name, first line, length)] of the functions over MAX_FUNCTION_LINES
+    lines without a reason above them."""
+    lines = text.split("\n")
+    out = []
+    for name, first, last in functions(blank_code(text)):
+        length = last - first + 1
+        if length > MAX_FUNCTION_LINES and not reason_above(lines, first):
+            out.append((name, first, length))
+    return out
+
+
 def check(root):
     rules = read_rules(os.path.join(root, "docs", "architecture.md"))
     errors = []
@@ -232,6 +402,9 @@ def check(root):
             text = open(path, encoding="utf-8", errors="replace").read()
             checked += 1
             code = strip_comments(text)
+            for fname, lineno, length in long_functions(text):
+                errors.append(f"{rel}:{lineno}: {fname} is {length} lines (over {MAX_FUNCTION_LINES}) with no "
+                              f"'// {LONG_REASON} <why>' line above it; split it, or say why not")
             if layer == "store":
                 for cls, member, at in public_data_in_classes_with_behaviour(code):
                     lineno = code.count("\n", 0, at) + 1
@@ -339,6 +512,50 @@ def self_test():
         _, errors = check(tmp)
         if errors:
             return f"the tier factory may tell tiers apart, but was refused: {errors}"
+        why = self_test_long_functions(tmp)
+        if why:
+            return why
+    return None
+
+
+def self_test_long_functions(tmp):
+    """A function over MAX_FUNCTION_LINES lines is reported unless a reason
+    stands above it; braces in literals and comments, digit separators,
+    brace initializers and long tables are not functions."""
+    os.makedirs(os.path.join(tmp, "src", "tools"), exist_ok=True)
+    path = os.path.join(tmp, "src", "tools", "long.cc")
+    body = "".join(f"  x += {i};\n" for i in range(MAX_FUNCTION_LINES))
+    table = "".join(f"    {{{i}, '}}'}},\n" for i in range(MAX_FUNCTION_LINES + 10))
+    short = ("namespace hs {\n"
+             "const Row kRows[] = {\n" + table + "};\n"
+             "// a comment with a brace {\n"
+             "class Ok : public Base {\n public:\n"
+             "  Ok() : a_{1}, b_(2) {}\n"
+             "  int small() const override { return '{' + 1'000; }\n"
+             "};\n"
+             "const char* s = \"}}}\";\n")
+
+    def write(prefix):
+        with open(path, "w") as f:
+            f.write(short + prefix + "int Ok::sum(int x) const {\n" + body + "  return x;\n}\n}  // namespace hs\n")
+
+    write("")
+    _, errors = check(tmp)
+    if len(errors) != 1 or "long.cc:" not in errors[0] or "Ok::sum" not in errors[0]:
+        return f"a function of {MAX_FUNCTION_LINES + 3} lines without a reason was not reported once: {errors}"
+    write("// Long on purpose: one line per term.\n")
+    _, errors = check(tmp)
+    if errors:
+        return f"a long function with its reason above it was refused: {errors}"
+    write("// Long on purpose: one line per term,\n// and more said below.\ntemplate <typename T>\n")
+    _, errors = check(tmp)
+    if errors:
+        return f"a long function with its reason in the comment block above was refused: {errors}"
+    write("// Long, as it is.\n")
+    _, errors = check(tmp)
+    if len(errors) != 1:
+        return f"a long function with a comment that gives no reason was not reported: {errors}"
+    os.remove(path)
     return None
 
 
@@ -354,8 +571,8 @@ def main():
             print(f"layering-check: self-test FAILED: {why}")
             return 1
         print("layering-check: self-test passed (an upward include, a product include of testing/, an include of "
-              "the store's internals, public data in store/ classes with behaviour and tier-kind string compares "
-              "are caught)")
+              "the store's internals, public data in store/ classes with behaviour, tier-kind string compares "
+              "and long functions without a reason are caught)")
     checked, errors = check(args.root)
     for e in errors:
         print(e)

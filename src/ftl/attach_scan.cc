@@ -25,6 +25,12 @@ class PebScanner {
   int tag_at(uint32_t peb, uint32_t page, TagRead* t) {
     return io_->read_tag(peb, page, &t->status, &t->tag);
   }
+  int find_data_end(uint32_t peb, const PebLayout& lay, const TagRead& first, uint32_t* a,
+                    TagRead* last_data);
+  int find_power_cut_traces(uint32_t peb, const PebLayout& lay, uint32_t log_used, uint32_t* a,
+                            std::vector<ScannedLogPage>* log, bool* torn);
+  int check_merge_complete(uint32_t peb, const PebLayout& lay, bool log_block, const TagRead& first,
+                           uint32_t a, const std::vector<ScannedLogPage>& log, PebScan* s);
 
   FlashIo* io_;
   ImageParams image_;
@@ -41,33 +47,9 @@ int PebScanner::scan(uint32_t peb, PebScan* s) {
                    first.tag.kind == PageKind::kLog;
   if (log_block) lay = log_block_layout(g);
 
-  // Data area: the programmed slots form a prefix; find its end.
   uint32_t a = 0;
   TagRead last_data;
-  if (lay.data_slots > 0 && first.status != HeaderStatus::kErased) {
-    TagRead t;
-    uint32_t d = lay.data_slots;
-    if (int r = tag_at(peb, lay.data_page(d - 1), &t); r < 0) return r;
-    if (t.status != HeaderStatus::kErased) {
-      a = d;
-      last_data = t;
-    } else {
-      uint32_t lo = 0, hi = d - 1;  // slot lo programmed, slot hi erased
-      TagRead lo_tag = first;
-      while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (int r = tag_at(peb, lay.data_page(mid), &t); r < 0) return r;
-        if (t.status != HeaderStatus::kErased) {
-          lo = mid;
-          lo_tag = t;
-        } else {
-          hi = mid;
-        }
-      }
-      a = lo + 1;
-      last_data = lo_tag;
-    }
-  }
+  if (int r = find_data_end(peb, lay, first, &a, &last_data); r < 0) return r;
 
   // Log area: read forward to the first erased slot.
   std::vector<ScannedLogPage> log;
@@ -85,38 +67,8 @@ int PebScanner::scan(uint32_t peb, PebScan* s) {
     log.push_back({slot, t.tag});
   }
 
-  // Power-cut traces. Only the last programmed page can be torn, and only the
-  // pages a next program would use can hold residue under an erased OOB.
-  buf_.resize(g.page_size);
   bool torn = false;
-  bool have_last = log_used > 0 || a > 0;
-  if (have_last) {
-    uint32_t page = log_used > 0 ? lay.log_page(log_used - 1) : lay.data_page(a - 1);
-    PageTag t;
-    int r = io_->read_page(peb, page, buf_.data(), &t);
-    if (r == -EIO) return r;
-    if (r == -EBADMSG) {
-      torn = true;
-      if (log_used > 0) {
-        if (!log.empty() && log.back().slot == log_used - 1) log.pop_back();
-      } else {
-        --a;  // the slot is consumed, but holds nothing that was acknowledged
-      }
-    }
-  }
-  std::vector<uint32_t> next_pages;
-  if (log_used > 0) {
-    if (log_used < lay.log_slots) next_pages.push_back(lay.log_page(log_used));
-  } else {
-    uint32_t consumed = a + (torn ? 1 : 0);
-    if (consumed < lay.data_slots) next_pages.push_back(lay.data_page(consumed));
-    if (lay.log_slots > 0) next_pages.push_back(lay.log_page(0));
-  }
-  for (uint32_t page : next_pages) {
-    bool empty = true;
-    if (int r = io_->page_is_empty(peb, page, &empty); r < 0) return r;
-    if (!empty) torn = true;
-  }
+  if (int r = find_power_cut_traces(peb, lay, log_used, &a, &log, &torn); r < 0) return r;
 
   // Identity: the first readable tag (the earliest page written).
   const PageTag* id = nullptr;
@@ -154,7 +106,82 @@ int PebScanner::scan(uint32_t peb, PebScan* s) {
   if (last_data.status == HeaderStatus::kValid && last_data.tag.seq > res_->max_seq)
     res_->max_seq = last_data.tag.seq;
 
-  // A merge target is complete when its final page (kTagLast) is there.
+  if (int r = check_merge_complete(peb, lay, log_block, first, a, log, s); r < 0) return r;
+  s->log = std::move(log);
+  return 0;
+}
+
+// Data area: the programmed slots form a prefix; finds its end (*a, the
+// slots used) and the tag of its last slot.
+int PebScanner::find_data_end(uint32_t peb, const PebLayout& lay, const TagRead& first, uint32_t* a,
+                              TagRead* last_data) {
+  if (lay.data_slots == 0 || first.status == HeaderStatus::kErased) return 0;
+  TagRead t;
+  uint32_t d = lay.data_slots;
+  if (int r = tag_at(peb, lay.data_page(d - 1), &t); r < 0) return r;
+  if (t.status != HeaderStatus::kErased) {
+    *a = d;
+    *last_data = t;
+    return 0;
+  }
+  uint32_t lo = 0, hi = d - 1;  // slot lo programmed, slot hi erased
+  TagRead lo_tag = first;
+  while (hi - lo > 1) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (int r = tag_at(peb, lay.data_page(mid), &t); r < 0) return r;
+    if (t.status != HeaderStatus::kErased) {
+      lo = mid;
+      lo_tag = t;
+    } else {
+      hi = mid;
+    }
+  }
+  *a = lo + 1;
+  *last_data = lo_tag;
+  return 0;
+}
+
+// Power-cut traces. Only the last programmed page can be torn, and only the
+// pages a next program would use can hold residue under an erased OOB. A torn
+// last page leaves the data (*a) or the log (*log) it was to extend.
+int PebScanner::find_power_cut_traces(uint32_t peb, const PebLayout& lay, uint32_t log_used,
+                                      uint32_t* a, std::vector<ScannedLogPage>* log, bool* torn) {
+  buf_.resize(io_->geometry().page_size);
+  bool have_last = log_used > 0 || *a > 0;
+  if (have_last) {
+    uint32_t page = log_used > 0 ? lay.log_page(log_used - 1) : lay.data_page(*a - 1);
+    PageTag t;
+    int r = io_->read_page(peb, page, buf_.data(), &t);
+    if (r == -EIO) return r;
+    if (r == -EBADMSG) {
+      *torn = true;
+      if (log_used > 0) {
+        if (!log->empty() && log->back().slot == log_used - 1) log->pop_back();
+      } else {
+        --*a;  // the slot is consumed, but holds nothing that was acknowledged
+      }
+    }
+  }
+  std::vector<uint32_t> next_pages;
+  if (log_used > 0) {
+    if (log_used < lay.log_slots) next_pages.push_back(lay.log_page(log_used));
+  } else {
+    uint32_t consumed = *a + (*torn ? 1 : 0);
+    if (consumed < lay.data_slots) next_pages.push_back(lay.data_page(consumed));
+    if (lay.log_slots > 0) next_pages.push_back(lay.log_page(0));
+  }
+  for (uint32_t page : next_pages) {
+    bool empty = true;
+    if (int r = io_->page_is_empty(peb, page, &empty); r < 0) return r;
+    if (!empty) *torn = true;
+  }
+  return 0;
+}
+
+// A merge target is complete when its final page (kTagLast) is there.
+int PebScanner::check_merge_complete(uint32_t peb, const PebLayout& lay, bool log_block,
+                                     const TagRead& first, uint32_t a,
+                                     const std::vector<ScannedLogPage>& log, PebScan* s) {
   if (!log_block && a > 0 && first.status == HeaderStatus::kValid &&
       (first.tag.flags & kTagMerge)) {
     s->merge = true;
@@ -171,7 +198,6 @@ int PebScanner::scan(uint32_t peb, PebScan* s) {
     for (auto& p : log)
       if ((p.tag.flags & (kTagMerge | kTagLast)) == (kTagMerge | kTagLast)) s->complete = true;
   }
-  s->log = std::move(log);
   return 0;
 }
 

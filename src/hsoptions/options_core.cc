@@ -3,8 +3,7 @@
 
 namespace hybridstore {
 
-// Long, as a table is: one entry per option and nothing else, read a row
-// at a time; cutting it would only scatter the core's options.
+// Long on purpose: a table, one entry per option and nothing else; cut up, the core's options would scatter.
 void add_core_options(std::vector<OptionSpec>* v) {
   using T = OptionType;
   v->push_back({"hybridstore_ssd_path", T::kString, "",

@@ -79,6 +79,7 @@ void decode_name_set(ObjectStore::Transaction::iterator& i, std::set<std::string
   ceph::decode(out, p);
 }
 
+// Long on purpose: one case per Ceph op code, each a few lines; split, the cases would scatter over files.
 DecodedOp decode_op(ObjectStore::Transaction::iterator& i, const ObjectStore::Transaction::Op* op) {
   using CT = ObjectStore::Transaction;
   DecodedOp d;

@@ -197,100 +197,10 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
   if (perf_.set)
     for (const auto& w : f->group) perf_.set->tinc(perf_.kv_queued_lat, f->t0_ns - std::min(f->t0_ns, w.submit_ns));
 
-  // Data first: every write these transactions made completed before they
-  // were queued, or completes now (written while the caller went on), so
-  // one flush per written device covers them all.
-  for (const auto& w : f->group)
-    if (w.writes)
-      if (int r = w.writes->wait(); r < 0) {
-        fail(r, fmt::format("write to a device failed: {}", strerror(-r)));
-        return;
-      }
-  bool ok = true;
-  for (Tier t : tier_ids(kMaxTiers)) {
-    if (!ok) break;
-    uint64_t w = tracker_->written(t);
-    if (w != flushed_[t] && devices_[t]) {
-      int r = devices_[t]->flush();
-      ++f->flushes;
-      if (r < 0) {
-        fail(r, fmt::format("flush of {} device failed: {}", tier_name(t), strerror(-r)));
-        ok = false;
-      } else {
-        flushed_[t] = w;
-      }
-    }
-  }
-  if (!ok) return;
+  if (!flush_written_data(*f)) return;
   f->flushed_ns = perf_.set ? perf_now_ns() : 0;
-  // Then metadata: each batch records its journal number.
-  // The batches are read where they lie until the record is built.
-  std::vector<JournalEntryView> entries;
-  if (journal_)
-    for (auto& w : f->group) {
-      std::string n;
-      put_fixed64(&n, next_journal_seq_);
-      w.batch->Put(kv::journal_seq_key(), n);
-      entries.push_back({next_journal_seq_++, w.batch->Data()});
-    }
-  bool overlap = false;
-  if (journal_) {
-    bool checkpoint = false;
-    const bool sync_now = journal_->record_size(entries) > journal_->max_record(lanes_);
-    if (!sync_now) {
-      f->record = journal_->encode(entries);
-      f->pos = journal_->reserve(f->record.size(), &checkpoint);
-    }
-    // The record normally goes to a lane before the batches go to RocksDB,
-    // so the device writes it while this thread fills the memtable. Not
-    // when its ring space must first be freed by a RocksDB sync that has
-    // to cover this group's batches as well.
-    overlap = !sync_now && !checkpoint;
-    bool alone;
-    {
-      std::lock_guard<std::mutex> l(mutex_);
-      alone = flights_.empty();
-    }
-    // One writer: handing the record to a lane would add two thread
-    // switches to its latency (more than the RocksDB write it would hide).
-    // This thread writes the record itself, synchronously, then fills the
-    // memtable. Starting the write through io_uring and filling the
-    // memtable meanwhile was measured slower (docs/benchmarks.md,
-    // item 28): the asynchronous write took longer than the
-    // synchronous one, and the device's work did not overlap the insert.
-    const bool inline_write = overlap && alone && f->group.size() == 1;
-    if (inline_write) {
-      overlap = false;
-      f->err = journal_->write(f->pos, f->record);
-      f->record.clear();
-      if (f->err < 0) {
-        fail(f->err, fmt::format("commit journal write failed: {}", strerror(-f->err)));
-        return;
-      }
-      {
-        std::lock_guard<std::mutex> l(mutex_);
-        ++stats_.journal_records;
-      }
-      if (!write_batches(*f)) return;
-    } else if (!overlap && !write_batches(*f)) {
-      return;
-    }
-    if (sync_now || checkpoint) {
-      // Every batch reserved so far is now in RocksDB: one WAL flush and
-      // sync makes them all durable there (FlushWAL first writes out what
-      // manual_wal_flush keeps in RocksDB's buffer).
-      rocksdb::Status s = db_->FlushWAL(true);
-      if (!s.ok()) {
-        fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
-        return;
-      }
-      journal_->checkpoint();
-      std::lock_guard<std::mutex> l(mutex_);
-      ++stats_.journal_checkpoints;
-    }
-  } else if (!write_batches(*f)) {
-    return;
-  }
+  bool overlap;
+  if (!write_metadata(*f, &overlap)) return;
   // From here on a lane may be writing the record: f is read and written
   // under mutex_ only.
   bool to_lane, done;
@@ -313,6 +223,109 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
     done = f->done = f->record_written;
   }
   if (done) complete_ready();
+}
+
+// Data first: every write these transactions made completed before they
+// were queued, or completes now (written while the caller went on), so
+// one flush per written device covers them all. False after a failure.
+bool KvCommitter::flush_written_data(Flight& f) {
+  for (const auto& w : f.group)
+    if (w.writes)
+      if (int r = w.writes->wait(); r < 0) {
+        fail(r, fmt::format("write to a device failed: {}", strerror(-r)));
+        return false;
+      }
+  bool ok = true;
+  for (Tier t : tier_ids(kMaxTiers)) {
+    if (!ok) break;
+    uint64_t w = tracker_->written(t);
+    if (w != flushed_[t] && devices_[t]) {
+      int r = devices_[t]->flush();
+      ++f.flushes;
+      if (r < 0) {
+        fail(r, fmt::format("flush of {} device failed: {}", tier_name(t), strerror(-r)));
+        ok = false;
+      } else {
+        flushed_[t] = w;
+      }
+    }
+  }
+  return ok;
+}
+
+// Then metadata: the journal record (when there is a journal) and the
+// batches into RocksDB, or only the batches. *overlap: the batches still have
+// to go to RocksDB while a lane writes the record. False after a failure.
+bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
+  // Each batch records its journal number.
+  // The batches are read where they lie until the record is built.
+  std::vector<JournalEntryView> entries;
+  if (journal_)
+    for (auto& w : f.group) {
+      std::string n;
+      put_fixed64(&n, next_journal_seq_);
+      w.batch->Put(kv::journal_seq_key(), n);
+      entries.push_back({next_journal_seq_++, w.batch->Data()});
+    }
+  *overlap = false;
+  if (journal_) {
+    bool checkpoint = false;
+    const bool sync_now = journal_->record_size(entries) > journal_->max_record(lanes_);
+    if (!sync_now) {
+      f.record = journal_->encode(entries);
+      f.pos = journal_->reserve(f.record.size(), &checkpoint);
+    }
+    // The record normally goes to a lane before the batches go to RocksDB,
+    // so the device writes it while this thread fills the memtable. Not
+    // when its ring space must first be freed by a RocksDB sync that has
+    // to cover this group's batches as well.
+    *overlap = !sync_now && !checkpoint;
+    bool alone;
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      alone = flights_.empty();
+    }
+    // One writer: handing the record to a lane would add two thread
+    // switches to its latency (more than the RocksDB write it would hide).
+    // This thread writes the record itself, synchronously, then fills the
+    // memtable. Starting the write through io_uring and filling the
+    // memtable meanwhile was measured slower (docs/benchmarks.md,
+    // item 28): the asynchronous write took longer than the
+    // synchronous one, and the device's work did not overlap the insert.
+    const bool inline_write = *overlap && alone && f.group.size() == 1;
+    if (inline_write) {
+      *overlap = false;
+      f.err = journal_->write(f.pos, f.record);
+      f.record.clear();
+      if (f.err < 0) {
+        fail(f.err, fmt::format("commit journal write failed: {}", strerror(-f.err)));
+        return false;
+      }
+      {
+        std::lock_guard<std::mutex> l(mutex_);
+        ++stats_.journal_records;
+      }
+      if (!write_batches(f)) return false;
+    } else if (!*overlap && !write_batches(f)) {
+      return false;
+    }
+    if (sync_now || checkpoint) {
+      // Every batch reserved so far is now in RocksDB: one WAL flush and
+      // sync makes them all durable there (FlushWAL first writes out what
+      // manual_wal_flush keeps in RocksDB's buffer).
+      rocksdb::Status s = db_->FlushWAL(true);
+      if (!s.ok()) {
+        fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
+        return false;
+      }
+      journal_->checkpoint();
+      std::lock_guard<std::mutex> l(mutex_);
+      ++stats_.journal_checkpoints;
+    }
+  } else if (!write_batches(f)) {
+    return false;
+  }
+  return true;
 }
 
 // The group's batches into RocksDB, in queue order, as one write: one WAL

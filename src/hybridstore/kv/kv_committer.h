@@ -182,6 +182,8 @@ class KvCommitter {
   };
   void commit_loop();
   void process_group(const std::shared_ptr<Flight>& f);
+  bool flush_written_data(Flight& f);
+  bool write_metadata(Flight& f, bool* overlap);
   bool write_batches(Flight& f);
   void lane_loop();
   // Acknowledges, in queue order, every group at the front that is durable.

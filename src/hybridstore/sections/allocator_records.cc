@@ -462,7 +462,10 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
     for (const Placement& p : e.placements) account(&e, p, +1, 0);
     seq_ = std::max(seq_, e.seq);
   }
+  return index_restored(error);
+}
 
+int SectionAllocator::index_restored(std::string* error) {
   // Every handed-out extent must have come back.
   std::vector<ExtentDesc*> open;
   for (uint32_t eu = 0; eu < eus_.size(); ++eu) {

@@ -351,6 +351,19 @@ class SectionAllocator {
   std::string encode_extent(const ExtentDesc& e) const;
   int restore(const std::vector<std::pair<std::string, std::string>>& records, uint64_t now,
               std::string* error);
+  // The second half of restore(): the open-extent tables, free runs and
+  // staged write units, derived from the restored units and extents.
+  int index_restored(std::string* error);
+  // What verify() counts per lane while it walks the erase units.
+  struct LaneTally {
+    uint64_t live = 0, bytes = 0;
+    uint32_t eus = 0, staged = 0;
+    size_t open = 0;
+    int32_t current = -1;
+  };
+  std::string verify_free_runs(const Lane& l, const EraseUnit& u, const ExtentDesc& e,
+                               uint32_t limit) const;
+  std::string verify_lane(size_t li, const LaneTally& t) const;
 
   AllocatorGeometry geo_;
   AllocatorTuning tune_;

@@ -55,10 +55,7 @@ std::vector<SectionUsage> SectionAllocator::usage() const {
 }
 
 std::string SectionAllocator::verify() const {
-  std::vector<uint64_t> lane_live(lanes_.size()), lane_bytes(lanes_.size());
-  std::vector<uint32_t> lane_eus(lanes_.size()), lane_staged(lanes_.size());
-  std::vector<size_t> lane_open(lanes_.size());
-  std::vector<int32_t> lane_current(lanes_.size(), -1);
+  std::vector<LaneTally> tally(lanes_.size());
   uint32_t free_eus = 0;
   for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
     const EraseUnit& u = eus_[eu];
@@ -72,10 +69,11 @@ std::string SectionAllocator::verify() const {
     const Lane& l = lanes_[u.lane];
     const SectionRt& rt = secs_[l.section];
     const SectionSpec& sp = geo_.sections[l.section];
-    ++lane_eus[u.lane];
+    LaneTally& lt = tally[u.lane];
+    ++lt.eus;
     if (u.current) {
-      if (lane_current[u.lane] >= 0) return fmt::format("lane {} has two current units", u.lane);
-      lane_current[u.lane] = static_cast<int32_t>(eu);
+      if (lt.current >= 0) return fmt::format("lane {} has two current units", u.lane);
+      lt.current = static_cast<int32_t>(eu);
     }
     if (u.extents.size() != rt.extents_per_eu || u.next_untaken > rt.extents_per_eu)
       return fmt::format("eu {} extent count", eu);
@@ -91,7 +89,7 @@ std::string SectionAllocator::verify() const {
     for (uint32_t w = 0; w < u.wu_written.size(); ++w) {
       if (!u.wu_written[w]) {
         ++unwritten;
-        if (w * rt.extents_per_wu < u.next_untaken) ++lane_staged[u.lane];
+        if (w * rt.extents_per_wu < u.next_untaken) ++lt.staged;
       }
     }
     for (uint32_t i = 0; i < u.next_untaken; ++i) {
@@ -115,42 +113,20 @@ std::string SectionAllocator::verify() const {
         elive += p.blocks;
         sw += uint64_t(p.writes) * p.blocks;
         sb += static_cast<unsigned __int128>(p.born_us) * p.blocks;
-        lane_bytes[u.lane] += p.bytes;
+        lt.bytes += p.bytes;
       }
       if (elive != e.live) return fmt::format("eu {} extent {} live {} != {}", eu, i, e.live, elive);
       live += elive;
       if (e.state == ExtentState::kOpen) {
         ++open;
-        ++lane_open[u.lane];
+        ++lt.open;
         uint32_t expect = e.placements.empty() ? 0 : rt.map.next(prev - 1).start;
         if (expect != e.tail)
           return fmt::format("eu {} extent {} tail {} != map position {}", eu, i, e.tail, expect);
         if (rt.s - e.tail < sp.theta && !e.placements.empty())
           return fmt::format("eu {} extent {} open with tail below theta", eu, i);
       }
-      // Free runs listed for the extent must be exactly its free intervals when
-      // it is indexed, and none otherwise.
-      bool indexed = (e.state != ExtentState::kWritten && sp.fill_gaps) ||
-                     (e.state == ExtentState::kWritten && holes_indexed(l, u));
-      std::set<std::pair<uint32_t, uint32_t>> expect, have;
-      if (indexed) {
-        uint32_t cursor = 0;
-        for (const Placement& p : e.placements) {
-          if (p.start > cursor) expect.insert({cursor, p.start - cursor});
-          cursor = p.end();
-        }
-        if (cursor < limit) expect.insert({cursor, limit - cursor});
-      }
-      const FreeRunIndex& idx = e.state == ExtentState::kWritten ? l.holes : l.gaps;
-      for (uint32_t id : e.runs) {
-        const auto& r = idx.run(id);
-        if (!r.live || r.extent != &e)
-          return fmt::format("eu {} extent {} lists a run it does not own", eu, i);
-        have.insert({r.start, r.len});
-      }
-      if (have != expect)
-        return fmt::format("eu {} extent {}: {} free runs indexed, {} expected", eu, i,
-                           have.size(), expect.size());
+      if (std::string why = verify_free_runs(l, u, e, limit); !why.empty()) return why;
     }
     if (live != u.live) return fmt::format("eu {} live {} != {}", eu, u.live, live);
     if (sw != u.sum_writes || sb != u.sum_born) return fmt::format("eu {} hotness sums", eu);
@@ -164,42 +140,76 @@ std::string SectionAllocator::verify() const {
     }
     if (unwritten != u.unwritten_wus) return fmt::format("eu {} unwritten count", eu);
     if (live == 0 && !u.current) return fmt::format("eu {} owned without live data", eu);
-    lane_live[u.lane] += live;
+    lt.live += live;
   }
   if (free_eus != free_count_) return "free unit count";
   for (size_t li = 0; li < lanes_.size(); ++li) {
-    const Lane& l = lanes_[li];
-    if (geo_.sections[l.section].bypass()) continue;
-    if (l.live_blocks != lane_live[li] || l.live_bytes != lane_bytes[li])
-      return fmt::format("lane {} live counters", li);
-    if (l.eus != lane_eus[li]) return fmt::format("lane {} unit count", li);
-    if (l.current != lane_current[li]) return fmt::format("lane {} current unit", li);
-    if (l.staged_count != lane_staged[li])
-      return fmt::format("lane {} staged {} != {}", li, l.staged_count, lane_staged[li]);
-    if (l.table.size() != lane_open[li])
-      return fmt::format("lane {} map table holds {} extents, {} open", li, l.table.size(),
-                         lane_open[li]);
-    // Every extent in the table is open and filed under the label of its tail.
-    const SegmentMap& m = secs_[l.section].map;
-    size_t seen = 0;
-    for (int level = 0; level < m.levels(); ++level) {
-      for (int index = -1; index <= m.order(); ++index) {
-        auto v = l.table.entry_extents(level, index);
-        uint32_t prev_tail = 0;
-        for (size_t k = 0; k < v.size(); ++k) {
-          const ExtentDesc* e = v[k];
-          if (e->state != ExtentState::kOpen) return "closed extent in the map table";
-          SegmentLabel lab;
-          if (!m.label_of(e->tail, &lab) || lab.level != level || lab.index != index)
-            return fmt::format("extent filed under ({}, {}) with tail {}", index, level, e->tail);
-          if (k && e->tail < prev_tail) return "map-table entry not ordered by free space";
-          prev_tail = e->tail;
-          ++seen;
-        }
+    if (geo_.sections[lanes_[li].section].bypass()) continue;
+    if (std::string why = verify_lane(li, tally[li]); !why.empty()) return why;
+  }
+  return {};
+}
+
+// Free runs listed for the extent must be exactly its free intervals (below
+// `limit`) when it is indexed, and none otherwise.
+std::string SectionAllocator::verify_free_runs(const Lane& l, const EraseUnit& u,
+                                               const ExtentDesc& e, uint32_t limit) const {
+  const SectionSpec& sp = geo_.sections[l.section];
+  bool indexed = (e.state != ExtentState::kWritten && sp.fill_gaps) ||
+                 (e.state == ExtentState::kWritten && holes_indexed(l, u));
+  std::set<std::pair<uint32_t, uint32_t>> expect, have;
+  if (indexed) {
+    uint32_t cursor = 0;
+    for (const Placement& p : e.placements) {
+      if (p.start > cursor) expect.insert({cursor, p.start - cursor});
+      cursor = p.end();
+    }
+    if (cursor < limit) expect.insert({cursor, limit - cursor});
+  }
+  const FreeRunIndex& idx = e.state == ExtentState::kWritten ? l.holes : l.gaps;
+  for (uint32_t id : e.runs) {
+    const auto& r = idx.run(id);
+    if (!r.live || r.extent != &e)
+      return fmt::format("eu {} extent {} lists a run it does not own", e.eu, e.idx);
+    have.insert({r.start, r.len});
+  }
+  if (have != expect)
+    return fmt::format("eu {} extent {}: {} free runs indexed, {} expected", e.eu, e.idx,
+                       have.size(), expect.size());
+  return {};
+}
+
+// A lane's counters against what verify() counted over its erase units, and
+// its map table: every extent in it open and filed under the label of its tail.
+std::string SectionAllocator::verify_lane(size_t li, const LaneTally& t) const {
+  const Lane& l = lanes_[li];
+  if (l.live_blocks != t.live || l.live_bytes != t.bytes)
+    return fmt::format("lane {} live counters", li);
+  if (l.eus != t.eus) return fmt::format("lane {} unit count", li);
+  if (l.current != t.current) return fmt::format("lane {} current unit", li);
+  if (l.staged_count != t.staged)
+    return fmt::format("lane {} staged {} != {}", li, l.staged_count, t.staged);
+  if (l.table.size() != t.open)
+    return fmt::format("lane {} map table holds {} extents, {} open", li, l.table.size(), t.open);
+  const SegmentMap& m = secs_[l.section].map;
+  size_t seen = 0;
+  for (int level = 0; level < m.levels(); ++level) {
+    for (int index = -1; index <= m.order(); ++index) {
+      auto v = l.table.entry_extents(level, index);
+      uint32_t prev_tail = 0;
+      for (size_t k = 0; k < v.size(); ++k) {
+        const ExtentDesc* e = v[k];
+        if (e->state != ExtentState::kOpen) return "closed extent in the map table";
+        SegmentLabel lab;
+        if (!m.label_of(e->tail, &lab) || lab.level != level || lab.index != index)
+          return fmt::format("extent filed under ({}, {}) with tail {}", index, level, e->tail);
+        if (k && e->tail < prev_tail) return "map-table entry not ordered by free space";
+        prev_tail = e->tail;
+        ++seen;
       }
     }
-    if (seen != l.table.size()) return fmt::format("lane {} map table walk", li);
   }
+  if (seen != l.table.size()) return fmt::format("lane {} map table walk", li);
   return {};
 }
 

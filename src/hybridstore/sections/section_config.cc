@@ -88,6 +88,78 @@ void split_field(std::string_view f, std::string_view* key, std::string_view* va
   *value = {};
 }
 
+// What parse_field() has seen of the fields that may come once or have
+// defaults.
+struct FieldsSeen {
+  bool rho = false, delta = false, theta = false;
+};
+
+// One field after the extent size: rho, delta, theta, policy, holes, gaps or
+// remainder.
+int parse_field(std::string_view field, const SectionDefaults& d, SectionSpec* s, FieldsSeen* seen,
+                std::string* error) {
+  std::string_view key, value;
+  split_field(field, &key, &value);
+  if ((key == "rho1" || key == "rho2" || key == "rho3") && value.empty()) {
+    if (seen->rho) {
+      *error = fmt::format("section '{}': rho given twice", s->name);
+      return -EINVAL;
+    }
+    seen->rho = true;
+    s->mode = key == "rho1" ? PartitionMode::kRho1
+              : key == "rho2" ? PartitionMode::kRho2 : PartitionMode::kRho3;
+  } else if (key == "rho") {
+    uint32_t r;
+    if (seen->rho || !parse_u32(value, &r) || r < 1 || r > 3) {
+      *error = fmt::format("section '{}': rho must be given once as 1, 2 or 3", s->name);
+      return -EINVAL;
+    }
+    seen->rho = true;
+    s->mode = static_cast<PartitionMode>(r);
+  } else if (key == "delta") {
+    if (!parse_u32(value, &s->delta)) {
+      *error = fmt::format("section '{}': delta '{}' is not a block count", s->name, value);
+      return -EINVAL;
+    }
+    seen->delta = true;
+  } else if (key == "theta") {
+    uint32_t t;
+    uint64_t tb;
+    if (parse_u32(value, &t)) {
+      s->theta = t;
+    } else if (parse_size(value, &tb)) {
+      s->theta = static_cast<uint32_t>((tb + d.block_size - 1) / d.block_size);
+    } else {
+      *error = fmt::format("section '{}': theta '{}' is neither blocks nor a size", s->name,
+                           value);
+      return -EINVAL;
+    }
+    if (s->theta < 1 || s->theta > s->extent_blocks) {
+      *error = fmt::format("section '{}': theta must be 1..{} blocks", s->name, s->extent_blocks);
+      return -EINVAL;
+    }
+    seen->theta = true;
+  } else if ((key == "hfm" || key == "rehypar") && value.empty()) {
+    s->policy = key == "hfm" ? SelectionPolicy::kHfm : SelectionPolicy::kReHypar;
+  } else if (key == "policy" && (value == "hfm" || value == "rehypar")) {
+    s->policy = value == "hfm" ? SelectionPolicy::kHfm : SelectionPolicy::kReHypar;
+  } else if (key == "holes" && (value == "fill" || value == "clean")) {
+    s->holes = value == "fill" ? HoleMode::kFill : HoleMode::kClean;
+  } else if (key == "gaps" && (value == "on" || value == "off")) {
+    s->fill_gaps = value == "on";
+  } else if (key == "remainder" && (value == "down" || value == "table" || value == "fresh")) {
+    s->remainder = value == "down" ? RemainderMode::kDown
+                   : value == "table" ? RemainderMode::kTable : RemainderMode::kFresh;
+  } else {
+    *error = fmt::format(
+        "section '{}': unknown field '{}' (expected rho1|rho2|rho3, delta<N>, theta<N>, "
+        "hfm|rehypar, holes=fill|clean, gaps=on|off, remainder=down|table|fresh)",
+        s->name, field);
+    return -EINVAL;
+  }
+  return 0;
+}
+
 int parse_one(std::string_view text, const SectionDefaults& d, SectionSpec* out,
               std::string* error) {
   auto fields = split(text, ':');
@@ -134,75 +206,16 @@ int parse_one(std::string_view text, const SectionDefaults& d, SectionSpec* out,
     return -EINVAL;
   }
   s.extent_blocks = static_cast<uint32_t>(bytes / d.block_size);
-  bool have_rho = false, have_delta = false, have_theta = false;
-  for (size_t i = 2; i < fields.size(); ++i) {
-    std::string_view key, value;
-    split_field(fields[i], &key, &value);
-    if ((key == "rho1" || key == "rho2" || key == "rho3") && value.empty()) {
-      if (have_rho) {
-        *error = fmt::format("section '{}': rho given twice", s.name);
-        return -EINVAL;
-      }
-      have_rho = true;
-      s.mode = key == "rho1" ? PartitionMode::kRho1
-               : key == "rho2" ? PartitionMode::kRho2 : PartitionMode::kRho3;
-    } else if (key == "rho") {
-      uint32_t r;
-      if (have_rho || !parse_u32(value, &r) || r < 1 || r > 3) {
-        *error = fmt::format("section '{}': rho must be given once as 1, 2 or 3", s.name);
-        return -EINVAL;
-      }
-      have_rho = true;
-      s.mode = static_cast<PartitionMode>(r);
-    } else if (key == "delta") {
-      if (!parse_u32(value, &s.delta)) {
-        *error = fmt::format("section '{}': delta '{}' is not a block count", s.name, value);
-        return -EINVAL;
-      }
-      have_delta = true;
-    } else if (key == "theta") {
-      uint32_t t;
-      uint64_t tb;
-      if (parse_u32(value, &t)) {
-        s.theta = t;
-      } else if (parse_size(value, &tb)) {
-        s.theta = static_cast<uint32_t>((tb + d.block_size - 1) / d.block_size);
-      } else {
-        *error = fmt::format("section '{}': theta '{}' is neither blocks nor a size", s.name,
-                             value);
-        return -EINVAL;
-      }
-      if (s.theta < 1 || s.theta > s.extent_blocks) {
-        *error = fmt::format("section '{}': theta must be 1..{} blocks", s.name, s.extent_blocks);
-        return -EINVAL;
-      }
-      have_theta = true;
-    } else if ((key == "hfm" || key == "rehypar") && value.empty()) {
-      s.policy = key == "hfm" ? SelectionPolicy::kHfm : SelectionPolicy::kReHypar;
-    } else if (key == "policy" && (value == "hfm" || value == "rehypar")) {
-      s.policy = value == "hfm" ? SelectionPolicy::kHfm : SelectionPolicy::kReHypar;
-    } else if (key == "holes" && (value == "fill" || value == "clean")) {
-      s.holes = value == "fill" ? HoleMode::kFill : HoleMode::kClean;
-    } else if (key == "gaps" && (value == "on" || value == "off")) {
-      s.fill_gaps = value == "on";
-    } else if (key == "remainder" && (value == "down" || value == "table" || value == "fresh")) {
-      s.remainder = value == "down" ? RemainderMode::kDown
-                    : value == "table" ? RemainderMode::kTable : RemainderMode::kFresh;
-    } else {
-      *error = fmt::format(
-          "section '{}': unknown field '{}' (expected rho1|rho2|rho3, delta<N>, theta<N>, "
-          "hfm|rehypar, holes=fill|clean, gaps=on|off, remainder=down|table|fresh)",
-          s.name, fields[i]);
-      return -EINVAL;
-    }
-  }
-  if (!have_rho) {
+  FieldsSeen seen;
+  for (size_t i = 2; i < fields.size(); ++i)
+    if (int r = parse_field(fields[i], d, &s, &seen, error); r < 0) return r;
+  if (!seen.rho) {
     *error = fmt::format("section '{}': missing rho1, rho2 or rho3", s.name);
     return -EINVAL;
   }
   if (s.mode == PartitionMode::kRho3) {
-    if (!have_delta) s.delta = std::min(d.delta, s.extent_blocks);
-  } else if (have_delta) {
+    if (!seen.delta) s.delta = std::min(d.delta, s.extent_blocks);
+  } else if (seen.delta) {
     *error = fmt::format("section '{}': delta applies to rho3 only", s.name);
     return -EINVAL;
   } else {
@@ -214,7 +227,7 @@ int parse_one(std::string_view text, const SectionDefaults& d, SectionSpec* out,
     *error = fmt::format("section '{}': {}", s.name, merr);
     return -EINVAL;
   }
-  if (!have_theta) {
+  if (!seen.theta) {
     double t = d.theta_ratio * s.extent_blocks;
     s.theta = t < 1 ? 1 : static_cast<uint32_t>(t);
   }

@@ -210,6 +210,7 @@ json object_id_to_json(const ObjectId& o) {
 
 namespace {
 
+// Long on purpose: one branch per op name, each a few lines, over field readers that share the op's JSON.
 int parse_op(const json& j, const std::string& base_dir, Transaction* t, Ctx& ctx) {
   if (!j.is_object()) return ctx.fail("an op must be a JSON object");
   if (!j.contains("op") || !j["op"].is_string()) return ctx.fail("missing string field \"op\"");

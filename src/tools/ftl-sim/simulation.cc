@@ -36,6 +36,116 @@ LatencySummary summarize(std::vector<int64_t>* ns) {
   return s;
 }
 
+// Progress on stderr with --progress.
+void say(const SimOptions& o, const std::string& m) {
+  if (o.progress) fprintf(stderr, "ftl-sim: %s\n", m.c_str());
+}
+
+// Brings the device to its steady state before the measured phase: every LEB
+// written (--precondition), then warm-up requests of the workload.
+int prepare_device(Ftl& ftl, const SimOptions& o, Workload& wl, std::string& data, std::string* error) {
+  if (o.precondition) {
+    say(o, fmt::format("preconditioning: writing all {} LEBs", ftl.leb_count()));
+    for (uint32_t l = 0; l < ftl.leb_count(); ++l)
+      if (int r = ftl.write_leb(l, data.data()); r < 0) {
+        *error = fmt::format("precondition write of LEB {} failed: {}", l, r);
+        return r;
+      }
+  }
+  const ImageParams& im = ftl.image();
+  uint64_t warmup = 0;
+  if (o.workload.kind != WorkloadKind::kSeqWrite) {
+    if (o.warmup_ops >= 0) warmup = static_cast<uint64_t>(o.warmup_ops);
+    // Twice the pages the log areas hold: by then their fill levels are spread
+    // evenly, as in a device that has been in use for a while.
+    else if (im.policy == PolicyKind::kHubi) warmup = 2ull * im.leb_count * im.log_pages;
+    else if (im.policy == PolicyKind::kPubi)
+      warmup = 2ull * (im.leb_count / im.partition_data) * im.partition_log * im.data_pages;
+  }
+  if (warmup) {
+    say(o, fmt::format("warm-up: {} written pages so the log areas reach their steady state",
+                       warmup));
+    // Counted in written pages: reads do not move the log areas.
+    for (uint64_t written = 0; written < warmup;) {
+      Request rq = wl.next();
+      if (rq.write) written += rq.count;
+      int r = rq.write ? ftl.write_sectors(rq.sector, rq.count, data.data())
+                       : ftl.read_sectors(rq.sector, rq.count, &data[0]);
+      if (r < 0) {
+        *error = fmt::format("warm-up request failed: {}", r);
+        return r;
+      }
+    }
+  }
+  return 0;
+}
+
+// What the measured phase saw.
+struct Measured {
+  int64_t t_start = 0;
+  std::vector<int64_t> wlat, rlat;
+  int64_t write_ns = 0;
+  uint64_t pages_w = 0, pages_r = 0;
+};
+
+// The measured phase: o.ops requests at their arrival times, then the
+// flush and background work the writes left behind.
+int run_measured(Ftl& ftl, const SimOptions& o, Workload& wl, std::string& data, Measured* m,
+                 std::string* error) {
+  VirtualClock* clock = ftl.clock();
+  m->t_start = clock->now_ns();
+  m->wlat.reserve(o.ops);
+  std::mt19937_64 arrivals(o.workload.seed + 7);
+  std::exponential_distribution<double> gap(o.iops > 0 ? o.iops / 1e9 : 1.0);
+  double next_arrival = static_cast<double>(m->t_start);
+  const uint32_t ss = ftl.sector_size();
+  std::string rbuf(uint64_t(o.workload.request_pages) * ss, '\0');
+  uint64_t step = std::max<uint64_t>(1, o.ops / 10);
+  for (uint64_t i = 0; i < o.ops; ++i) {
+    Request rq = wl.next();
+    int64_t arrival;
+    if (o.iops > 0) {
+      next_arrival += gap(arrivals);
+      arrival = static_cast<int64_t>(next_arrival);
+    } else {
+      arrival = clock->now_ns() + static_cast<int64_t>(o.think_us * 1000);
+    }
+    if (arrival > clock->now_ns())
+      if (int r = ftl.idle_until(arrival); r < 0) {
+        *error = fmt::format("background work failed: {}", r);
+        return r;
+      }
+    int64_t begin = clock->now_ns();
+    int r;
+    if (rq.write) r = ftl.write_sectors(rq.sector, rq.count, data.data() + (rq.sector % 4) * ss);
+    else r = ftl.read_sectors(rq.sector, rq.count, &rbuf[0]);
+    if (r < 0) {
+      *error = fmt::format("{} of {} sectors at {} failed: {}", rq.write ? "write" : "read",
+                           rq.count, rq.sector, r);
+      return r;
+    }
+    int64_t lat = clock->now_ns() - std::min(arrival, begin);
+    if (rq.write) {
+      m->wlat.push_back(lat);
+      m->write_ns += o.iops > 0 ? lat : clock->now_ns() - begin;
+      m->pages_w += rq.count;
+    } else {
+      m->rlat.push_back(lat);
+      m->pages_r += rq.count;
+    }
+    if (o.progress && o.ops >= 100000 && (i + 1) % step == 0)
+      fprintf(stderr, "ftl-sim: %3.0f%%  %llu requests, %.1f s of flash time\n",
+              100.0 * double(i + 1) / double(o.ops), (unsigned long long)(i + 1),
+              double(clock->now_ns() - m->t_start) / 1e9);
+  }
+  // What the writes left behind (the cache, deferred merges) is their cost too.
+  int64_t tail0 = clock->now_ns();
+  if (int r = ftl.flush(); r < 0) return r;
+  if (int r = ftl.policy()->finish_background(); r < 0) return r;
+  m->write_ns += clock->now_ns() - tail0;
+  return 0;
+}
+
 }  // namespace
 
 int run_simulation(const SimOptions& o, SimResult* out, std::string* error) {
@@ -55,7 +165,6 @@ int run_simulation(const SimOptions& o, SimResult* out, std::string* error) {
   res.leb_count = ftl->leb_count();
   res.pages_per_leb = ftl->pages_per_leb();
   res.capacity_bytes = ftl->size_bytes();
-  uint32_t ss = ftl->sector_size();
   uint64_t sectors = ftl->sector_count();
   if (o.workload.request_pages == 0 || o.workload.request_pages > sectors) {
     *error = "request size must be between 1 and the device size in pages";
@@ -66,101 +175,18 @@ int run_simulation(const SimOptions& o, SimResult* out, std::string* error) {
   std::string data(uint64_t(ftl->leb_bytes()), '\0');
   for (char& c : data) c = static_cast<char>(data_rng());
 
-  auto say = [&](const std::string& m) {
-    if (o.progress) fprintf(stderr, "ftl-sim: %s\n", m.c_str());
-  };
-  if (o.precondition) {
-    say(fmt::format("preconditioning: writing all {} LEBs", ftl->leb_count()));
-    for (uint32_t l = 0; l < ftl->leb_count(); ++l)
-      if (int r = ftl->write_leb(l, data.data()); r < 0) {
-        *error = fmt::format("precondition write of LEB {} failed: {}", l, r);
-        return r;
-      }
-  }
-  const ImageParams& im = ftl->image();
-  uint64_t warmup = 0;
-  if (o.workload.kind != WorkloadKind::kSeqWrite) {
-    if (o.warmup_ops >= 0) warmup = static_cast<uint64_t>(o.warmup_ops);
-    // Twice the pages the log areas hold: by then their fill levels are spread
-    // evenly, as in a device that has been in use for a while.
-    else if (im.policy == PolicyKind::kHubi) warmup = 2ull * im.leb_count * im.log_pages;
-    else if (im.policy == PolicyKind::kPubi)
-      warmup = 2ull * (im.leb_count / im.partition_data) * im.partition_log * im.data_pages;
-  }
   Workload wl(o.workload, sectors);
-  if (warmup) {
-    say(fmt::format("warm-up: {} written pages so the log areas reach their steady state",
-                    warmup));
-    // Counted in written pages: reads do not move the log areas.
-    for (uint64_t written = 0; written < warmup;) {
-      Request rq = wl.next();
-      if (rq.write) written += rq.count;
-      int r = rq.write ? ftl->write_sectors(rq.sector, rq.count, data.data())
-                       : ftl->read_sectors(rq.sector, rq.count, &data[0]);
-      if (r < 0) {
-        *error = fmt::format("warm-up request failed: {}", r);
-        return r;
-      }
-    }
-  }
+  if (int r = prepare_device(*ftl, o, wl, data, error); r < 0) return r;
 
-  // Measured phase.
   const FtlContext& ctx = ftl->context();
   PolicyStats s0 = ctx.stats;
   uint64_t prog0 = ftl->nand()->counters().programs;
   VirtualClock* clock = ftl->clock();
-  int64_t t_start = clock->now_ns();
-  std::vector<int64_t> wlat, rlat;
-  wlat.reserve(o.ops);
-  int64_t write_ns = 0;
-  uint64_t pages_w = 0, pages_r = 0;
-  std::mt19937_64 arrivals(o.workload.seed + 7);
-  std::exponential_distribution<double> gap(o.iops > 0 ? o.iops / 1e9 : 1.0);
-  double next_arrival = static_cast<double>(t_start);
-  std::string rbuf(uint64_t(o.workload.request_pages) * ss, '\0');
-  uint64_t step = std::max<uint64_t>(1, o.ops / 10);
-  for (uint64_t i = 0; i < o.ops; ++i) {
-    Request rq = wl.next();
-    int64_t arrival;
-    if (o.iops > 0) {
-      next_arrival += gap(arrivals);
-      arrival = static_cast<int64_t>(next_arrival);
-    } else {
-      arrival = clock->now_ns() + static_cast<int64_t>(o.think_us * 1000);
-    }
-    if (arrival > clock->now_ns())
-      if (int r = ftl->idle_until(arrival); r < 0) {
-        *error = fmt::format("background work failed: {}", r);
-        return r;
-      }
-    int64_t begin = clock->now_ns();
-    int r;
-    if (rq.write) r = ftl->write_sectors(rq.sector, rq.count, data.data() + (rq.sector % 4) * ss);
-    else r = ftl->read_sectors(rq.sector, rq.count, &rbuf[0]);
-    if (r < 0) {
-      *error = fmt::format("{} of {} sectors at {} failed: {}", rq.write ? "write" : "read",
-                           rq.count, rq.sector, r);
-      return r;
-    }
-    int64_t lat = clock->now_ns() - std::min(arrival, begin);
-    if (rq.write) {
-      wlat.push_back(lat);
-      write_ns += o.iops > 0 ? lat : clock->now_ns() - begin;
-      pages_w += rq.count;
-    } else {
-      rlat.push_back(lat);
-      pages_r += rq.count;
-    }
-    if (o.progress && o.ops >= 100000 && (i + 1) % step == 0)
-      fprintf(stderr, "ftl-sim: %3.0f%%  %llu requests, %.1f s of flash time\n",
-              100.0 * double(i + 1) / double(o.ops), (unsigned long long)(i + 1),
-              double(clock->now_ns() - t_start) / 1e9);
-  }
-  // What the writes left behind (the cache, deferred merges) is their cost too.
-  int64_t tail0 = clock->now_ns();
-  if (int r = ftl->flush(); r < 0) return r;
-  if (int r = ftl->policy()->finish_background(); r < 0) return r;
-  write_ns += clock->now_ns() - tail0;
+  Measured m;
+  if (int r = run_measured(*ftl, o, wl, data, &m, error); r < 0) return r;
+  const int64_t t_start = m.t_start;
+  const uint64_t pages_w = m.pages_w, pages_r = m.pages_r;
+  const int64_t write_ns = m.write_ns;
 
   const PolicyStats& s1 = ctx.stats;
   int up = static_cast<int>(MergeKind::kUpdate), di = static_cast<int>(MergeKind::kDirect),
@@ -188,8 +214,8 @@ int run_simulation(const SimOptions& o, SimResult* out, std::string* error) {
   res.erase_min = sp.min;
   res.erase_max = sp.max;
   res.erase_mean = sp.mean;
-  res.writes = summarize(&wlat);
-  res.reads = summarize(&rlat);
+  res.writes = summarize(&m.wlat);
+  res.reads = summarize(&m.rlat);
   if (res.writes.count + res.reads.count)
     res.slow_request_share =
         (res.writes.over_20ms * double(res.writes.count) +

@@ -34,31 +34,40 @@ const char* cleaning_scheme_name(CleaningScheme s) {
   return "?";
 }
 
-CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uint64_t seed,
-                            const Progress& progress) {
-  auto t0 = std::chrono::steady_clock::now();
-  constexpr uint32_t kObject = 4096, kBlock = 1024, kUnit = 256 << 10;
-  const uint32_t per_unit = kUnit / kObject;
+namespace {
 
+// How a scheme places and picks: its lanes (groups), its victim policy.
+struct SchemeSetup {
   uint32_t groups = 1;
   VictimPolicy policy = VictimPolicy::kCostBenefit;
   double hotness_exponent = CleanerConfig::kDefaultHotnessExponent;
   bool by_hotness = false;  // groups chosen by HotnessGroups
+};
+
+SchemeSetup setup_for(CleaningScheme scheme) {
+  SchemeSetup su;
   switch (scheme) {
-    case CleaningScheme::kGreedySingleLog: policy = VictimPolicy::kGreedy; break;
+    case CleaningScheme::kGreedySingleLog: su.policy = VictimPolicy::kGreedy; break;
     case CleaningScheme::kCostBenefitSingleLog: break;
-    case CleaningScheme::kCostBenefitSepGc: groups = 2; break;
+    case CleaningScheme::kCostBenefitSepGc: su.groups = 2; break;
     case CleaningScheme::kCostHotnessPaper:
-      hotness_exponent = 1;
+      su.hotness_exponent = 1;
       [[fallthrough]];
     case CleaningScheme::kCostHotnessGrouped:
-      groups = 4;
-      policy = VictimPolicy::kCostHotness;
-      by_hotness = true;
+      su.groups = 4;
+      su.policy = VictimPolicy::kCostHotness;
+      su.by_hotness = true;
       break;
-    case CleaningScheme::kCostBenefitOracle: groups = 2; break;
+    case CleaningScheme::kCostBenefitOracle: su.groups = 2; break;
   }
+  return su;
+}
 
+constexpr uint32_t kObject = 4096, kBlock = 1024, kUnit = 256 << 10;
+
+// One section of 8 KiB extents whose holes are cleaned, over `erase_units`
+// units, with `groups` lanes; records are not kept.
+std::unique_ptr<SectionAllocator> make_allocator(const CleaningSpec& spec, uint32_t groups) {
   AllocatorGeometry g;
   g.block_size = kBlock;
   g.blocks = uint64_t(spec.erase_units) * (kUnit / kBlock);
@@ -73,10 +82,58 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
       SectionAllocator::create(g, tune, &a, &err) < 0)
     throw std::runtime_error("cleaning: " + err);
   a->set_track_records(false);
+  return a;
+}
+
+struct CleaningCounts {
+  uint64_t user = 0, moved = 0, victims = 0;
+  double util_sum = 0;
+};
+
+// Cleans a few victims per scan until `reserve` + slack units are free again,
+// moving each victim's live objects with `place`; counts them when measuring.
+// `place(id, cleaning)` allocates the object's new home.
+template <typename Place>
+void clean_to_reserve(SectionAllocator* a, HoleCleaner& cleaner, const CleaningSpec& spec,
+                      uint32_t reserve, uint64_t now, bool measuring, const Place& place,
+                      CleaningCounts* counts) {
+  std::vector<VictimCandidate> victims;
+  std::vector<LiveRange> live;
+  while (a->free_erase_units() < reserve + spec.slack) {
+    if (cleaner.pick_victims(*a, now, spec.victims_per_pass, &victims) == 0)
+      throw std::runtime_error("cleaning: no victim");
+    for (const auto& v : victims) {
+      if (a->begin_cleaning(v.eu) != 0) continue;
+      a->live_ranges(v.eu, &live);
+      for (const LiveRange& r : live) {
+        place(r.owner, true);
+        a->release(r.block, r.blocks, now);
+        if (measuring) ++counts->moved;
+      }
+      if (measuring) {
+        ++counts->victims;
+        counts->util_sum += v.utilization;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uint64_t seed,
+                            const Progress& progress) {
+  auto t0 = std::chrono::steady_clock::now();
+  const uint32_t per_unit = kUnit / kObject;
+
+  const SchemeSetup su = setup_for(scheme);
+  const uint32_t groups = su.groups;
+  const bool by_hotness = su.by_hotness;
+
+  std::unique_ptr<SectionAllocator> a = make_allocator(spec, groups);
   CleanerConfig ccfg;
-  ccfg.policy = policy;
+  ccfg.policy = su.policy;
   ccfg.max_live = 1.0;
-  ccfg.hotness_exponent = hotness_exponent;
+  ccfg.hotness_exponent = su.hotness_exponent;
   HoleCleaner cleaner(ccfg);
   HotnessGroupOptions gopts;
   gopts.groups = groups;
@@ -130,13 +187,10 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
   const uint64_t warm = static_cast<uint64_t>(spec.warmup_capacity * n);
   const uint64_t total = warm + static_cast<uint64_t>(spec.measure_capacity * n);
   const uint64_t refine_every = std::max<uint64_t>(n / 8, 1);
-  std::vector<VictimCandidate> victims;
-  std::vector<LiveRange> live;
   std::vector<double> samples;
   CleaningResult res;
   res.scheme = cleaning_scheme_name(scheme);
-  uint64_t user = 0, moved = 0, nvictims = 0;
-  double util_sum = 0;
+  CleaningCounts counts;
   for (uint64_t w = 0; w < total; ++w, ++now) {
     const bool measuring = w >= warm;
     if (by_hotness && w % refine_every == 0) {
@@ -151,37 +205,19 @@ CleaningResult run_cleaning(const CleaningSpec& spec, CleaningScheme scheme, uin
     uint64_t old = where[id];
     place(id, false);
     a->release(old, kObject / kBlock, now);
-    if (measuring) ++user;
-    if (a->free_erase_units() < reserve + (spec.slack ? 0 : 1)) {
-      // Clean a few victims per scan until the reserve is back, plus slack.
-      while (a->free_erase_units() < reserve + spec.slack) {
-        if (cleaner.pick_victims(*a, now, spec.victims_per_pass, &victims) == 0)
-          throw std::runtime_error("cleaning: no victim");
-        for (const auto& v : victims) {
-          if (a->begin_cleaning(v.eu) != 0) continue;
-          a->live_ranges(v.eu, &live);
-          for (const LiveRange& r : live) {
-            place(r.owner, true);
-            a->release(r.block, r.blocks, now);
-            if (measuring) ++moved;
-          }
-          if (measuring) {
-            ++nvictims;
-            util_sum += v.utilization;
-          }
-        }
-      }
-    }
+    if (measuring) ++counts.user;
+    if (a->free_erase_units() < reserve + (spec.slack ? 0 : 1))
+      clean_to_reserve(a.get(), cleaner, spec, reserve, now, measuring, place, &counts);
     if (progress && (w + 1) % 1'000'000 == 0)
       progress(std::string("cleaning: ") + cleaning_scheme_name(scheme) + ": " +
                std::to_string((w + 1) / 1000) + "k of " + std::to_string(total / 1000) +
                "k writes");
   }
-  res.user_writes = user;
-  res.moved_objects = moved;
-  res.victims = nvictims;
-  res.wa = user ? double(user + moved) / double(user) : 0;
-  res.mean_victim_util = nvictims ? util_sum / double(nvictims) : 0;
+  res.user_writes = counts.user;
+  res.moved_objects = counts.moved;
+  res.victims = counts.victims;
+  res.wa = counts.user ? double(counts.user + counts.moved) / double(counts.user) : 0;
+  res.mean_victim_util = counts.victims ? counts.util_sum / double(counts.victims) : 0;
   res.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

@@ -140,6 +140,36 @@ class KindRun {
   KindRun(const CompareArgs& a, std::string kind) : a_(a), kind_(std::move(kind)), dir_(a.dir + "/" + kind_) {}
 
   int run(std::vector<Row>* rows, std::string* fsck_line) {
+    const std::vector<std::string> sets = store_sets();
+    if (open_store(sets) != 0) return 1;
+    run_one_writer_rows(rows);
+    run_n_writer_rows(rows);
+    // 4 MiB writes (HDD tier) on the file kind only: the NAND kind's HDD is
+    // the same kind of file, so its rows would repeat these.
+    const bool big = kind_ == "file" && (a_.want("write4m") || a_.want("seqread"));
+    if (big) run_big_write_row(rows);
+    if (run_random_read_row(rows) != 0) return 1;
+    if (big && a_.want("seqread")) run_sequential_read_row(rows);
+    store_->umount();
+    store_.reset();
+    if (bad_reads_) fprintf(stderr, "compare: %llu reads failed or returned wrong bytes\n",
+                            static_cast<unsigned long long>(bad_reads_.load()));
+
+    // Deep fsck after every run: nothing may have been traded for speed.
+    Config cfg;
+    std::string err;
+    for (const auto& s : sets) cfg.set_from_arg(s, &err);
+    HybridStore check(dir_, cfg);
+    FsckReport rep;
+    int f = check.fsck(true, &rep);
+    *fsck_line = fmt_fsck(f, rep);
+    return f == 0 && bad_reads_ == 0 ? 0 : 1;
+  }
+
+ private:
+  // The store's options for this kind: the run's --set options over the
+  // compare defaults.
+  std::vector<std::string> store_sets() const {
     std::vector<std::string> sets = a_.sets;
     sets.push_back("hybridstore_onode_cache_size=" + std::to_string(a_.onode_cache));
     if (kind_ == "nand") sets.push_back("hybridstore_ssd_kind=nand");
@@ -154,6 +184,11 @@ class KindRun {
       sets.insert(sets.begin(), "hybridstore_hdd_size=" + std::to_string(hdd_gib) + "G");
       sets.insert(sets.begin(), "hybridstore_ssd_size=2G");
     }
+    return sets;
+  }
+
+  // Makes the store and the writers' collections.
+  int open_store(const std::vector<std::string>& sets) {
     store_ = make_store(dir_, sets, true);
     if (!store_) return 1;
     StoreStats st;
@@ -168,9 +203,13 @@ class KindRun {
     }
     small_ = std::make_shared<const std::string>(4096, 's');
     over_ = std::make_shared<const std::string>(4096, 'o');
-    const int n = a_.writers;
+    read_bufs_.resize(static_cast<size_t>(a_.writers));
+    read_strings_.resize(static_cast<size_t>(a_.writers));
+    return 0;
+  }
 
-    // 1 writer.
+  // 1 writer.
+  void run_one_writer_rows(std::vector<Row>* rows) {
     const bool one = a_.want("create1") || a_.want("overwrite1") || a_.want("randread");
     RawFigure sync1 = one ? raw(RawPattern::kSyncWrite, 4096, 1, true) : RawFigure{};
     // A lone 4 KiB transaction is made durable by one journal record of two
@@ -213,15 +252,18 @@ class KindRun {
     }, &o1.cpu_us);
     o1.stages = stage_averages(store_->perf(), perf0, store_->perf().snapshot());
     if (a_.want("overwrite1")) rows->push_back(o1);
+  }
 
-    // N writers: group commit against N independent synchronous writers.
+  // N writers: group commit against N independent synchronous writers.
+  void run_n_writer_rows(std::vector<Row>* rows) {
+    const int n = a_.writers;
     const bool many = a_.want("createN") || a_.want("overwriteN") || a_.want("randread");
     RawFigure syncn = many ? raw(RawPattern::kSyncWrite, 4096, n, kind_ == "nand") : RawFigure{};
     counts_n_.assign(static_cast<size_t>(n), 0);
     Row cn{"4 KiB creates, " + std::to_string(n) + " writers", "ops/s", syncn, 0, 1.5};
     StoreStats before, after;
     store_->statfs(&before);
-    perf0 = store_->perf().snapshot();
+    auto perf0 = store_->perf().snapshot();
     if (many) cn.store = timed(n, a_.seconds, [&](int w, uint64_t i) {
       Transaction t;
       t.write(coll(w), small_name(n, w, i), 0, small_);
@@ -247,39 +289,41 @@ class KindRun {
     store_->statfs(&after);
     on.txns_per_group = per_group(before, after);
     if (a_.want("overwriteN")) rows->push_back(on);
+  }
 
-    // 4 MiB writes (HDD tier) on the file kind only: the NAND kind's HDD is
-    // the same kind of file, so its rows would repeat these.
-    const bool big = kind_ == "file" && (a_.want("write4m") || a_.want("seqread"));
-    if (big) {
-      RawFigure w4 = raw(RawPattern::kWrite, 4 << 20, n, false, true);
-      auto four = std::make_shared<const std::string>(4 << 20, 'b');
-      std::atomic<int> next{0};
-      auto perf_big = store_->perf().snapshot();
-      StoreStats big_before, big_after;
-      store_->statfs(&big_before);
-      double t0 = now_sec(), c0 = cpu_seconds();
-      std::vector<std::thread> th;
-      for (int w = 0; w < n; ++w)
-        th.emplace_back([&] {
-          for (int i; (i = next++) < a_.big_objects;) {
-            Transaction t;
-            t.write(coll(i % n), ObjectId::from_name("big_" + std::to_string(i), 2), 0, four);
-            store_->apply_transaction(std::move(t));
-          }
-        });
-      for (auto& x : th) x.join();
-      Row big_row{"4 MiB writes, " + std::to_string(n) + " in flight", "MiB/s", w4,
-                  a_.big_objects * 4.0 / (now_sec() - t0), 0.9};
-      big_row.cpu_us = (cpu_seconds() - c0) * 1e6 / a_.big_objects;
-      big_row.stages = stage_averages(store_->perf(), perf_big, store_->perf().snapshot());
-      store_->statfs(&big_after);
-      big_row.txns_per_group = per_group(big_before, big_after);
-      if (a_.want("write4m")) rows->push_back(big_row);
-    }
+  // 4 MiB writes, N in flight: the objects the sequential-read row reads.
+  void run_big_write_row(std::vector<Row>* rows) {
+    const int n = a_.writers;
+    RawFigure w4 = raw(RawPattern::kWrite, 4 << 20, n, false, true);
+    auto four = std::make_shared<const std::string>(4 << 20, 'b');
+    std::atomic<int> next{0};
+    auto perf_big = store_->perf().snapshot();
+    StoreStats big_before, big_after;
+    store_->statfs(&big_before);
+    double t0 = now_sec(), c0 = cpu_seconds();
+    std::vector<std::thread> th;
+    for (int w = 0; w < n; ++w)
+      th.emplace_back([&] {
+        for (int i; (i = next++) < a_.big_objects;) {
+          Transaction t;
+          t.write(coll(i % n), ObjectId::from_name("big_" + std::to_string(i), 2), 0, four);
+          store_->apply_transaction(std::move(t));
+        }
+      });
+    for (auto& x : th) x.join();
+    Row big_row{"4 MiB writes, " + std::to_string(n) + " in flight", "MiB/s", w4,
+                a_.big_objects * 4.0 / (now_sec() - t0), 0.9};
+    big_row.cpu_us = (cpu_seconds() - c0) * 1e6 / a_.big_objects;
+    big_row.stages = stage_averages(store_->perf(), perf_big, store_->perf().snapshot());
+    store_->statfs(&big_after);
+    big_row.txns_per_group = per_group(big_before, big_after);
+    if (a_.want("write4m")) rows->push_back(big_row);
+  }
 
-    // 4 KiB random reads over --read-objects small objects (far more than
-    // the onode cache holds), written first where the create rows left fewer.
+  // 4 KiB random reads over --read-objects small objects (far more than
+  // the onode cache holds), written first where the create rows left fewer.
+  int run_random_read_row(std::vector<Row>* rows) {
+    const int n = a_.writers;
     RawFigure rr = a_.want("randread") ? raw(RawPattern::kRandRead, 4096, n, true) : RawFigure{};
     uint64_t total_n = 0;
     for (auto c : counts_n_) total_n += c;
@@ -293,32 +337,10 @@ class KindRun {
         written = counts_1_ + total_n;
       }
     }
-    std::atomic<uint64_t> bad_reads{0};
     Row r4{"4 KiB random reads, " + std::to_string(n) + " in flight", "ops/s", rr, 0, 0.8};
-    // Each reader reads into page-aligned memory of its own, as the Ceph
-    // adapter does (its bufferlists are page-aligned): whole aligned blocks
-    // come from the device straight into it.
-    std::vector<AlignedBuffer> read_bufs(static_cast<size_t>(n));
-    std::vector<std::string> read_strings(static_cast<size_t>(n));
-    // Reads [0, len) of the object; returns the bytes read (or an error) and
-    // where they are.
-    auto read_object = [&](int w, const CollectionId& c, const ObjectId& o, uint64_t len, const char** out) {
-      if (a_.read_api == "string") {
-        std::string& str = read_strings[static_cast<size_t>(w)];
-        int r = store_->read(c, o, 0, len, &str);
-        *out = str.data();
-        return r;
-      }
-      return store_->read_into(c, o, 0, len, [&](uint64_t k) {
-        AlignedBuffer& b = read_bufs[static_cast<size_t>(w)];
-        if (b.size() < k) b = AlignedBuffer(k, 4096, AlignedBuffer::kUninitialized);
-        *out = b.data();
-        return b.data();
-      });
-    };
     std::vector<std::mt19937_64> rngs;
     for (int w = 0; w < n; ++w) rngs.emplace_back(1000 + w);
-    perf0 = store_->perf().snapshot();
+    auto perf0 = store_->perf().snapshot();
     if (a_.want("randread")) r4.store = timed(n, a_.seconds, [&](int w, uint64_t) {
       auto& g = rngs[static_cast<size_t>(w)];
       // Object k of the order the rows wrote them in: the lone writer's,
@@ -336,7 +358,7 @@ class KindRun {
       const char* out = nullptr;
       int r = read_object(w, c, o, 4096, &out);
       bool ok = r == 4096 && (out[0] == 's' || out[0] == 'o') && out[4095] == out[0];
-      if (!ok) ++bad_reads;
+      if (!ok) ++bad_reads_;
       return ok;
     }, &r4.cpu_us);
     if (a_.want("randread")) {
@@ -358,41 +380,48 @@ class KindRun {
       rows->push_back(r4);
       add_sync_reader_note(RawPattern::kRandRead, 4096, r4, false);
     }
-
-    if (big && a_.want("seqread")) {
-      RawFigure sr = raw(RawPattern::kSeqRead, 4 << 20, n, false, true);
-      std::atomic<uint64_t> next{0};
-      Row s4{"4 MiB sequential reads, " + std::to_string(n) + " in flight", "MiB/s", sr, 0, 0.9};
-      double ops = timed(n, a_.seconds, [&](int w, uint64_t) {
-        uint64_t i = next++ % static_cast<uint64_t>(a_.big_objects);
-        const char* out = nullptr;
-        int r = read_object(w, coll(static_cast<int>(i % static_cast<uint64_t>(n))),
-                            ObjectId::from_name("big_" + std::to_string(i), 2), 4 << 20, &out);
-        bool ok = r == (4 << 20) && out[0] == 'b' && out[r - 1] == 'b';
-        if (!ok) ++bad_reads;
-        return ok;
-      }, &s4.cpu_us);
-      s4.store = ops * 4;
-      rows->push_back(s4);
-      add_sync_reader_note(RawPattern::kSeqRead, 4 << 20, s4, true);
-    }
-    store_->umount();
-    store_.reset();
-    if (bad_reads) fprintf(stderr, "compare: %llu reads failed or returned wrong bytes\n",
-                           static_cast<unsigned long long>(bad_reads.load()));
-
-    // Deep fsck after every run: nothing may have been traded for speed.
-    Config cfg;
-    std::string err;
-    for (const auto& s : sets) cfg.set_from_arg(s, &err);
-    HybridStore check(dir_, cfg);
-    FsckReport rep;
-    int f = check.fsck(true, &rep);
-    *fsck_line = fmt_fsck(f, rep);
-    return f == 0 && bad_reads == 0 ? 0 : 1;
+    return 0;
   }
 
- private:
+  // 4 MiB sequential reads of the objects run_big_write_row() wrote.
+  void run_sequential_read_row(std::vector<Row>* rows) {
+    const int n = a_.writers;
+    RawFigure sr = raw(RawPattern::kSeqRead, 4 << 20, n, false, true);
+    std::atomic<uint64_t> next{0};
+    Row s4{"4 MiB sequential reads, " + std::to_string(n) + " in flight", "MiB/s", sr, 0, 0.9};
+    double ops = timed(n, a_.seconds, [&](int w, uint64_t) {
+      uint64_t i = next++ % static_cast<uint64_t>(a_.big_objects);
+      const char* out = nullptr;
+      int r = read_object(w, coll(static_cast<int>(i % static_cast<uint64_t>(n))),
+                          ObjectId::from_name("big_" + std::to_string(i), 2), 4 << 20, &out);
+      bool ok = r == (4 << 20) && out[0] == 'b' && out[r - 1] == 'b';
+      if (!ok) ++bad_reads_;
+      return ok;
+    }, &s4.cpu_us);
+    s4.store = ops * 4;
+    rows->push_back(s4);
+    add_sync_reader_note(RawPattern::kSeqRead, 4 << 20, s4, true);
+  }
+
+  // Reads [0, len) of the object for reader w; returns the bytes read (or an
+  // error) and where they are. Each reader reads into page-aligned memory of
+  // its own, as the Ceph adapter does (its bufferlists are page-aligned):
+  // whole aligned blocks come from the device straight into it.
+  int read_object(int w, const CollectionId& c, const ObjectId& o, uint64_t len, const char** out) {
+    if (a_.read_api == "string") {
+      std::string& str = read_strings_[static_cast<size_t>(w)];
+      int r = store_->read(c, o, 0, len, &str);
+      *out = str.data();
+      return r;
+    }
+    return store_->read_into(c, o, 0, len, [&](uint64_t k) {
+      AlignedBuffer& b = read_bufs_[static_cast<size_t>(w)];
+      if (b.size() < k) b = AlignedBuffer(k, 4096, AlignedBuffer::kUninitialized);
+      *out = b.data();
+      return b.data();
+    });
+  }
+
   static double per_group(const StoreStats& b, const StoreStats& a) {
     uint64_t g = a.commit_groups - b.commit_groups;
     return g ? static_cast<double>(a.transactions_committed - b.transactions_committed) / static_cast<double>(g) : 0;
@@ -521,6 +550,9 @@ class KindRun {
 
   uint64_t counts_1_ = 0;
   std::vector<uint64_t> counts_n_;
+  std::vector<AlignedBuffer> read_bufs_;   // per reader, for read_object()
+  std::vector<std::string> read_strings_;  // per reader, with --read-api string
+  std::atomic<uint64_t> bad_reads_{0};
 
  public:
   std::string read_note_;

@@ -36,6 +36,138 @@ struct RunState {
   std::vector<double> lat;
 };
 
+// What the status printer keeps of the per-second figures, as rados bench
+// does.
+struct PerSecond {
+  double min_bw = 99999999.0, max_bw = 0;
+  int min_iops = INT_MAX, max_iops = 0;
+  double bw_avg = 0, bw_diff = 0, iops_avg = 0, iops_diff = 0;
+  int bw_cycles = 0, iops_cycles = 0;
+};
+
+// The status printer: rados bench's status_printer, line for line. Runs
+// until st.done.
+void print_status(RunState& st, const RunnerConfig& cfg, Clock::time_point t0,
+                  const std::vector<int>& sample_ids, PerSecond* ps, RunResult* res) {
+  std::unique_lock<std::mutex> l(st.mu);
+  uint64_t previous = 0, previous_bytes = 0;
+  int cycles_since_change = 0;
+  for (int i = 0; !st.done; ++i) {
+    std::ostringstream line;
+    if (i % 20 == 0 && !cfg.quiet) {
+      if (i > 0)
+        line << local_time_prefix() << "min lat: " << st.min_lat << " max lat: " << st.max_lat
+             << " avg lat: " << st.avg_lat << "\n";
+      if (cfg.show_time) line << local_time_prefix();
+      line << std::setfill(' ') << std::setw(5) << "sec" << std::setw(8) << "Cur ops" << std::setw(10) << "started"
+           << std::setw(10) << "finished" << std::setw(10) << "avg MB/s" << std::setw(10) << "cur MB/s"
+           << std::setw(12) << "last lat(s)" << std::setw(12) << "avg lat(s)" << "\n";
+    }
+    double bw = -1, iops = -1;
+    if (cycles_since_change) {
+      bw = static_cast<double>(st.bytes - previous_bytes) / (1024 * 1024) / cycles_since_change;
+      iops = static_cast<double>(st.finished - previous) / cycles_since_change;
+    }
+    if (bw > -1) {
+      ps->max_bw = std::max(ps->max_bw, bw);
+      ps->min_bw = std::min(ps->min_bw, bw);
+      ++ps->bw_cycles;
+      double d = bw - ps->bw_avg;
+      ps->bw_avg += d / ps->bw_cycles;
+      ps->bw_diff += d * (bw - ps->bw_avg);
+    }
+    if (iops > -1) {
+      int ii = static_cast<int>(iops);  // rados keeps IOPS as an int
+      ps->max_iops = std::max(ps->max_iops, ii);
+      ps->min_iops = std::min(ps->min_iops, ii);
+      ++ps->iops_cycles;
+      double d = ii - ps->iops_avg;
+      ps->iops_avg += d / ps->iops_cycles;
+      ps->iops_diff += d * (ii - ps->iops_avg);
+    }
+    double elapsed = since(t0);
+    double avg_bw = elapsed > 0 ? static_cast<double>(st.bytes) / elapsed / (1024 * 1024) : 0;
+    SecondSample s;
+    s.sec = i;
+    s.cur_ops = st.in_flight;
+    s.started = st.started;
+    s.finished = st.finished;
+    s.avg_mb_s = avg_bw;
+    s.avg_lat = st.avg_lat;
+    if (cfg.show_time) line << local_time_prefix();
+    line << std::setfill(' ') << std::setw(5) << i << ' ' << std::setw(7) << st.in_flight << ' ' << std::setw(9)
+         << st.started << ' ' << std::setw(9) << st.finished << ' ' << std::setw(9) << avg_bw << ' ';
+    // rados bench prints a bandwidth of -1 when operations finish before
+    // the first status line; that second shows as one without news.
+    if (previous != st.finished && bw > -1) {
+      previous = st.finished;
+      previous_bytes = st.bytes;
+      cycles_since_change = 0;
+      s.cur_mb_s = bw;
+      s.iops = iops;
+      s.last_lat = st.cur_lat;
+      line << std::setw(9) << bw << ' ' << std::setw(11) << st.cur_lat << ' ' << std::setw(11) << st.avg_lat;
+    } else {
+      if (previous != st.finished) {
+        previous = st.finished;
+        previous_bytes = st.bytes;
+        cycles_since_change = 0;
+      }
+      line << std::setw(9) << '0' << ' ' << std::setw(11) << '-' << ' ' << std::setw(11) << st.avg_lat;
+    }
+    for (int id : sample_ids) s.perf.push_back(id >= 0 ? cfg.store->perf().get(id) : 0);
+    res->series.push_back(std::move(s));
+    if (!cfg.quiet) std::cout << line.str() << std::endl;
+    ++cycles_since_change;
+    st.cv.wait_until(l, t0 + std::chrono::seconds(i + 1), [&] { return st.done; });
+  }
+}
+
+// One worker: runs operations until the time, the operation count or an
+// error ends the run.
+void run_worker(int w, RunState& st, const RunnerConfig& cfg, const OpFn& op, Clock::time_point stop_at,
+                RunResult* res) {
+  for (;;) {
+    uint64_t index;
+    {
+      std::lock_guard<std::mutex> l(st.mu);
+      if (st.stop || Clock::now() >= stop_at || (cfg.max_ops && st.started >= cfg.max_ops)) return;
+      index = st.started++;
+      ++st.in_flight;
+    }
+    auto begin = Clock::now();
+    uint64_t bytes = 0;
+    int r = op(w, index, &bytes);
+    double lat = since(begin);
+    std::lock_guard<std::mutex> l(st.mu);
+    --st.in_flight;
+    if (r == kNoMoreOps) {
+      --st.started;
+      st.stop = true;
+      return;
+    }
+    if (r < 0) {
+      if (!res->error) {
+        res->error = r;
+        res->error_message = "operation " + std::to_string(index) + " failed: " + strerror(-r);
+      }
+      st.stop = true;
+      return;
+    }
+    if (r > 0) res->verify_errors += static_cast<uint64_t>(r);
+    st.cur_lat = lat;
+    st.total_lat += lat;
+    st.max_lat = std::max(st.max_lat, lat);
+    st.min_lat = std::min(st.min_lat, lat);
+    ++st.finished;
+    double delta = lat - st.avg_lat;
+    st.avg_lat = st.total_lat / static_cast<double>(st.finished);
+    st.lat_diff_sum += delta * (lat - st.avg_lat);
+    st.bytes += bytes;
+    st.lat.push_back(lat);
+  }
+}
+
 }  // namespace
 
 std::string local_time_prefix() {
@@ -68,129 +200,12 @@ RunResult run_ops(const RunnerConfig& cfg, const OpFn& op) {
   if (cfg.store)
     for (const auto& n : cfg.sample) sample_ids.push_back(cfg.store->perf().find(n));
 
-  // The status printer: rados bench's status_printer, line for line.
-  double min_bw = 99999999.0, max_bw = 0;
-  int min_iops = INT_MAX, max_iops = 0;
-  double bw_avg = 0, bw_diff = 0, iops_avg = 0, iops_diff = 0;
-  int bw_cycles = 0, iops_cycles = 0;
-  std::thread printer([&] {
-    std::unique_lock<std::mutex> l(st.mu);
-    uint64_t previous = 0, previous_bytes = 0;
-    int cycles_since_change = 0;
-    for (int i = 0; !st.done; ++i) {
-      std::ostringstream line;
-      if (i % 20 == 0 && !cfg.quiet) {
-        if (i > 0)
-          line << local_time_prefix() << "min lat: " << st.min_lat << " max lat: " << st.max_lat
-               << " avg lat: " << st.avg_lat << "\n";
-        if (cfg.show_time) line << local_time_prefix();
-        line << std::setfill(' ') << std::setw(5) << "sec" << std::setw(8) << "Cur ops" << std::setw(10) << "started"
-             << std::setw(10) << "finished" << std::setw(10) << "avg MB/s" << std::setw(10) << "cur MB/s"
-             << std::setw(12) << "last lat(s)" << std::setw(12) << "avg lat(s)" << "\n";
-      }
-      double bw = -1, iops = -1;
-      if (cycles_since_change) {
-        bw = static_cast<double>(st.bytes - previous_bytes) / (1024 * 1024) / cycles_since_change;
-        iops = static_cast<double>(st.finished - previous) / cycles_since_change;
-      }
-      if (bw > -1) {
-        max_bw = std::max(max_bw, bw);
-        min_bw = std::min(min_bw, bw);
-        ++bw_cycles;
-        double d = bw - bw_avg;
-        bw_avg += d / bw_cycles;
-        bw_diff += d * (bw - bw_avg);
-      }
-      if (iops > -1) {
-        int ii = static_cast<int>(iops);  // rados keeps IOPS as an int
-        max_iops = std::max(max_iops, ii);
-        min_iops = std::min(min_iops, ii);
-        ++iops_cycles;
-        double d = ii - iops_avg;
-        iops_avg += d / iops_cycles;
-        iops_diff += d * (ii - iops_avg);
-      }
-      double elapsed = since(t0);
-      double avg_bw = elapsed > 0 ? static_cast<double>(st.bytes) / elapsed / (1024 * 1024) : 0;
-      SecondSample s;
-      s.sec = i;
-      s.cur_ops = st.in_flight;
-      s.started = st.started;
-      s.finished = st.finished;
-      s.avg_mb_s = avg_bw;
-      s.avg_lat = st.avg_lat;
-      if (cfg.show_time) line << local_time_prefix();
-      line << std::setfill(' ') << std::setw(5) << i << ' ' << std::setw(7) << st.in_flight << ' ' << std::setw(9)
-           << st.started << ' ' << std::setw(9) << st.finished << ' ' << std::setw(9) << avg_bw << ' ';
-      // rados bench prints a bandwidth of -1 when operations finish before
-      // the first status line; that second shows as one without news.
-      if (previous != st.finished && bw > -1) {
-        previous = st.finished;
-        previous_bytes = st.bytes;
-        cycles_since_change = 0;
-        s.cur_mb_s = bw;
-        s.iops = iops;
-        s.last_lat = st.cur_lat;
-        line << std::setw(9) << bw << ' ' << std::setw(11) << st.cur_lat << ' ' << std::setw(11) << st.avg_lat;
-      } else {
-        if (previous != st.finished) {
-          previous = st.finished;
-          previous_bytes = st.bytes;
-          cycles_since_change = 0;
-        }
-        line << std::setw(9) << '0' << ' ' << std::setw(11) << '-' << ' ' << std::setw(11) << st.avg_lat;
-      }
-      for (int id : sample_ids) s.perf.push_back(id >= 0 ? cfg.store->perf().get(id) : 0);
-      res.series.push_back(std::move(s));
-      if (!cfg.quiet) std::cout << line.str() << std::endl;
-      ++cycles_since_change;
-      st.cv.wait_until(l, t0 + std::chrono::seconds(i + 1), [&] { return st.done; });
-    }
-  });
+  PerSecond ps;
+  std::thread printer([&] { print_status(st, cfg, t0, sample_ids, &ps, &res); });
 
   std::vector<std::thread> workers;
   for (int w = 0; w < cfg.concurrency; ++w)
-    workers.emplace_back([&, w] {
-      for (;;) {
-        uint64_t index;
-        {
-          std::lock_guard<std::mutex> l(st.mu);
-          if (st.stop || Clock::now() >= stop_at || (cfg.max_ops && st.started >= cfg.max_ops)) return;
-          index = st.started++;
-          ++st.in_flight;
-        }
-        auto begin = Clock::now();
-        uint64_t bytes = 0;
-        int r = op(w, index, &bytes);
-        double lat = since(begin);
-        std::lock_guard<std::mutex> l(st.mu);
-        --st.in_flight;
-        if (r == kNoMoreOps) {
-          --st.started;
-          st.stop = true;
-          return;
-        }
-        if (r < 0) {
-          if (!res.error) {
-            res.error = r;
-            res.error_message = "operation " + std::to_string(index) + " failed: " + strerror(-r);
-          }
-          st.stop = true;
-          return;
-        }
-        if (r > 0) res.verify_errors += static_cast<uint64_t>(r);
-        st.cur_lat = lat;
-        st.total_lat += lat;
-        st.max_lat = std::max(st.max_lat, lat);
-        st.min_lat = std::min(st.min_lat, lat);
-        ++st.finished;
-        double delta = lat - st.avg_lat;
-        st.avg_lat = st.total_lat / static_cast<double>(st.finished);
-        st.lat_diff_sum += delta * (lat - st.avg_lat);
-        st.bytes += bytes;
-        st.lat.push_back(lat);
-      }
-    });
+    workers.emplace_back([&, w] { run_worker(w, st, cfg, op, stop_at, &res); });
   for (auto& t : workers) t.join();
   res.time_run = since(t0);
   {
@@ -210,14 +225,14 @@ RunResult run_ops(const RunnerConfig& cfg, const OpFn& op) {
   res.stddev_lat = st.finished > 1 ? std::sqrt(st.lat_diff_sum / static_cast<double>(st.finished - 1)) : 0;
   res.bandwidth = res.time_run > 0 ? static_cast<double>(st.bytes) / res.time_run / (1024 * 1024) : 0;
   res.avg_iops = res.time_run > 0 ? static_cast<int>(static_cast<double>(st.finished) / res.time_run) : 0;
-  res.stddev_bw = bw_cycles > 1 ? std::sqrt(bw_diff / (bw_cycles - 1)) : 0;
-  res.stddev_iops = iops_cycles > 1 ? std::sqrt(iops_diff / (iops_cycles - 1)) : 0;
+  res.stddev_bw = ps.bw_cycles > 1 ? std::sqrt(ps.bw_diff / (ps.bw_cycles - 1)) : 0;
+  res.stddev_iops = ps.iops_cycles > 1 ? std::sqrt(ps.iops_diff / (ps.iops_cycles - 1)) : 0;
   // A run shorter than a status period has no per-second figures; rados
   // bench then reports the whole run's.
-  res.max_bw = bw_cycles ? max_bw : res.bandwidth;
-  res.min_bw = bw_cycles ? min_bw : res.bandwidth;
-  res.max_iops = iops_cycles ? max_iops : res.avg_iops;
-  res.min_iops = iops_cycles ? min_iops : res.avg_iops;
+  res.max_bw = ps.bw_cycles ? ps.max_bw : res.bandwidth;
+  res.min_bw = ps.bw_cycles ? ps.min_bw : res.bandwidth;
+  res.max_iops = ps.iops_cycles ? ps.max_iops : res.avg_iops;
+  res.min_iops = ps.iops_cycles ? ps.min_iops : res.avg_iops;
   return res;
 }
 

@@ -146,13 +146,9 @@ std::vector<std::string> split_csv(const std::string& s) {
 
 double pct(double a, double b) { return b > 0 ? (a / b - 1) * 100 : 0; }
 
-int run_tier_report(TierReportArgs a) {
-  if (a.quick) {
-    a.scale = std::min(a.scale, 0.1);
-    a.days = std::min(a.days, 3u);
-    a.gap_samples = std::min(a.gap_samples, 2u);
-  }
-  std::vector<WorkloadProfile> chosen;
+// The profiles --profiles names, with --zipf applied; 2 (the usage error)
+// for an unknown one.
+int choose_profiles(const TierReportArgs& a, std::vector<WorkloadProfile>* chosen) {
   for (const auto& name : split_csv(a.profiles)) {
     const WorkloadProfile* p = find_workload_profile(name);
     if (!p) {
@@ -161,9 +157,180 @@ int run_tier_report(TierReportArgs a) {
       fmt::print(stderr, "tier: unknown profile '{}' (known:{})\n", name, known);
       return 2;
     }
-    chosen.push_back(*p);
-    if (a.zipf > 0) chosen.back().zipf_theta = a.zipf;
+    chosen->push_back(*p);
+    if (a.zipf > 0) chosen->back().zipf_theta = a.zipf;
   }
+  return 0;
+}
+
+struct ProfileOut {
+  const WorkloadProfile* p;
+  std::vector<TierSimResult> res;
+  GapStats gap;
+};
+
+// One profile's trace through every configuration of kConfigs.
+ProfileOut run_profile(const WorkloadProfile* p, const TierReportArgs& a,
+                       std::chrono::steady_clock::time_point t0) {
+  ProfileOut po{p, {}, {}};
+  for (const ConfigSpec& cs : kConfigs) {
+    TierSimConfig cfg;
+    cfg.hdd_only = cs.hdd_only;
+    cfg.policy = cs.policy;
+    cfg.ssd_fraction = a.ssd_fraction;
+    cfg.heat.decay = a.decay;
+    cfg.heat.max_objects = 4000000;
+    cfg.metadata_op_us = a.metadata_us;
+    cfg.on_day = [&](unsigned day) {
+      double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      fmt::print(stderr, "[{:>8} {:>8}] day {}/{} done ({:.0f} s elapsed)\n", p->name, cs.label,
+                 day + 1, a.days, el);
+    };
+    if (cs.policy == TierPolicy::kHro && a.gap_samples > 0) {
+      cfg.on_plan = [&](unsigned day, const std::vector<TierCandidate>& c, uint64_t) {
+        sample_gap(c, a, a.seed * 131 + day, &po.gap);
+      };
+    }
+    WorkloadOptions wo;
+    wo.seed = a.seed;
+    wo.scale = a.scale;
+    wo.days = a.days;
+    po.res.push_back(run_tier_sim(*p, wo, cfg));
+  }
+  return po;
+}
+
+// Workload check against Table I.
+void print_workload_check(const std::vector<ProfileOut>& outs, const TierReportArgs& a) {
+  fmt::print("Workloads (generated vs HRO Table I; from the hdd-only run):\n");
+  fmt::print("{:<9} {:>7} {:>9} {:>9} | {:>13} {:>13} {:>13} {:>11} {:>14} {:>14}\n", "profile",
+             "files", "data set", "SSD", "metadata %", "read %", "write %", "R/W bytes",
+             "read KiB/op", "write KiB/op");
+  for (const auto& po : outs) {
+    const TierCounters& c = po.res[0].total;
+    const PaperWorkloadStats& ps = po.p->paper;
+    double ops = static_cast<double>(c.reads + c.writes + c.meta_ops);
+    auto cell = [](double ours, double paper, int prec) {
+      return fmt::format("{:.{}f} ({:.{}f})", ours, prec, paper, prec);
+    };
+    fmt::print("{:<9} {:>7} {:>8.2f}G {:>8.2f}G | {:>13} {:>13} {:>13} {:>11} {:>14} {:>14}\n",
+               po.p->name, po.res[0].objects, po.res[0].dataset_bytes / 1e9,
+               a.ssd_fraction * po.res[0].dataset_bytes / 1e9,
+               cell(c.meta_ops / ops * 100, ps.metadata_share * 100, 0),
+               cell(c.reads / ops * 100, ps.read_share * 100, 0),
+               cell(c.writes / ops * 100, ps.write_share * 100, 0),
+               cell(static_cast<double>(c.read_bytes) / c.write_bytes, ps.read_mb / ps.write_mb, 1),
+               cell(c.read_bytes / 1024.0 / c.reads, ps.read_mb * 1e6 / 1024 / (ps.ops * ps.read_share), 1),
+               cell(c.write_bytes / 1024.0 / c.writes,
+                    ps.write_mb * 1e6 / 1024 / (ps.ops * ps.write_share), 1));
+  }
+  fmt::print("(paper values in parentheses)\n\n");
+}
+
+// A profile's table: each configuration against hdd-only, hro against the
+// others, bandwidth per day; returns the same as JSON.
+nlohmann::json print_profile(const ProfileOut& po, const TierReportArgs& a) {
+  fmt::print("{} — {} days, SSD budget {:.2f} GB\n", po.p->name, a.days,
+             po.res[1].ssd_budget / 1e9);
+  fmt::print("{:<9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:>9} {:>8} {:>9} {:>8}\n", "config",
+             "bw MB/s", "vs HDD", "read ms", "write ms", "HDD I/Os", "seek MiB/io",
+             "seek TiB", "SSD req", "migr GiB", "migr s");
+  double base = po.res[0].total.bandwidth_mbps();
+  nlohmann::json pj;
+  for (size_t i = 0; i < po.res.size(); ++i) {
+    const TierCounters& c = po.res[i].total;
+    double data_reqs = static_cast<double>(c.reads + c.writes);
+    fmt::print("{:<9} {:>9.2f} {:>+7.1f}% {:>8.3f} {:>9.3f} {:>9} {:>11.1f} {:>9.1f} {:>7.1f}% "
+               "{:>8.3f} {:>9.1f}\n",
+               kConfigs[i].label, c.bandwidth_mbps(), pct(c.bandwidth_mbps(), base),
+               c.mean_read_ms(), c.mean_write_ms(), c.hdd_ios, c.mean_hdd_seek_mib(),
+               c.hdd_seek_bytes / 1099511627776.0,
+               data_reqs > 0 ? c.ssd_requests / data_reqs * 100 : 0,
+               c.migrated_bytes / 1073741824.0, c.migration_ns / 1e9);
+    nlohmann::json cj = counters_json(c);
+    nlohmann::json days = nlohmann::json::array();
+    for (const auto& d : po.res[i].days) days.push_back(counters_json(d));
+    cj["days"] = days;
+    cj["heat_entries"] = po.res[i].heat_entries;
+    cj["heat_memory_bytes"] = po.res[i].heat_memory;
+    pj["configs"][kConfigs[i].label] = cj;
+  }
+  const TierCounters& hdd = po.res[0].total;
+  const TierCounters& hot = po.res[1].total;
+  const TierCounters& hro = po.res[3].total;
+  auto mean_lat = [](const TierCounters& c) {
+    uint64_t n = c.reads + c.writes;
+    return n ? static_cast<double>(c.read_ns + c.write_ns) / static_cast<double>(n) : 0.0;
+  };
+  double lat = mean_lat(hro);
+  auto seek_total = [](const TierCounters& c) { return static_cast<double>(c.hdd_seek_bytes); };
+  fmt::print("hro vs hdd-only: bandwidth {:+.1f}%, mean data latency {:+.1f}%, HDD seek distance "
+             "{:+.1f}% in total, {:+.1f}% per I/O\n",
+             pct(hro.bandwidth_mbps(), hdd.bandwidth_mbps()), pct(lat, mean_lat(hdd)),
+             pct(seek_total(hro), seek_total(hdd)),
+             pct(hro.mean_hdd_seek_mib(), hdd.mean_hdd_seek_mib()));
+  fmt::print("hro vs hot:      bandwidth {:+.1f}%, mean data latency {:+.1f}%, HDD seek distance "
+             "{:+.1f}% in total, {:+.1f}% per I/O\n",
+             pct(hro.bandwidth_mbps(), hot.bandwidth_mbps()), pct(lat, mean_lat(hot)),
+             pct(seek_total(hro), seek_total(hot)),
+             pct(hro.mean_hdd_seek_mib(), hot.mean_hdd_seek_mib()));
+  std::string head = fmt::format("{:<9}", "MB/s/day");
+  for (size_t d = 0; d < po.res[0].days.size(); ++d) head += fmt::format(" {:>7}", d + 1);
+  fmt::print("{}\n", head);
+  for (size_t i = 0; i < po.res.size(); ++i) {
+    std::string row = fmt::format("{:<9}", kConfigs[i].label);
+    for (const auto& d : po.res[i].days) row += fmt::format(" {:>7.2f}", d.bandwidth_mbps());
+    fmt::print("{}\n", row);
+  }
+  fmt::print("\n");
+  pj["dataset_bytes"] = po.res[0].dataset_bytes;
+  pj["ssd_budget"] = po.res[1].ssd_budget;
+  pj["objects"] = po.res[0].objects;
+  pj["hro_vs_hdd_bandwidth_pct"] = pct(hro.bandwidth_mbps(), hdd.bandwidth_mbps());
+  pj["hro_vs_hot_bandwidth_pct"] = pct(hro.bandwidth_mbps(), hot.bandwidth_mbps());
+  pj["hro_vs_hdd_latency_pct"] = pct(lat, mean_lat(hdd));
+  pj["hro_vs_hot_latency_pct"] = pct(lat, mean_lat(hot));
+  for (int k = 0; k < 2; ++k) {
+    pj[k == 0 ? "greedy_gap_plain" : "greedy_gap_repaired"] = {
+        {"samples", po.gap.samples},
+        {"exact", po.gap.exact},
+        {"mean_gap", po.gap.samples ? po.gap.sum_gap[k] / po.gap.samples : 0},
+        {"max_gap", po.gap.max_gap[k]},
+        {"max_gap_vs_upper_bound", po.gap.max_gap_bound[k]},
+        {"samples_over_2pct", po.gap.over_2pct[k]}};
+  }
+  return pj;
+}
+
+// The planner's greedy against the exact optimum, per profile.
+void print_gap_table(const std::vector<ProfileOut>& outs, const TierReportArgs& a) {
+  fmt::print("Greedy (hro) vs exact knapsack on sampled planner inputs ({} objects, SSD = {:.0f}% of "
+             "their size):\n",
+             a.gap_objects, a.ssd_fraction * 100);
+  fmt::print("{:<9} {:>8} {:>6} {:>7} | {:>24} | {:>24}\n", "", "", "", "",
+             "plain greedy (paper)", "greedy + repair (hro)");
+  fmt::print("{:<9} {:>8} {:>6} {:>7} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>8}\n", "profile",
+             "samples", "exact", "chosen", "mean", "max", ">2%", "mean", "max", ">2%");
+  for (const auto& po : outs) {
+    const GapStats& g = po.gap;
+    double n = g.samples ? g.samples : 1;
+    fmt::print("{:<9} {:>8} {:>6} {:>7.0f} | {:>6.3f}% {:>6.2f}% {:>8} | {:>6.3f}% {:>6.2f}% {:>8}\n",
+               po.p->name, g.samples, g.exact, g.sum_chosen / n, g.sum_gap[0] / n * 100,
+               g.max_gap[0] * 100, g.over_2pct[0], g.sum_gap[1] / n * 100, g.max_gap[1] * 100,
+               g.over_2pct[1]);
+  }
+  fmt::print("(gap = (optimum - planner) / optimum, objective sum of f*R; \"exact\" = samples the DP "
+             "solved exactly;\n >2% = samples more than 2% below the optimum)\n");
+}
+
+int run_tier_report(TierReportArgs a) {
+  if (a.quick) {
+    a.scale = std::min(a.scale, 0.1);
+    a.days = std::min(a.days, 3u);
+    a.gap_samples = std::min(a.gap_samples, 2u);
+  }
+  std::vector<WorkloadProfile> chosen;
+  if (int r = choose_profiles(a, &chosen); r != 0) return r;
   std::vector<const WorkloadProfile*> profiles;
   for (const auto& p : chosen) profiles.push_back(&p);
   if (profiles.empty()) {
@@ -202,156 +369,14 @@ int run_tier_report(TierReportArgs a) {
              a.zipf > 0 ? fmt::format(", zipf {} for every profile", a.zipf) : "");
 
   auto t0 = std::chrono::steady_clock::now();
-  struct ProfileOut {
-    const WorkloadProfile* p;
-    std::vector<TierSimResult> res;
-    GapStats gap;
-  };
   std::vector<ProfileOut> outs;
-  for (const WorkloadProfile* p : profiles) {
-    ProfileOut po{p, {}, {}};
-    for (const ConfigSpec& cs : kConfigs) {
-      TierSimConfig cfg;
-      cfg.hdd_only = cs.hdd_only;
-      cfg.policy = cs.policy;
-      cfg.ssd_fraction = a.ssd_fraction;
-      cfg.heat.decay = a.decay;
-      cfg.heat.max_objects = 4000000;
-      cfg.metadata_op_us = a.metadata_us;
-      cfg.on_day = [&](unsigned day) {
-        double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        fmt::print(stderr, "[{:>8} {:>8}] day {}/{} done ({:.0f} s elapsed)\n", p->name, cs.label,
-                   day + 1, a.days, el);
-      };
-      if (cs.policy == TierPolicy::kHro && a.gap_samples > 0) {
-        cfg.on_plan = [&](unsigned day, const std::vector<TierCandidate>& c, uint64_t) {
-          sample_gap(c, a, a.seed * 131 + day, &po.gap);
-        };
-      }
-      WorkloadOptions wo;
-      wo.seed = a.seed;
-      wo.scale = a.scale;
-      wo.days = a.days;
-      po.res.push_back(run_tier_sim(*p, wo, cfg));
-    }
-    outs.push_back(std::move(po));
-  }
+  for (const WorkloadProfile* p : profiles) outs.push_back(run_profile(p, a, t0));
 
-  // Workload check against Table I.
-  fmt::print("Workloads (generated vs HRO Table I; from the hdd-only run):\n");
-  fmt::print("{:<9} {:>7} {:>9} {:>9} | {:>13} {:>13} {:>13} {:>11} {:>14} {:>14}\n", "profile",
-             "files", "data set", "SSD", "metadata %", "read %", "write %", "R/W bytes",
-             "read KiB/op", "write KiB/op");
-  for (const auto& po : outs) {
-    const TierCounters& c = po.res[0].total;
-    const PaperWorkloadStats& ps = po.p->paper;
-    double ops = static_cast<double>(c.reads + c.writes + c.meta_ops);
-    auto cell = [](double ours, double paper, int prec) {
-      return fmt::format("{:.{}f} ({:.{}f})", ours, prec, paper, prec);
-    };
-    fmt::print("{:<9} {:>7} {:>8.2f}G {:>8.2f}G | {:>13} {:>13} {:>13} {:>11} {:>14} {:>14}\n",
-               po.p->name, po.res[0].objects, po.res[0].dataset_bytes / 1e9,
-               a.ssd_fraction * po.res[0].dataset_bytes / 1e9,
-               cell(c.meta_ops / ops * 100, ps.metadata_share * 100, 0),
-               cell(c.reads / ops * 100, ps.read_share * 100, 0),
-               cell(c.writes / ops * 100, ps.write_share * 100, 0),
-               cell(static_cast<double>(c.read_bytes) / c.write_bytes, ps.read_mb / ps.write_mb, 1),
-               cell(c.read_bytes / 1024.0 / c.reads, ps.read_mb * 1e6 / 1024 / (ps.ops * ps.read_share), 1),
-               cell(c.write_bytes / 1024.0 / c.writes,
-                    ps.write_mb * 1e6 / 1024 / (ps.ops * ps.write_share), 1));
-  }
-  fmt::print("(paper values in parentheses)\n\n");
+  print_workload_check(outs, a);
 
-  for (auto& po : outs) {
-    fmt::print("{} — {} days, SSD budget {:.2f} GB\n", po.p->name, a.days,
-               po.res[1].ssd_budget / 1e9);
-    fmt::print("{:<9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>11} {:>9} {:>8} {:>9} {:>8}\n", "config",
-               "bw MB/s", "vs HDD", "read ms", "write ms", "HDD I/Os", "seek MiB/io",
-               "seek TiB", "SSD req", "migr GiB", "migr s");
-    double base = po.res[0].total.bandwidth_mbps();
-    nlohmann::json pj;
-    for (size_t i = 0; i < po.res.size(); ++i) {
-      const TierCounters& c = po.res[i].total;
-      double data_reqs = static_cast<double>(c.reads + c.writes);
-      fmt::print("{:<9} {:>9.2f} {:>+7.1f}% {:>8.3f} {:>9.3f} {:>9} {:>11.1f} {:>9.1f} {:>7.1f}% "
-                 "{:>8.3f} {:>9.1f}\n",
-                 kConfigs[i].label, c.bandwidth_mbps(), pct(c.bandwidth_mbps(), base),
-                 c.mean_read_ms(), c.mean_write_ms(), c.hdd_ios, c.mean_hdd_seek_mib(),
-                 c.hdd_seek_bytes / 1099511627776.0,
-                 data_reqs > 0 ? c.ssd_requests / data_reqs * 100 : 0,
-                 c.migrated_bytes / 1073741824.0, c.migration_ns / 1e9);
-      nlohmann::json cj = counters_json(c);
-      nlohmann::json days = nlohmann::json::array();
-      for (const auto& d : po.res[i].days) days.push_back(counters_json(d));
-      cj["days"] = days;
-      cj["heat_entries"] = po.res[i].heat_entries;
-      cj["heat_memory_bytes"] = po.res[i].heat_memory;
-      pj["configs"][kConfigs[i].label] = cj;
-    }
-    const TierCounters& hdd = po.res[0].total;
-    const TierCounters& hot = po.res[1].total;
-    const TierCounters& hro = po.res[3].total;
-    auto mean_lat = [](const TierCounters& c) {
-      uint64_t n = c.reads + c.writes;
-      return n ? static_cast<double>(c.read_ns + c.write_ns) / static_cast<double>(n) : 0.0;
-    };
-    double lat = mean_lat(hro);
-    auto seek_total = [](const TierCounters& c) { return static_cast<double>(c.hdd_seek_bytes); };
-    fmt::print("hro vs hdd-only: bandwidth {:+.1f}%, mean data latency {:+.1f}%, HDD seek distance "
-               "{:+.1f}% in total, {:+.1f}% per I/O\n",
-               pct(hro.bandwidth_mbps(), hdd.bandwidth_mbps()), pct(lat, mean_lat(hdd)),
-               pct(seek_total(hro), seek_total(hdd)),
-               pct(hro.mean_hdd_seek_mib(), hdd.mean_hdd_seek_mib()));
-    fmt::print("hro vs hot:      bandwidth {:+.1f}%, mean data latency {:+.1f}%, HDD seek distance "
-               "{:+.1f}% in total, {:+.1f}% per I/O\n",
-               pct(hro.bandwidth_mbps(), hot.bandwidth_mbps()), pct(lat, mean_lat(hot)),
-               pct(seek_total(hro), seek_total(hot)),
-               pct(hro.mean_hdd_seek_mib(), hot.mean_hdd_seek_mib()));
-    std::string head = fmt::format("{:<9}", "MB/s/day");
-    for (size_t d = 0; d < po.res[0].days.size(); ++d) head += fmt::format(" {:>7}", d + 1);
-    fmt::print("{}\n", head);
-    for (size_t i = 0; i < po.res.size(); ++i) {
-      std::string row = fmt::format("{:<9}", kConfigs[i].label);
-      for (const auto& d : po.res[i].days) row += fmt::format(" {:>7.2f}", d.bandwidth_mbps());
-      fmt::print("{}\n", row);
-    }
-    fmt::print("\n");
-    pj["dataset_bytes"] = po.res[0].dataset_bytes;
-    pj["ssd_budget"] = po.res[1].ssd_budget;
-    pj["objects"] = po.res[0].objects;
-    pj["hro_vs_hdd_bandwidth_pct"] = pct(hro.bandwidth_mbps(), hdd.bandwidth_mbps());
-    pj["hro_vs_hot_bandwidth_pct"] = pct(hro.bandwidth_mbps(), hot.bandwidth_mbps());
-    pj["hro_vs_hdd_latency_pct"] = pct(lat, mean_lat(hdd));
-    pj["hro_vs_hot_latency_pct"] = pct(lat, mean_lat(hot));
-    for (int k = 0; k < 2; ++k) {
-      pj[k == 0 ? "greedy_gap_plain" : "greedy_gap_repaired"] = {
-          {"samples", po.gap.samples},
-          {"exact", po.gap.exact},
-          {"mean_gap", po.gap.samples ? po.gap.sum_gap[k] / po.gap.samples : 0},
-          {"max_gap", po.gap.max_gap[k]},
-          {"max_gap_vs_upper_bound", po.gap.max_gap_bound[k]},
-          {"samples_over_2pct", po.gap.over_2pct[k]}};
-    }
-    js["profiles"][po.p->name] = pj;
-  }
+  for (const auto& po : outs) js["profiles"][po.p->name] = print_profile(po, a);
 
-  fmt::print("Greedy (hro) vs exact knapsack on sampled planner inputs ({} objects, SSD = {:.0f}% of "
-             "their size):\n",
-             a.gap_objects, a.ssd_fraction * 100);
-  fmt::print("{:<9} {:>8} {:>6} {:>7} | {:>24} | {:>24}\n", "", "", "", "",
-             "plain greedy (paper)", "greedy + repair (hro)");
-  fmt::print("{:<9} {:>8} {:>6} {:>7} | {:>7} {:>7} {:>8} | {:>7} {:>7} {:>8}\n", "profile",
-             "samples", "exact", "chosen", "mean", "max", ">2%", "mean", "max", ">2%");
-  for (const auto& po : outs) {
-    const GapStats& g = po.gap;
-    double n = g.samples ? g.samples : 1;
-    fmt::print("{:<9} {:>8} {:>6} {:>7.0f} | {:>6.3f}% {:>6.2f}% {:>8} | {:>6.3f}% {:>6.2f}% {:>8}\n",
-               po.p->name, g.samples, g.exact, g.sum_chosen / n, g.sum_gap[0] / n * 100,
-               g.max_gap[0] * 100, g.over_2pct[0], g.sum_gap[1] / n * 100, g.max_gap[1] * 100,
-               g.over_2pct[1]);
-  }
-  fmt::print("(gap = (optimum - planner) / optimum, objective sum of f*R; \"exact\" = samples the DP "
-             "solved exactly;\n >2% = samples more than 2% below the optimum)\n");
+  print_gap_table(outs, a);
   double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print(stderr, "tier: done in {:.0f} s\n", el);
   js["elapsed_s"] = el;

@@ -105,6 +105,90 @@ std::string describe(int status) {
   return "ended oddly";
 }
 
+// How a round ends its workload: the workload's command line, when to kill
+// it, and the words the round's line uses for it.
+struct RoundPlan {
+  std::vector<std::string> args;
+  int kill_ms = 0;
+  std::string how;
+  bool powercut = false;
+};
+
+RoundPlan plan_round(const LoopArgs& a, const std::string& store_path, const std::string& log, uint64_t seed,
+                     std::mt19937_64& rng) {
+  auto below = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
+  RoundPlan p;
+  p.powercut = a.mode == "powercut" || (a.mode == "mixed" && below(2));
+  p.args = {self_exe(), "run", "--path", store_path, "--log", log, "--seed",
+            std::to_string(seed), "--max-inflight", std::to_string(a.max_inflight)};
+  for (const auto& s : a.sets) p.args.insert(p.args.end(), {"--set", s});
+  if (p.powercut) {
+    // A write count within what a round's workload reaches; mount's own
+    // RocksDB writes come first, so low values cut during recovery.
+    const uint64_t at = 1 + below(below(8) == 0 ? 40 : 4000);
+    const bool tear = below(2);
+    p.args.insert(p.args.end(), {"--powercut-after", std::to_string(at)});
+    if (tear) p.args.push_back("--tear");
+    p.kill_ms = 20000;  // the power cut ends it; the kill is only a backstop
+    p.how = fmt::format("power cut at write {}{}", at, tear ? " (torn)" : "");
+  } else {
+    // Some kills land during mount and recovery, most mid-workload.
+    p.kill_ms = below(7) == 0 ? static_cast<int>(below(60)) : 60 + static_cast<int>(below(a.max_kill_ms - 59));
+    p.how = fmt::format("SIGKILL at {} ms", p.kill_ms);
+  }
+  return p;
+}
+
+struct Recovered {
+  FsckReport rep;
+  StoreModel actual;
+  uint64_t matched = 0;  // the store holds transactions 1..matched
+};
+
+// Mounts the store a crash left, fscks it deeply and holds it against the
+// model of the round's transactions, then unmounts it. Empty when all
+// holds, else why not.
+std::string check_recovered(HybridStore& store, uint64_t seed, const StoreModel& base, const RoundLog& rl,
+                            Recovered* out) {
+  std::string err;
+  if (int r = store.mount(&err); r < 0) return "mount after the crash failed: " + err;
+  FsckReport& rep = out->rep;
+  int fr = store.fsck(true, &rep);
+  if (fr != 0)
+    return fmt::format("fsck --deep found {} errors; first: {}", rep.errors,
+                       rep.problems.empty() ? std::string("?") : rep.problems[0]);
+  if (int r = read_store_model(store, &out->actual, &err); r < 0)
+    return "reading the recovered store: " + err + ": " + strerror(-r);
+  if (rl.has_base && rl.base_digest != base.digest())
+    return "the workload found a different store than the last round verified (recovery changed it)";
+  if (rl.acked > rl.submitted) return "a transaction was acknowledged before it was queued (log)";
+  std::string why;
+  if (!verify_prefix(out->actual, seed, base, WorkloadParams(), rl.acked, rl.submitted, &out->matched, &why))
+    return why;
+  if (int r = store.umount(); r < 0) return fmt::format("umount: {}", strerror(-r));
+  return {};
+}
+
+struct LoopTotals {
+  uint64_t verified = 0, acked = 0, unacked_present = 0, kills = 0, powercuts = 0, clean_exits = 0;
+  uint64_t fsck_clean = 0, bytes_verified = 0;
+};
+
+void print_summary(const LoopArgs& a, uint64_t seed0, double secs, const LoopTotals& t, const StoreModel& final_store) {
+  printf("\nsummary: %d rounds in %.0f s, base seed %llu (%llu SIGKILLs, %llu power cuts, %llu workloads finished "
+         "first)\n",
+         a.rounds, secs, static_cast<unsigned long long>(seed0), static_cast<unsigned long long>(t.kills),
+         static_cast<unsigned long long>(t.powercuts), static_cast<unsigned long long>(t.clean_exits));
+  printf("  transactions verified present and whole: %llu (%llu acknowledged, %llu queued but not yet acknowledged)\n",
+         static_cast<unsigned long long>(t.verified), static_cast<unsigned long long>(t.acked),
+         static_cast<unsigned long long>(t.unacked_present));
+  printf("  fsck --deep after recovery: %llu of %d clean, %.1f MiB of data verified\n",
+         static_cast<unsigned long long>(t.fsck_clean), a.rounds, t.bytes_verified / 1048576.0);
+  printf("  final store: %llu objects, %.1f MiB\n", static_cast<unsigned long long>(final_store.object_count()),
+         final_store.data_bytes() / 1048576.0);
+  printf("all rounds passed\n");
+}
+
 }  // namespace
 
 int run_loop(const LoopArgs& a) {
@@ -133,110 +217,65 @@ int run_loop(const LoopArgs& a) {
          a.mode.c_str(), static_cast<unsigned long long>(seed0), static_cast<unsigned long long>(seed0),
          store_path.c_str());
   std::mt19937_64 rng(seed0);
-  auto below = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
 
   StoreModel base;
-  uint64_t verified = 0, acked_total = 0, unacked_present = 0, kills = 0, powercuts = 0, clean_exits = 0;
-  uint64_t fsck_clean = 0, bytes_verified = 0;
+  LoopTotals tot;
   const auto t0 = std::chrono::steady_clock::now();
   for (int round = 1; round <= a.rounds; ++round) {
     const uint64_t seed = seed0 * 1000003ull + static_cast<uint64_t>(round);
     const std::string log = a.dir + "/round.log";
-    const bool powercut = a.mode == "powercut" || (a.mode == "mixed" && below(2));
-    std::vector<std::string> args = {self_exe(), "run", "--path", store_path, "--log", log, "--seed",
-                                     std::to_string(seed), "--max-inflight", std::to_string(a.max_inflight)};
-    for (const auto& s : a.sets) args.insert(args.end(), {"--set", s});
-    int kill_ms;
-    std::string how;
-    if (powercut) {
-      // A write count within what a round's workload reaches; mount's own
-      // RocksDB writes come first, so low values cut during recovery.
-      const uint64_t at = 1 + below(below(8) == 0 ? 40 : 4000);
-      const bool tear = below(2);
-      args.insert(args.end(), {"--powercut-after", std::to_string(at)});
-      if (tear) args.push_back("--tear");
-      kill_ms = 20000;  // the power cut ends it; the kill is only a backstop
-      how = fmt::format("power cut at write {}{}", at, tear ? " (torn)" : "");
-    } else {
-      // Some kills land during mount and recovery, most mid-workload.
-      kill_ms = below(7) == 0 ? static_cast<int>(below(60)) : 60 + static_cast<int>(below(a.max_kill_ms - 59));
-      how = fmt::format("SIGKILL at {} ms", kill_ms);
-    }
+    RoundPlan plan = plan_round(a, store_path, log, seed, rng);
     std::filesystem::remove(log, ec);
     const std::string err_log = a.dir + "/round.err";
-    pid_t pid = spawn(args, err_log);
+    pid_t pid = spawn(plan.args, err_log);
     if (pid < 0) {
       perror("hybridstore-crashtest: fork");
       return 2;
     }
     bool killed = false;
-    int status = wait_or_kill(pid, kill_ms, &killed);
+    int status = wait_or_kill(pid, plan.kill_ms, &killed);
     RoundLog rl = parse_log(log);
     auto fail = [&](const std::string& why) {
       printf("round %d/%d FAILED (seed %llu, %s): %s\n", round, a.rounds, static_cast<unsigned long long>(seed),
-             how.c_str(), why.c_str());
+             plan.how.c_str(), why.c_str());
       printf("reproduce with --seed %llu (base seed)\n", static_cast<unsigned long long>(seed0));
       printf("the store is kept at %s; the round's log at %s, the workload's messages at %s\n",
              store_path.c_str(), log.c_str(), err_log.c_str());
       return 1;
     };
     if (killed) {
-      ++kills;
+      ++tot.kills;
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 3) {
-      ++powercuts;
+      ++tot.powercuts;
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-      ++clean_exits;
+      ++tot.clean_exits;
     } else {
       return fail("the workload " + describe(status) + (rl.end.empty() ? "" : ": " + rl.end));
     }
-    if (powercut && killed) how += ", not reached: SIGKILL";
+    if (plan.powercut && killed) plan.how += ", not reached: SIGKILL";
 
     HybridStore store(store_path, cfg);
-    if (int r = store.mount(&err); r < 0) return fail("mount after the crash failed: " + err);
-    FsckReport rep;
-    int fr = store.fsck(true, &rep);
-    if (fr != 0)
-      return fail(fmt::format("fsck --deep found {} errors; first: {}", rep.errors,
-                              rep.problems.empty() ? std::string("?") : rep.problems[0]));
-    ++fsck_clean;
-    bytes_verified += rep.bytes_verified;
-    StoreModel actual;
-    if (int r = read_store_model(store, &actual, &err); r < 0)
-      return fail("reading the recovered store: " + err + ": " + strerror(-r));
-    if (rl.has_base && rl.base_digest != base.digest())
-      return fail("the workload found a different store than the last round verified (recovery changed it)");
-    if (rl.acked > rl.submitted) return fail("a transaction was acknowledged before it was queued (log)");
-    uint64_t matched = 0;
-    std::string why;
-    if (!verify_prefix(actual, seed, base, WorkloadParams(), rl.acked, rl.submitted, &matched, &why))
-      return fail(why);
-    if (int r = store.umount(); r < 0) return fail(fmt::format("umount: {}", strerror(-r)));
-    verified += matched;
-    acked_total += rl.acked;
-    unacked_present += matched - rl.acked;
+    Recovered rec;
+    if (std::string why = check_recovered(store, seed, base, rl, &rec); !why.empty()) return fail(why);
+    const FsckReport& rep = rec.rep;
+    const uint64_t matched = rec.matched;
+    ++tot.fsck_clean;
+    tot.bytes_verified += rep.bytes_verified;
+    tot.verified += matched;
+    tot.acked += rl.acked;
+    tot.unacked_present += matched - rl.acked;
     printf("round %d/%d seed %llu, %s: queued %llu, durable %llu, store holds 1..%llu (%llu not yet acknowledged); "
            "fsck --deep clean: %llu objects, %llu extents, %.1f MiB verified\n",
-           round, a.rounds, static_cast<unsigned long long>(seed), how.c_str(),
+           round, a.rounds, static_cast<unsigned long long>(seed), plan.how.c_str(),
            static_cast<unsigned long long>(rl.submitted), static_cast<unsigned long long>(rl.acked),
            static_cast<unsigned long long>(matched), static_cast<unsigned long long>(matched - rl.acked),
            static_cast<unsigned long long>(rep.objects), static_cast<unsigned long long>(rep.extents),
            rep.bytes_verified / 1048576.0);
-    base = std::move(actual);
+    base = std::move(rec.actual);
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  printf("\nsummary: %d rounds in %.0f s, base seed %llu (%llu SIGKILLs, %llu power cuts, %llu workloads finished "
-         "first)\n",
-         a.rounds, secs, static_cast<unsigned long long>(seed0), static_cast<unsigned long long>(kills),
-         static_cast<unsigned long long>(powercuts), static_cast<unsigned long long>(clean_exits));
-  printf("  transactions verified present and whole: %llu (%llu acknowledged, %llu queued but not yet acknowledged)\n",
-         static_cast<unsigned long long>(verified), static_cast<unsigned long long>(acked_total),
-         static_cast<unsigned long long>(unacked_present));
-  printf("  fsck --deep after recovery: %llu of %d clean, %.1f MiB of data verified\n",
-         static_cast<unsigned long long>(fsck_clean), a.rounds, bytes_verified / 1048576.0);
-  printf("  final store: %llu objects, %.1f MiB\n", static_cast<unsigned long long>(base.object_count()),
-         base.data_bytes() / 1048576.0);
-  printf("all rounds passed\n");
+  print_summary(a, seed0, secs, tot, base);
   if (!a.keep) std::filesystem::remove_all(a.dir + "/store", ec);
   return 0;
 }

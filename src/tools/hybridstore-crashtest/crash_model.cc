@@ -35,6 +35,7 @@ int StoreModel::apply(const Transaction& t, std::string* why) {
   return 0;
 }
 
+// Long on purpose: one case per op code, each a few lines; split, the model's semantics would scatter.
 int StoreModel::apply_op(const Op& op, std::string* why) {
   auto fail = [&](int err, std::string msg) {
     if (err == -ENOENT && default_enoent_tolerated(op.code)) return 0;

@@ -118,6 +118,7 @@ bool WorkloadGenerator::bootstrap(Transaction* t, StoreModel* work) {
   return !t->empty();
 }
 
+// Long on purpose: one branch per op kind, chosen by weight; split, the weights would no longer read as one table.
 void WorkloadGenerator::add_object_op(Transaction* t, StoreModel* work) {
   const std::string coll = pick_pg(*work);
   if (coll.empty()) return;

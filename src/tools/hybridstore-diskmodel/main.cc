@@ -183,15 +183,7 @@ bool load_profile(Run& run, std::string* err) {
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Run run;
-  Options& o = run.opt;
-  CLI::App app{
-      "hybridstore-diskmodel: serve one file, MOUNT/disk, backed by IMAGE and delayed as a 7,200-rpm disk\n"
-      "(or a SATA SSD) would serve each request; attach a loop device over it with --direct-io=on\n"
-      "(qa/devclass/devclass.sh). SIGTERM/SIGINT unmount and write the stats; SIGUSR1 writes them."};
+void add_options(CLI::App& app, Options& o) {
   app.add_option("--image", o.image, "backing image file; created, or extended (sparse) to --size")->required();
   app.add_option("--size", o.size, "size of the disk: bytes or with K/M/G/T (binary)")->required();
   app.add_option("--mount", o.mount, "empty directory to mount on")->required();
@@ -219,15 +211,18 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-request", o.max_request, "largest read/write the kernel may send (max_write, max_read)")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+}
 
+// Checks the options, makes the paths absolute, loads the profile and opens
+// the image; 0, or the exit status.
+int prepare(Run& run, uint64_t* max_request) {
   std::string err;
-  uint64_t max_request = 0;
+  Options& o = run.opt;
   if (!parse_disk_size(o.size, &run.size) || run.size == 0 || run.size % 512 != 0) {
     fprintf(stderr, "hybridstore-diskmodel: --size %s: expected a positive multiple of 512 bytes\n", o.size.c_str());
     return 2;
   }
-  if (!parse_disk_size(o.max_request, &max_request) || max_request < 4096 || max_request > (1u << 20)) {
+  if (!parse_disk_size(o.max_request, max_request) || *max_request < 4096 || *max_request > (1u << 20)) {
     fprintf(stderr, "hybridstore-diskmodel: --max-request must be within 4K..1M (libfuse's limit)\n");
     return 2;
   }
@@ -258,12 +253,29 @@ int main(int argc, char** argv) {
   fc.size = run.size;
   fc.direct_backing = o.backing_io == "direct";
   fc.sync_backing = !o.no_sync_backing;
-  fc.max_request = static_cast<uint32_t>(max_request);
+  fc.max_request = static_cast<uint32_t>(*max_request);
   run.fs = std::make_unique<DiskFs>(fc, run.driver.get());
   if (!run.fs->open_image(&err)) {
     fprintf(stderr, "hybridstore-diskmodel: %s\n", err.c_str());
     return 1;
   }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Run run;
+  Options& o = run.opt;
+  CLI::App app{
+      "hybridstore-diskmodel: serve one file, MOUNT/disk, backed by IMAGE and delayed as a 7,200-rpm disk\n"
+      "(or a SATA SSD) would serve each request; attach a loop device over it with --direct-io=on\n"
+      "(qa/devclass/devclass.sh). SIGTERM/SIGINT unmount and write the stats; SIGUSR1 writes them."};
+  add_options(app, o);
+  CLI11_PARSE(app, argc, argv);
+
+  uint64_t max_request = 0;
+  if (int r = prepare(run, &max_request); r != 0) return r;
 
   const std::string max_read = fmt::format("max_read={}", max_request);
   const std::string fsname = "fsname=" + o.image;
