@@ -37,7 +37,9 @@
 # was skipped (no root, no registry), 1 otherwise.
 #
 # Environment: HS_CHROOT_BASE (/srv/hs-chroot), HS_SRC_DIR (/srv/hs-src),
-# HS_REPO_DIR (/srv/hs-repo), HS_PROOF_DIR (/srv/hs-proof), and every
+# HS_REPO_DIR (/srv/hs-repo), HS_PROOF_DIR (/srv/hs-proof),
+# HS_PROOF_STANDALONE_STORES and HS_PROOF_THRASH_STORES (both; or hybridstore,
+# bluestore: the stores of those two parts), and every
 # variable of the scripts it runs (HS_THRASH_MINUTES, HH_ROWS, ...).
 set -u
 HS_TOP=$(cd "$(dirname "$0")/../.." && pwd)
@@ -196,14 +198,14 @@ part_cluster() {
 }
 part_standalone() {
     in_root env CEPH_OSD=/usr/bin/ceph-osd HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
-        bash "$HS_TOP/qa/ceph/ceph-standalone.sh" both "$out/standalone"
+        bash "$HS_TOP/qa/ceph/ceph-standalone.sh" "${HS_PROOF_STANDALONE_STORES:-both}" "$out/standalone"
 }
 part_hardware() {
     in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" HH_DEBIAN_OSD=/opt/debian-ceph-osd/usr/bin/ceph-osd \
         DEVCLASS_TOOL=/usr/bin/hybridstore-diskmodel bash "$HS_TOP/qa/ceph/hybrid-hardware.sh" "$out/hardware"
 }
 part_thrash() {
-    in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" bash "$HS_TOP/qa/ceph/thrash.sh" both "$out/thrash"
+    in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" bash "$HS_TOP/qa/ceph/thrash.sh" "${HS_PROOF_THRASH_STORES:-both}" "$out/thrash"
 }
 
 failed=0
