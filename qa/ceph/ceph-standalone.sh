@@ -202,6 +202,11 @@ for store in $stores; do
             continue
         fi
         tests=$(sed -n 's/^function \(TEST_[A-Za-z0-9_]*\)().*/\1/p' "$path")
+        if [ -z "$tests" ]; then
+            # Tentacle's osd-dup.sh, for one, kept its file and lost its tests.
+            printf '%s\t%s\t-\tnone\t0\tno TEST_ function in this tree\n' "$store" "$script" >> "$results"
+            continue
+        fi
         for t in $tests; do
             if [ -n "${HS_STANDALONE_TESTS:-}" ] && ! grep -qw -- "$t" <<< "$HS_STANDALONE_TESTS"; then
                 continue
