@@ -109,20 +109,29 @@ def strip_comments(text):
                 j += 2 if text[j] == "\\" else 1
             out.append(text[i:j + 1])
             i = j + 1
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+        elif (j := comment_end(text, i)) is not None:
+            out.append(blanked(text[i:j]))
             i = j
         else:
             out.append(c)
             i += 1
     return "".join(out)
+
+
+def comment_end(text, i):
+    """Where the // or /* */ comment that starts at i ends; None if none does."""
+    if text.startswith("//", i):
+        j = text.find("\n", i)
+        return len(text) if j < 0 else j
+    if text.startswith("/*", i):
+        j = text.find("*/", i + 2)
+        return len(text) if j < 0 else j + 2
+    return None
+
+
+def blanked(chunk):
+    """The chunk as spaces, its line breaks kept (line numbers stay right)."""
+    return "".join(ch if ch == "\n" else " " for ch in chunk)
 
 
 def matching_brace(text, open_at):
@@ -252,7 +261,7 @@ def blank_code(text):
                     j = k + 1
                     continue
                 break
-            out.append("".join(ch if ch == "\n" else " " for ch in text[i:k]))
+            out.append(blanked(text[i:k]))
             i = k
             continue
         if c == "\n":
@@ -262,15 +271,8 @@ def blank_code(text):
             continue
         if not c.isspace():
             line_start = False
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+        if (j := comment_end(text, i)) is not None:
+            out.append(blanked(text[i:j]))
             i = j
         elif c == '"' and i > 0 and text[i - 1] == "R" and (i < 2 or not (text[i - 2].isalnum() or text[i - 2] == "_")
                                                           or text[i - 2] in "uUL8"):
@@ -279,7 +281,7 @@ def blank_code(text):
             delim = text[i + 1:open_paren]
             close = text.find(")" + delim + '"', open_paren)
             j = n if close < 0 else close + len(delim) + 2
-            out.append('"' + "".join(ch if ch == "\n" else " " for ch in text[i + 1:j - 1]) + '"')
+            out.append('"' + blanked(text[i + 1:j - 1]) + '"')
             i = j
         elif c == '"' or (c == "'" and not is_digit_separator(text, i)):
             j = i + 1
