@@ -12,7 +12,10 @@
 # with almost every extent map stored in shards (inline limit 64 bytes): the
 # workload's objects stay under one shard's span, so at the default limit
 # few maps reach shards, and moving between inline and sharded under a kill
-# is what these rounds check.
+# is what these rounds check. Then 8 power-cut rounds (HS_CRASH_KEEP_ROUNDS) in
+# which the cut destages a random half of each device's cached 4 KiB blocks
+# instead of dropping them all (hybridstore_debug_powercut_keep=random): a
+# commit must not rely on the write cache keeping its order.
 set -eu
 BUILD=${1:-build}
 SEED=${HS_CRASH_SEED:-${HS_QA_SEED:-1}}
@@ -25,6 +28,12 @@ if [ $rc -eq 0 ]; then
     rm -rf "$W"
     "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_SHARD_ROUNDS:-8}" --mode mixed \
         --seed "$((SEED + 1000))" --set hybridstore_extent_map_inline_max=64
+    rc=$?
+fi
+if [ $rc -eq 0 ]; then
+    rm -rf "$W"
+    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_KEEP_ROUNDS:-8}" --mode powercut \
+        --seed "$((SEED + 2000))" --set hybridstore_debug_powercut_keep=random
     rc=$?
 fi
 set -e

@@ -110,11 +110,12 @@ class BlockDevice {
   virtual void write_many_async(std::vector<WriteIo> ios, WriteDone done);
   // Makes every write that completed before the call durable.
   virtual int flush() = 0;
-  // write() then flush(), as one request where the device has one: a file
-  // asks the kernel for a synchronous-data write (RWF_DSYNC), which it ends
-  // with the same cache flush (or a FUA write), one system call and one
-  // wait instead of two. Other writes completed before the call are made
-  // durable too, as by flush().
+  // This write made durable before the call returns, as one request where
+  // the device has one: a file asks the kernel for a synchronous-data write
+  // (RWF_DSYNC), one system call and one wait instead of two. Only this
+  // write is promised: on a block device opened O_DIRECT the kernel may
+  // send it as a FUA write, which leaves the device's other cached writes
+  // volatile. A caller that needs earlier writes durable flushes first.
   virtual int write_durable(uint64_t offset, const char* buf, uint64_t len);
   // Tells the device a range holds no data any more (TRIM); advisory.
   virtual int discard(uint64_t offset, uint64_t len) { return 0; }

@@ -54,6 +54,47 @@ int FaultInjectionDevice::write(uint64_t offset, const char* buf, uint64_t len) 
   return 0;
 }
 
+int FaultInjectionDevice::write_durable(uint64_t offset, const char* buf, uint64_t len) {
+  switch (injector_->on_device_write()) {
+    case FaultInjector::Verdict::kFail:
+      return -EIO;
+    case FaultInjector::Verdict::kPowerCut:
+      if (injector_->tear()) land_torn(offset, buf, len);
+      return -EIO;
+    case FaultInjector::Verdict::kProceed:
+      break;
+  }
+  // A durable write is also the device's durability request, so it counts
+  // as a flush too: hybridstore_debug_eio_on_flush can fail it (and then it
+  // wrote nothing), and flush numbers are the same as for write + flush.
+  if (injector_->on_device_flush() != FaultInjector::Verdict::kProceed) return -EIO;
+  std::lock_guard<std::mutex> l(mutex_);
+  if (injector_->power_is_off()) return -EIO;
+  forget_cached_range(offset, len);
+  return media_->write_durable(offset, buf, len);
+}
+
+void FaultInjectionDevice::forget_cached_range(uint64_t offset, uint64_t len) {
+  const uint64_t end = offset + len;
+  std::vector<CachedWrite> kept;
+  kept.reserve(cache_.size());
+  auto keep_part = [&](const CachedWrite& w, uint64_t b, uint64_t e) {
+    CachedWrite part{b, AlignedBuffer(e - b, 4096, AlignedBuffer::kUninitialized)};
+    std::memcpy(part.data.data(), w.data.data() + (b - w.offset), e - b);
+    kept.push_back(std::move(part));
+  };
+  for (auto& w : cache_) {
+    const uint64_t wend = w.offset + w.data.size();
+    if (wend <= offset || w.offset >= end) {
+      kept.push_back(std::move(w));
+      continue;
+    }
+    if (w.offset < offset) keep_part(w, w.offset, offset);
+    if (wend > end) keep_part(w, end, wend);
+  }
+  cache_ = std::move(kept);
+}
+
 int FaultInjectionDevice::flush() {
   if (injector_->on_device_flush() != FaultInjector::Verdict::kProceed) return -EIO;
   std::lock_guard<std::mutex> l(mutex_);
@@ -80,9 +121,25 @@ size_t FaultInjectionDevice::cached_writes() const {
   return cache_.size();
 }
 
-void FaultInjectionDevice::drop_cache() {
+uint64_t FaultInjectionDevice::drop_cache(std::mt19937_64* keep) {
   std::lock_guard<std::mutex> l(mutex_);
+  uint64_t landed = 0;
+  if (keep) {
+    for (const auto& w : cache_) {
+      for (uint64_t b = 0; b < w.data.size(); b += kTearBlock) {
+        if ((*keep)() & 1) continue;
+        const uint64_t n = std::min<uint64_t>(kTearBlock, w.data.size() - b);
+        if (media_->write(w.offset + b, w.data.data() + b, n) < 0) {
+          HS_WARN("fault injection: could not land a kept block on {}", media_->path());
+          continue;
+        }
+        ++landed;
+      }
+    }
+    if (landed && media_->flush() < 0) HS_WARN("fault injection: could not flush kept blocks on {}", media_->path());
+  }
   cache_.clear();
+  return landed;
 }
 
 void FaultInjectionDevice::land_torn(uint64_t offset, const char* buf, uint64_t len) {

@@ -17,6 +17,7 @@ FaultSettings FaultSettings::from_config(const Config& cfg) {
   auto count = [&](const char* name) { return static_cast<uint64_t>(std::max<int64_t>(0, cfg.get_int(name))); };
   s.powercut_after_writes = count("hybridstore_debug_powercut_after_writes");
   s.tear = cfg.get_bool("hybridstore_debug_powercut_tear");
+  s.keep_random = cfg.get_str("hybridstore_debug_powercut_keep") == "random";
   s.eio_on_write = count("hybridstore_debug_eio_on_write");
   s.eio_on_flush = count("hybridstore_debug_eio_on_flush");
   s.eio_on_kv_sync = count("hybridstore_debug_eio_on_kv_sync");
@@ -30,6 +31,7 @@ FaultInjector::FaultInjector(std::string store_path, const FaultSettings& s)
     : store_path_(std::move(store_path)),
       cut_at_(s.powercut_after_writes),
       tear_(s.tear),
+      keep_random_(s.keep_random),
       eio_write_at_(s.eio_on_write),
       eio_flush_at_(s.eio_on_flush),
       eio_kv_sync_at_(s.eio_on_kv_sync),
@@ -42,6 +44,11 @@ FaultInjector::FaultInjector(std::string store_path, const FaultSettings& s)
 FaultInjector::~FaultInjector() {
   std::string err;
   restore_power(&err);
+}
+
+void FaultInjector::keep_cached_writes_at_random(bool on) {
+  std::lock_guard<std::mutex> l(mutex_);
+  keep_random_ = on;
 }
 
 void FaultInjector::powercut_after_writes(uint64_t n, bool tear) {
@@ -73,10 +80,12 @@ void FaultInjector::power_cut_now() {
 void FaultInjector::cut_locked() {
   off_.store(true, std::memory_order_release);
   counters_.power_off = true;
-  for (auto* d : devices_) d->drop_cache();
+  uint64_t landed = 0;
+  for (auto* d : devices_) landed += d->drop_cache(keep_random_ ? &rng_ : nullptr);
   fs_->freeze();
-  HS_WARN("fault injection: power cut for store {} after {} writes ({} device, {} RocksDB){}", store_path_,
-          counters_.clock, counters_.device_writes, counters_.kv_appends, tear_ ? ", the last one torn" : "");
+  HS_WARN("fault injection: power cut for store {} after {} writes ({} device, {} RocksDB){}{}", store_path_,
+          counters_.clock, counters_.device_writes, counters_.kv_appends, tear_ ? ", the last one torn" : "",
+          keep_random_ ? fmt::format(", {} cached 4 KiB blocks reached the media", landed) : std::string());
 }
 
 int FaultInjector::restore_power(std::string* error) {
@@ -204,10 +213,10 @@ int fault_injection_setup_kv(const std::string& store_path, const Config& cfg, r
   if (!s.enabled) return 0;
   auto inj = std::make_shared<FaultInjector>(store_path, s);
   opts->env = inj->env();
-  HS_WARN("fault injection is on for store {} (power cut after write {}{}, EIO on device write {}, "
+  HS_WARN("fault injection is on for store {} (power cut after write {}{}{}, EIO on device write {}, "
           "device flush {}, RocksDB sync {}; 0 = never)",
-          store_path, s.powercut_after_writes, s.tear ? ", torn" : "", s.eio_on_write, s.eio_on_flush,
-          s.eio_on_kv_sync);
+          store_path, s.powercut_after_writes, s.tear ? ", torn" : "",
+          s.keep_random ? ", cached blocks kept at random" : "", s.eio_on_write, s.eio_on_flush, s.eio_on_kv_sync);
   std::lock_guard<std::mutex> l(registry().mutex);
   registry().by_path[key] = std::move(inj);
   return 0;

@@ -13,10 +13,15 @@
 // What a power cut does (the model; each point is what the storage stack
 // promises and no more):
 //  - Devices: a write stays in the volatile cache until a flush() covers it
-//    (reads see it meanwhile). At the cut every cached write is lost. With
-//    `tear`, the write during which the power fails lands partly: a random
-//    proper prefix of its 4 KiB blocks (a write of one block lands whole or
-//    not at all).
+//    (reads see it meanwhile). write_durable() is a FUA write: that write
+//    reaches the media before it returns, and the other cached writes stay
+//    cached (what the kernel may send for RWF_DSYNC on a raw block device);
+//    it counts as one write and one flush, and a failed one writes nothing.
+//    At the cut every cached write is lost, or, with keep_random, each 4 KiB
+//    block of each cached write lands with probability 1/2 (a cache that
+//    had destaged some of its writes, in any order). With `tear`, the write
+//    during which the power fails lands partly: a random proper prefix of
+//    its 4 KiB blocks (a write of one block lands whole or not at all).
 //  - RocksDB files: each file written since the injector was made is cut back
 //    to the length covered by its last successful Sync/Fsync (RangeSync is
 //    not a durability point). With `tear`, the file whose append is cut keeps
@@ -69,6 +74,7 @@ struct FaultSettings {
   bool enabled = false;                // route I/O through the injector at all
   uint64_t powercut_after_writes = 0;  // the power fails during this write (clock)
   bool tear = false;                   // ... and that write lands partly
+  bool keep_random = false;            // cached writes survive the cut block by block, at random
   uint64_t eio_on_write = 0;           // this device write fails with EIO
   uint64_t eio_on_flush = 0;           // this device flush fails with EIO
   uint64_t eio_on_kv_sync = 0;         // this RocksDB file sync fails with EIO
@@ -101,6 +107,8 @@ class FaultInjector {
   // Arming from now on (tests): the n-th such I/O from now (n >= 1) is the
   // one that fails; 0 disarms.
   void powercut_after_writes(uint64_t n, bool tear);
+  // What a later cut does to the devices' cached writes (see keep_random).
+  void keep_cached_writes_at_random(bool on);
   void fail_device_write_after(uint64_t n);
   void fail_device_flush_after(uint64_t n);
   void fail_kv_sync_after(uint64_t n);
@@ -138,6 +146,7 @@ class FaultInjector {
   // Armed trigger points, in the units of the matching counter (0 = none).
   uint64_t cut_at_ = 0;
   bool tear_ = false;
+  bool keep_random_ = false;
   uint64_t eio_write_at_ = 0;
   uint64_t eio_flush_at_ = 0;
   uint64_t eio_kv_sync_at_ = 0;

@@ -23,6 +23,12 @@ void add_fault_injection_options(std::vector<OptionSpec>* v) {
   v->push_back({"hybridstore_debug_powercut_tear", T::kBool, "false",
                 "debug: the write during which the power fails lands partly (a random part of its 4 KiB "
                 "blocks reaches the media) instead of not at all"});
+  v->push_back({"hybridstore_debug_powercut_keep", T::kString, "none",
+                "debug: what a power cut does to device writes still in the volatile cache: none (all "
+                "are lost) or random (each 4 KiB block of each cached write reaches the media with "
+                "probability 1/2, seeded by hybridstore_debug_fault_seed: a cache that destaged in any "
+                "order)",
+                "", "", {"none", "random"}});
   v->push_back({"hybridstore_debug_eio_on_write", T::kInt, "0",
                 "debug: this device write I/O fails with EIO and writes nothing (0 = never)", "0", ""});
   v->push_back({"hybridstore_debug_eio_on_flush", T::kInt, "0",
@@ -33,7 +39,8 @@ void add_fault_injection_options(std::vector<OptionSpec>* v) {
                 "debug: this sync of a RocksDB file (WAL, MANIFEST, table) fails with EIO (0 = never)", "0",
                 ""});
   v->push_back({"hybridstore_debug_fault_seed", T::kInt, "0",
-                "debug: seed of the random choices of fault injection (which part of a torn write lands)",
+                "debug: seed of the random choices of fault injection (which part of a torn write lands, "
+                "which cached blocks survive under hybridstore_debug_powercut_keep=random)",
                 "0", ""});
 }
 

@@ -111,7 +111,7 @@ TEST(Config, TheProductsTablesHoldNoTestOnlyOption) {
       EXPECT_TRUE(o.needs_storage_hooks) << o.name;
       ++test_only;
     }
-  EXPECT_EQ(test_only, 17);
+  EXPECT_EQ(test_only, 18);
 }
 
 TEST(Config, ARegisteredTableIsKnownToConfigsMadeAfterIt) {
