@@ -10,10 +10,21 @@
 # HDD; a 12 KiB object on the SSD overwritten in its middle block and
 # cloned before that, a 3 MiB HDD object (sequential hint, then truncated),
 # attributes, an omap with a header.
+#
+# Since format 3 it also writes OUTDIR/store-powercut.tar.gz: the same two
+# transactions, but the power fails (fault injection, which TOOL provides)
+# right after the second one's commit journal record became durable and
+# before RocksDB synced its WAL. That store's RocksDB lacks the second
+# transaction; only its commit journal holds it, so a later engine must
+# replay an older engine's journal. The cut is the first write for which a
+# mount of a copy replays exactly one transaction and shows the content of
+# store.tar.gz (digests by hybridstore-crashtest, found beside TOOL).
 set -eu
 [ $# -eq 2 ] || { echo "usage: $0 TOOL OUTDIR" >&2; exit 2; }
-tool=$1
-out=$2
+tool=$(readlink -f "$1")
+out=$(readlink -f -m "$2")
+crashtest=$(dirname "$tool")/hybridstore-crashtest
+[ -x "$crashtest" ] || { echo "$0: no $crashtest beside $tool" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -36,9 +47,35 @@ cat > t.json << 'JSON'
           {"op": "write", "coll": "1.0_head", "oid": "small", "off": 4096, "data": "overwritten"},
           {"op": "truncate", "coll": "1.0_head", "oid": "big", "size": 3000000}]}]
 JSON
-"$tool" --path store --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=128M mkfs > /dev/null
+mkfs() { "$tool" --path "$1" --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=128M mkfs > /dev/null; }
+mkfs store
 "$tool" --path store txn t.json > /dev/null
 "$tool" --path store fsck --deep
+want=$("$crashtest" digest --path store)
 mkdir -p "$out"
 tar -cSzf "$out/store.tar.gz" store
 echo "wrote $out/store.tar.gz"
+
+python3 -c 'import json, sys; t = json.load(open("t.json")); [json.dump([x], open(f"t{i + 1}.json", "w")) for i, x in enumerate(t)]'
+mkfs first
+"$tool" --path first txn t1.json > /dev/null
+found=""
+for n in $(seq 1 64); do
+    rm -rf cut check
+    cp -a --sparse=always first cut
+    if "$tool" --path cut --log-level error --set hybridstore_debug_powercut_after_writes=$n txn t2.json \
+        > /dev/null 2>&1; then
+        continue  # the transaction finished before write n: no cut inside it
+    fi
+    cp -a --sparse=always cut check
+    "$tool" --path check --log-level info fsck --deep > check.log 2>&1 || continue
+    grep -q "commit journal: replayed 1 transactions" check.log || continue
+    [ "$("$crashtest" digest --path check)" = "$want" ] || continue
+    found=$n
+    break
+done
+[ -n "$found" ] || { echo "$0: no power-cut point leaves the second transaction in the journal only" >&2; exit 1; }
+mv cut store-powercut-src
+rm -rf store && mv store-powercut-src store
+tar -cSzf "$out/store-powercut.tar.gz" store
+echo "wrote $out/store-powercut.tar.gz (power cut at write $found of the second transaction)"
