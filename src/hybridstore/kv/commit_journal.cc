@@ -105,6 +105,30 @@ bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<Jo
   return true;
 }
 
+std::string CommitJournal::unusable_ring(const BlockDevice& dev, uint64_t bytes) {
+  if (bytes < kMinRingBlocks * kBlock) return "is too small (" + std::to_string(bytes) + " bytes)";
+  // Records are written whole blocks at block offsets.
+  if (kBlock % dev.alignment() != 0)
+    return "is on a device whose alignment (" + std::to_string(dev.alignment()) + " bytes) does not divide " +
+           std::to_string(kBlock);
+  return "";
+}
+
+int CommitJournal::format_region(BlockDevice& ring, std::string* error) {
+  const uint64_t size = ring.size();
+  AlignedBuffer zeros(std::min<uint64_t>(size, 4ull << 20), 4096, AlignedBuffer::kZeroed);
+  for (uint64_t off = 0; off < size; off += zeros.size())
+    if (int r = ring.write(off, zeros.data(), std::min<uint64_t>(zeros.size(), size - off)); r < 0) {
+      *error = "writing zeros over the commit journal ring on " + ring.path() + ": " + strerror(-r);
+      return r;
+    }
+  if (int r = ring.flush(); r < 0) {
+    *error = "syncing the commit journal ring on " + ring.path() + ": " + strerror(-r);
+    return r;
+  }
+  return 0;
+}
+
 std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint64_t size, const Uuid& fsid,
                                                    const Wrap& wrap, std::string* error) {
   namespace fs = std::filesystem;
@@ -117,7 +141,7 @@ std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint
   if (!fs::exists(path, ec)) {
     // Made under another name and renamed once complete, so a crash while
     // making it never leaves a short or sparse ring.
-    size = std::max<uint64_t>(pad(size), 16 * kBlock);
+    size = std::max<uint64_t>(pad(size), kMinRingBlocks * kBlock);
     std::string tmp = path + ".tmp";
     fs::remove(tmp, ec);
     DeviceOpenOptions c = o;
@@ -125,16 +149,7 @@ std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint
     c.create_size = size;
     auto dev = open_block_device(tmp, c, error);
     if (!dev) return nullptr;
-    AlignedBuffer zeros(std::min<uint64_t>(size, 4ull << 20), 4096, AlignedBuffer::kZeroed);
-    for (uint64_t off = 0; off < size; off += zeros.size())
-      if (int r = dev->write(off, zeros.data(), std::min<uint64_t>(zeros.size(), size - off)); r < 0) {
-        *error = "writing the commit journal " + tmp + ": " + strerror(-r);
-        return nullptr;
-      }
-    if (int r = dev->flush(); r < 0) {
-      *error = "syncing the commit journal " + tmp + ": " + strerror(-r);
-      return nullptr;
-    }
+    if (format_region(*dev, error) < 0) return nullptr;
     dev.reset();
     if (::rename(tmp.c_str(), path.c_str()) != 0 || !fsync_path(fs::path(path).parent_path().string())) {
       *error = "making the commit journal " + path + ": " + strerror(errno);
@@ -143,9 +158,10 @@ std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint
   }
   auto dev = open_block_device(path, o, error);
   if (!dev) return nullptr;
-  uint64_t have = dev->size() / kBlock * kBlock;
-  if (have < 16 * kBlock) {
-    *error = "commit journal " + path + " is too small (" + std::to_string(dev->size()) + " bytes)";
+  // The ring is the file's whole blocks (a file made elsewhere may end in a part of one).
+  const uint64_t have = dev->size() / kBlock * kBlock;
+  if (std::string why = unusable_ring(*dev, have); !why.empty()) {
+    *error = "commit journal " + path + " " + why;
     return nullptr;
   }
   if (wrap) dev = wrap(std::move(dev));
@@ -153,9 +169,24 @@ std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint
     *error = "commit journal " + path + ": the storage hooks refused the device";
     return nullptr;
   }
-  std::unique_ptr<CommitJournal> j(new CommitJournal(std::move(dev), have, fsid));
-  j->reusable_ = have;
-  return j;
+  return std::unique_ptr<CommitJournal>(new CommitJournal(std::move(dev), have, fsid));
+}
+
+std::unique_ptr<CommitJournal> CommitJournal::open_region(std::unique_ptr<BlockDevice> region, const Uuid& fsid,
+                                                          std::string* error) {
+  if (!region) {
+    *error = "commit journal ring: no device";
+    return nullptr;
+  }
+  const uint64_t size = region->size();
+  std::string why = size % kBlock != 0 ? "is not a whole number of " + std::to_string(kBlock) + "-byte blocks (" +
+                                             std::to_string(size) + " bytes)"
+                                       : unusable_ring(*region, size);
+  if (!why.empty()) {
+    *error = "commit journal ring on " + region->path() + " " + why;
+    return nullptr;
+  }
+  return std::unique_ptr<CommitJournal>(new CommitJournal(std::move(region), size, fsid));
 }
 
 int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error) {

@@ -3,10 +3,12 @@
 //
 // A RocksDB WAL sync is one fdatasync of a file that grows, and RocksDB runs
 // one at a time: with group commit, every group waits for the one before it
-// to be synced. The journal is a preallocated ring file (<store>/journal,
+// to be synced. The journal is a preallocated ring: a file (<store>/journal,
 // written full of zeros when it is made, so a write into it never changes
 // the file's size or allocation and its flush carries no filesystem
-// metadata). The committer writes each group's batches to RocksDB without a
+// metadata), or a region of the fastest tier's device that the caller holds
+// and zeroed when it made it (open_region; docs/kvfs.md, section 4). The
+// committer writes each group's batches to RocksDB without a
 // sync and the same batches, as one record, into the ring with one
 // synchronous-data write (BlockDevice::write_durable); several groups may be
 // in flight at once (kv_committer.h). RocksDB keeps its WAL in its own
@@ -81,6 +83,19 @@ class CommitJournal {
   using Wrap = std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)>;
   static std::unique_ptr<CommitJournal> open(const std::string& path, uint64_t size, const Uuid& fsid,
                                              const Wrap& wrap, std::string* error);
+  // The journal whose ring is the whole of `region` (a RegionDevice over the
+  // ring's extents, already decorated as the caller's device stack is).
+  // Nothing is created: the caller made the ring and zeroed it
+  // (format_region). Its size must be whole journal blocks, at least
+  // kMinRingBlocks of them, and its alignment must divide kBlock.
+  static std::unique_ptr<CommitJournal> open_region(std::unique_ptr<BlockDevice> region, const Uuid& fsid,
+                                                    std::string* error);
+  // Writes zeros over all of `ring` and flushes it: for a ring made where
+  // other bytes were (object data a client wrote could decode as a record
+  // of this store), so that every record in it is one the committer wrote.
+  // 0, or -errno with *error.
+  static int format_region(BlockDevice& ring, std::string* error);
+  static constexpr uint64_t kMinRingBlocks = 16;
 
   // Mount: replays into `db` every transaction recorded past the one RocksDB
   // holds (see above), then makes RocksDB's journal number cover everything
@@ -109,15 +124,19 @@ class CommitJournal {
   int write(uint64_t pos, const std::string& record);
 
  private:
+  // `size`: the ring's bytes, from the device's start; the first lap needs
+  // no checkpoint.
   CommitJournal(std::unique_ptr<BlockDevice> dev, uint64_t size, const Uuid& fsid)
-      : dev_(std::move(dev)), size_(size), fsid_(fsid) {}
+      : dev_(std::move(dev)), size_(size), fsid_(fsid), reusable_(size) {}
+  // Why a ring of `bytes` on `dev` cannot hold the journal, or "".
+  static std::string unusable_ring(const BlockDevice& dev, uint64_t bytes);
 
   std::unique_ptr<BlockDevice> dev_;
   const uint64_t size_;
   const Uuid fsid_;
   std::mutex mutex_;
   uint64_t head_ = 0;      // bytes reserved since open (position = head_ % size_)
-  uint64_t reusable_ = 0;  // head_ may grow to this before a checkpoint
+  uint64_t reusable_;      // head_ may grow to this before a checkpoint
 };
 
 }  // namespace hybridstore

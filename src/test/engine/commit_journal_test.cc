@@ -2,14 +2,20 @@
 // the record decoder takes nothing but intact records of its own store,
 // replay restores exactly the prefix RocksDB lost, ring space is reused only
 // after a checkpoint, and groups in flight on several lanes are acknowledged
-// in queue order with every transaction durable.
+// in queue order with every transaction durable. Each of those runs on a
+// ring file and on a ring that is a region of two extents of a device
+// (open_region), which must also never touch the device outside them.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <ostream>
 #include <random>
 #include <set>
 #include <thread>
@@ -19,6 +25,8 @@
 
 #include "common_helpers.h"
 #include "hscommon/encoding.h"
+#include "hsio/forwarding_device.h"
+#include "hsio/region_device.h"
 #include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/kv/kv_schema.h"
@@ -314,15 +322,112 @@ TEST(CommitJournalRecord, RandomGarbageNeverDecodes) {
   }
 }
 
-class CommitJournalReplay : public ::testing::Test {
- protected:
-  test::TempDir dir_{"journal"};
-  std::unique_ptr<CommitJournal> open_journal(uint64_t size = 1 << 20) {
+// Where a test's ring lives. kFile: the ring file of a directory store
+// (CommitJournal::open). kRegion: a RegionDevice over two extents of a
+// device file (CommitJournal::open_region), the ring's first part placed
+// after its second on the device, with other blocks before, between and
+// after them, as the ring on the SSD may lie among the kvfs's chunks. Those
+// other blocks hold intact records of the same store (numbers from 1000):
+// a read or a write that strays out of the ring is seen in what replay
+// returns or in what they hold afterwards.
+enum class Ring { kFile, kRegion };
+void PrintTo(Ring r, std::ostream* os) { *os << (r == Ring::kFile ? "file" : "region"); }
+
+class RingBacking {
+ public:
+  static constexpr uint64_t kB = CommitJournal::kBlock;
+  static constexpr uint64_t kOtherSeq = 1000;
+
+  RingBacking(const test::TempDir& dir, Ring ring, uint64_t size)
+      : ring_(ring), blocks_(size / kB), first_blocks_(blocks_ * 3 / 5 | 1),
+        file_(dir.file(ring == Ring::kFile ? "journal" : "ssd")) {}
+
+  // The journal on this ring; a region is made (filled with other records,
+  // then formatted) the first time, and found again after that.
+  std::unique_ptr<CommitJournal> open() const {
     std::string err;
-    auto j = CommitJournal::open(dir_.file("journal"), size, fsid_a(), nullptr, &err);
+    if (ring_ == Ring::kFile) {
+      auto j = CommitJournal::open(file_, blocks_ * kB, fsid_a(), nullptr, &err);
+      EXPECT_TRUE(j) << err;
+      return j;
+    }
+    const bool make = !std::filesystem::exists(file_);
+    DeviceOpenOptions o;
+    o.create = true;
+    o.create_size = (blocks_ + 6) * kB;
+    std::shared_ptr<BlockDevice> dev = open_block_device(file_, o, &err);
+    EXPECT_TRUE(dev) << err;
+    if (!dev) return nullptr;
+    if (make) {
+      std::string others;
+      for (uint64_t b = 0; b < blocks_ + 6; ++b) others += encode_journal_record(fsid_a(), entries(kOtherSeq + b, 1));
+      EXPECT_EQ(others.size(), (blocks_ + 6) * kB) << "other records of one block each";
+      AlignedBuffer buf(others.size());
+      std::memcpy(buf.data(), others.data(), others.size());
+      EXPECT_EQ(dev->write(0, buf.data(), buf.size()), 0);
+    }
+    auto region = RegionDevice::make(dev, {{first_at(), first_blocks_ * kB}, {second_at(), second_blocks() * kB}}, &err);
+    EXPECT_TRUE(region) << err;
+    if (!region) return nullptr;
+    if (make) {
+      EXPECT_EQ(CommitJournal::format_region(*region, &err), 0) << err;
+    }
+    auto j = CommitJournal::open_region(std::move(region), fsid_a(), &err);
     EXPECT_TRUE(j) << err;
     return j;
   }
+
+  const std::string& file() const { return file_; }
+  // Where byte `pos` of the ring lies in file().
+  uint64_t file_offset(uint64_t pos) const {
+    if (ring_ == Ring::kFile) return pos;
+    return pos < boundary() ? first_at() + pos : second_at() + (pos - boundary());
+  }
+  // The ring offset where a region's first extent ends (on a file, a place
+  // in the middle of the ring like any other).
+  uint64_t boundary() const { return first_blocks_ * kB; }
+
+  // On a region: every block of the device outside the ring still holds
+  // the record it was given.
+  void expect_others_untouched() const {
+    if (ring_ == Ring::kFile) return;
+    std::string err;
+    auto dev = open_block_device(file_, DeviceOpenOptions{}, &err);
+    ASSERT_TRUE(dev) << err;
+    AlignedBuffer all(dev->size());
+    ASSERT_EQ(dev->read(0, all.data(), all.size()), 0);
+    for (uint64_t b = 0; b < blocks_ + 6; ++b) {
+      const uint64_t off = b * kB;
+      const bool in_ring = (off >= second_at() && off < second_at() + second_blocks() * kB) ||
+                           (off >= first_at() && off < first_at() + first_blocks_ * kB);
+      if (in_ring) continue;
+      std::vector<JournalEntry> got;
+      uint64_t len = 0;
+      ASSERT_TRUE(decode_journal_record(std::string_view(all.data() + off, kB), fsid_a(), &got, &len))
+          << "device block " << b << " outside the ring";
+      EXPECT_EQ(got[0].seq, kOtherSeq + b);
+    }
+  }
+
+ private:
+  // The device, in blocks: 1 other, the second extent, 3 others, the
+  // first extent, 2 others.
+  uint64_t second_blocks() const { return blocks_ - first_blocks_; }
+  uint64_t second_at() const { return kB; }
+  uint64_t first_at() const { return (1 + second_blocks() + 3) * kB; }
+
+  Ring ring_;
+  uint64_t blocks_;
+  uint64_t first_blocks_;  // odd, so records of even block counts straddle its end
+  std::string file_;
+};
+
+class CommitJournalReplay : public ::testing::TestWithParam<Ring> {
+ protected:
+  static constexpr uint64_t kB = CommitJournal::kBlock;
+  test::TempDir dir_{"journal"};
+  RingBacking ring(uint64_t size = 1 << 20) const { return RingBacking(dir_, GetParam(), size); }
+  std::unique_ptr<CommitJournal> open_journal(uint64_t size = 1 << 20) const { return ring(size).open(); }
   void write_record(CommitJournal& j, uint64_t first, int count) {
     std::string r = j.encode(entries(first, count));
     bool cp = false;
@@ -346,7 +451,7 @@ class CommitJournalReplay : public ::testing::Test {
   }
 };
 
-TEST_F(CommitJournalReplay, ReplaysWhatRocksDBLacksUpToTheFirstGapAndRaisesItsNumber) {
+TEST_P(CommitJournalReplay, ReplaysWhatRocksDBLacksUpToTheFirstGapAndRaisesItsNumber) {
   auto db = open_db(dir_.file("db"));
   {
     // RocksDB holds transactions 1..3 already.
@@ -374,7 +479,7 @@ TEST_F(CommitJournalReplay, ReplaysWhatRocksDBLacksUpToTheFirstGapAndRaisesItsNu
   EXPECT_EQ(j->replay(db.get(), &next, &err), 0) << err;
 }
 
-TEST_F(CommitJournalReplay, SpaceIsReusedOnlyAfterACheckpoint) {
+TEST_P(CommitJournalReplay, SpaceIsReusedOnlyAfterACheckpoint) {
   auto j = open_journal(64 * CommitJournal::kBlock);
   bool cp = false;
   uint64_t used = 0;
@@ -393,7 +498,7 @@ TEST_F(CommitJournalReplay, SpaceIsReusedOnlyAfterACheckpoint) {
   EXPECT_TRUE(cp);
 }
 
-TEST_F(CommitJournalReplay, AGarbageFilledRingReplaysNothing) {
+TEST_P(CommitJournalReplay, AGarbageFilledRingReplaysNothing) {
   {
     auto j = open_journal();
     std::mt19937_64 rng(3);
@@ -415,7 +520,7 @@ TEST_F(CommitJournalReplay, AGarbageFilledRingReplaysNothing) {
 // queue order, and after a "crash" that keeps only the journal (RocksDB
 // reopened from a copy taken before any of it was synced) replay restores
 // every acknowledged transaction.
-TEST_F(CommitJournalReplay, LanesAcknowledgeInQueueOrderAndReplayRestoresEveryTransaction) {
+TEST_P(CommitJournalReplay, LanesAcknowledgeInQueueOrderAndReplayRestoresEveryTransaction) {
   auto db = open_db(dir_.file("db"));
   auto j = open_journal(64 * CommitJournal::kBlock);  // small: laps and checkpoints happen
   WriteTracker tracker;
@@ -470,13 +575,13 @@ TEST_F(CommitJournalReplay, LanesAcknowledgeInQueueOrderAndReplayRestoresEveryTr
 // One transaction at a time, so each record is written by the thread that
 // commits its group, before it fills the memtable: by the committer thread,
 // or by the caller itself when it says it will wait.
-TEST_F(CommitJournalReplay, AcknowledgedTransactionsComeBackFromTheJournalAlone) {
+TEST_P(CommitJournalReplay, AcknowledgedTransactionsComeBackFromTheJournalAlone) {
   for (bool caller_waits : {false, true}) {
     SCOPED_TRACE(caller_waits ? "callers commit their own" : "the committer thread commits");
     test::TempDir dir("journal");
     std::string err;
-    auto j = CommitJournal::open(dir.file("journal"), 1 << 20, fsid_a(), nullptr, &err);
-    ASSERT_TRUE(j) << err;
+    auto j = RingBacking(dir, GetParam(), 1 << 20).open();
+    ASSERT_TRUE(j);
     {
       auto db = open_db(dir.file("db-lost"));
       WriteTracker tracker;
@@ -510,7 +615,7 @@ namespace {
 // Callers that wait commit their own group when the committer is idle
 // (submit(..., true) then wait_committed); mixed with callers that do not
 // wait, every transaction is still acknowledged once, in queue order.
-TEST_F(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingTheOrder) {
+TEST_P(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingTheOrder) {
   auto db = open_db(dir_.file("db"));
   auto j = open_journal(64 * CommitJournal::kBlock);
   WriteTracker tracker;
@@ -553,7 +658,7 @@ TEST_F(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingThe
 // transaction (a read waiting for its collection), before or after the
 // owner, must neither block the owner nor be left behind: both return once
 // the transaction is durable, whichever of them committed it.
-TEST_F(CommitJournalReplay, AnotherThreadWaitingForASelfCommittedTransactionReturnsWithItsOwner) {
+TEST_P(CommitJournalReplay, AnotherThreadWaitingForASelfCommittedTransactionReturnsWithItsOwner) {
   auto db = open_db(dir_.file("db"));
   auto j = open_journal(64 * CommitJournal::kBlock);
   WriteTracker tracker;
@@ -607,7 +712,7 @@ class MissingColumnFamily final : public rocksdb::ColumnFamilyHandle {
 // (the two now overlap): the store's error is sticky, nothing from that
 // group on is acknowledged, and the committer still stops (a group left
 // neither acknowledged nor dropped would hold the only lane forever).
-TEST_F(CommitJournalReplay, AFailedRocksDBWriteAcknowledgesNothingAfterItAndStillStops) {
+TEST_P(CommitJournalReplay, AFailedRocksDBWriteAcknowledgesNothingAfterItAndStillStops) {
   auto db = open_db(dir_.file("db"));
   auto j = open_journal(64 * CommitJournal::kBlock);
   WriteTracker tracker;
@@ -651,4 +756,176 @@ TEST_F(CommitJournalReplay, AFailedRocksDBWriteAcknowledgesNothingAfterItAndStil
   }
   EXPECT_LT(highest_acked.load(), bad_seq.load());
 }
+}  // namespace
+
+namespace {
+
+// A fresh ring holds zeros only: a ring file is made of them, and a region
+// is zeroed by format_region over whatever was there (here: records of the
+// same store, which would be replayed otherwise).
+TEST_P(CommitJournalReplay, AFreshRingHoldsOnlyZeros) {
+  const RingBacking backing = ring(64 * kB);
+  ASSERT_TRUE(backing.open());
+  std::string err;
+  auto dev = open_block_device(backing.file(), DeviceOpenOptions{}, &err);
+  ASSERT_TRUE(dev) << err;
+  AlignedBuffer block(kB);
+  const std::string zeros(kB, '\0');
+  for (uint64_t pos = 0; pos < 64 * kB; pos += kB) {
+    ASSERT_EQ(dev->read(backing.file_offset(pos), block.data(), kB), 0);
+    ASSERT_TRUE(std::string(block.data(), kB) == zeros) << "ring block at " << pos;
+  }
+  backing.expect_others_untouched();
+}
+
+// Records of random sizes, many laps round a small ring, one checkpoint
+// whenever reserve() asks for one (RocksDB then holds every group so far,
+// this one included, as the committer's checkpoint does). Replay into a
+// database that holds exactly what the last checkpoint covered brings back
+// everything after it, though records straddle the region's two extents
+// and earlier laps left older records all around the ring.
+TEST_P(CommitJournalReplay, LapsTheRingAndReplaysEverythingAfterTheLastCheckpoint) {
+  std::mt19937_64 rng(test::test_seed(GetParam() == Ring::kFile ? 4401 : 4402));
+  const RingBacking backing = ring(64 * kB);
+  std::map<uint64_t, std::string> values;
+  uint64_t seq = 0, synced = 0, reserved = 0;
+  int checkpoints = 0, straddling = 0;
+  {
+    auto j = backing.open();
+    ASSERT_TRUE(j);
+    // At least two and a half laps, two checkpoints and two records across
+    // the boundary, then a random number more.
+    while (reserved < 5 * j->size() / 2 || checkpoints < 2 || straddling < 2 || rng() % 4 != 0) {
+      ASSERT_LT(seq, 100000u) << "the loop never met its ends";
+      std::vector<JournalEntry> group;
+      for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) {
+        ++seq;
+        values[seq] = test::random_bytes(rng, rng() % 5000);
+        group.push_back({seq, batch_putting("k" + std::to_string(seq), values[seq], seq)});
+      }
+      const std::string record = j->encode(group);
+      bool needs_checkpoint = false;
+      const uint64_t pos = j->reserve(record.size(), &needs_checkpoint);
+      reserved += record.size();
+      if (needs_checkpoint) {
+        synced = seq;
+        j->checkpoint();
+        ++checkpoints;
+      }
+      straddling += pos < backing.boundary() && pos + record.size() > backing.boundary();
+      ASSERT_EQ(j->write(pos, record), 0) << "seq " << seq;
+    }
+  }
+  ASSERT_GT(seq, synced);
+  auto db = open_db(dir_.file("db"));
+  {
+    std::string n;
+    put_fixed64(&n, synced);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    ASSERT_TRUE(db->Put(wo, kv::journal_seq_key(), n).ok());
+  }
+  auto j = backing.open();
+  ASSERT_TRUE(j);
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(j->replay(db.get(), &next, &err), static_cast<int>(seq - synced)) << err;
+  EXPECT_EQ(next, seq + 1);
+  std::string v;
+  for (const auto& [s, want] : values) {
+    rocksdb::Status st = db->Get(rocksdb::ReadOptions(), "k" + std::to_string(s), &v);
+    if (s <= synced) {
+      EXPECT_TRUE(st.IsNotFound()) << "seq " << s << " was RocksDB's already";
+    } else {
+      ASSERT_TRUE(st.ok()) << "seq " << s;
+      EXPECT_TRUE(v == want) << "seq " << s;
+    }
+  }
+  backing.expect_others_untouched();
+}
+
+// A record whose blocks past the region's first extent never reached the
+// device (a cut between the two pieces of its write): replay keeps the
+// records before it and drops it and every one after it.
+TEST_P(CommitJournalReplay, ARecordTornAtTheExtentBoundaryEndsTheReplayedPrefix) {
+  const RingBacking backing = ring(64 * kB);
+  uint64_t torn_seq = 0, torn_end = 0;
+  const uint64_t last = 24;
+  {
+    auto j = backing.open();
+    ASSERT_TRUE(j);
+    for (uint64_t s = 1; s <= last; ++s) {
+      const std::string record =
+          j->encode(std::vector<JournalEntry>{{s, batch_putting("k" + std::to_string(s), std::string(5000, 'v'), s)}});
+      ASSERT_EQ(record.size(), 2 * kB);
+      bool needs_checkpoint = false;
+      const uint64_t pos = j->reserve(record.size(), &needs_checkpoint);
+      ASSERT_FALSE(needs_checkpoint) << "the records fit in the first lap";
+      if (pos < backing.boundary() && pos + record.size() > backing.boundary()) {
+        torn_seq = s;
+        torn_end = pos + record.size();
+      }
+      ASSERT_EQ(j->write(pos, record), 0);
+    }
+  }
+  ASSERT_GT(torn_seq, 1u) << "no record straddles the boundary";
+  ASSERT_LT(torn_seq, last);
+  {
+    std::string err;
+    auto dev = open_block_device(backing.file(), DeviceOpenOptions{}, &err);
+    ASSERT_TRUE(dev) << err;
+    AlignedBuffer zeros(kB);
+    for (uint64_t pos = backing.boundary(); pos < torn_end; pos += kB)
+      ASSERT_EQ(dev->write(backing.file_offset(pos), zeros.data(), kB), 0);
+  }
+  auto db = open_db(dir_.file("db"));
+  auto j = backing.open();
+  ASSERT_TRUE(j);
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(j->replay(db.get(), &next, &err), static_cast<int>(torn_seq - 1)) << err;
+  EXPECT_EQ(next, last + 1);
+  std::string v;
+  for (uint64_t s = 1; s <= last; ++s)
+    EXPECT_EQ(db->Get(rocksdb::ReadOptions(), "k" + std::to_string(s), &v).ok(), s < torn_seq) << "seq " << s;
+  backing.expect_others_untouched();
+}
+
+INSTANTIATE_TEST_SUITE_P(Rings, CommitJournalReplay, ::testing::Values(Ring::kFile, Ring::kRegion),
+                         [](const auto& info) { return std::string(info.param == Ring::kFile ? "file" : "region"); });
+
+// A device whose I/O must be aligned more coarsely than the journal's blocks.
+class CoarseDevice final : public ForwardingBlockDevice {
+ public:
+  explicit CoarseDevice(std::unique_ptr<BlockDevice> inner) : ForwardingBlockDevice(std::move(inner), "coarse") {}
+  uint32_t alignment() const override { return 2 * CommitJournal::kBlock; }
+};
+
+TEST(CommitJournalRegion, RefusesARingItCannotUse) {
+  constexpr uint64_t kB = CommitJournal::kBlock;
+  test::TempDir dir("journal");
+  DeviceOpenOptions o;
+  o.create = true;
+  o.create_size = 1 << 20;
+  o.direct_io = false;  // extents at any byte
+  std::string err;
+  std::shared_ptr<BlockDevice> dev = open_block_device(dir.file("ssd"), o, &err);
+  ASSERT_TRUE(dev) << err;
+  auto refusal = [&](std::shared_ptr<BlockDevice> on, uint64_t length) {
+    std::string why;
+    auto region = RegionDevice::make(std::move(on), {{8 * kB, length}}, &why);
+    EXPECT_TRUE(region) << why;
+    auto j = CommitJournal::open_region(std::move(region), fsid_a(), &why);
+    return j ? std::string() : why;
+  };
+  EXPECT_EQ(CommitJournal::open_region(nullptr, fsid_a(), &err), nullptr);
+  EXPECT_NE(err, "");
+  EXPECT_NE(refusal(dev, 16 * kB + 512).find("is not a whole number of 4096-byte blocks (66048 bytes)"),
+            std::string::npos);
+  EXPECT_NE(refusal(dev, 15 * kB).find("is too small (61440 bytes)"), std::string::npos);
+  auto coarse = std::make_shared<CoarseDevice>(open_block_device(dir.file("ssd"), DeviceOpenOptions{}, &err));
+  EXPECT_NE(refusal(coarse, 32 * kB).find("alignment (8192 bytes) does not divide 4096"), std::string::npos);
+  EXPECT_EQ(refusal(dev, 16 * kB), "");
+}
+
 }  // namespace
