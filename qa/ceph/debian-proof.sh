@@ -17,7 +17,7 @@
 #               debian/rules' options (--profile debian), builds ceph-osd,
 #               ceph-objectstore-tool, libceph-common and ceph_test_objectstore
 #   tools       the project's tools built in the root with its compiler
-#   package     src/tools/ceph-package: ceph-osd V+hybridstore1 and
+#   package     src/tools/ceph-package: ceph-osd V+hybridstoreN (N: commits) and
 #               hybridstore-tools, with a flat apt repository, into
 #               $HS_REPO_DIR/SUITE (lintian must find no errors)
 #   install     the packages installed by name from that repository over
@@ -162,26 +162,32 @@ part_package() {
     mkdir -p "$src_dir/debs"
     [ -f "$deb" ] || in_root sh -c "cd '$src_dir/debs' && apt-get -o Acquire::Check-Valid-Until=false download ceph-osd=$v" ||
         { echo "Debian's ceph-osd $v could not be downloaded"; return 1; }
-    in_root python3 "$HS_TOP/src/tools/ceph-package" osd --ceph-build "$(build_in_root)" --debian-deb "$deb" --out "$repo" &&
+    # +hybridstoreN with N the project's commit count, so that the package of
+    # a later commit upgrades the one already installed (apt compares versions
+    # only); HS_PKG_REVISION sets it.
+    local rev=${HS_PKG_REVISION:-$(git -C "$HS_TOP" rev-list --count HEAD 2> /dev/null || echo 1)}
+    in_root python3 "$HS_TOP/src/tools/ceph-package" osd --ceph-build "$(build_in_root)" --debian-deb "$deb" --out "$repo" \
+        --revision "$rev" && echo "$v+hybridstore$rev" > "$repo/ceph-osd.version" &&
         in_root python3 "$HS_TOP/src/tools/ceph-package" tools --tools-build "$tools_build" --out "$repo" \
             --version "$(python3 "$HS_TOP/src/tools/ceph-package" version)"
 }
 
 part_install() {
-    local v
+    local v hv
     v=$(cat "$src_dir/VERSION")
+    hv=$(cat "$repo/ceph-osd.version" 2> /dev/null) || { echo "no $repo/ceph-osd.version: run the package part first"; return 1; }
     in_root sh -c "
 set -e
 echo 'deb [trusted=yes] file:$repo ./' > /etc/apt/sources.list.d/hybridstore.list
 apt-get -o Acquire::Check-Valid-Until=false update -q
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$v+hybridstore1 hybridstore-tools
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$hv hybridstore-tools
 dpkg-query -W ceph-osd hybridstore-tools
 ceph-osd --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore | grep -qx hybridstore
 echo 'installed: ceph-osd knows hybridstore'
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades ceph-osd=$v
 ! ceph-osd --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore 2>/dev/null | grep -qx hybridstore
 echo 'downgraded: Debian ceph-osd $v is back and refuses hybridstore'
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$v+hybridstore1
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$hv
 dpkg-query -W ceph-osd
 rm -rf /opt/debian-ceph-osd && dpkg-deb -x '$src_dir/debs/ceph-osd_${v}_'\$(dpkg --print-architecture).deb /opt/debian-ceph-osd
 /opt/debian-ceph-osd/usr/bin/ceph-osd --version
