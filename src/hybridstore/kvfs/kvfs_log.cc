@@ -89,8 +89,8 @@ void encode_fields(const KvRecord& rec, std::string* out) {
       rec);
 }
 
-// Long on purpose: one case per op, each the mirror of its encoder above;
-// split, the pairs would be harder to check against each other.
+// One case per op, each the mirror of its encoder above: side by side, the
+// pairs are easy to check against each other.
 bool decode_fields(KvOp op, std::string_view fields, KvRecord* out) {
   Decoder d(fields);
   switch (op) {
@@ -371,10 +371,9 @@ int64_t find_later_group(std::string_view seg, uint64_t from, uint64_t block, ui
 }
 }  // namespace
 
-// Long on purpose: the replay loop of docs/kvfs.md 3.2 (follow NEXT, stop at
-// the first bad group, then look past it for later records) reads best as
-// one piece; its decoding and checking live in decode_kvfs_group and
-// KvFsState.
+// The replay loop of docs/kvfs.md 3.2 (follow NEXT, stop at the first bad
+// group, then look past it for later records) as one piece; decoding and
+// checking live in decode_kvfs_group and KvFsState.
 int replay_kvfs_log(BlockDevice* dev, const KvFsSuper& super, KvFsState* state, KvFsLogEnd* end, std::string* why) {
   if (int r = state->begin_log(super.log_segment, why); r < 0) return r;
   KvFsExtent seg = super.log_segment;

@@ -118,9 +118,9 @@ int KvFsState::apply(const KvRecord& record, uint64_t seq, std::string* why) {
   return r;
 }
 
-// Long on purpose: one dispatch over every op keeps the "is this record
-// allowed here at all" rules (INIT first, once; SNAPSHOT_DONE once) in one
-// place; the ops with more to check have handlers of their own.
+// One dispatch over every op keeps the "is this record allowed here at all"
+// rules (INIT first, once; SNAPSHOT_DONE once) in one place; the ops with
+// more to check have handlers of their own.
 int KvFsState::apply_checked(const KvRecord& record, uint64_t seq, std::string* problem) {
   const KvOp op = kv_record_op(record);
   if (!seen_init_ && op != KvOp::kInit) {
