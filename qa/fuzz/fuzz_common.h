@@ -22,6 +22,11 @@ constexpr uint32_t kLabelTag = 0x4c41424c;  // store_format.cc
 constexpr uint32_t kSuperTag = 0x53555052;  // store_format.cc
 constexpr char kLabelMagic[] = "HYBRIDSTORE-LABEL\n";
 constexpr size_t kLabelMagicLen = sizeof(kLabelMagic) - 1;
+constexpr uint32_t kKvfsSuperTag = 0x4b565342;   // kvfs_super.cc, "KVSB"
+constexpr uint32_t kKvfsGroupTag = 0x4b564c47;   // kvfs_log.cc, "KVLG"
+constexpr uint32_t kKvfsGroupMagic = 0x564b5348;  // kvfs_log.cc, "HSKV"
+constexpr char kKvfsSuperMagic[] = "HYBRIDSTORE-KVFS\n";
+constexpr size_t kKvfsSuperMagicLen = sizeof(kKvfsSuperMagic) - 1;
 
 inline void require(bool ok, const char* what) {
   if (!ok) {

@@ -9,6 +9,8 @@
 #include "fuzz_common.h"
 #include "hybridstore/format/onode.h"
 #include "hybridstore/format/store_format.h"
+#include "hybridstore/kvfs/kvfs_log.h"
+#include "hybridstore/kvfs/kvfs_super.h"
 
 using namespace hybridstore;
 using namespace hybridstore::fuzz;
@@ -103,6 +105,48 @@ int main(int argc, char** argv) {
   const std::string srec = encode_superblock(sb);
   put(root + "/label", "super-sealed", 2, body_of(kSuperTag, srec));
   put(root + "/label", "super-raw", 3, srec);
+
+  // kvfs: the groups of a short real log (mkfs's first group, a file's
+  // life, a segment change, a compacted snapshot's end) and a superblock.
+  {
+    constexpr uint64_t kB = 4096, kA = 65536, kG = 1 << 20;
+    const Uuid kvfs_uuid = generate_uuid();
+    const std::vector<std::vector<KvRecord>> groups = {
+        {KvInit{kvfs_uuid, kB, kA, kG}, KvGrant{{kG, 4 * kG}}, KvMkdir{"db"}, KvJournal{{{3 * kG, 2 * kA}}}},
+        {KvCreate{"db", "000004.log", 16},
+         KvUpdate{16, 5000, 1700000000, 0, {{2 * kG, kA}}, KvTailKind::kInline, std::string(5000 % kB, 'w')}},
+        {KvCreate{"db", "MANIFEST-000005", 17}, KvUpdate{17, 8192, 1700000001, 0, {{2 * kG + kA, kA}},
+                                                         KvTailKind::kInData, ""},
+         KvRename{"db", "MANIFEST-000005", "db", "CURRENT"}},
+        {KvNext{{4 * kG, kA}}},
+        {KvUnlink{"db", "000004.log"}, KvGrant{{6 * kG, kG}}, KvReturn{{6 * kG, kG}}, KvMkdir{"tmp"},
+         KvRmdir{"tmp"}, KvSnapshotDone{}},
+    };
+    uint64_t seq = 1;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const std::string g = encode_kvfs_group(KvGroup{0x5eed5eed5eedull, seq, groups[i]}, kB);
+      seq += groups[i].size();
+      const uint32_t n = load_fixed32(g.data() + 4);
+      put(root + "/kvfs", "group-sealed-" + std::to_string(i), 0, body_of(kKvfsGroupTag, std::string_view(g).substr(8, n)));
+      put(root + "/kvfs", "group-raw-" + std::to_string(i), 1, std::string_view(g).substr(0, 8 + n));
+    }
+    KvFsSuper ks;
+    ks.kvfs_uuid = kvfs_uuid;
+    ks.fsid = l.fsid;
+    ks.generation = 3;
+    ks.block = kB;
+    ks.alloc_unit = kA;
+    ks.lend_unit = kG;
+    ks.log_id = 0x5eed5eed5eedull;
+    ks.log_first_seq = 1;
+    ks.log_segment = KvFsExtent{kG, kA};
+    ks.created_us = l.created_us;
+    std::string slot, why;
+    require(encode_kvfs_super(ks, kB, &slot, &why) == 0, "kvfs superblock seed");
+    const uint32_t klen = load_fixed32(slot.data() + kKvfsSuperMagicLen);
+    put(root + "/kvfs", "super-sealed", 2, body_of(kKvfsSuperTag, std::string_view(slot).substr(kKvfsSuperMagicLen + 4, klen)));
+    put(root + "/kvfs", "super-raw", 3, std::string_view(slot).substr(0, kKvfsSuperMagicLen + 4 + klen));
+  }
 
   const char* txns[] = {
       R"([{"ops": [{"op": "mkcoll", "coll": "1.0_head"},
