@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Checks hybridstore-diskmodel against published figures: fio on loop devices
 # of the hdd and ssd classes (devclass.sh), a table of measured vs published,
-# PASS/FAIL per row, the model's CPU per request from its stats, and a data
-# check (what goes through the hdd device is exactly what the image holds).
+# PASS/FAIL per row, the model's CPU per request from its stats, a data
+# check (what goes through the hdd device is exactly what the image holds),
+# and the power-cut checks (a flushed write survives a cut, an unflushed one
+# does not, or does per 4 KiB block with keep=random; a FUA write reaches the
+# model as a write and a flush).
 #
 #   qa/devclass/check-model.sh [BUILD_DIR [OUT_DIR]]
 #
@@ -10,7 +13,10 @@
 # the report goes to OUT_DIR/check.json (default: the current directory).
 # Environment: CHECK_RUNTIME (seconds per row, 20), CHECK_RAMP (2),
 # CHECK_OUT (the JSON report, overrides OUT_DIR), CHECK_SIZE (64G),
-# CHECK_ROWS (a regular expression over "class/row" to run a subset),
+# CHECK_ROWS (a regular expression over "class/row" to run a subset; the
+# data check is "data/check", the power cuts "powercut/fua",
+# "powercut/keep-none", "powercut/keep-random"; a class's disk is attached
+# only when one of its rows runs), CHECK_CUT_SEED (the cuts' seed, 20261201),
 # TMPDIR (where the sparse images go).
 # Exit status: 0 when every row with a range passes and the data check does,
 # 1 otherwise, 2 when the classes cannot run here.
@@ -48,6 +54,7 @@ done
 
 work=$(mktemp -d "${TMPDIR:-/var/tmp}/devclass-check.XXXXXX")
 cleanup() {
+  devclass_detach_all "$work/powercut" >/dev/null 2>&1 || devclass_detach_all "$work/powercut"
   devclass_detach_all "$work/data" >/dev/null 2>&1 || devclass_detach_all "$work/data"
   devclass_detach_all "$work" >/dev/null 2>&1 || devclass_detach_all "$work"
   rm -rf "$work"
@@ -73,6 +80,7 @@ run_row() {
   local class=$1 name=$2 row=$3 rw=$4 bs=$5 qd=$6 metric=$7 lo=$8 hi=$9 source=${10}
   shift 10
   [[ "$class/$row" =~ $ROWS ]] || return 0
+  device_for "$name" || exit 1
   local dev=${devs[$name]}
   if ! devclass_stats "$work" "$name"; then
     failed=1
@@ -134,9 +142,18 @@ EOF
 }
 
 declare -A devs
+# Each class's disk is attached at the first of its rows that runs.
+declare -A profile_of=([hdd]=hdd [ssd]=ssd [raw]=raw [floor]=fuse-none)
+device_for() {
+  [[ -n ${devs[$1]:-} ]] && return 0
+  devs[$1]=$(devclass_attach "$work" "$1" "${profile_of[$1]}" "$SIZE")
+}
+detach_class() {
+  devclass_detach_all "$work" || exit 1
+  unset "devs[$1]"
+}
 
 # ---- hdd ----
-devs[hdd]=$(devclass_attach "$work" hdd hdd "$SIZE") || exit 1
 run_row hdd hdd "4k randread QD1" randread 4k 1 iops 100 150 class
 run_row hdd hdd "4k randread QD16" randread 4k 16 iops 250 350 class
 run_row hdd hdd "4k randwrite QD1 fsync=1" randwrite 4k 1 iops 70 150 derived --fsync=1
@@ -144,15 +161,14 @@ run_row hdd hdd "4k randwrite QD1" randwrite 4k 1 iops 200 600 derived
 run_row hdd hdd "64k write QD16" write 64k 16 mbps 190 250 class
 run_row hdd hdd "1M read QD4" read 1M 4 mbps 150 250 class
 run_row hdd hdd "1M write QD4" write 1M 4 mbps 150 250 class
-devclass_detach_all "$work" || exit 1
+detach_class hdd
 
 # ---- ssd ----
-devs[ssd]=$(devclass_attach "$work" ssd ssd "$SIZE") || exit 1
 run_row ssd ssd "4k randread QD1" randread 4k 1 iops 10000 12500 class
 run_row ssd ssd "4k randread QD16" randread 4k 16 iops 40000 100000 DC600M
 run_row ssd ssd "4M read QD2" read 4M 2 mbps 450 560 DC600M
 run_row ssd ssd "4M write QD2" write 4M 2 mbps 430 530 DC600M
-devclass_detach_all "$work" || exit 1
+detach_class ssd
 
 # ---- raw: a sparse image on a direct-I/O loop device, no model (the SSD
 # class of the store comparisons, qa/ceph/hybrid-hardware.sh): this VM's disk
@@ -161,6 +177,7 @@ raw_row() {
   local row=$1 rw=$2 bs=$3 qd=$4 metric=$5
   shift 5
   [[ "raw/$row" =~ $ROWS ]] || return 0
+  device_for raw || exit 1
   fio --name=row --filename="${devs[raw]}" --ioengine=libaio --direct=1 --rw="$rw" --bs="$bs" --iodepth="$qd" \
     --time_based --runtime="$RUNTIME" --ramp_time="$RAMP" --randseed=4242 --output-format=json "$@" \
     >"$work/fio.json" 2>"$work/fio.err" || { echo "fio failed for raw/$row"; failed=1; return 1; }
@@ -183,19 +200,17 @@ unit = "IOPS" if r["metric"] == "iops" else "MB/s"
 print(f"{'raw':<5} {r['row']:<24} {r['value']:12.1f} {unit:<8} {'-':<20} {'-':<9} {r['lat_mean_us']:9.0f} {'-':>9} {'-':>10}  INFO")
 PY
 }
-devs[raw]=$(devclass_attach "$work" raw raw "$SIZE") || exit 1
 raw_row "4k randread QD1" randread 4k 1 iops
 raw_row "4k randread QD16" randread 4k 16 iops
 raw_row "4k randwrite QD1 fsync=1" randwrite 4k 1 iops --fsync=1
 raw_row "4M read QD2" read 4M 2 mbps
 raw_row "4M write QD2" write 4M 2 mbps
-devclass_detach_all "$work" || exit 1
+detach_class raw
 
 # ---- the FUSE path with no delay: the floor under every figure above ----
-devs[floor]=$(devclass_attach "$work" floor fuse-none "$SIZE") || exit 1
 run_row none floor "4k randread QD1 (floor)" randread 4k 1 iops "" "" "-"
 run_row none floor "4k randread QD16 (floor)" randread 4k 16 iops "" "" "-"
-devclass_detach_all "$work" || exit 1
+detach_class floor
 
 # ---- data: exactly what went through the hdd device is in the image ----
 echo
@@ -247,6 +262,115 @@ if [[ "data/check" =~ $ROWS ]]; then
   fi
 fi
 
+# ---- power cuts: an hdd model with its undo log (DEVCLASS_POWERCUT=1) ----
+CUT_SEED=${CHECK_CUT_SEED:-20261201}
+pc=$work/powercut
+blk_a=$((16 << 20)) blk_b=$((32 << 20)) span=$((64 << 10))
+# Bytes of the image at OFF, LEN long, as hex per 4 KiB block.
+blocks_of() { dd if="$1" bs=4096 skip=$(($2 / 4096)) count=$(($3 / 4096)) status=none | od -An -v -tx1 -w4096 | tr -d ' '; }
+# pc_model KEEP: writes old data at A and B and flushes, new data at A and
+# flushes, new data at B without a flush, cuts with KEEP; leaves the image
+# in $pc/disk.img (detached) and the patterns in $work/pc-*.bin.
+pc_model() {
+  local keep=$1 dev
+  mkdir -p "$pc"
+  dev=$(DEVCLASS_POWERCUT=1 devclass_attach "$pc" disk hdd 1G) || return 1
+  head -c "$span" /dev/urandom >"$work/pc-old.bin"
+  head -c "$span" /dev/urandom >"$work/pc-new-a.bin"
+  head -c "$span" /dev/urandom >"$work/pc-new-b.bin"
+  # conv=fsync: the block device's fsync, which the loop device sends the
+  # model as a flush (the FUSE fsync of `disk`).
+  dd if="$work/pc-old.bin" of="$dev" bs=64k seek=$((blk_a / span)) oflag=direct conv=fsync status=none &&
+    dd if="$work/pc-old.bin" of="$dev" bs=64k seek=$((blk_b / span)) oflag=direct conv=fsync status=none &&
+    dd if="$work/pc-new-a.bin" of="$dev" bs=64k seek=$((blk_a / span)) oflag=direct conv=fsync status=none &&
+    dd if="$work/pc-new-b.bin" of="$dev" bs=64k seek=$((blk_b / span)) oflag=direct status=none || return 1
+  devclass_stats "$pc" disk && python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["fs"]["powercut"]; print("      before the cut: %d unflushed write(s), undo file %d bytes" % (p["live_writes"], p["file_bytes"]))' "$pc/disk.stats.json"
+  devclass_powercut "$pc" --seed "$CUT_SEED" --keep "$keep" | sed 's/^/      /' || return 1
+  # From the cut on the device fails every request.
+  if dd if="$dev" of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null; then
+    pc_notes+=("a read after the cut succeeded")
+  fi
+  devclass_detach_all "$pc" --keep-images || return 1
+}
+
+if [[ "powercut/fua" =~ $ROWS ]]; then
+  # The loop driver announces a write cache and no FUA; the block layer then
+  # sends a FUA write as the write and a flush after it, and the undo log
+  # relies on that (disk_fs.cc, on_fsync). O_DSYNC on the block device makes
+  # a FUA write followed by an fsync: two flushes when FUA became one.
+  mkdir -p "$pc"
+  if dev=$(DEVCLASS_POWERCUT=1 devclass_attach "$pc" disk hdd 1G); then
+    q=/sys/block/${dev#/dev/}/queue
+    fua=$(cat "$q/fua" 2>/dev/null) wc=$(cat "$q/write_cache" 2>/dev/null)
+    devclass_stats "$pc" disk && cp "$pc/disk.stats.json" "$work/pc-before.json"
+    dd if=/dev/urandom of="$dev" bs=4k count=1 oflag=direct,dsync status=none
+    devclass_stats "$pc" disk
+    read -r dw df < <(python3 -c 'import json,sys; a,b=(json.load(open(p))["fs"] for p in sys.argv[1:]); print(b["writes"]-a["writes"], b["fsyncs"]-a["fsyncs"])' "$work/pc-before.json" "$pc/disk.stats.json")
+    devclass_detach_all "$pc" || failed=1
+    if [[ $fua == 0 && $wc == "write back" && $dw -ge 1 && $df -ge 2 ]]; then
+      echo "powercut fua: PASS (queue/fua $fua, write_cache '$wc'; a 4 KiB O_DIRECT|O_DSYNC write reached the model as $dw write(s) and $df flushes)"
+    else
+      echo "powercut fua: FAIL (queue/fua '$fua', write_cache '$wc'; the O_DSYNC write reached the model as $dw write(s) and $df flush(es); expected fua 0, write back, 1 write, 2 flushes)"
+      failed=1
+    fi
+  else
+    echo "powercut fua: FAIL (attach failed)"
+    failed=1
+  fi
+fi
+
+if [[ "powercut/keep-none" =~ $ROWS ]]; then
+  pc_notes=()
+  if pc_model none; then
+    cmp -s "$work/pc-new-a.bin" <(dd if="$pc/disk.img" bs=64k skip=$((blk_a / span)) count=1 status=none) ||
+      pc_notes+=("the flushed block A did not survive")
+    cmp -s "$work/pc-old.bin" <(dd if="$pc/disk.img" bs=64k skip=$((blk_b / span)) count=1 status=none) ||
+      pc_notes+=("the unflushed block B is not back to its old data")
+  else
+    pc_notes+=("the run failed")
+  fi
+  devclass_detach_all "$pc" >/dev/null 2>&1
+  rm -f "$pc/disk.img"
+  if ((${#pc_notes[@]} == 0)); then
+    echo "powercut keep-none: PASS (seed $CUT_SEED; 64 KiB written and flushed survives, 64 KiB written after it without a flush reads back as its old data, reads fail after the cut)"
+  else
+    echo "powercut keep-none: FAIL (seed $CUT_SEED): ${pc_notes[*]}"
+    failed=1
+  fi
+fi
+
+if [[ "powercut/keep-random" =~ $ROWS ]]; then
+  pc_notes=()
+  kept=0 lost=0
+  if pc_model random; then
+    cmp -s "$work/pc-new-a.bin" <(dd if="$pc/disk.img" bs=64k skip=$((blk_a / span)) count=1 status=none) ||
+      pc_notes+=("the flushed block A did not survive")
+    mapfile -t got < <(blocks_of "$pc/disk.img" "$blk_b" "$span")
+    mapfile -t old < <(blocks_of "$work/pc-old.bin" 0 "$span")
+    mapfile -t new < <(blocks_of "$work/pc-new-b.bin" 0 "$span")
+    for i in "${!got[@]}"; do
+      if [[ ${got[$i]} == "${new[$i]}" ]]; then
+        kept=$((kept + 1))
+      elif [[ ${got[$i]} == "${old[$i]}" ]]; then
+        lost=$((lost + 1))
+      else
+        pc_notes+=("block $i of B is neither its old nor its new data")
+      fi
+    done
+    ((kept + lost == span / 4096)) || pc_notes+=("B has $((kept + lost)) whole blocks of $((span / 4096))")
+  else
+    pc_notes+=("the run failed")
+  fi
+  devclass_detach_all "$pc" >/dev/null 2>&1
+  rm -f "$pc/disk.img"
+  if ((${#pc_notes[@]} == 0)); then
+    echo "powercut keep-random: PASS (seed $CUT_SEED; the flushed 64 KiB survives; of the unflushed 64 KiB, $kept 4 KiB blocks kept and $lost back to their old data, none torn)"
+  else
+    echo "powercut keep-random: FAIL (seed $CUT_SEED): ${pc_notes[*]}"
+    failed=1
+  fi
+fi
+
 python3 - "$rows" "$OUT" "$data_ok" "$(devclass_tool)" "$RUNTIME" "$RAMP" "$SIZE" "${data_notes[*]:-}" <<'EOF'
 import json, os, platform, sys, time
 rows_path, out, data_ok, tool, runtime, ramp, size, notes = sys.argv[1:]
@@ -267,8 +391,9 @@ report = {
 }
 json.dump(report, open(out, "w"), indent=2)
 s = report["summary"]
+cpu = s["model_cpu_us_per_request_max"]
 print(f"\n{s['rows_pass']} rows PASS, {s['rows_fail']} FAIL; the model's own CPU per request is at most "
-      f"{s['model_cpu_us_per_request_max']:.2f} us; report in {out}")
+      f"{'-' if cpu is None else f'{cpu:.2f}'} us; report in {out}")
 EOF
 echo "sources: class = the figures of the device class (qa/devclass/profiles.conf, [class]); DC600M = Kingston DC600M datasheet;"
 echo "         derived = from the model's own reasoning (qa/devclass/profiles.conf), not a datasheet"

@@ -17,6 +17,15 @@
 #                                           devclass_attach made in DIR; safe to call
 #                                           after any failure, and more than once
 #   devclass_stats DIR NAME                 has the model write its stats file now
+#   devclass_powercut DIR [--seed N] [--keep none|random] [--tear]
+#                                           cuts the power of every model of DIR at
+#                                           once (attached with DEVCLASS_POWERCUT=1):
+#                                           their unflushed writes are lost (all, or
+#                                           per 4 KiB block at random), and every
+#                                           request fails from then on; returns when
+#                                           every image holds its state after the cut.
+#                                           Model i (in attach order) gets seed N+i;
+#                                           N is printed (random when not given)
 #   devclass_throttle DEV RIOPS WIOPS RBPS WBPS
 #                                           prints a new cgroup that throttles DEV
 #   devclass_unthrottle CGROUP              removes it
@@ -30,7 +39,10 @@
 #
 # Environment: DEVCLASS_TOOL (the hybridstore-diskmodel binary; default: found
 # in $HS_BUILD_DIR/bin, the checkout's build*/bin, then PATH),
-# DEVCLASS_MODEL_ARGS (more arguments for it, e.g. "--set cache_bytes=0").
+# DEVCLASS_MODEL_ARGS (more arguments for it, e.g. "--set cache_bytes=0"),
+# DEVCLASS_POWERCUT=1 (the models keep their unflushed writes undoable in
+# DIR/NAME.undo and listen on DIR/NAME.ctl, for devclass_powercut; off by
+# default: it costs a read and a write of each written range).
 #
 # About devclass_throttle: the kernel's blkio throttle (cgroup v1
 # blkio.throttle.*_device, or v2 io.max) budgets bytes and requests per time
@@ -145,11 +157,15 @@ devclass_attach() {
       mkdir -p "$mnt" || return 1
       echo "mount $name $mnt" >>"$state"
       rm -f "$dir/$name.pid"
+      local powercut_args=()
+      if [[ ${DEVCLASS_POWERCUT:-0} == 1 ]]; then
+        powercut_args=(--powercut-undo "$dir/$name.undo" --control "$dir/$name.ctl")
+      fi
       # Its own session: a ^C meant for the caller must not unmount the disk
       # under a loop device still attached.
       # shellcheck disable=SC2086
       setsid "$tool" --image "$img" --size "$bytes" --mount "$mnt" --profile "$model_profile" \
-        --stats "$dir/$name.stats.json" --pid-file "$dir/$name.pid" --foreground \
+        --stats "$dir/$name.stats.json" --pid-file "$dir/$name.pid" --foreground "${powercut_args[@]}" \
         ${DEVCLASS_MODEL_ARGS:-} </dev/null >"$dir/$name.log" 2>&1 &
       local launcher=$! i pid=
       for ((i = 0; i < 200; i++)); do
@@ -219,6 +235,59 @@ devclass_stats() {
   done
   _devclass_err "the model of $name did not write $dir/$name.stats.json"
   return 1
+}
+
+devclass_powercut() {
+  local dir=$1 seed="" keep=none tear=()
+  shift || true
+  while (($#)); do
+    case $1 in
+      --seed) seed=${2:-}; shift 2 || return 2 ;;
+      --keep) keep=${2:-}; shift 2 || return 2 ;;
+      --tear) tear=(--tear); shift ;;
+      *)
+        _devclass_err "devclass_powercut: unknown argument '$1'"
+        return 2
+        ;;
+    esac
+  done
+  if [[ -z $dir || ! -d $dir ]] || [[ -n $seed && ! $seed =~ ^[0-9]+$ ]] || [[ $keep != none && $keep != random ]]; then
+    _devclass_err "usage: devclass_powercut DIR [--seed N] [--keep none|random] [--tear]"
+    return 2
+  fi
+  dir=$(cd "$dir" && pwd)
+  local state tool names=() name
+  state=$(_devclass_state "$dir")
+  tool=$(devclass_tool) || {
+    _devclass_err "hybridstore-diskmodel not found (set DEVCLASS_TOOL)"
+    return 1
+  }
+  [[ -f $state ]] && mapfile -t names < <(awk '$1 == "pid" { print $2 }' "$state")
+  if ((${#names[@]} == 0)); then
+    _devclass_err "no model runs in $dir"
+    return 1
+  fi
+  for name in "${names[@]}"; do
+    if [[ ! -S $dir/$name.ctl ]]; then
+      _devclass_err "the model of $name has no power-cut control ($dir/$name.ctl): attach it with DEVCLASS_POWERCUT=1"
+      return 1
+    fi
+  done
+  [[ -n $seed ]] || seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+  echo "devclass: power cut of ${#names[@]} model(s) in $dir, keep=$keep${tear:+ tear}, seed $seed"
+  # All at once: the cuts of one DIR are one power failure.
+  local i pids=() rc=0
+  for i in "${!names[@]}"; do
+    "$tool" cut --control "$dir/${names[$i]}.ctl" --keep "$keep" "${tear[@]}" --seed $((seed + i)) \
+      >"$dir/${names[$i]}.cut" 2>&1 &
+    pids+=($!)
+  done
+  for i in "${!names[@]}"; do
+    wait "${pids[$i]}" || rc=1
+    echo "devclass: ${names[$i]}: $(tr '\n' ' ' <"$dir/${names[$i]}.cut")"
+  done
+  ((rc == 0)) || _devclass_err "the cut failed on some model (seed $seed)"
+  return $rc
 }
 
 devclass_detach_all() {
@@ -292,9 +361,12 @@ _devclass_detach() {
       rmdir "$what" 2>/dev/null
     fi
   done <"$state"
+  while read -r kind name what; do
+    [[ $kind == pid && ( -z $only || $name == "$only" ) ]] && rm -f "$dir/$name.cut"
+  done <"$state"
   if ((!keep)); then
     while read -r kind name what; do
-      [[ $kind == loop && ( -z $only || $name == "$only" ) ]] && rm -f "$dir/$name.img"
+      [[ $kind == loop && ( -z $only || $name == "$only" ) ]] && rm -f "$dir/$name.img" "$dir/$name.undo"
     done <"$state"
   fi
   if ((rc == 0)); then
@@ -369,13 +441,15 @@ _devclass_main() {
     attach) devclass_attach "$@" ;;
     detach-all) devclass_detach_all "$@" ;;
     stats) devclass_stats "$@" ;;
+    powercut) devclass_powercut "$@" ;;
     throttle) devclass_throttle "$@" ;;
     unthrottle) devclass_unthrottle "$@" ;;
     tool) devclass_tool ;;
     help | -h | --help)
       sed -n '2,/^$/s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
       echo "Commands: available | attach DIR NAME PROFILE SIZE | detach-all DIR [--keep-images]"
-      echo "          | stats DIR NAME | throttle DEV RIOPS WIOPS RBPS WBPS | unthrottle CGROUP | tool"
+      echo "          | stats DIR NAME | powercut DIR [--seed N] [--keep none|random] [--tear]"
+      echo "          | throttle DEV RIOPS WIOPS RBPS WBPS | unthrottle CGROUP | tool"
       ;;
     *)
       _devclass_err "unknown command '$cmd' (try help)"

@@ -12,11 +12,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "model_driver.h"
+#include "testing/disk_undo_log.h"
 
 namespace hybridstore::diskmodel {
 
@@ -26,6 +28,9 @@ struct DiskFsConfig {
   bool direct_backing = false;  // O_DIRECT on the image for 4 KiB-aligned requests
   bool sync_backing = true;     // an fsync of `disk` also fsyncs the image
   uint32_t max_request = 1 << 20;
+  // Power cuts: the undo log of the unflushed writes (empty: no power cuts,
+  // and no cost).
+  std::string undo_path;
 };
 
 class DiskFs {
@@ -34,7 +39,11 @@ class DiskFs {
   ~DiskFs();
 
   // Creates the image, or extends it (sparse) to the size; refuses to shrink.
+  // Starts the undo log when the config names one.
   bool open_image(std::string* err);
+  bool can_cut() const { return undo_ != nullptr; }
+  // The power cut (DiskUndoLog::cut): every request fails from now on.
+  bool cut(const DiskUndoLog::CutOptions& opt, DiskUndoLog::CutReport* report, std::string* err);
   static const fuse_lowlevel_ops* ops();
   nlohmann::json stats() const;
 
@@ -56,6 +65,10 @@ class DiskFs {
   DiskFsConfig conf_;
   ModelDriver* driver_;
   int fd_ = -1, dfd_ = -1;
+  std::unique_ptr<DiskUndoLog> undo_;
+  // Set as the cut starts, before the undo log's own flag: requests check it
+  // without taking the log's mutex.
+  std::atomic<bool> powered_off_{false};
 
   // What the kernel and libfuse agreed in INIT.
   unsigned proto_major_ = 0, proto_minor_ = 0, max_write_ = 0, max_read_ = 0;

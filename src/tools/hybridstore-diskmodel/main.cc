@@ -4,6 +4,10 @@
 // attached over it with --direct-io=on behaves like that device for
 // everything above it (qa/devclass/devclass.sh does the attaching).
 //
+// With --powercut-undo the disk can also lose power: its unflushed writes are
+// kept undoable (DiskUndoLog) and `hybridstore-diskmodel cut` tells the model
+// to drop them through its --control socket.
+//
 // The kernel's blkio throttle alone cannot do this: it budgets bytes and
 // requests per time slice, so sequential I/O cut into small bios pays per
 // bio like random I/O does, and nothing seeks or rotates.
@@ -26,6 +30,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "control.h"
 #include "disk_fs.h"
 #include "model_driver.h"
 
@@ -41,6 +46,7 @@ namespace {
 
 struct Options {
   std::string image, size, mount, profile = "hdd", profile_file, stats, pid_file;
+  std::string powercut_undo, control;
   std::vector<std::string> sets;
   std::string backing_io = "direct";
   bool foreground = false, no_sync_backing = false;
@@ -211,6 +217,11 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--max-request", o.max_request, "largest read/write the kernel may send (max_write, max_read)")
       ->capture_default_str();
+  app.add_option("--powercut-undo", o.powercut_undo,
+                 "emulate the volatile write cache for power cuts: log the pre-image of every write here until "
+                 "a flush covers it (replaced at start; costs a read and a write of the range per write)");
+  app.add_option("--control", o.control,
+                 "unix socket to listen on for `hybridstore-diskmodel cut` (needs --powercut-undo)");
 }
 
 // Checks the options, makes the paths absolute, loads the profile and opens
@@ -235,6 +246,12 @@ int prepare(Run& run, uint64_t* max_request) {
   o.mount = absolute(o.mount);
   o.stats = absolute(o.stats);
   o.pid_file = absolute(o.pid_file);
+  o.powercut_undo = absolute(o.powercut_undo);
+  o.control = absolute(o.control);
+  if (!o.control.empty() && o.powercut_undo.empty()) {
+    fprintf(stderr, "hybridstore-diskmodel: --control needs --powercut-undo (there is nothing to cut without it)\n");
+    return 2;
+  }
   {
     std::error_code ec;
     if (!std::filesystem::is_directory(o.mount, ec) || !std::filesystem::is_empty(o.mount, ec)) {
@@ -254,6 +271,7 @@ int prepare(Run& run, uint64_t* max_request) {
   fc.direct_backing = o.backing_io == "direct";
   fc.sync_backing = !o.no_sync_backing;
   fc.max_request = static_cast<uint32_t>(*max_request);
+  fc.undo_path = o.powercut_undo;
   run.fs = std::make_unique<DiskFs>(fc, run.driver.get());
   if (!run.fs->open_image(&err)) {
     fprintf(stderr, "hybridstore-diskmodel: %s\n", err.c_str());
@@ -265,12 +283,14 @@ int prepare(Run& run, uint64_t* max_request) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "cut") == 0) return run_cut_command(argc - 1, argv + 1);
   Run run;
   Options& o = run.opt;
   CLI::App app{
       "hybridstore-diskmodel: serve one file, MOUNT/disk, backed by IMAGE and delayed as a 7,200-rpm disk\n"
       "(or a SATA SSD) would serve each request; attach a loop device over it with --direct-io=on\n"
-      "(qa/devclass/devclass.sh). SIGTERM/SIGINT unmount and write the stats; SIGUSR1 writes them."};
+      "(qa/devclass/devclass.sh). SIGTERM/SIGINT unmount and write the stats; SIGUSR1 writes them.\n"
+      "`hybridstore-diskmodel cut --help`: cut the power of a model started with --powercut-undo."};
   add_options(app, o);
   CLI11_PARSE(app, argc, argv);
 
@@ -299,17 +319,45 @@ int main(int argc, char** argv) {
   }
   // Threads do not survive the fork: every thread starts after this.
   fuse_daemonize(o.foreground ? 1 : 0);
-  if (!o.pid_file.empty()) {
-    std::ofstream pf(o.pid_file);
-    pf << getpid() << "\n";
-  }
-
   // SIGUSR1 goes to the stats thread only: block it here, before any thread
   // inherits this mask (libfuse's workers block everything themselves).
   sigset_t usr1;
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &usr1, nullptr);
+  // Listening before the pid file appears: whoever waits for it can cut.
+  ControlServer control;
+  if (!o.control.empty()) {
+    std::string err;
+    const bool listening = control.start(
+        o.control,
+        [&run](const std::string& request) {
+          DiskUndoLog::CutOptions opt;
+          DiskUndoLog::CutReport report;
+          std::string why;
+          if (!parse_cut_request(request, &opt, &why)) return "error " + why;
+          fprintf(stderr, "hybridstore-diskmodel: power cut: %s\n", request.c_str());
+          if (!run.fs->cut(opt, &report, &why)) {
+            fprintf(stderr, "hybridstore-diskmodel: the cut failed: %s\n", why.c_str());
+            return "error " + why;
+          }
+          fprintf(stderr, "hybridstore-diskmodel: power cut done: %s\n", report.describe().c_str());
+          return "ok " + report.describe();
+        },
+        &err);
+    if (!listening) {
+      fprintf(stderr, "hybridstore-diskmodel: %s\n", err.c_str());
+      fuse_session_unmount(se);
+      fuse_remove_signal_handlers(se);
+      fuse_session_destroy(se);
+      return 1;
+    }
+  }
+  if (!o.pid_file.empty()) {
+    std::ofstream pf(o.pid_file);
+    pf << getpid() << "\n";
+  }
+
   std::atomic<bool> quit{false};
   std::thread stats_thread([&] {
     pthread_setname_np(pthread_self(), "diskmodel-stats");
@@ -338,6 +386,7 @@ int main(int argc, char** argv) {
 
   // Every request still held by the model is answered before the session goes.
   if (run.driver) run.driver->stop();
+  control.stop();
   quit = true;
   stats_thread.join();
   fuse_session_unmount(se);
