@@ -125,8 +125,9 @@ std::unique_ptr<BlockDevice> open_nand_block_device(const Config& cfg, const std
       *error = fmt::format("{}: no such flash file", path);
       return nullptr;
     }
-    if (NandMedia::create_file(path, opts.geometry, &media, &err) < 0) {
+    if (int r = NandMedia::create_file(path, opts.geometry, &media, &err); r < 0) {
       *error = err;
+      errno = -r;  // EBUSY tells the store the file is in use
       return nullptr;
     }
     if (Ftl::format(media, opts, &ftl, &err) < 0) {
@@ -136,8 +137,9 @@ std::unique_ptr<BlockDevice> open_nand_block_device(const Config& cfg, const std
     HS_INFO("{}: created {} flash, policy {}, {} usable", path, describe(opts.geometry),
             policy_name(opts.policy), format_size(ftl->size_bytes()));
   } else {
-    if (NandMedia::open_file(path, &media, &err) < 0) {
+    if (int r = NandMedia::open_file(path, &media, &err); r < 0) {
       *error = err;
+      errno = -r;
       return nullptr;
     }
     if (media->geometry() != opts.geometry && !cfg.is_default("hybridstore_nand_size"))

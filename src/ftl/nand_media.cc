@@ -12,6 +12,7 @@
 
 #include "hscommon/crc32c.h"
 #include "hscommon/encoding.h"
+#include "hsio/block_device.h"
 
 namespace hybridstore::ftl {
 
@@ -92,6 +93,26 @@ int NandMedia::map(const std::string& path, int fd, const NandGeometry& g, bool 
   return 0;
 }
 
+namespace {
+// One FTL per flash file: a second one (another store naming the same image,
+// or a tool) would keep its own map of the same pages. An open-file-
+// description lock, so a second open in this process is refused too.
+int lock_flash_file(int fd, const std::string& path, std::string* error) {
+  struct flock fl {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_OFD_SETLK, &fl) == 0) return 0;
+  const int e = errno;
+  if (e == EAGAIN || e == EACCES) {
+    *error = fmt::format("{}: flash file is in use by another store or process (it is locked)",
+                         path_and_target(path));
+    return -EBUSY;
+  }
+  *error = fmt::format("{}: cannot lock flash file: {}", path, strerror(e));
+  return -e;
+}
+}  // namespace
+
 int NandMedia::create_file(const std::string& path, const NandGeometry& g,
                            std::shared_ptr<NandMedia>* out, std::string* error) {
   if (int r = g.validate(error); r < 0) return r;
@@ -100,6 +121,10 @@ int NandMedia::create_file(const std::string& path, const NandGeometry& g,
     int e = errno;
     *error = fmt::format("{}: cannot create flash file: {}", path, strerror(e));
     return -e;
+  }
+  if (int r = lock_flash_file(fd, path, error); r < 0) {
+    close(fd);
+    return r;
   }
   int r = map(path, fd, g, true, out, error);
   if (r < 0) {
@@ -124,6 +149,10 @@ int NandMedia::open_file(const std::string& path, std::shared_ptr<NandMedia>* ou
     int e = errno;
     *error = fmt::format("{}: cannot open flash file: {}", path, strerror(e));
     return -e;
+  }
+  if (int r = lock_flash_file(fd, path, error); r < 0) {
+    close(fd);
+    return r;
   }
   char hdr[256];
   ssize_t n = pread(fd, hdr, sizeof(hdr), 0);

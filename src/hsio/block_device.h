@@ -142,16 +142,27 @@ struct DeviceOpenOptions {
   uint64_t create_size = 0;
   FileLayout create_layout = FileLayout::kSparse;
   unsigned uring_depth = 128;
+  // Takes an open-file-description write lock on the file or device node for
+  // as long as the device is open: a second exclusive open of the same file,
+  // from this process or another, fails (errno EBUSY). A store's devices
+  // must not be mounted twice, and with a data directory that can be made
+  // again from the labels, two directories can name the same devices.
+  bool exclusive = false;
   // Tests: no read or write handed to the kernel moves more than this (a
   // multiple of 4096), as if the kernel returned short; 0: no limit.
   uint64_t debug_max_transfer = 0;
 };
 
 // Opens `path` (regular file or block device). On failure returns null and
-// fills *error with a message naming the path and the reason.
+// fills *error with a message naming the path and the reason; errno is
+// EBUSY when an exclusive open found the device locked.
 std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
                                                const DeviceOpenOptions& opts,
                                                std::string* error);
+
+// `path`, and in parentheses what it resolves to when that differs (a
+// block.* link): what an operator looks for when a device is in use.
+std::string path_and_target(const std::string& path);
 
 // True when this process can set up an io_uring (checked once).
 bool uring_available();

@@ -238,6 +238,13 @@ int lay_out_file(int fd, const std::string& path, uint64_t size, FileLayout layo
 
 }  // namespace
 
+std::string path_and_target(const std::string& path) {
+  char* real = ::realpath(path.c_str(), nullptr);
+  const std::string shown = real && path != real ? path + " (" + real + ")" : path;
+  std::free(real);
+  return shown;
+}
+
 std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
                                                const DeviceOpenOptions& opts,
                                                std::string* error) {
@@ -278,6 +285,21 @@ std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
   if (fd < 0) {
     *error = fmt::format("cannot open device {}: {}", path, strerror(errno));
     return nullptr;
+  }
+  if (opts.exclusive) {
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (::fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+      const int e = errno;
+      const std::string shown = path_and_target(path);
+      *error = e == EAGAIN || e == EACCES
+                   ? fmt::format("device {} is in use by another store or process (it is locked)", shown)
+                   : fmt::format("cannot lock device {}: {}", shown, strerror(e));
+      ::close(fd);
+      errno = e == EAGAIN || e == EACCES ? EBUSY : e;
+      return nullptr;
+    }
   }
   uint64_t size = 0;
   if (int r = device_size(fd, &size); r < 0) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -136,6 +137,7 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
   std::string dev_path = want.empty() ? link : fs::absolute(want).string();
   DeviceOpenOptions o;
   o.create = cfg.get_bool("hybridstore_block_create");
+  o.exclusive = true;  // never write labels over the devices of a mounted store
   o.create_size = cfg.get_size(tier_option(tier, "size"));
   parse_file_layout(cfg.get_str("hybridstore_block_preallocate"), &o.create_layout);
   o.direct_io = false;
@@ -148,7 +150,7 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
     }
   }
   std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, dev_path, o, o.create, nullptr, error);
-  if (!dev) return -ENOENT;
+  if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
   uint64_t size = dev->size() / unit * unit;
   uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), unit);
   if (size < reserved + 64 * unit) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "hsio/async_write_device.h"
@@ -21,6 +22,9 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
   if (!parse_io_backend(cfg.get_str("hybridstore_io_backend"), &o.backend)) o.backend = IoBackend::kAuto;
   o.direct_io = cfg.get_bool("hybridstore_direct_io");
   o.uring_depth = static_cast<unsigned>(cfg.get_int("hybridstore_uring_depth"));
+  // The fsid lock guards this directory; this guards the devices, which
+  // another directory may name too (block.* links made again, a copied dir).
+  o.exclusive = true;
   const NandCounters nand{&perf_->set, perf_->ftl_merges, perf_->ftl_erases, perf_->ftl_pages_copied,
                           perf_->ftl_host_pages_written};
   read_cache_.reset();
@@ -41,7 +45,7 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
     std::string p = store_path + "/" + tier_device_link(tier);
     // What the device is (raw NAND behind the embedded FTL, say): mkfs recorded it.
     std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, p, o, false, &nand, error);
-    if (!dev) return -ENOENT;
+    if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
     DeviceLabel label;
     std::string why;
     if (int r = read_label(dev.get(), &label, &why); r < 0) {

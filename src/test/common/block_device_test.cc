@@ -283,3 +283,25 @@ TEST(BlockDevice, CreatedFileLayouts) {
   EXPECT_EQ(l, FileLayout::kSparse);
   EXPECT_FALSE(parse_file_layout("zeros!", &l));
 }
+
+TEST(BlockDeviceLock, AnExclusiveOpenIsRefusedWhileAnotherHoldsTheDevice) {
+  TempDir dir("lock");
+  const std::string path = dir.file("dev");
+  DeviceOpenOptions o;
+  o.create = true;
+  o.create_size = 1 << 20;
+  o.exclusive = true;
+  std::string err;
+  auto first = open_block_device(path, o, &err);
+  ASSERT_TRUE(first) << err;
+  errno = 0;
+  EXPECT_FALSE(open_block_device(path, o, &err)) << "the same process, a second open file description";
+  EXPECT_EQ(errno, EBUSY);
+  EXPECT_NE(err.find("in use"), std::string::npos) << err;
+  EXPECT_NE(err.find(path), std::string::npos) << err;
+  DeviceOpenOptions shared = o;
+  shared.exclusive = false;
+  EXPECT_TRUE(open_block_device(path, shared, &err)) << "readers that take no lock (show-label) still open it: " << err;
+  first.reset();
+  EXPECT_TRUE(open_block_device(path, o, &err)) << "closing the holder releases the lock: " << err;
+}

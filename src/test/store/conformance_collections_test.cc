@@ -1,7 +1,9 @@
 // Conformance: collections, listing order and paging, split and merge,
 // transactions (atomicity, ordering, callbacks) and the store lifecycle.
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
@@ -541,3 +543,35 @@ TEST_F(CollTest, StatfsCountsPerTierAndFreesOnRemove) {
 }
 
 }  // namespace
+
+// A data directory can be made again (copied, or rebuilt from the labels), so
+// two directories may name the same devices: the devices themselves must
+// refuse a second user, or two stores would write one device.
+TEST(DeviceLock, AStoreWhoseDevicesAnotherMountHoldsIsRefused) {
+  hybridstore::test::TempDir dir("devlock");
+  Config cfg = hybridstore::test::small_store_config();
+  std::string err;
+  ASSERT_EQ(cfg.set("hybridstore_ssd_path", dir.file("ssd.img"), &err), 0) << err;
+  ASSERT_EQ(cfg.set("hybridstore_hdd_path", dir.file("hdd.img"), &err), 0) << err;
+  const std::string a_path = dir.file("a"), b_path = dir.file("b");
+  {
+    HybridStore a(a_path, cfg);
+    ASSERT_EQ(a.mkfs(&err), 0) << err;
+  }
+  std::filesystem::copy(a_path, b_path,
+                        std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  HybridStore a(a_path, cfg);
+  ASSERT_EQ(a.mount(&err), 0) << err;
+  {
+    HybridStore b(b_path, hybridstore::test::small_store_config());
+    EXPECT_EQ(b.mount(&err), -EBUSY);
+    EXPECT_NE(err.find("in use"), std::string::npos) << err;
+    EXPECT_NE(err.find("img"), std::string::npos) << "names the device: " << err;
+    HybridStore c(dir.file("c"), cfg);
+    EXPECT_EQ(c.mkfs(&err), -EBUSY) << "mkfs never writes labels over a mounted store's devices: " << err;
+  }
+  ASSERT_EQ(a.umount(), 0);
+  HybridStore b(b_path, hybridstore::test::small_store_config());
+  ASSERT_EQ(b.mount(&err), 0) << "the copy mounts once the devices are free: " << err;
+  EXPECT_EQ(b.umount(), 0);
+}
