@@ -7,8 +7,7 @@
 // Not yet here (docs/kvfs.md section 9): the balancer thread (growth happens
 // inline in the allocation that runs short, and nothing is returned), the
 // asynchronous write-behind (whole blocks are written synchronously by the
-// thread that fills them), preallocation, and reopening a file to truncate
-// it.
+// thread that fills them), and preallocation.
 //
 // Lock order, outermost first; no path takes them the other way round:
 //   KvFsNode::mutex     (one file's data: its buffer, size, extents)
@@ -70,8 +69,8 @@ struct KvFsParams {
 };
 
 // An inode some handle has open: what readers and the one writer share.
-// The fields below `mutex` are guarded by it; `handles`, `unlinked` and
-// `unlink_ticket` by KvFs::meta_mutex_.
+// The data fields below `mutex` are guarded by it; `writing`, `handles`,
+// `unlinked` and `unlink_ticket` by KvFs::meta_mutex_.
 struct KvFsNode {
   explicit KvFsNode(uint64_t i) : ino(i) {}
   const uint64_t ino;
@@ -81,8 +80,8 @@ struct KvFsNode {
   size_t logged_extents = 0;        // the log knows the first this many
   uint64_t written = 0;             // [0, written) is in the data area; a multiple of b
   std::string buffer;               // the bytes [written, size)
-  bool writing = false;             // a writable handle is open
 
+  bool writing = false;  // a writable handle is open
   int handles = 0;
   bool unlinked = false;       // its name is gone: its extents go when the last handle closes
   uint64_t unlink_ticket = 0;  // the record that dropped the name
@@ -99,6 +98,7 @@ class KvFsWritableFile {
   KvFsWritableFile(const KvFsWritableFile&) = delete;
   KvFsWritableFile& operator=(const KvFsWritableFile&) = delete;
 
+  // -EOPNOTSUPP on a handle from reopen_for_truncate.
   int append(std::string_view data, std::string* why);
   // Starts the writes of the whole blocks buffered so far; makes nothing
   // durable.
@@ -106,13 +106,20 @@ class KvFsWritableFile {
   int sync(std::string* why);
   // Writes out the buffer and logs the size; promises no durability.
   int close(std::string* why);
+  // Cuts the file to `size` (never longer); the next sync or the close
+  // logs it, and the close frees the extents beyond.
+  int truncate(uint64_t size, std::string* why);
   uint64_t size() const;
 
  private:
   friend class KvFs;
-  KvFsWritableFile(KvFs* fs, std::shared_ptr<KvFsNode> node) : fs_(fs), node_(std::move(node)) {}
+  KvFsWritableFile(KvFs* fs, std::shared_ptr<KvFsNode> node, bool truncate_only)
+      : fs_(fs), node_(std::move(node)), truncate_only_(truncate_only) {}
   KvFs* fs_;
   std::shared_ptr<KvFsNode> node_;
+  // A reopened file takes truncate and close only: an append would have to
+  // rewrite a block that holds durable bytes (docs/kvfs.md 3.4).
+  const bool truncate_only_;
   bool closed_ = false;
 };
 
@@ -160,6 +167,10 @@ class KvFs {
                     std::string* why);
   int open_readable(const std::string& dir, const std::string& name, std::unique_ptr<KvFsReadableFile>* out,
                     std::string* why);
+  // An existing file, for truncate() and close() only (RocksDB reopens a
+  // WAL to cut what it preallocated). -EBUSY while a writer has it open.
+  int reopen_for_truncate(const std::string& dir, const std::string& name, std::unique_ptr<KvFsWritableFile>* out,
+                          std::string* why);
   int file_size(const std::string& dir, const std::string& name, uint64_t* size, std::string* why) const;
   // Atomic; a file at the destination loses its name.
   int rename(const std::string& src_dir, const std::string& src, const std::string& dst_dir,
@@ -229,7 +240,11 @@ class KvFs {
   int write_blocks(KvFsNode* node, uint64_t upto, std::string* why);
   int sync_file(KvFsNode* node, std::string* why);
   int close_writer(KvFsNode* node, std::string* why);
-  void put_node(const std::shared_ptr<KvFsNode>& node);
+  // A handle goes away (`writer`: the writable one).
+  void put_node(const std::shared_ptr<KvFsNode>& node, bool writer);
+  // The node of a named file, shared with its open handles; meta_mutex_ held.
+  std::shared_ptr<KvFsNode> node_locked(uint64_t ino);
+  int truncate_file(KvFsNode* node, uint64_t size, std::string* why);
   int read_file(KvFsNode* node, uint64_t offset, uint64_t n, char* out, uint64_t* got, std::string* why);
   int read_data(const KvFsNode& node, uint64_t offset, uint64_t len, char* out, std::string* why);
   KvUpdate update_of(const KvFsNode& node, KvTailKind tail_kind) const;

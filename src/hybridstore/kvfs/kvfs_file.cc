@@ -75,13 +75,10 @@ int KvFs::open_writable(const std::string& dir, const std::string& name, std::un
   node->writing = true;
   node->handles = 1;
   open_[ino] = node;
-  out->reset(new KvFsWritableFile(this, node));
+  out->reset(new KvFsWritableFile(this, node, false));
   return 0;
 }
 
-// A file nobody has open gets a node built from the state: its data area up
-// to the last whole block, and the inline tail (a file whose writer never
-// closed it before a crash) as if it were still buffered.
 int KvFs::open_readable(const std::string& dir, const std::string& name, std::unique_ptr<KvFsReadableFile>* out,
                         std::string* why) {
   std::lock_guard<std::mutex> l(meta_mutex_);
@@ -90,32 +87,75 @@ int KvFs::open_readable(const std::string& dir, const std::string& name, std::un
     *why = fmt::format("kvfs: no file '{}/{}'", dir, name);
     return -ENOENT;
   }
-  const uint64_t ino = d->second.at(name);
-  auto o = open_.find(ino);
-  std::shared_ptr<KvFsNode> node;
-  if (o != open_.end()) {
-    node = o->second;
-  } else {
-    const KvInode& i = state_->inodes().at(ino);
-    node = std::make_shared<KvFsNode>(ino);
-    node->size = i.size;
-    node->extents = i.extents;
-    node->logged_extents = i.extents.size();
-    if (i.tail_kind == KvTailKind::kInline) {
-      node->written = align_down(i.size, super_.block);
-      node->buffer = i.tail;
-    } else {
-      node->written = align_up(i.size, super_.block);
-    }
-    open_[ino] = node;
-  }
+  auto node = node_locked(d->second.at(name));
   ++node->handles;
   out->reset(new KvFsReadableFile(this, node));
   return 0;
 }
 
-void KvFs::put_node(const std::shared_ptr<KvFsNode>& node) {
+// A file nobody has open gets a node built from the state: its data area up
+// to the last whole block, and the inline tail (a file whose writer never
+// closed it before a crash) as if it were still buffered.
+std::shared_ptr<KvFsNode> KvFs::node_locked(uint64_t ino) {
+  auto o = open_.find(ino);
+  if (o != open_.end()) return o->second;
+  const KvInode& i = state_->inodes().at(ino);
+  auto node = std::make_shared<KvFsNode>(ino);
+  node->size = i.size;
+  node->extents = i.extents;
+  node->logged_extents = i.extents.size();
+  if (i.tail_kind == KvTailKind::kInline) {
+    node->written = align_down(i.size, super_.block);
+    node->buffer = i.tail;
+  } else {
+    node->written = align_up(i.size, super_.block);
+  }
+  open_[ino] = node;
+  return node;
+}
+
+int KvFs::reopen_for_truncate(const std::string& dir, const std::string& name,
+                              std::unique_ptr<KvFsWritableFile>* out, std::string* why) {
   std::lock_guard<std::mutex> l(meta_mutex_);
+  auto d = state_->dirs().find(dir);
+  if (d == state_->dirs().end() || !d->second.count(name)) {
+    *why = fmt::format("kvfs: no file '{}/{}'", dir, name);
+    return -ENOENT;
+  }
+  auto node = node_locked(d->second.at(name));
+  if (node->writing) {
+    *why = fmt::format("kvfs: '{}/{}' is open for writing", dir, name);
+    return -EBUSY;
+  }
+  node->writing = true;
+  ++node->handles;
+  out->reset(new KvFsWritableFile(this, node, true));
+  return 0;
+}
+
+// Only the size changes here. Blocks in the data area stay as they are (a
+// cut inside a block leaves bytes past the size that nobody reads); the
+// close writes the cut tail block if it was inline, and trims the extents.
+int KvFs::truncate_file(KvFsNode* node, uint64_t size, std::string* why) {
+  std::lock_guard<std::mutex> l(node->mutex);
+  if (size > node->size) {
+    *why = fmt::format("kvfs: truncate of inode {} to {} bytes would extend it ({} bytes)", node->ino, size,
+                       node->size);
+    return -EINVAL;
+  }
+  node->size = size;
+  if (size >= node->written) {
+    node->buffer.resize(size - node->written);
+  } else {
+    node->buffer.clear();
+    node->written = align_up(size, super_.block);
+  }
+  return 0;
+}
+
+void KvFs::put_node(const std::shared_ptr<KvFsNode>& node, bool writer) {
+  std::lock_guard<std::mutex> l(meta_mutex_);
+  if (writer) node->writing = false;
   if (--node->handles > 0) return;
   open_.erase(node->ino);
   // No handle is left to touch the node's extents.
@@ -193,7 +233,6 @@ int KvFs::sync_file(KvFsNode* node, std::string* why) {
 // durable.
 int KvFs::close_writer(KvFsNode* node, std::string* why) {
   std::lock_guard<std::mutex> l(node->mutex);
-  node->writing = false;
   if (int r = write_blocks(node, align_up(node->size, super_.block), why); r < 0) return r;
   const uint64_t need = align_up(node->size, super_.alloc_unit);
   std::vector<KvFsExtent> kept, released_logged;
@@ -279,9 +318,9 @@ KvFsWritableFile::~KvFsWritableFile() {
 }
 
 int KvFsWritableFile::append(std::string_view data, std::string* why) {
-  if (closed_) {
-    *why = "kvfs: append to a closed file";
-    return -EBADF;
+  if (closed_ || truncate_only_) {
+    *why = closed_ ? "kvfs: append to a closed file" : "kvfs: append to a file reopened for truncate";
+    return closed_ ? -EBADF : -EOPNOTSUPP;
   }
   std::lock_guard<std::mutex> l(node_->mutex);
   node_->buffer.append(data.data(), data.size());
@@ -310,8 +349,16 @@ int KvFsWritableFile::close(std::string* why) {
   if (closed_) return 0;
   closed_ = true;
   const int r = fs_->close_writer(node_.get(), why);
-  fs_->put_node(node_);
+  fs_->put_node(node_, true);
   return r;
+}
+
+int KvFsWritableFile::truncate(uint64_t size, std::string* why) {
+  if (closed_) {
+    *why = "kvfs: truncate of a closed file";
+    return -EBADF;
+  }
+  return fs_->truncate_file(node_.get(), size, why);
 }
 
 uint64_t KvFsWritableFile::size() const {
@@ -319,7 +366,7 @@ uint64_t KvFsWritableFile::size() const {
   return node_->size;
 }
 
-KvFsReadableFile::~KvFsReadableFile() { fs_->put_node(node_); }
+KvFsReadableFile::~KvFsReadableFile() { fs_->put_node(node_, false); }
 
 int KvFsReadableFile::read(uint64_t offset, uint64_t n, char* out, uint64_t* got, std::string* why) {
   return fs_->read_file(node_.get(), offset, n, out, got, why);

@@ -4,8 +4,10 @@
 // model with remounts in between.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -293,6 +295,75 @@ TEST(KvFs, CompactionThenRemountGivesTheSameNamespace) {
     EXPECT_EQ(read_all(m.fs.get(), "db", name), content) << name;
   }
   EXPECT_EQ(names_of(m.fs.get()), expected);
+}
+
+// RocksDB reopens a WAL only to cut its preallocation: truncate and close,
+// no append; the extents beyond the new size go back once logged.
+TEST(KvFs, ReopenForTruncateCutsTheFile) {
+  Mounted m;
+  const std::string data = pattern(3 * kA + 100, 8);
+  write_file(m.fs.get(), "000010.log", data);
+  std::string why;
+  ASSERT_EQ(m.fs->sync_log(&why), 0) << why;
+  const uint64_t free_before = m.fs->free_bytes();
+  std::unique_ptr<KvFsWritableFile> f;
+  ASSERT_EQ(m.fs->reopen_for_truncate("db", "000010.log", &f, &why), 0) << why;
+  std::unique_ptr<KvFsWritableFile> again;
+  EXPECT_EQ(m.fs->reopen_for_truncate("db", "000010.log", &again, &why), -EBUSY);
+  EXPECT_EQ(f->append("x", &why), -EOPNOTSUPP);
+  EXPECT_EQ(f->truncate(data.size() + 1, &why), -EINVAL);
+  ASSERT_EQ(f->truncate(kA + 5, &why), 0) << why;
+  EXPECT_EQ(read_all(m.fs.get(), "db", "000010.log"), data.substr(0, kA + 5));
+  ASSERT_EQ(f->close(&why), 0) << why;
+  f.reset();
+  ASSERT_EQ(m.fs->sync_log(&why), 0) << why;
+  EXPECT_EQ(m.fs->free_bytes(), free_before + 2 * kA);
+  m.remount();
+  EXPECT_EQ(read_all(m.fs.get(), "db", "000010.log"), data.substr(0, kA + 5));
+  EXPECT_EQ(m.fs->reopen_for_truncate("db", "nope", &f, &why), -ENOENT);
+}
+
+// Group commit under threads: writers append and sync their own files, one
+// thread renames and unlinks, and every synced byte is there after a
+// remount.
+TEST(KvFs, ConcurrentWritersAndRenames) {
+  Mounted m;
+  constexpr int kWriters = 4;
+  std::vector<std::string> contents(kWriters);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kWriters; ++t) {
+    threads.emplace_back([&, t] {
+      std::unique_ptr<KvFsWritableFile> f;
+      std::string why;
+      if (m.fs->open_writable("db", fmt::format("w{}", t), &f, &why) != 0) ++failures;
+      std::mt19937_64 rng(t);
+      for (int i = 0; i < 60 && f; ++i) {
+        const std::string piece = pattern(1 + rng() % (3 * kB), rng());
+        if (f->append(piece, &why) != 0 || f->sync(&why) != 0) ++failures;
+        contents[t] += piece;
+      }
+      if (f && f->close(&why) != 0) ++failures;
+    });
+  }
+  threads.emplace_back([&] {
+    std::string why;
+    for (int i = 0; i < 40; ++i) {
+      std::unique_ptr<KvFsWritableFile> f;
+      if (m.fs->open_writable("db", "tmp", &f, &why) != 0 || f->append(pattern(100, i), &why) != 0 ||
+          f->sync(&why) != 0 || f->close(&why) != 0) {
+        ++failures;
+      }
+      f.reset();
+      if (m.fs->rename("db", "tmp", "db", "CURRENT", &why) != 0 || m.fs->sync_log(&why) != 0) ++failures;
+      if (i % 3 == 1 && m.fs->unlink("db", "CURRENT", &why) != 0) ++failures;
+    }
+  });
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(failures.load(), 0);
+  m.remount();
+  for (int t = 0; t < kWriters; ++t) EXPECT_EQ(read_all(m.fs.get(), "db", fmt::format("w{}", t)), contents[t]);
+  EXPECT_EQ(read_all(m.fs.get(), "db", "CURRENT"), pattern(100, 39));
 }
 
 // Random appends, syncs, closes, renames, unlinks and reads against a model;
