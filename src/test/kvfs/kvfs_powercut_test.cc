@@ -1,6 +1,7 @@
 // Power cuts under a KvFs (docs/kvfs.md 3.7, 8.2): a scripted workload of
 // creates, appends, syncs, renames over names, unlinks, growth through the
-// lender and a compaction, cut at every device write. After the cut the
+// lender and a compaction, cut at every device write (with the cache lost,
+// kept at random, or the cut write torn). After the cut the
 // kvfs must mount (replay checks that no block has two owners), and what it
 // holds must be the state after some operation between the last completed
 // sync and the cut: every synced byte there exactly, every name change
@@ -201,16 +202,17 @@ uint64_t script_writes(uint64_t seed) {
   return injector->counters().device_writes - before;
 }
 
-void cut_at_every_write(bool keep_random) {
+void cut_at_every_write(bool keep_random, bool tear) {
   const uint64_t seed = test_seed(7);
   const uint64_t total = script_writes(seed);
   constexpr uint64_t kCap = 400;
   const uint64_t cuts = std::min(total, kCap);
-  std::printf("kvfs power cut (keep=%s, seed %llu): the script makes %llu device writes; cutting at 1..%llu\n",
-              keep_random ? "random" : "none", static_cast<unsigned long long>(seed),
+  std::printf("kvfs power cut (keep=%s%s, seed %llu): the script makes %llu device writes; cutting at 1..%llu\n",
+              keep_random ? "random" : "none", tear ? ", torn" : "", static_cast<unsigned long long>(seed),
               static_cast<unsigned long long>(total), static_cast<unsigned long long>(cuts));
   for (uint64_t n = 1; n <= cuts; ++n) {
-    SCOPED_TRACE(fmt::format("cut at write {} keep={} seed {}", n, keep_random ? "random" : "none", seed));
+    SCOPED_TRACE(fmt::format("cut at write {} keep={} tear {} seed {}", n, keep_random ? "random" : "none", tear,
+                             seed));
     TempDir dir("kvfs-cut");
     FaultSettings fs;
     fs.enabled = true;
@@ -221,7 +223,7 @@ void cut_at_every_write(bool keep_random) {
     FakeLender lender(4 * kG);
     auto kvfs = format_and_mount(dev.get(), &lender, cut_params());
     ASSERT_TRUE(kvfs);
-    injector->powercut_after_writes(n, false);
+    injector->powercut_after_writes(n, tear);
     auto script = std::make_unique<Script>(kvfs.get(), seed);
     script->run();
     const std::vector<Namespace> states = script->states();
@@ -246,6 +248,9 @@ void cut_at_every_write(bool keep_random) {
 
 }  // namespace
 
-TEST(KvFsPowerCut, EveryWriteKeepNone) { cut_at_every_write(false); }
+TEST(KvFsPowerCut, EveryWriteKeepNone) { cut_at_every_write(false, false); }
 
-TEST(KvFsPowerCut, EveryWriteKeepRandom) { cut_at_every_write(true); }
+TEST(KvFsPowerCut, EveryWriteKeepRandom) { cut_at_every_write(true, false); }
+
+// The write the power fails in lands a prefix of its blocks.
+TEST(KvFsPowerCut, EveryWriteTorn) { cut_at_every_write(false, true); }
