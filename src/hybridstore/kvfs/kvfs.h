@@ -156,6 +156,7 @@ class KvFs {
   // `lender` may be null: the kvfs then lives within what it owns.
   static int mount(BlockDevice* dev, const KvFsParams& params, const Uuid& kvfs_uuid, const Uuid& fsid,
                    KvFsLender* lender, std::unique_ptr<KvFs>* out, std::string* why);
+  // Every handle must be gone first: a handle points at its KvFs.
   ~KvFs();
   // Makes every queued record durable. -EBUSY while a handle is open.
   int unmount(std::string* why);
