@@ -132,15 +132,12 @@ KvFs::KvFs(BlockDevice* dev, const KvFsParams& params, const KvFsSuper& super, K
     : dev_(dev),
       params_(params),
       lender_(lender),
+      geo_{super.block, super.alloc_unit, super.lend_unit, params.head, dev->size()},
       alloc_(dev->size(), super.alloc_unit),
       super_(super),
       state_(std::move(state)) {}
 
 KvFs::~KvFs() = default;
-
-KvFsGeometry KvFs::geometry() const {
-  return KvFsGeometry{super_.block, super_.alloc_unit, super_.lend_unit, params_.head, dev_->size()};
-}
 
 int KvFs::mount(BlockDevice* dev, const KvFsParams& params, const Uuid& kvfs_uuid, const Uuid& fsid,
                 KvFsLender* lender, std::unique_ptr<KvFs>* out, std::string* why) {
@@ -197,7 +194,7 @@ void KvFs::build_free_map() {
 std::unique_ptr<KvFsLogWriter> KvFs::make_writer(uint64_t log_id, const KvFsExtent& segment, uint64_t position,
                                                  uint64_t next_seq) {
   return std::make_unique<KvFsLogWriter>(
-      dev_, super_.block, log_id, segment, position, next_seq,
+      dev_, geo_.block, log_id, segment, position, next_seq,
       [this](KvFsExtent* seg, std::string* why) { return segment_for_log(seg, why); });
 }
 
@@ -458,7 +455,7 @@ int KvFs::write_pending(std::vector<Pending> batch, std::string* why) {
   for (Pending& p : batch) records.push_back(std::move(p.record));
   std::vector<KvLoggedRecord> logged;
   uint64_t bytes = 0;
-  const int r = append_records(writer_.get(), super_.log_id, super_.block, params_.log_segment, records, &logged,
+  const int r = append_records(writer_.get(), super_.log_id, geo_.block, params_.log_segment, records, &logged,
                                &bytes, why);
   std::lock_guard<std::mutex> l(meta_mutex_);
   for (const KvLoggedRecord& lr : logged) {
@@ -511,7 +508,7 @@ int KvFs::compact(std::string* why) {
 
 // The log as a snapshot of the state (docs/kvfs.md 3.2 step 2).
 std::vector<KvRecord> KvFs::snapshot_records() const {
-  std::vector<KvRecord> out{KvInit{super_.kvfs_uuid, super_.block, super_.alloc_unit, super_.lend_unit}};
+  std::vector<KvRecord> out{KvInit{super_.kvfs_uuid, geo_.block, geo_.alloc_unit, geo_.lend_unit}};
   for (const auto& [start, length] : state_->chunks()) out.push_back(KvGrant{{start, length}});
   if (!state_->journal().empty()) out.push_back(KvJournal{state_->journal()});
   for (const auto& [dir, names] : state_->dirs()) {
@@ -544,14 +541,14 @@ int KvFs::compact_locked(std::string* why) {
   KvFsExtent first;
   if (int r = segment_for_log(&first, why); r < 0) return r;
   const uint64_t log_id = random_log_id();
-  auto fresh = std::make_unique<KvFsState>(super_.kvfs_uuid, geometry());
+  auto fresh = std::make_unique<KvFsState>(super_.kvfs_uuid, geo_);
   auto writer = make_writer(log_id, first, first.offset, 1);
   const std::vector<KvRecord> snapshot = snapshot_records();
   int r = fresh->begin_log(first, why);
   uint64_t bytes = 0;
   std::vector<KvLoggedRecord> logged;
   if (r == 0) {
-    r = append_records(writer.get(), log_id, super_.block, params_.log_segment, snapshot, &logged, &bytes, why);
+    r = append_records(writer.get(), log_id, geo_.block, params_.log_segment, snapshot, &logged, &bytes, why);
   }
   for (size_t j = 0; r == 0 && j < logged.size(); ++j) r = fresh->apply(logged[j].record, logged[j].seq, why);
   if (r == 0) r = fresh->finish(why);
@@ -595,7 +592,7 @@ int KvFs::compact_locked(std::string* why) {
 // Extents come from what the kvfs owns; when that is short, from a growth
 // through the lender, logged durably before any of it is used.
 int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why) {
-  want = align_up(want, super_.alloc_unit);
+  want = align_up(want, geo_.alloc_unit);
   std::vector<Interval> got;
   int r = alloc_.allocate(want, hint, &got);
   if (r == -ENOSPC) {
@@ -620,7 +617,7 @@ int KvFs::grow(uint64_t want, std::string* why) {
     *why = fmt::format("kvfs: needs {} more bytes and has no lender to grow from", want);
     return -ENOSPC;
   }
-  const uint64_t unit = super_.lend_unit;
+  const uint64_t unit = geo_.lend_unit;
   const uint64_t ask = std::max(align_up(want, unit), align_up(std::max(params_.grow_step, unit), unit));
   std::vector<Interval> lent;
   int r = lender_->lend(ask, &lent);

@@ -192,7 +192,7 @@ class KvFs {
   uint64_t free_bytes() const { return alloc_.free_bytes(); }
   uint64_t owned_bytes() const;
   uint64_t generation() const;
-  uint64_t block() const { return super_.block; }
+  uint64_t block() const { return geo_.block; }
 
  private:
   friend class KvFsWritableFile;
@@ -204,7 +204,6 @@ class KvFs {
 
   KvFs(BlockDevice* dev, const KvFsParams& params, const KvFsSuper& super, KvFsLender* lender,
        std::unique_ptr<KvFsState> state);
-  KvFsGeometry geometry() const;
   void build_free_map();
   int segment_for_log(KvFsExtent* segment, std::string* why);
   std::unique_ptr<KvFsLogWriter> make_writer(uint64_t log_id, const KvFsExtent& segment, uint64_t position,
@@ -254,6 +253,9 @@ class KvFs {
   BlockDevice* const dev_;
   const KvFsParams params_;
   KvFsLender* const lender_;
+  // b, A, G: fixed for the kvfs's life, so the file paths read them without
+  // the lock that guards super_.
+  const KvFsGeometry geo_;
   ExtentAllocator alloc_;
 
   std::mutex commit_mutex_;

@@ -105,10 +105,10 @@ std::shared_ptr<KvFsNode> KvFs::node_locked(uint64_t ino) {
   node->extents = i.extents;
   node->logged_extents = i.extents.size();
   if (i.tail_kind == KvTailKind::kInline) {
-    node->written = align_down(i.size, super_.block);
+    node->written = align_down(i.size, geo_.block);
     node->buffer = i.tail;
   } else {
-    node->written = align_up(i.size, super_.block);
+    node->written = align_up(i.size, geo_.block);
   }
   open_[ino] = node;
   return node;
@@ -148,7 +148,7 @@ int KvFs::truncate_file(KvFsNode* node, uint64_t size, std::string* why) {
     node->buffer.resize(size - node->written);
   } else {
     node->buffer.clear();
-    node->written = align_up(size, super_.block);
+    node->written = align_up(size, geo_.block);
   }
   return 0;
 }
@@ -174,7 +174,7 @@ int KvFs::write_blocks(KvFsNode* node, uint64_t upto, std::string* why) {
   const uint64_t len = upto - node->written;
   const uint64_t have = covered(node->extents);
   if (have < upto) {
-    const uint64_t want = std::max(upto - have, std::max<uint64_t>(super_.alloc_unit, std::min(have, kMaxGrowth)));
+    const uint64_t want = std::max(upto - have, std::max<uint64_t>(geo_.alloc_unit, std::min(have, kMaxGrowth)));
     const uint64_t hint = node->extents.empty() ? 0 : node->extents.back().end();
     if (int r = allocate(want, hint, &node->extents, why); r < 0) return r;
   }
@@ -199,7 +199,7 @@ KvUpdate KvFs::update_of(const KvFsNode& node, KvTailKind tail_kind) const {
   u.mtime = mtime_now();
   u.keep = node.logged_extents;
   u.extents.assign(node.extents.begin() + node.logged_extents, node.extents.end());
-  u.tail_kind = node.size % super_.block == 0 ? KvTailKind::kNone : tail_kind;
+  u.tail_kind = node.size % geo_.block == 0 ? KvTailKind::kNone : tail_kind;
   if (u.tail_kind == KvTailKind::kInline) u.tail = node.buffer;
   return u;
 }
@@ -220,7 +220,7 @@ int KvFs::sync_file(KvFsNode* node, std::string* why) {
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> l(node->mutex);
-    const uint64_t whole = node->written + align_down(node->buffer.size(), super_.block);
+    const uint64_t whole = node->written + align_down(node->buffer.size(), geo_.block);
     if (int r = write_blocks(node, whole, why); r < 0) return r;
     if (int r = queue_update(node, update_of(*node, KvTailKind::kInline), &ticket, why); r < 0) return r;
   }
@@ -233,8 +233,8 @@ int KvFs::sync_file(KvFsNode* node, std::string* why) {
 // durable.
 int KvFs::close_writer(KvFsNode* node, std::string* why) {
   std::lock_guard<std::mutex> l(node->mutex);
-  if (int r = write_blocks(node, align_up(node->size, super_.block), why); r < 0) return r;
-  const uint64_t need = align_up(node->size, super_.alloc_unit);
+  if (int r = write_blocks(node, align_up(node->size, geo_.block), why); r < 0) return r;
+  const uint64_t need = align_up(node->size, geo_.alloc_unit);
   std::vector<KvFsExtent> kept, released_logged;
   std::vector<Interval> released_unlogged;
   size_t unchanged = 0;
@@ -274,7 +274,7 @@ int KvFs::close_writer(KvFsNode* node, std::string* why) {
 // `out` when everything is aligned to b, else through a bounce buffer of
 // whole blocks.
 int KvFs::read_data(const KvFsNode& node, uint64_t offset, uint64_t len, char* out, std::string* why) {
-  const uint64_t b = super_.block;
+  const uint64_t b = geo_.block;
   const bool direct = offset % b == 0 && len % b == 0 && reinterpret_cast<uintptr_t>(out) % dev_->alignment() == 0;
   const uint64_t start = direct ? offset : align_down(offset, b);
   const uint64_t end = direct ? offset + len : align_up(offset + len, b);
@@ -326,14 +326,14 @@ int KvFsWritableFile::append(std::string_view data, std::string* why) {
   node_->buffer.append(data.data(), data.size());
   node_->size += data.size();
   if (node_->buffer.size() < fs_->params_.write_buffer) return 0;
-  const uint64_t whole = node_->written + align_down(node_->buffer.size(), fs_->super_.block);
+  const uint64_t whole = node_->written + align_down(node_->buffer.size(), fs_->geo_.block);
   return fs_->write_blocks(node_.get(), whole, why);
 }
 
 int KvFsWritableFile::flush(std::string* why) {
   if (closed_) return 0;
   std::lock_guard<std::mutex> l(node_->mutex);
-  const uint64_t whole = node_->written + align_down(node_->buffer.size(), fs_->super_.block);
+  const uint64_t whole = node_->written + align_down(node_->buffer.size(), fs_->geo_.block);
   return fs_->write_blocks(node_.get(), whole, why);
 }
 
