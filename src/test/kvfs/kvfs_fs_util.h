@@ -24,7 +24,8 @@ class FakeLender : public KvFsLender {
   int lend(uint64_t want, std::vector<Interval>* out) override {
     std::lock_guard<std::mutex> l(mutex_);
     const uint64_t give = std::min(want, budget_ - lent_);
-    if (give < kG) {
+    if (give < kG || refuse_next_ > 0) {
+      refuse_next_ -= refuse_next_ > 0;
       ++refusals_;
       return -ENOSPC;
     }
@@ -36,6 +37,12 @@ class FakeLender : public KvFsLender {
   void take_back(const std::vector<Interval>& ranges) override {
     std::lock_guard<std::mutex> l(mutex_);
     for (const Interval& i : ranges) taken_back_ += i.length;
+  }
+  // The next `n` lends are refused whatever the budget (a tier that frees
+  // space a moment later).
+  void refuse_next(uint64_t n) {
+    std::lock_guard<std::mutex> l(mutex_);
+    refuse_next_ = n;
   }
   void set_budget(uint64_t b) {
     std::lock_guard<std::mutex> l(mutex_);
@@ -60,6 +67,7 @@ class FakeLender : public KvFsLender {
   uint64_t next_ = kHead;
   uint64_t lent_ = 0;
   uint64_t refusals_ = 0;
+  uint64_t refuse_next_ = 0;
   uint64_t taken_back_ = 0;
 };
 

@@ -241,6 +241,34 @@ TEST(KvFs, GrowthThroughTheLenderThenNoSpace) {
   EXPECT_EQ(m.fs->free_bytes(), 6 * kG - m.params.log_segment);
 }
 
+// A refused lend is retried once after grow_wait: a tier that lends by
+// then lets the write go on; one that still refuses makes it -ENOSPC, no
+// sooner than grow_wait.
+TEST(KvFs, GrowWaitRetriesOnceThenNoSpace) {
+  KvFsParams p = test_params();
+  p.grow_wait = std::chrono::milliseconds(50);
+  Mounted m(5 * kG, p);
+  std::unique_ptr<KvFsWritableFile> f;
+  std::string why;
+  ASSERT_EQ(m.fs->open_writable("db", "grow", &f, &why), 0) << why;
+  const std::string piece = pattern(kA, 9);
+  m.lender.refuse_next(1);
+  auto start = std::chrono::steady_clock::now();
+  int r = 0;
+  while (m.lender.lent() < 5 * kG && (r = f->append(piece, &why)) == 0) {
+  }
+  ASSERT_EQ(r, 0) << why;
+  EXPECT_EQ(m.lender.refusals(), 1u);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, p.grow_wait);
+  start = std::chrono::steady_clock::now();
+  while ((r = f->append(piece, &why)) == 0) {
+  }
+  EXPECT_EQ(r, -ENOSPC) << why;
+  EXPECT_EQ(m.lender.refusals(), 3u) << "one lend, one retry";
+  EXPECT_GE(std::chrono::steady_clock::now() - start, p.grow_wait);
+  f->close(&why);
+}
+
 TEST(KvFs, CompactionThenRemountGivesTheSameNamespace) {
   KvFsParams p = test_params();
   p.log_compact = 8 * kB;
