@@ -151,6 +151,31 @@ TEST(KvFs, RenameOverANameFreesTheOldFile) {
   EXPECT_EQ(m.fs->rename("db", "nope", "db", "x", &why), -ENOENT);
 }
 
+// With every block in use, the blocks of an unlinked file are not handed
+// out until the UNLINK is durable: a crash before that would leave the file
+// named, over blocks another file wrote.
+TEST(KvFs, FreedBlocksWaitForTheirRecord) {
+  KvFsParams p = test_params();
+  p.initial_size = kG;
+  p.log_segment = kA;
+  Mounted m(kG, p);  // nothing to grow from
+  const uint64_t all = m.fs->free_bytes();
+  write_file(m.fs.get(), "a", pattern(all, 11));
+  EXPECT_EQ(m.fs->free_bytes(), 0u);
+  std::string why;
+  ASSERT_EQ(m.fs->unlink("db", "a", &why), 0) << why;
+  std::unique_ptr<KvFsWritableFile> b;
+  ASSERT_EQ(m.fs->open_writable("db", "b", &b, &why), 0) << why;
+  EXPECT_EQ(b->append(pattern(kA, 12), &why), -ENOSPC) << "took blocks whose UNLINK is not durable";
+  ASSERT_EQ(m.fs->sync_log(&why), 0) << why;
+  ASSERT_EQ(b->append(pattern(kA, 13), &why), 0) << why;
+  ASSERT_EQ(b->sync(&why), 0) << why;
+  ASSERT_EQ(b->close(&why), 0) << why;
+  b.reset();
+  m.remount();
+  EXPECT_EQ(read_all(m.fs.get(), "db", "b"), pattern(kA, 12) + pattern(kA, 13));
+}
+
 TEST(KvFs, DeleteWhileOpenKeepsTheDataUntilTheLastClose) {
   Mounted m;
   const std::string data = pattern(2 * kA + 5, 3);
