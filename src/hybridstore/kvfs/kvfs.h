@@ -1,0 +1,282 @@
+// The KV file system itself (docs/kvfs.md 3): format and mount over the
+// superblock and the log, a flat namespace of directories and names, files
+// written through a buffer and read by position, the allocator over the
+// chunks the kvfs owns, growth through a KvFsLender, group commit and log
+// compaction. Plain C++: step 6 adapts it to rocksdb::FileSystem.
+//
+// Not yet here (docs/kvfs.md section 9): the balancer thread (growth happens
+// inline in the allocation that runs short, and nothing is returned), the
+// asynchronous write-behind (whole blocks are written synchronously by the
+// thread that fills them), and preallocation.
+//
+// Lock order, outermost first; no path takes them the other way round:
+//   KvFsNode::mutex     (one file's data: its buffer, size, extents)
+//   KvFs::commit_mutex_ (the log writer: one leader writes groups at a time)
+//   KvFs::meta_mutex_   (the namespace, the live KvFsState, the pending
+//                        records, open nodes, locks, pending release)
+//   the ExtentAllocator's own mutex (a leaf)
+// A group commit leader holds commit_mutex_ and takes meta_mutex_ only to
+// take the pending records and to publish the result, so writers queue
+// records while a group is on its way to the device.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "hsio/block_device.h"
+#include "hybridstore/alloc/allocator.h"
+#include "hybridstore/format/store_format.h"
+#include "hybridstore/kvfs/kvfs_log.h"
+#include "hybridstore/kvfs/kvfs_state.h"
+#include "hybridstore/kvfs/kvfs_super.h"
+
+namespace hybridstore {
+
+// Where the kvfs's space comes from (docs/kvfs.md 2.5): the store implements
+// it over the fastest tier; tests use a fake.
+class KvFsLender {
+ public:
+  virtual ~KvFsLender() = default;
+  virtual uint64_t unit() const = 0;  // G
+  // Up to `want` bytes (a multiple of G), at least G, in G-aligned
+  // intervals; -ENOSPC when the tier has none. Never waits for a
+  // transaction.
+  virtual int lend(uint64_t want, std::vector<Interval>* out) = 0;
+  virtual void take_back(const std::vector<Interval>& ranges) = 0;
+};
+
+struct KvFsParams {
+  uint64_t block = 4096;          // b (format only)
+  uint64_t alloc_unit = 64 << 10;  // A (format only)
+  uint64_t head = 0;              // H: chunks lie in [H, device size)
+  KvFsSuperSlotsAt slots;         // the superblock's two slots
+  uint64_t initial_size = 0;      // lent at format, a multiple of G
+  std::vector<std::string> dirs{"db"};  // made at format
+  uint64_t log_segment = 4 << 20;       // a multiple of A
+  uint64_t log_compact = 16 << 20;      // compact once the log is this long ...
+  uint64_t log_compact_ratio = 4;       // ... and this many times its snapshot
+  uint64_t write_buffer = 1 << 20;      // per writable file, before whole blocks go out
+  uint64_t grow_step = 0;               // bytes asked of the lender; 0: one G
+  std::chrono::milliseconds grow_wait{5000};  // before a refused growth is -ENOSPC
+};
+
+// An inode some handle has open: what readers and the one writer share.
+// The data fields below `mutex` are guarded by it; `writing`, `handles`,
+// `unlinked` and `unlink_ticket` by KvFs::meta_mutex_.
+struct KvFsNode {
+  explicit KvFsNode(uint64_t i) : ino(i) {}
+  const uint64_t ino;
+  std::mutex mutex;
+  uint64_t size = 0;
+  std::vector<KvFsExtent> extents;  // in file order
+  size_t logged_extents = 0;        // the log knows the first this many
+  uint64_t written = 0;             // [0, written) is in the data area; a multiple of b
+  std::string buffer;               // the bytes [written, size)
+
+  bool writing = false;  // a writable handle is open
+  int handles = 0;
+  bool unlinked = false;       // its name is gone: its extents go when the last handle closes
+  uint64_t unlink_ticket = 0;  // the record that dropped the name
+};
+
+class KvFs;
+
+// A file being written (docs/kvfs.md 3.4). Appends are buffered; sync()
+// makes every byte appended before it durable. Safe to call sync() from
+// another thread than append(); not to share one handle between writers.
+class KvFsWritableFile {
+ public:
+  ~KvFsWritableFile();
+  KvFsWritableFile(const KvFsWritableFile&) = delete;
+  KvFsWritableFile& operator=(const KvFsWritableFile&) = delete;
+
+  // -EOPNOTSUPP on a handle from reopen_for_truncate.
+  int append(std::string_view data, std::string* why);
+  // Starts the writes of the whole blocks buffered so far; makes nothing
+  // durable.
+  int flush(std::string* why);
+  int sync(std::string* why);
+  // Writes out the buffer and logs the size; promises no durability.
+  int close(std::string* why);
+  // Cuts the file to `size` (never longer); the next sync or the close
+  // logs it, and the close frees the extents beyond.
+  int truncate(uint64_t size, std::string* why);
+  uint64_t size() const;
+
+ private:
+  friend class KvFs;
+  KvFsWritableFile(KvFs* fs, std::shared_ptr<KvFsNode> node, bool truncate_only)
+      : fs_(fs), node_(std::move(node)), truncate_only_(truncate_only) {}
+  KvFs* fs_;
+  std::shared_ptr<KvFsNode> node_;
+  // A reopened file takes truncate and close only: an append would have to
+  // rewrite a block that holds durable bytes (docs/kvfs.md 3.4).
+  const bool truncate_only_;
+  bool closed_ = false;
+};
+
+// Positioned reads (docs/kvfs.md 3.5): bytes in the data area from the
+// device (straight into the caller's buffer when offset, length and buffer
+// are aligned to b, through a bounce buffer otherwise), the inline tail and
+// a writer's buffered bytes from memory.
+class KvFsReadableFile {
+ public:
+  ~KvFsReadableFile();
+  KvFsReadableFile(const KvFsReadableFile&) = delete;
+  KvFsReadableFile& operator=(const KvFsReadableFile&) = delete;
+
+  // Up to `n` bytes at `offset`, fewer at the end of the file: *got says.
+  int read(uint64_t offset, uint64_t n, char* out, uint64_t* got, std::string* why);
+  uint64_t size() const;
+
+ private:
+  friend class KvFs;
+  KvFsReadableFile(KvFs* fs, std::shared_ptr<KvFsNode> node) : fs_(fs), node_(std::move(node)) {}
+  KvFs* fs_;
+  std::shared_ptr<KvFsNode> node_;
+};
+
+class KvFs {
+ public:
+  // Lends params.initial_size, writes the log's first group (INIT, a GRANT
+  // per chunk, MKDIR of params.dirs) into the first chunk, then superblock
+  // slot 0. The kvfs exists once the slot is durable.
+  static int format(BlockDevice* dev, const KvFsParams& params, const Uuid& kvfs_uuid, const Uuid& fsid,
+                    KvFsLender* lender, std::string* why);
+  // Reads the slots, replays the log, and builds the free map: the chunks
+  // minus the files' extents, the journal ring and the log's segments.
+  // `lender` may be null: the kvfs then lives within what it owns.
+  static int mount(BlockDevice* dev, const KvFsParams& params, const Uuid& kvfs_uuid, const Uuid& fsid,
+                   KvFsLender* lender, std::unique_ptr<KvFs>* out, std::string* why);
+  // Every handle must be gone first: a handle points at its KvFs.
+  ~KvFs();
+  // Makes every queued record durable. -EBUSY while a handle is open.
+  int unmount(std::string* why);
+
+  int mkdir(const std::string& dir, std::string* why);
+  int list(const std::string& dir, std::vector<std::string>* names, std::string* why) const;
+  // A new, empty file at dir/name; an existing one there loses the name.
+  int open_writable(const std::string& dir, const std::string& name, std::unique_ptr<KvFsWritableFile>* out,
+                    std::string* why);
+  int open_readable(const std::string& dir, const std::string& name, std::unique_ptr<KvFsReadableFile>* out,
+                    std::string* why);
+  // An existing file, for truncate() and close() only (RocksDB reopens a
+  // WAL to cut what it preallocated). -EBUSY while a writer has it open.
+  int reopen_for_truncate(const std::string& dir, const std::string& name, std::unique_ptr<KvFsWritableFile>* out,
+                          std::string* why);
+  int file_size(const std::string& dir, const std::string& name, uint64_t* size, std::string* why) const;
+  // Atomic; a file at the destination loses its name.
+  int rename(const std::string& src_dir, const std::string& src, const std::string& dst_dir,
+             const std::string& dst, std::string* why);
+  // The extents stay until the last handle closes and the UNLINK is durable.
+  int unlink(const std::string& dir, const std::string& name, std::string* why);
+  // In-process exclusion: a second lock of a name is -EBUSY.
+  int lock(const std::string& dir, const std::string& name, std::string* why);
+  int unlock(const std::string& dir, const std::string& name, std::string* why);
+  // Makes every name change so far durable (a directory fsync).
+  int sync_log(std::string* why);
+  // Writes the log anew as a snapshot and switches the superblock slot
+  // (docs/kvfs.md 3.2). Also run by a commit once the log is long enough.
+  int compact(std::string* why);
+
+  // The live metadata (what the log will hold once the queue is flushed).
+  std::string describe() const;
+  uint64_t free_bytes() const { return alloc_.free_bytes(); }
+  uint64_t owned_bytes() const;
+  uint64_t generation() const;
+  uint64_t block() const { return geo_.block; }
+
+ private:
+  friend class KvFsWritableFile;
+  friend class KvFsReadableFile;
+  struct Pending {
+    uint64_t ticket;
+    KvRecord record;
+  };
+
+  KvFs(BlockDevice* dev, const KvFsParams& params, const KvFsSuper& super, KvFsLender* lender,
+       std::unique_ptr<KvFsState> state);
+  void build_free_map();
+  int segment_for_log(KvFsExtent* segment, std::string* why);
+  std::unique_ptr<KvFsLogWriter> make_writer(uint64_t log_id, const KvFsExtent& segment, uint64_t position,
+                                             uint64_t next_seq);
+
+  // ---- queue and group commit (kvfs.cc)
+  // Applies `record` to the live state and queues it: its ticket, or -EIO.
+  // meta_mutex_ held.
+  int queue_locked(const KvRecord& record, uint64_t* ticket, std::string* why);
+  // The inode a name held, taken before the record that drops the name is
+  // applied (which forgets its extents).
+  struct Victim {
+    uint64_t ino = 0;
+    std::vector<KvFsExtent> extents;
+  };
+  Victim victim_locked(const std::string& dir, const std::string& name) const;
+  // Its extents go to pending release with `ticket`, or to its open node.
+  void drop_victim_locked(const Victim& victim, uint64_t ticket);
+  void release_after_locked(uint64_t ticket, const std::vector<KvFsExtent>& extents);
+  void release_durable_locked();
+  // Returns once the records up to `ticket` are durable.
+  int commit_through(uint64_t ticket, std::string* why);
+  int lead_commit(std::string* why);
+  int write_pending(std::vector<Pending> batch, std::string* why);
+  bool compaction_due() const;
+  int compact_locked(std::string* why);
+  std::vector<KvRecord> snapshot_records() const;
+
+  // ---- allocation (kvfs.cc)
+  int allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why);
+  int grow(uint64_t want, std::string* why);
+
+  // ---- files (kvfs_file.cc)
+  int write_blocks(KvFsNode* node, uint64_t upto, std::string* why);
+  int sync_file(KvFsNode* node, std::string* why);
+  int close_writer(KvFsNode* node, std::string* why);
+  // A handle goes away (`writer`: the writable one).
+  void put_node(const std::shared_ptr<KvFsNode>& node, bool writer);
+  // The node of a named file, shared with its open handles; meta_mutex_ held.
+  std::shared_ptr<KvFsNode> node_locked(uint64_t ino);
+  int truncate_file(KvFsNode* node, uint64_t size, std::string* why);
+  int read_file(KvFsNode* node, uint64_t offset, uint64_t n, char* out, uint64_t* got, std::string* why);
+  int read_data(const KvFsNode& node, uint64_t offset, uint64_t len, char* out, std::string* why);
+  KvUpdate update_of(const KvFsNode& node, KvTailKind tail_kind) const;
+  int queue_update(KvFsNode* node, KvUpdate update, uint64_t* ticket, std::string* why);
+
+  BlockDevice* const dev_;
+  const KvFsParams params_;
+  KvFsLender* const lender_;
+  // b, A, G: fixed for the kvfs's life, so the file paths read them without
+  // the lock that guards super_.
+  const KvFsGeometry geo_;
+  ExtentAllocator alloc_;
+
+  std::mutex commit_mutex_;
+  std::unique_ptr<KvFsLogWriter> writer_;  // commit_mutex_
+  uint64_t log_bytes_ = 0;                 // commit_mutex_: groups written to this log
+  uint64_t snapshot_bytes_ = 0;            // commit_mutex_: of which the snapshot
+
+  mutable std::mutex meta_mutex_;
+  std::condition_variable committed_;
+  KvFsSuper super_;
+  std::unique_ptr<KvFsState> state_;
+  std::vector<Pending> pending_;
+  uint64_t last_ticket_ = 0;
+  uint64_t durable_ticket_ = 0;
+  bool leading_ = false;
+  int log_error_ = 0;  // sticky: once a group or superblock write failed, nothing more is logged
+  std::string log_error_why_;
+  std::vector<std::pair<uint64_t, KvFsExtent>> pending_release_;  // (ticket, extent)
+  std::map<uint64_t, std::shared_ptr<KvFsNode>> open_;  // nodes with handles
+  std::set<std::string> locks_;
+  uint64_t next_ino_ = kKvFsFirstFileIno;
+};
+
+}  // namespace hybridstore
