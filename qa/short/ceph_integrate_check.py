@@ -107,9 +107,10 @@ with tempfile.TemporaryDirectory() as tmp:
     used = {m for text in sources.values() for m in re.findall(r"HS_CEPH_RELEASE >= (\d+)", text)}
     check(listed.get("18") == "Reef" and listed.get("19") == "Squid" and listed.get("20") == "Tentacle",
           f"the version table has entries 18 (Reef), 19 (Squid) and 20 (Tentacle): {listed}")
-    # Tentacle: compact() returns int, mount_readonly/umount_readonly exist,
+    # Tentacle: compact() returns int (so does Reef 18.2.7's, a backport:
+    # keyed on the tree's header), mount_readonly/umount_readonly exist,
     # get_omap_iterator is gone from the interface.
-    for decl, guard_text in (("int compact() override;", "#if HS_CEPH_RELEASE >= 20"),
+    for decl, guard_text in (("int compact() override;", "#if HS_CEPH_COMPACT_RETURNS_INT"),
                              ("int mount_readonly() override;", "#if HS_CEPH_RELEASE >= 20"),
                              ("int umount_readonly() override;", "#if HS_CEPH_RELEASE >= 20"),
                              ("get_omap_iterator(CollectionHandle& c", "#if HS_CEPH_RELEASE < 20")):
@@ -132,6 +133,12 @@ with tempfile.TemporaryDirectory() as tmp:
         check(at > 0 and header[guard:header.find("\n", guard)].startswith("#if HS_CEPH_RELEASE >= 19"),
               f"{decl.split('(')[0]} is declared under #if HS_CEPH_RELEASE >= 19")
     check(re.search(r"int omap_iterate\([^;]*\) override;", header) is not None, "omap_iterate is marked override")
+    cmake = sources["CMakeLists.txt"]
+    check("#define HS_CEPH_COMPACT_RETURNS_INT (HS_CEPH_RELEASE >= 20)" in header
+          and "HS_CEPH_COMPACT_RETURNS_INT=1" in cmake and "HS_CEPH_COMPACT_RETURNS_INT=0" in cmake
+          and "//   HS_CEPH_COMPACT_RETURNS_INT (" in table,
+          "compact()'s return type follows the tree's ObjectStore.h (Reef 18.2.7 returns int), "
+          "release 20 and on by default, in the version table")
 
     # Pacific.
     p = os.path.join(tmp, "pacific")

@@ -385,7 +385,7 @@ int HybridObjectStore::flush_cache(std::ostream* os) {
   return 0;
 }
 
-#if HS_CEPH_RELEASE >= 20
+#if HS_CEPH_COMPACT_RETURNS_INT
 int HybridObjectStore::compact() {
   if (!mounted_) return -EINVAL;
   dout(1) << "compacting RocksDB" << dendl;

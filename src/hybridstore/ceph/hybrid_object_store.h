@@ -76,6 +76,10 @@ class PerfBridge;
 //     declares omap_iter_seek_t and omap_iterate()): omap_iterate() walks the
 //     object's omap with a callback instead of an iterator object. Only
 //     with HS_CEPH_RELEASE >= 19 too. Compiled against Tentacle 20.2.4.
+//   HS_CEPH_COMPACT_RETURNS_INT (ObjectStore.h declares `virtual int
+//     compact()`: Tentacle, and Debian's Reef 18.2.7, which took the change
+//     in a point release; 18.2.4 declares it void): compact() returns int.
+//     Defaults to HS_CEPH_RELEASE >= 20 where the header was not read.
 //   HS_CEPH_HAS_THROW_ON_FAILED_TXC (the tree's option table has
 //     objectstore_debug_throw_on_failed_txc, as Tentacle's does): when it is
 //     true a failed transaction throws its error (an int) instead of
@@ -89,6 +93,9 @@ class PerfBridge;
 #endif
 #ifndef HS_CEPH_HAS_THROW_ON_FAILED_TXC
 #define HS_CEPH_HAS_THROW_ON_FAILED_TXC 0
+#endif
+#ifndef HS_CEPH_COMPACT_RETURNS_INT
+#define HS_CEPH_COMPACT_RETURNS_INT (HS_CEPH_RELEASE >= 20)
 #endif
 #if HS_CEPH_RELEASE >= 18
 using AttrPtrMap = std::map<std::string, ceph::buffer::ptr, std::less<>>;
@@ -150,7 +157,7 @@ class HybridObjectStore : public ObjectStore {
   void get_db_statistics(ceph::Formatter* f) override;
   void dump_perf_counters(ceph::Formatter* f) override;
   int flush_cache(std::ostream* os = nullptr) override;
-#if HS_CEPH_RELEASE >= 20
+#if HS_CEPH_COMPACT_RETURNS_INT
   int compact() override;
 #else
   void compact() override;
