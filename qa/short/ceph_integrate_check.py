@@ -127,11 +127,12 @@ with tempfile.TemporaryDirectory() as tmp:
         check(f"//   {f} (" in table and f"#define {f} 0" in header and f"{f}=1" in sources["CMakeLists.txt"],
               f"{f}: in the version table, 0 by default, set by the adapter's CMakeLists.txt")
     # Squid's overrides exist only from release 19 on, and override.
-    for decl in ("void refresh_perf_counters() override;", "int omap_iterate("):
+    for decl, guard_text in (("void refresh_perf_counters() override;", "#if HS_CEPH_REFRESHES_PERF_COUNTERS"),
+                             ("int omap_iterate(", "#if HS_CEPH_RELEASE >= 19")):
         at = header.find(decl)
         guard = header.rfind("#if ", 0, at)
-        check(at > 0 and header[guard:header.find("\n", guard)].startswith("#if HS_CEPH_RELEASE >= 19"),
-              f"{decl.split('(')[0]} is declared under #if HS_CEPH_RELEASE >= 19")
+        check(at > 0 and header[guard:header.find("\n", guard)].startswith(guard_text),
+              f"{decl.split('(')[0]} is declared under {guard_text}")
     check(re.search(r"int omap_iterate\([^;]*\) override;", header) is not None, "omap_iterate is marked override")
     cmake = sources["CMakeLists.txt"]
     check("#define HS_CEPH_COMPACT_RETURNS_INT (HS_CEPH_RELEASE >= 20)" in header
@@ -139,6 +140,11 @@ with tempfile.TemporaryDirectory() as tmp:
           and "//   HS_CEPH_COMPACT_RETURNS_INT (" in table,
           "compact()'s return type follows the tree's ObjectStore.h (Reef 18.2.7 returns int), "
           "release 20 and on by default, in the version table")
+    check("#define HS_CEPH_REFRESHES_PERF_COUNTERS (HS_CEPH_RELEASE >= 19)" in header
+          and "HS_CEPH_REFRESHES_PERF_COUNTERS=1" in cmake and "HS_CEPH_REFRESHES_PERF_COUNTERS=0" in cmake
+          and "//   HS_CEPH_REFRESHES_PERF_COUNTERS (" in table,
+          "refresh_perf_counters() follows the tree's ObjectStore.h (Reef 18.2.7 has it), "
+          "release 19 and on by default, in the version table")
 
     # Pacific.
     p = os.path.join(tmp, "pacific")

@@ -353,7 +353,7 @@ objectstore_perf_stat_t HybridObjectStore::get_cur_stats() {
   return s;
 }
 
-#if HS_CEPH_RELEASE >= 19
+#if HS_CEPH_REFRESHES_PERF_COUNTERS
 // Every counter reaches Ceph as it changes; only a gauge can lag (see
 // PerfBridge::refresh_gauges). Works before mount too: the bridge lives as
 // long as the store object.

@@ -80,6 +80,10 @@ class PerfBridge;
 //     compact()`: Tentacle, and Debian's Reef 18.2.7, which took the change
 //     in a point release; 18.2.4 declares it void): compact() returns int.
 //     Defaults to HS_CEPH_RELEASE >= 20 where the header was not read.
+//   HS_CEPH_REFRESHES_PERF_COUNTERS (ObjectStore.h declares the pure
+//     virtual refresh_perf_counters(): Squid on, and Debian's Reef 18.2.7 by
+//     a backport): the OSD asks the store to refresh its gauges. Defaults to
+//     HS_CEPH_RELEASE >= 19 where the header was not read.
 //   HS_CEPH_HAS_THROW_ON_FAILED_TXC (the tree's option table has
 //     objectstore_debug_throw_on_failed_txc, as Tentacle's does): when it is
 //     true a failed transaction throws its error (an int) instead of
@@ -93,6 +97,9 @@ class PerfBridge;
 #endif
 #ifndef HS_CEPH_HAS_THROW_ON_FAILED_TXC
 #define HS_CEPH_HAS_THROW_ON_FAILED_TXC 0
+#endif
+#ifndef HS_CEPH_REFRESHES_PERF_COUNTERS
+#define HS_CEPH_REFRESHES_PERF_COUNTERS (HS_CEPH_RELEASE >= 19)
 #endif
 #ifndef HS_CEPH_COMPACT_RETURNS_INT
 #define HS_CEPH_COMPACT_RETURNS_INT (HS_CEPH_RELEASE >= 20)
@@ -150,7 +157,7 @@ class HybridObjectStore : public ObjectStore {
   int pool_statfs(uint64_t pool_id, store_statfs_t* buf, bool* per_pool_omap) override;
   void collect_metadata(std::map<std::string, std::string>* pm) override;
   objectstore_perf_stat_t get_cur_stats() override;
-#if HS_CEPH_RELEASE >= 19
+#if HS_CEPH_REFRESHES_PERF_COUNTERS
   void refresh_perf_counters() override;
 #endif
   const PerfCounters* get_perf_counters() const override { return logger_; }
