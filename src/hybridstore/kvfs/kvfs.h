@@ -162,7 +162,10 @@ class KvFs {
   int unmount(std::string* why);
 
   int mkdir(const std::string& dir, std::string* why);
+  // An empty directory only: -ENOTEMPTY otherwise.
+  int rmdir(const std::string& dir, std::string* why);
   int list(const std::string& dir, std::vector<std::string>* names, std::string* why) const;
+  std::vector<std::string> list_dirs() const;
   // A new, empty file at dir/name; an existing one there loses the name.
   int open_writable(const std::string& dir, const std::string& name, std::unique_ptr<KvFsWritableFile>* out,
                     std::string* why);
@@ -173,6 +176,9 @@ class KvFs {
   int reopen_for_truncate(const std::string& dir, const std::string& name, std::unique_ptr<KvFsWritableFile>* out,
                           std::string* why);
   int file_size(const std::string& dir, const std::string& name, uint64_t* size, std::string* why) const;
+  // Seconds since the epoch of the file's last logged update (a sync or a
+  // close); 0 for a file created and never synced.
+  int file_mtime(const std::string& dir, const std::string& name, uint64_t* mtime, std::string* why) const;
   // Atomic; a file at the destination loses its name.
   int rename(const std::string& src_dir, const std::string& src, const std::string& dst_dir,
              const std::string& dst, std::string* why);
@@ -234,7 +240,8 @@ class KvFs {
 
   // ---- allocation (kvfs.cc)
   int allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why);
-  int grow(uint64_t want, std::string* why);
+  int grow(uint64_t want, bool wait_if_refused, std::string* why);
+  void keep_room_for_a_segment();
 
   // ---- files (kvfs_file.cc)
   int write_blocks(KvFsNode* node, uint64_t upto, std::string* why);

@@ -241,6 +241,33 @@ TEST(KvFs, ListLockAndNames) {
   EXPECT_EQ(names_of(m.fs.get(), "wal").size(), 0u);
 }
 
+// RocksDB's DeleteDir and GetFileModificationTime (docs/kvfs.md 3.8).
+TEST(KvFs, DirsRmdirAndMtimeOfSyncedFiles) {
+  Mounted m;
+  std::string why;
+  ASSERT_EQ(m.fs->mkdir("tmp", &why), 0) << why;
+  EXPECT_EQ(m.fs->list_dirs(), (std::vector<std::string>{"db", "tmp"}));
+  write_file(m.fs.get(), "f", "x");
+  EXPECT_EQ(m.fs->rmdir("db", &why), -ENOTEMPTY);
+  EXPECT_EQ(m.fs->rmdir("nodir", &why), -ENOENT);
+  ASSERT_EQ(m.fs->rmdir("tmp", &why), 0) << why;
+  std::vector<std::string> names;
+  EXPECT_EQ(m.fs->list("tmp", &names, &why), -ENOENT);
+  EXPECT_EQ(m.fs->list_dirs(), (std::vector<std::string>{"db"}));
+  uint64_t mtime = 0;
+  ASSERT_EQ(m.fs->file_mtime("db", "f", &mtime, &why), 0) << why;
+  const uint64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_LE(mtime, now);
+  EXPECT_GE(mtime + 60, now);
+  EXPECT_EQ(m.fs->file_mtime("db", "nofile", &mtime, &why), -ENOENT);
+  m.remount();
+  EXPECT_EQ(m.fs->list("tmp", &names, &why), -ENOENT);
+  uint64_t again = 0;
+  ASSERT_EQ(m.fs->file_mtime("db", "f", &again, &why), 0) << why;
+  EXPECT_EQ(again, mtime);
+}
+
 // The lender gives 4 G at format and 2 G more; then it refuses and the
 // write fails with -ENOSPC. What was granted survives a remount.
 TEST(KvFs, GrowthThroughTheLenderThenNoSpace) {
