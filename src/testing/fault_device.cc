@@ -35,7 +35,7 @@ int FaultInjectionDevice::read(uint64_t offset, char* buf, uint64_t len) {
   return 0;
 }
 
-int FaultInjectionDevice::write(uint64_t offset, const char* buf, uint64_t len) {
+int FaultInjectionDevice::count_write(uint64_t offset, const char* buf, uint64_t len) {
   switch (injector_->on_device_write()) {
     case FaultInjector::Verdict::kFail:
       return -EIO;
@@ -45,6 +45,11 @@ int FaultInjectionDevice::write(uint64_t offset, const char* buf, uint64_t len) 
     case FaultInjector::Verdict::kProceed:
       break;
   }
+  return 0;
+}
+
+int FaultInjectionDevice::write(uint64_t offset, const char* buf, uint64_t len) {
+  if (int r = count_write(offset, buf, len); r < 0) return r;
   CachedWrite w{offset, AlignedBuffer(len, 4096, AlignedBuffer::kUninitialized)};
   std::memcpy(w.data.data(), buf, len);
   std::lock_guard<std::mutex> l(mutex_);
@@ -55,15 +60,7 @@ int FaultInjectionDevice::write(uint64_t offset, const char* buf, uint64_t len) 
 }
 
 int FaultInjectionDevice::write_durable(uint64_t offset, const char* buf, uint64_t len) {
-  switch (injector_->on_device_write()) {
-    case FaultInjector::Verdict::kFail:
-      return -EIO;
-    case FaultInjector::Verdict::kPowerCut:
-      if (injector_->tear()) land_torn(offset, buf, len);
-      return -EIO;
-    case FaultInjector::Verdict::kProceed:
-      break;
-  }
+  if (int r = count_write(offset, buf, len); r < 0) return r;
   // A durable write is also the device's durability request, so it counts
   // as a flush too: hybridstore_debug_eio_on_flush can fail it (and then it
   // wrote nothing), and flush numbers are the same as for write + flush.

@@ -59,6 +59,9 @@ class FaultInjectionDevice final : public BlockDevice {
     uint64_t offset;
     AlignedBuffer data;
   };
+  // The write on the power-cut clock: 0 to go on, or -EIO when the injector
+  // fails it or the power failed during it (torn if asked).
+  int count_write(uint64_t offset, const char* buf, uint64_t len);
   // Lands a prefix of the write on the media (the torn write).
   void land_torn(uint64_t offset, const char* buf, uint64_t len);
   // Cuts [offset, offset + len) out of the cached writes: newer bytes reached
