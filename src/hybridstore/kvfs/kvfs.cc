@@ -431,6 +431,54 @@ void KvFs::release_durable_locked() {
   alloc_.release(now);
 }
 
+std::vector<KvFsExtent> KvFs::journal() const {
+  std::lock_guard<std::mutex> l(meta_mutex_);
+  return state_->journal();
+}
+
+int KvFs::make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why) {
+  extents->clear();
+  if (std::vector<KvFsExtent> have = journal(); !have.empty()) {
+    *extents = std::move(have);
+    return 0;
+  }
+  if (size == 0) {
+    *why = "kvfs: a journal ring of 0 bytes";
+    return -EINVAL;
+  }
+  size = align_up(size, geo_.alloc_unit);
+  // The allocator takes one free run when one holds the ring (best fit
+  // before pieces), so the committer's records never straddle two places
+  // on the device unless the kvfs is fragmented.
+  std::vector<KvFsExtent> pieces;
+  if (int r = allocate(size, 0, &pieces, why); r < 0) return r;
+  std::vector<Interval> got;
+  for (const KvFsExtent& e : pieces) got.push_back(Interval{e.offset, e.length});
+  AlignedBuffer zeros(std::min<uint64_t>(size, 1ull << 20), 4096, AlignedBuffer::kZeroed);
+  int r = 0;
+  for (const Interval& i : got)
+    for (uint64_t off = 0; r == 0 && off < i.length; off += zeros.size())
+      r = dev_->write(i.offset + off, zeros.data(), std::min<uint64_t>(zeros.size(), i.length - off));
+  if (r == 0) r = dev_->flush();
+  if (r < 0) {
+    alloc_.release(got);
+    *why = fmt::format("kvfs: writing zeros over the journal ring: {}", strerror(-r));
+    return r;
+  }
+  std::vector<KvFsExtent> ring = std::move(pieces);
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> l(meta_mutex_);
+    if (int q = queue_locked(KvJournal{ring}, &ticket, why); q < 0) {
+      alloc_.release(got);
+      return q;
+    }
+  }
+  if (int c = commit_through(ticket, why); c < 0) return c;
+  *extents = std::move(ring);
+  return 0;
+}
+
 int KvFs::sync_log(std::string* why) {
   uint64_t ticket;
   {

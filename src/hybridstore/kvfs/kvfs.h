@@ -193,6 +193,17 @@ class KvFs {
   // (docs/kvfs.md 3.2). Also run by a commit once the log is long enough.
   int compact(std::string* why);
 
+  // The commit journal's ring, inode 2 (docs/kvfs.md 4). Made once, of
+  // `size` bytes rounded up to A, in one extent when a free run holds it;
+  // its space is written with zeros and flushed before the JOURNAL record
+  // is durable, because that space may have held bytes a client wrote that
+  // decode as records of this store. A ring the kvfs has is kept as it is,
+  // whatever `size` says (the ring is never resized): *extents is the ring
+  // either way, in ring order. Called before the ring's user opens it; not
+  // concurrently with itself.
+  int make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why);
+  std::vector<KvFsExtent> journal() const;
+
   // The live metadata (what the log will hold once the queue is flushed).
   std::string describe() const;
   uint64_t free_bytes() const { return alloc_.free_bytes(); }
