@@ -700,7 +700,7 @@ int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, s
 // is left for the log to meet. The balancer's reserve (docs/kvfs.md
 // section 9) will replace this.
 void KvFs::keep_room_for_a_segment() {
-  if (!lender_) return;
+  if (!lender_.load(std::memory_order_acquire)) return;
   uint64_t largest = 0;
   alloc_.for_each_free([&](uint64_t, uint64_t length) { largest = std::max(largest, length); });
   if (largest >= params_.log_segment) return;
@@ -713,18 +713,19 @@ void KvFs::keep_room_for_a_segment() {
 // before the allocator hears of the chunks, so a crash never leaves a block
 // in use that the log does not say the kvfs owns.
 int KvFs::grow(uint64_t want, bool wait_if_refused, std::string* why) {
-  if (!lender_) {
+  KvFsLender* const lender = lender_.load(std::memory_order_acquire);
+  if (!lender) {
     *why = fmt::format("kvfs: needs {} more bytes and has no lender to grow from", want);
     return -ENOSPC;
   }
   const uint64_t unit = geo_.lend_unit;
   const uint64_t ask = std::max(align_up(want, unit), align_up(std::max(params_.grow_step, unit), unit));
   std::vector<Interval> lent;
-  int r = lender_->lend(ask, &lent);
+  int r = lender->lend(ask, &lent);
   if (r < 0 && wait_if_refused && params_.grow_wait.count() > 0) {
     std::this_thread::sleep_for(params_.grow_wait);
     lent.clear();
-    r = lender_->lend(ask, &lent);
+    r = lender->lend(ask, &lent);
   }
   if (r < 0 || lent.empty()) {
     *why = fmt::format("kvfs: the SSD tier has no free space for RocksDB (asked for {} bytes, kvfs free {})", ask,
@@ -744,7 +745,7 @@ int KvFs::grow(uint64_t want, bool wait_if_refused, std::string* why) {
     }
   }
   std::vector<Interval> refused(lent.begin() + granted.size(), lent.end());
-  if (!refused.empty()) lender_->take_back(refused);
+  if (!refused.empty()) lender->take_back(refused);
   if (r < 0) return r;
   if ((r = commit_through(ticket, why)) < 0) return r;
   for (const Interval& i : granted) alloc_.init_add_free(i.offset, i.length);

@@ -19,6 +19,7 @@
 // take the pending records and to publish the result, so writers queue
 // records while a group is on its way to the device.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -210,6 +211,8 @@ class KvFs {
   uint64_t owned_bytes() const;
   uint64_t generation() const;
   uint64_t block() const { return geo_.block; }
+  // The lender for growth from now on (null: none).
+  void set_lender(KvFsLender* lender) { lender_.store(lender, std::memory_order_release); }
 
  private:
   friend class KvFsWritableFile;
@@ -270,7 +273,9 @@ class KvFs {
 
   BlockDevice* const dev_;
   const KvFsParams params_;
-  KvFsLender* const lender_;
+  // Set later when the kvfs is mounted before its tier's space is loaded
+  // (the store reads RocksDB first).
+  std::atomic<KvFsLender*> lender_;
   // b, A, G: fixed for the kvfs's life, so the file paths read them without
   // the lock that guards super_.
   const KvFsGeometry geo_;

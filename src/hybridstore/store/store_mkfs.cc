@@ -20,6 +20,8 @@
 #include "hscommon/log.h"
 #include "hybridstore/kv/gated_db.h"
 #include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/kvfs/kvfs_rocksdb.h"
+#include "hybridstore/kvfs/kv_device.h"
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_mount.h"
 #include "hybridstore/store/tier_set.h"
@@ -57,7 +59,7 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
 int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
-                  std::string* error) {
+                  std::string* error, rocksdb::Env* kv_env) {
   rocksdb::Options base;
   base.create_if_missing = create;
   base.error_if_exists = create;
@@ -103,12 +105,20 @@ int open_store_db(const std::string& path, const Config& cfg, bool create, std::
     *error = "hybridstore_rocksdb_options: " + s.ToString();
     return -EINVAL;
   }
-  if (auto hooks = storage_hooks())
+  std::string where = path + "/db";
+  if (kv_env) {
+    // The hooks' fault injection and device models already sit below the
+    // kvfs, on the tier's device.
+    apply_kvfs_rocksdb_options(kv_env, make_kvfs_rocksdb_logger(), &opts);
+    where = KvDevice::kDbDir;
+  } else if (auto hooks = storage_hooks()) {
     if (int r = hooks->setup_kv(path, cfg, &opts, error); r < 0) return r;
+  }
   rocksdb::DB* db = nullptr;
-  s = rocksdb::DB::Open(opts, path + "/db", &db);
+  s = rocksdb::DB::Open(opts, where, &db);
   if (!s.ok()) {
-    *error = "cannot open RocksDB at " + path + "/db: " + s.ToString();
+    *error = kv_env ? "cannot open RocksDB in the KV file system of " + path + ": " + s.ToString()
+                    : "cannot open RocksDB at " + where + ": " + s.ToString();
     return s.IsInvalidArgument() ? -ENOENT : -EIO;
   }
   *out = std::make_unique<kv::GatedDb>(db);

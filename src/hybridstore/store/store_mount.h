@@ -32,6 +32,7 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 }  // namespace rocksdb
 
 namespace hybridstore {
@@ -52,9 +53,10 @@ struct StorePerf;
 // `fsid` all zeros: a new one is generated.
 int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std::string* error);
 // The store's RocksDB at <path>/db, opened (with `create`: made) with the
-// store's options: what mkfs and mount share.
+// store's options: what mkfs and mount share. With `kv_env` (a KvDevice's
+// Env), RocksDB is the one in the kvfs on the fastest tier instead.
 int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
-                  std::string* error);
+                  std::string* error, rocksdb::Env* kv_env = nullptr);
 // Fault injection and device models are test machinery that test tools
 // install as hooks; a store without them must not run as if they were on.
 int check_storage_hooks(const Config& cfg, std::string* error);
