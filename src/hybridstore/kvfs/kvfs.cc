@@ -199,20 +199,55 @@ std::unique_ptr<KvFsLogWriter> KvFs::make_writer(uint64_t log_id, const KvFsExte
 }
 
 // A segment is one contiguous run: the log writer fills it front to back.
-// It comes from what the kvfs owns; growing here would need a log write
-// from inside one.
+// It comes from what the kvfs owns (growing here would need a log write
+// from inside one): a spare that file allocations keep ready, or any run
+// that holds it.
 int KvFs::segment_for_log(KvFsExtent* segment, std::string* why) {
-  std::vector<Interval> got;
-  if (alloc_.allocate(params_.log_segment, 0, &got) == 0) {
-    if (got.size() == 1) {
-      *segment = KvFsExtent{got[0].offset, got[0].length};
+  {
+    std::lock_guard<std::mutex> l(spare_mutex_);
+    if (!spare_segments_.empty()) {
+      *segment = spare_segments_.back();
+      spare_segments_.pop_back();
       return 0;
     }
-    alloc_.release(got);
   }
+  if (take_contiguous_segment(segment)) return 0;
   *why = fmt::format("kvfs: no contiguous {} bytes free for a log segment ({} bytes free)", params_.log_segment,
                      alloc_.free_bytes());
   return -ENOSPC;
+}
+
+bool KvFs::take_contiguous_segment(KvFsExtent* segment) {
+  std::vector<Interval> got;
+  if (alloc_.allocate(params_.log_segment, 0, &got) != 0) return false;
+  if (got.size() == 1) {
+    *segment = KvFsExtent{got[0].offset, got[0].length};
+    return true;
+  }
+  alloc_.release(got);
+  return false;
+}
+
+bool KvFs::refill_spare_segments() {
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> l(spare_mutex_);
+      if (spare_segments_.size() >= kSpareSegments) return true;
+    }
+    KvFsExtent seg;
+    if (!take_contiguous_segment(&seg)) return false;
+    std::lock_guard<std::mutex> l(spare_mutex_);
+    if (spare_segments_.size() >= kSpareSegments) {
+      alloc_.release({Interval{seg.offset, seg.length}});  // another thread was quicker
+      return true;
+    }
+    spare_segments_.push_back(seg);
+  }
+}
+
+size_t KvFs::spare_segments() const {
+  std::lock_guard<std::mutex> l(spare_mutex_);
+  return spare_segments_.size();
 }
 
 int KvFs::unmount(std::string* why) {
@@ -541,8 +576,10 @@ int KvFs::write_pending(std::vector<Pending> batch, std::string* why) {
   const int r = append_records(writer_.get(), super_.log_id, geo_.block, params_.log_segment, records, &logged,
                                &bytes, why);
   std::lock_guard<std::mutex> l(meta_mutex_);
+  bool took_segment = false;
   for (const KvLoggedRecord& lr : logged) {
     if (kv_record_op(lr.record) != KvOp::kNext) continue;
+    took_segment = true;
     std::string nwhy;
     if (int nr = state_->apply(lr.record, lr.seq, &nwhy); nr < 0) {
       log_error_ = nr;
@@ -557,10 +594,15 @@ int KvFs::write_pending(std::vector<Pending> batch, std::string* why) {
   log_bytes_ += bytes;
   durable_ticket_ = std::max(durable_ticket_, batch.back().ticket);
   release_durable_locked();
+  // Growing here would log from inside the log's leader: the next file
+  // allocation grows if this finds no run. Until then the log runs on its
+  // last spare, and compacting now gives its old segments back.
+  if (took_segment && !refill_spare_segments()) log_short_ = true;
   return log_error_;
 }
 
 bool KvFs::compaction_due() const {
+  if (log_short_) return true;
   return log_bytes_ >= params_.log_compact && log_bytes_ >= params_.log_compact_ratio * snapshot_bytes_;
 }
 
@@ -667,6 +709,7 @@ int KvFs::compact_locked(std::string* why) {
   state_ = std::move(fresh);
   writer_ = std::move(writer);
   log_bytes_ = snapshot_bytes_ = bytes;
+  log_short_ = !refill_spare_segments();
   return 0;
 }
 
@@ -674,8 +717,26 @@ int KvFs::compact_locked(std::string* why) {
 
 // Extents come from what the kvfs owns; when that is short, from a growth
 // through the lender, logged durably before any of it is used.
+//
+// First, the log's next segment is put aside if it is not yet: the log
+// cannot grow from inside a log write, and RocksDB's files once fragmented
+// the free space until no run held a segment and the log failed
+// (kvfs_rocksdb_test), which fails every file at once. A file allocation
+// that cannot leave a segment for the log fails instead, with -ENOSPC:
+// RocksDB sees NoSpace for that write, and the log stays sound.
 int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why) {
   want = align_up(want, geo_.alloc_unit);
+  if (!refill_spare_segments()) {
+    std::string grow_why;
+    const uint64_t missing = (kSpareSegments - spare_segments()) * params_.log_segment;
+    if (grow(missing, true, &grow_why) < 0 || !refill_spare_segments()) {
+      *why = fmt::format(
+          "kvfs: no room left for the metadata log's next segments of {} bytes ({} bytes free in smaller "
+          "pieces{})",
+          params_.log_segment, alloc_.free_bytes(), grow_why.empty() ? "" : "; " + grow_why);
+      return -ENOSPC;
+    }
+  }
   std::vector<Interval> got;
   int r = alloc_.allocate(want, hint, &got);
   if (r == -ENOSPC) {
@@ -688,24 +749,7 @@ int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, s
     return r;
   }
   for (const Interval& i : got) out->push_back(KvFsExtent{i.offset, i.length});
-  keep_room_for_a_segment();
   return 0;
-}
-
-// The log takes its segments from what the kvfs owns and cannot grow from
-// inside a log write (segment_for_log). RocksDB's files fragmented the last
-// free space until no segment fitted and the log failed
-// (kvfs_rocksdb_test): so once file data leaves no run a segment fits in,
-// grow now, outside the log. Best effort and without grow_wait: a refusal
-// is left for the log to meet. The balancer's reserve (docs/kvfs.md
-// section 9) will replace this.
-void KvFs::keep_room_for_a_segment() {
-  if (!lender_.load(std::memory_order_acquire)) return;
-  uint64_t largest = 0;
-  alloc_.for_each_free([&](uint64_t, uint64_t length) { largest = std::max(largest, length); });
-  if (largest >= params_.log_segment) return;
-  std::string ignored;
-  grow(params_.log_segment, false, &ignored);
 }
 
 // A refused lend is retried once after grow_wait (the tier may have freed

@@ -14,6 +14,7 @@
 //   KvFs::commit_mutex_ (the log writer: one leader writes groups at a time)
 //   KvFs::meta_mutex_   (the namespace, the live KvFsState, the pending
 //                        records, open nodes, locks, pending release)
+//   KvFs::spare_mutex_  (the log's spare segment)
 //   the ExtentAllocator's own mutex (a leaf)
 // A group commit leader holds commit_mutex_ and takes meta_mutex_ only to
 // take the pending records and to publish the result, so writers queue
@@ -208,6 +209,9 @@ class KvFs {
   // The live metadata (what the log will hold once the queue is flushed).
   std::string describe() const;
   uint64_t free_bytes() const { return alloc_.free_bytes(); }
+  // Bytes kept aside for the log's next segments (free again after a
+  // remount).
+  uint64_t spare_log_bytes() const { return spare_segments() * params_.log_segment; }
   uint64_t owned_bytes() const;
   uint64_t generation() const;
   uint64_t block() const { return geo_.block; }
@@ -255,7 +259,11 @@ class KvFs {
   // ---- allocation (kvfs.cc)
   int allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why);
   int grow(uint64_t want, bool wait_if_refused, std::string* why);
-  void keep_room_for_a_segment();
+  bool take_contiguous_segment(KvFsExtent* segment);
+  // Puts segments aside for the log until kSpareSegments are (no growth):
+  // false when no free run holds one more.
+  bool refill_spare_segments();
+  size_t spare_segments() const;
 
   // ---- files (kvfs_file.cc)
   int write_blocks(KvFsNode* node, uint64_t upto, std::string* why);
@@ -296,6 +304,14 @@ class KvFs {
   bool leading_ = false;
   int log_error_ = 0;  // sticky: once a group or superblock write failed, nothing more is logged
   std::string log_error_why_;
+  // Segments kept aside for the log, out of the free map and in no record
+  // (a remount finds them free again): the next one, and one more for a
+  // compaction, which gives the old ones back when the kvfs has no room
+  // left (log_short_).
+  static constexpr size_t kSpareSegments = 2;
+  mutable std::mutex spare_mutex_;
+  std::vector<KvFsExtent> spare_segments_;
+  std::atomic<bool> log_short_{false};
   std::vector<std::pair<uint64_t, KvFsExtent>> pending_release_;  // (ticket, extent)
   std::map<uint64_t, std::shared_ptr<KvFsNode>> open_;  // nodes with handles
   std::set<std::string> locks_;

@@ -41,7 +41,9 @@ std::string value_of(int i, size_t len) {
 struct RocksOnKvFs {
   RocksOnKvFs(BlockDevice* dev, KvFsLender* lender, const KvFsParams& params, bool format) {
     std::string why;
-    if (format) EXPECT_EQ(KvFs::format(dev, params, fs_uuid(), fs_fsid(), lender, &why), 0) << why;
+    if (format) {
+      EXPECT_EQ(KvFs::format(dev, params, fs_uuid(), fs_fsid(), lender, &why), 0) << why;
+    }
     kvfs = mount_kvfs(dev, lender, params);
     rfs = std::make_shared<KvRocksFileSystem>(*kvfs);
     env = rocksdb::NewCompositeEnv(rfs);
@@ -368,7 +370,9 @@ uint64_t cut_round(uint64_t seed, uint64_t cut_at, bool tear) {
   int found = 0;
   for (int i = 0; i < res.issued; ++i) {
     rocksdb::Status g = r.db->Get(rocksdb::ReadOptions(), key_of(i), &v);
-    if (i <= res.synced) EXPECT_TRUE(g.ok()) << "synced " << key_of(i) << " lost: " << g.ToString();
+    if (i <= res.synced) {
+      EXPECT_TRUE(g.ok()) << "synced " << key_of(i) << " lost: " << g.ToString();
+    }
     if (g.ok()) {
       EXPECT_EQ(v, value_of(i, 300)) << key_of(i);
       ++found;
