@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <rocksdb/env.h>
+#include <rocksdb/version.h>
 
 #include "hsio/region_device.h"
 #include "hybridstore/kv/commit_journal.h"
@@ -75,9 +76,15 @@ int KvDevice::mount(std::shared_ptr<BlockDevice> dev, const KvFsParams& params, 
                     const Uuid& fsid, KvFsLender* lender, std::unique_ptr<KvDevice>* out, std::string* error) {
   std::unique_ptr<KvDevice> k(new KvDevice());
   k->dev_ = std::move(dev);
+#if HS_HAVE_KVFS_ROCKSDB
   if (int r = KvFs::mount(k->dev_.get(), params, kvfs_uuid, fsid, lender, &k->fs_, error); r < 0) return r;
   k->rocks_fs_ = std::make_shared<KvRocksFileSystem>(*k->fs_);
   k->env_ = rocksdb::NewCompositeEnv(k->rocks_fs_);
+#else
+  *error = fmt::format("RocksDB on the device needs RocksDB 7 or later; this build has RocksDB {}.{}",
+                       ROCKSDB_MAJOR, ROCKSDB_MINOR);
+  return -EOPNOTSUPP;
+#endif
   *out = std::move(k);
   return 0;
 }

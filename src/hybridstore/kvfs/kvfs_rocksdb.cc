@@ -14,6 +14,7 @@
 
 #include "hscommon/log.h"
 
+#if HS_HAVE_KVFS_ROCKSDB
 namespace hybridstore {
 
 namespace {
@@ -706,3 +707,4 @@ std::vector<std::string> apply_kvfs_rocksdb_options(rocksdb::Env* env, std::shar
 }
 
 }  // namespace hybridstore
+#endif  // HS_HAVE_KVFS_ROCKSDB

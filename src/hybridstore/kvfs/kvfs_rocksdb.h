@@ -28,6 +28,14 @@
 
 #include "hybridstore/kvfs/kvfs.h"
 
+// The FileSystem API used here (IsDirectory, Append with a
+// DataVerificationInfo, NewCompositeEnv) is RocksDB 7's. Ceph 16.2's
+// bundled RocksDB 6.8 lacks it, so a ceph-osd of Pacific builds without
+// RocksDB on the device (KvDevice::mount refuses); Reef and Tentacle bundle
+// 7.9, and Debian's own is 7.8 or later.
+#define HS_HAVE_KVFS_ROCKSDB (ROCKSDB_MAJOR >= 7)
+
+#if HS_HAVE_KVFS_ROCKSDB
 namespace hybridstore {
 
 // The methods of docs/kvfs.md 3.8's table, counted as RocksDB calls them
@@ -148,3 +156,4 @@ std::vector<std::string> apply_kvfs_rocksdb_options(rocksdb::Env* env, std::shar
                                                     rocksdb::DBOptions* opts);
 
 }  // namespace hybridstore
+#endif  // HS_HAVE_KVFS_ROCKSDB

@@ -107,10 +107,15 @@ int open_store_db(const std::string& path, const Config& cfg, bool create, std::
   }
   std::string where = path + "/db";
   if (kv_env) {
+#if HS_HAVE_KVFS_ROCKSDB
     // The hooks' fault injection and device models already sit below the
     // kvfs, on the tier's device.
     apply_kvfs_rocksdb_options(kv_env, make_kvfs_rocksdb_logger(), &opts);
     where = KvDevice::kDbDir;
+#else
+    *error = "this build's RocksDB cannot run on the device (kvfs_rocksdb.h)";
+    return -EOPNOTSUPP;
+#endif
   } else if (auto hooks = storage_hooks()) {
     if (int r = hooks->setup_kv(path, cfg, &opts, error); r < 0) return r;
   }
