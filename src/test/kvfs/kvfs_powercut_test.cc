@@ -1,13 +1,17 @@
 // Power cuts under a KvFs (docs/kvfs.md 3.7, 8.2): a scripted workload of
-// creates, appends, syncs, renames over names, unlinks, growth through the
-// lender and a compaction, cut at every device write (with the cache lost,
+// creates, appends, syncs, renames over names, unlinks, the commit
+// journal's ring made, growth through the lender and a compaction, cut at
+// every device write (with the cache lost,
 // kept at random, or the cut write torn). After the cut the
 // kvfs must mount (replay checks that no block has two owners), and what it
 // holds must be the state after some operation between the last completed
 // sync and the cut: every synced byte there exactly, every name change
-// before the sync present, the log a prefix.
+// before the sync present, the log a prefix; and a ring, if the log has
+// one, is the one made (if its making returned) and holds only zeros.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <random>
 
@@ -38,6 +42,10 @@ class Script {
 
   const std::vector<Namespace>& states() const { return states_; }
   size_t acked() const { return acked_; }
+  // The ring make_journal returned (empty unless it did), and the op that
+  // made it.
+  const std::vector<KvFsExtent>& ring() const { return ring_; }
+  size_t ring_op() const { return ring_op_; }
   bool finished() const { return ok_; }
   const std::string& failure() const { return failure_; }
 
@@ -62,6 +70,10 @@ class Script {
     sync(1);
     close(1);
     if (round % 2 == 1) rename(sst, "CURRENT");
+    if (round == 1) {
+      step([&](std::string* why) { return fs_->make_journal(128 * kB, &ring_, why); }, true);
+      ring_op_ = states_.size() - 1;
+    }
     if (round >= 2 && round % 2 == 0) unlink(fmt::format("{:06}.sst", round - 2));
     if (round == 3) step([&](std::string* why) { return fs_->compact(why); }, true);
     append(0, 100);
@@ -166,6 +178,8 @@ class Script {
   size_t acked_ = 0;
   bool ok_ = true;
   std::string failure_;
+  std::vector<KvFsExtent> ring_;
+  size_t ring_op_ = SIZE_MAX;
 };
 
 KvFsParams cut_params() {
@@ -191,7 +205,7 @@ uint64_t script_writes(uint64_t seed) {
   fs.enabled = true;
   auto injector = std::make_shared<FaultInjector>(dir.path(), fs);
   FaultInjectionDevice dev(open_kvfs_media(dir.file("dev")), injector);
-  FakeLender lender(4 * kG);
+  FakeLender lender(6 * kG);
   auto kvfs = format_and_mount(&dev, &lender, cut_params());
   const uint64_t before = injector->counters().device_writes;
   Script script(kvfs.get(), seed);
@@ -220,7 +234,7 @@ void cut_at_every_write(bool keep_random, bool tear) {
     auto injector = std::make_shared<FaultInjector>(dir.path(), fs);
     injector->keep_cached_writes_at_random(keep_random);
     auto dev = std::make_unique<FaultInjectionDevice>(open_kvfs_media(dir.file("dev")), injector);
-    FakeLender lender(4 * kG);
+    FakeLender lender(6 * kG);
     auto kvfs = format_and_mount(dev.get(), &lender, cut_params());
     ASSERT_TRUE(kvfs);
     injector->powercut_after_writes(n, tear);
@@ -228,6 +242,8 @@ void cut_at_every_write(bool keep_random, bool tear) {
     script->run();
     const std::vector<Namespace> states = script->states();
     const size_t acked = script->acked();
+    const std::vector<KvFsExtent> ring = script->ring();
+    const size_t ring_op = script->ring_op();
     script.reset();  // its handles close against the dead device
     ASSERT_TRUE(injector->power_is_off());
     kvfs.reset();
@@ -243,6 +259,19 @@ void cut_at_every_write(bool keep_random, bool tear) {
     ASSERT_TRUE(matched) << fmt::format(
         "the remounted namespace ({} names) is no state between the last sync (op {}) and the cut (op {})",
         found.size(), acked, states.size() - 1);
+    const std::vector<KvFsExtent> found_ring = after->journal();
+    if (ring_op != SIZE_MAX && acked >= ring_op) {
+      ASSERT_FALSE(found_ring.empty()) << "the ring's JOURNAL was durable, and is gone";
+    }
+    if (!ring.empty() && !found_ring.empty()) {
+      ASSERT_EQ(found_ring, ring);
+    }
+    for (const KvFsExtent& e : found_ring) {
+      AlignedBuffer buf(e.length);
+      ASSERT_EQ(media->read(e.offset, buf.data(), e.length), 0);
+      ASSERT_EQ(std::count(buf.data(), buf.data() + e.length, '\0'), static_cast<long>(e.length))
+          << "the ring holds bytes other than zeros";
+    }
   }
 }
 
