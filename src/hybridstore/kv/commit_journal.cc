@@ -270,6 +270,25 @@ void CommitJournal::checkpoint() {
   // Every record reserved so far is in RocksDB, durably: a whole ring's
   // length from here on only overwrites such records.
   reusable_ = head_ + size_;
+  if (discard_span_ == 0) return;
+  // Under the mutex: a record reserved after this goes past the head, into
+  // a span already discarded, never one being discarded.
+  const uint64_t head_span = head_ % size_ / discard_span_;
+  for (uint64_t s = 0; (s + 1) * discard_span_ <= size_; ++s) {
+    if (s == head_span) continue;
+    // Advisory: a failed discard only costs the FTL a merge later.
+    if (dev_->discard(s * discard_span_, discard_span_) == 0) ++discarded_spans_;
+  }
+}
+
+void CommitJournal::set_discard_span(uint64_t span) {
+  std::lock_guard<std::mutex> l(mutex_);
+  discard_span_ = span % kBlock == 0 ? span : 0;
+}
+
+uint64_t CommitJournal::discarded_spans() const {
+  std::lock_guard<std::mutex> l(mutex_);
+  return discarded_spans_;
 }
 
 int CommitJournal::write(uint64_t pos, const std::string& record) {

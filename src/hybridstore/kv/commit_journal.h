@@ -119,7 +119,18 @@ class CommitJournal {
   // the space it takes was last used by records RocksDB may not hold yet.
   uint64_t reserve(uint64_t len, bool* needs_checkpoint);
   // After a RocksDB WAL sync that covers every record reserved so far.
+  // With a discard span set, also discards every whole span of the ring
+  // but the one holding the head (see set_discard_span).
   void checkpoint();
+  // On raw NAND behind the FTL (docs/kvfs.md 4), `span` is the FTL's
+  // erase-block size: overwriting ring pages in place would send each into
+  // the FTL's log area and cost a merge, while a discarded span's next pass
+  // writes unmapped erase blocks. At a checkpoint RocksDB holds every
+  // record reserved so far, and nothing is reserved past the head yet, so
+  // no span but the head's holds a record that replay may need. 0 (the
+  // default): nothing is discarded. A multiple of kBlock.
+  void set_discard_span(uint64_t span);
+  uint64_t discarded_spans() const;
   // Writes the record at `pos` (from reserve()) and makes it durable.
   int write(uint64_t pos, const std::string& record);
 
@@ -134,9 +145,11 @@ class CommitJournal {
   std::unique_ptr<BlockDevice> dev_;
   const uint64_t size_;
   const Uuid fsid_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   uint64_t head_ = 0;      // bytes reserved since open (position = head_ % size_)
   uint64_t reusable_;      // head_ may grow to this before a checkpoint
+  uint64_t discard_span_ = 0;
+  uint64_t discarded_spans_ = 0;
 };
 
 }  // namespace hybridstore

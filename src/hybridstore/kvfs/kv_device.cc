@@ -96,7 +96,8 @@ KvDevice::~KvDevice() {
   fs_.reset();
 }
 
-std::unique_ptr<CommitJournal> KvDevice::open_journal(uint64_t size, const Uuid& fsid, std::string* error) {
+std::unique_ptr<CommitJournal> KvDevice::open_journal(uint64_t size, const Uuid& fsid, uint64_t discard_span,
+                                                      std::string* error) {
   error->clear();
   std::vector<KvFsExtent> ring = fs_->journal();
   if (ring.empty()) {
@@ -110,7 +111,9 @@ std::unique_ptr<CommitJournal> KvDevice::open_journal(uint64_t size, const Uuid&
     *error = "the commit journal's ring in the kvfs: " + *error;
     return nullptr;
   }
-  return CommitJournal::open_region(std::move(region), fsid, error);
+  auto journal = CommitJournal::open_region(std::move(region), fsid, error);
+  if (journal) journal->set_discard_span(discard_span);
+  return journal;
 }
 
 int KvDevice::unmount(std::string* error) { return fs_->unmount(error); }

@@ -76,8 +76,10 @@ class KvDevice {
 
   // The commit journal on the kvfs's ring, which is made (zeroed) now when
   // the kvfs has none and `size` > 0. Null with *error empty when there is
-  // no ring and `size` is 0; null with *error on a failure.
-  std::unique_ptr<CommitJournal> open_journal(uint64_t size, const Uuid& fsid, std::string* error);
+  // no ring and `size` is 0; null with *error on a failure. On raw NAND
+  // `discard_span` is the FTL's erase block (CommitJournal::set_discard_span).
+  std::unique_ptr<CommitJournal> open_journal(uint64_t size, const Uuid& fsid, uint64_t discard_span,
+                                              std::string* error);
 
   // Makes every kvfs record durable; the kvfs is then closed.
   int unmount(std::string* error);

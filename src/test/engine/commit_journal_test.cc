@@ -928,4 +928,81 @@ TEST(CommitJournalRegion, RefusesARingItCannotUse) {
   EXPECT_EQ(refusal(dev, 16 * kB), "");
 }
 
+// Records a ring's discards, and writes zeros over each discarded range, as
+// a trimmed NAND block reads back.
+class DiscardRecorder final : public ForwardingBlockDevice {
+ public:
+  explicit DiscardRecorder(std::unique_ptr<BlockDevice> inner)
+      : ForwardingBlockDevice(std::move(inner), "discards") {}
+  int discard(uint64_t offset, uint64_t len) override {
+    std::lock_guard<std::mutex> l(mutex_);
+    discards.emplace_back(offset, len);
+    AlignedBuffer zeros(len, 4096, AlignedBuffer::kZeroed);
+    return inner_->write(offset, zeros.data(), len);
+  }
+  std::mutex mutex_;
+  std::vector<std::pair<uint64_t, uint64_t>> discards;
+};
+
+// On NAND the ring's erase-block spans are discarded at a checkpoint, all
+// but the head's: every record they held is in RocksDB by then, and what
+// is written after the checkpoint replays.
+TEST(CommitJournalRegion, ACheckpointDiscardsEverySpanButTheHeads) {
+  constexpr uint64_t kB = CommitJournal::kBlock, kSpan = 4 * kB, kRing = 32 * kB;
+  test::TempDir dir("journal");
+  DeviceOpenOptions o;
+  o.create = true;
+  o.create_size = kRing + 8 * kB;
+  std::string err;
+  auto recorder = std::make_shared<DiscardRecorder>(open_block_device(dir.file("ssd"), o, &err));
+  ASSERT_TRUE(recorder->inner()) << err;
+  auto region = RegionDevice::make(recorder, {{8 * kB, kRing}}, &err);
+  ASSERT_TRUE(region) << err;
+  ASSERT_EQ(CommitJournal::format_region(*region, &err), 0) << err;
+  auto j = CommitJournal::open_region(std::move(region), fsid_a(), &err);
+  ASSERT_TRUE(j) << err;
+  j->set_discard_span(kSpan);
+  auto db = open_db(dir.file("db"));
+  // Records 1..5, each one block, all in RocksDB (as a checkpoint
+  // requires): the head is then at 20 KiB, in span 1 of 8.
+  for (uint64_t s = 1; s <= 5; ++s) {
+    std::string r = j->encode(entries(s, 1));
+    ASSERT_EQ(r.size(), kB);
+    bool cp = false;
+    ASSERT_EQ(j->write(j->reserve(r.size(), &cp), r), 0);
+    rocksdb::WriteBatch b(batch_putting("k" + std::to_string(s), "v", s));
+    ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &b).ok());
+  }
+  j->checkpoint();
+  EXPECT_EQ(j->discarded_spans(), kRing / kSpan - 1);
+  std::set<uint64_t> discarded;
+  for (const auto& [off, len] : recorder->discards) {
+    EXPECT_EQ(len, kSpan);
+    EXPECT_EQ((off - 8 * kB) % kSpan, 0u);
+    discarded.insert((off - 8 * kB) / kSpan);
+  }
+  EXPECT_EQ(discarded.size(), kRing / kSpan - 1);
+  EXPECT_EQ(discarded.count(1), 0u) << "the head's span (the head at 20 KiB) was discarded";
+  // Eight more after the checkpoint: three fill the head's span, five go
+  // into span 2, which was discarded.
+  for (uint64_t s = 6; s <= 13; ++s) {
+    std::string r = j->encode(entries(s, 1));
+    bool cp = false;
+    ASSERT_EQ(j->write(j->reserve(r.size(), &cp), r), 0);
+  }
+  j.reset();
+  auto region2 = RegionDevice::make(recorder, {{8 * kB, kRing}}, &err);
+  ASSERT_TRUE(region2) << err;
+  auto again = CommitJournal::open_region(std::move(region2), fsid_a(), &err);
+  ASSERT_TRUE(again) << err;
+  uint64_t next = 0;
+  EXPECT_EQ(again->replay(db.get(), &next, &err), 8) << err;
+  EXPECT_EQ(next, 14u);
+  // Without a span set, a checkpoint discards nothing.
+  const size_t before = recorder->discards.size();
+  again->checkpoint();
+  EXPECT_EQ(recorder->discards.size(), before);
+  EXPECT_EQ(again->discarded_spans(), 0u);
+}
+
 }  // namespace

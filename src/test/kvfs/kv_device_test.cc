@@ -129,7 +129,7 @@ TEST(KvDevice, RocksDBAndTheJournalShareTheDeviceAndReplayAfterARemount) {
     ASSERT_TRUE(db);
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "before", "x").ok());
     ASSERT_TRUE(db->FlushWAL(true).ok());
-    auto journal = k->open_journal(ring_size, fs_fsid(), &why);
+    auto journal = k->open_journal(ring_size, fs_fsid(), 0, &why);
     ASSERT_TRUE(journal) << why;
     uint64_t next = 0;
     EXPECT_EQ(journal->replay(db.get(), &next, &why), 0) << why;
@@ -152,7 +152,7 @@ TEST(KvDevice, RocksDBAndTheJournalShareTheDeviceAndReplayAfterARemount) {
   ASSERT_TRUE(db);
   // A second open_journal finds the ring; the size asked for no longer
   // matters.
-  auto journal = k->open_journal(0, fs_fsid(), &why);
+  auto journal = k->open_journal(0, fs_fsid(), 0, &why);
   ASSERT_TRUE(journal) << why;
   uint64_t next = 0;
   EXPECT_EQ(journal->replay(db.get(), &next, &why), 3) << why;
@@ -185,10 +185,10 @@ TEST(KvDevice, NoRingWithoutASizeAndAWrongUuidDoesNotMount) {
   EXPECT_FALSE(k);
   ASSERT_EQ(KvDevice::mount(dev, params, fs_uuid(), fs_fsid(), &lender, &k, &why), 0) << why;
   EXPECT_TRUE(k->fs().journal().empty());
-  EXPECT_FALSE(k->open_journal(0, fs_fsid(), &why));
+  EXPECT_FALSE(k->open_journal(0, fs_fsid(), 0, &why));
   EXPECT_TRUE(why.empty()) << why;
   // Asked for one later (the option raised), the mount makes it.
-  auto journal = k->open_journal(1 << 20, fs_fsid(), &why);
+  auto journal = k->open_journal(1 << 20, fs_fsid(), 0, &why);
   ASSERT_TRUE(journal) << why;
   EXPECT_EQ(journal->size(), 1u << 20);
   journal.reset();
