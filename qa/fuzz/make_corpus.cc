@@ -89,11 +89,19 @@ int main(int argc, char** argv) {
   l.size = 64ull << 30;
   l.created_us = 1700000000000000ull;
   l.description = "hybridstore hdd";
-  const std::string block = encode_label(l);
+  l.generation = 3;
+  l.flags = kLabelMkfsDone;
+  l.slot = 4096;
+  l.head = 65536;
+  l.tiers = {{Tier::kSsd, {}, 4096, 8ull << 30}, {Tier::kHdd, {}, 65536, 64ull << 30}};
+  l.meta = {{"path_block.ssd", "/dev/sdb"}, {"whoami", "0"}};
+  std::string block;
+  if (encode_label(l, &block) < 0) return 1;
   const uint32_t len = load_fixed32(block.data() + kLabelMagicLen);
   const std::string_view rec = std::string_view(block).substr(kLabelMagicLen + 4, len);
-  put(root + "/label", "label-sealed", 0, body_of(kLabelTag, rec));
-  put(root + "/label", "label-raw", 1, std::string_view(block).substr(0, kLabelMagicLen + 4 + len));
+  // Record version 2 (mode bit 2: the target seals the body as version 2).
+  put(root + "/label", "label-v2-sealed", 4, body_of(kLabelTag, rec));
+  put(root + "/label", "label-v2-raw", 1, std::string_view(block).substr(0, kLabelMagicLen + 4 + len));
   Superblock sb;
   sb.fsid = l.fsid;
   sb.created_us = l.created_us;

@@ -91,20 +91,35 @@ JSON
 state >"$W/before"
 
 echo "labels: flipped bytes, zeroed"
+# Two copies, A at 0 and B at 4096 (the label slot of a file): a store is
+# refused only when both are damaged; one damaged copy is a warning of fsck.
 for dev in block.ssd block.hdd; do
   for off in 0 9 17 18 20 22 23 30 41 60; do
     flip "$S/$dev" $off
+    flip "$S/$dev" $((4096 + off))
     refused_untouched "label" "$TOOL" --path "$S" df
     flip "$S/$dev" $off
+    flip "$S/$dev" $((4096 + off))
+  done
+  for copy in A B; do
+    off=30
+    [ $copy = A ] || off=$((4096 + 30))
+    flip "$S/$dev" $off
+    "$TOOL" --path "$S" fsck >"$W/out" 2>&1 || fail "fsck with label copy $copy of $dev damaged: $(cat "$W/out")"
+    grep -q "warning: .* label copy $copy is damaged" "$W/out" || fail "fsck did not warn of copy $copy: $(cat "$W/out")"
+    flip "$S/$dev" $off
+    cases=$((cases + 1))
   done
   flip "$S/$dev" 30
+  flip "$S/$dev" $((4096 + 30))
   refused_untouched "label" "$TOOL" --path "$S" show-label
   flip "$S/$dev" 30
+  flip "$S/$dev" $((4096 + 30))
 done
-dd if="$S/block.hdd" of="$W/label" bs=4096 count=1 2>/dev/null
-dd if=/dev/zero of="$S/block.hdd" bs=4096 count=1 conv=notrunc 2>/dev/null
+dd if="$S/block.hdd" of="$W/label" bs=4096 count=2 2>/dev/null
+dd if=/dev/zero of="$S/block.hdd" bs=4096 count=2 conv=notrunc 2>/dev/null
 refused_untouched "no hybridstore label" "$TOOL" --path "$S" fsck
-dd if="$W/label" of="$S/block.hdd" bs=4096 count=1 conv=notrunc 2>/dev/null
+dd if="$W/label" of="$S/block.hdd" bs=4096 count=2 conv=notrunc 2>/dev/null
 unchanged "corrupt labels"
 
 echo "devices: truncated, smaller than the label, missing, swapped, foreign, not a device"

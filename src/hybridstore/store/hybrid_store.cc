@@ -120,21 +120,22 @@ int HybridStore::mkfs(std::string* error) {
   return r;
 }
 
-int HybridStore::open_store(std::string* error) {
+int HybridStore::open_store(std::string* error, bool read_only) {
   std::string e;
   int r;
   if (store_) {
     e = "already mounted";
     r = -EBUSY;
   } else {
-    r = MountedStore::open(path_, &cfg_, perf_.get(), repair_mode_ ? &repair_log_ : nullptr, &store_, &e);
+    r = MountedStore::open(path_, &cfg_, perf_.get(), repair_mode_ ? &repair_log_ : nullptr, read_only, &store_,
+                           &e);
   }
   if (error) *error = e;
   return r;
 }
 
 int HybridStore::mount_read_only(std::string* error) {
-  int r = open_store(error);
+  int r = open_store(error, true);
   read_only_mount_ = r == 0;
   return r;
 }

@@ -209,7 +209,7 @@ class HybridStore {
   // interfaces); outlives them.
   class ComponentView;
   // Mounts the store (mount, mount_read_only): -EBUSY when it is mounted.
-  int open_store(std::string* error);
+  int open_store(std::string* error, bool read_only = false);
   // The once-a-second chores of a store mounted for writing, on the
   // migrator's thread: the staged tiers' timeouts, then each cleaner's pass.
   void tick();

@@ -72,6 +72,10 @@ void problem(FsckScan& s, std::string msg) {
   ++s.rep->errors;
   if (s.rep->problems.size() < 1000) s.rep->problems.push_back(std::move(msg));
 }
+void warning(FsckScan& s, std::string msg) {
+  ++s.rep->warnings;
+  if (s.rep->problems.size() < 1000) s.rep->problems.push_back("warning: " + std::move(msg));
+}
 // What repair changes.
 void change(FsckScan& s, std::string msg) {
   if (s.plan) s.plan->changes.push_back(std::move(msg));
@@ -130,7 +134,47 @@ int StoreFsck::scan(bool deep, FsckReport* rep, RepairPlan* plan) {
   }
   for (Tier t : tiers_->ids()) check_space(s, t);
   check_statistics(s);
+  check_labels(s);
   return static_cast<int>(std::min<uint64_t>(rep->errors, INT32_MAX));
+}
+
+// Both copies of every tier's label, read again from the device: what
+// mount chose may have been damaged since, and a copy behind is what a
+// crash between the two writes of a pair leaves.
+void StoreFsck::check_labels(FsckScan& s) {
+  for (Tier t : tiers_->ids()) {
+    BlockDevice* dev = tiers_->device(t);
+    DeviceLabel l;
+    LabelPairStatus st;
+    std::string why;
+    if (read_labels(dev, &l, &st, &why) < 0) {
+      problem(s, fmt::format("{} label: {}", tier_name(t), why));
+      continue;
+    }
+    if (l.fsid != super_->fsid || l.role != t || l.format_version > super_->format_version) {
+      problem(s, fmt::format("{} label: fsid {} role {} format {}, the store is {} (format {})", tier_name(t),
+                             uuid_to_string(l.fsid), tier_name(l.role), l.format_version,
+                             uuid_to_string(super_->fsid), super_->format_version));
+      continue;
+    }
+    if (l.record_version >= 2 && t == Tier::kSsd && (l.flags & kLabelMkfsDone) &&
+        l.tiers != label_tier_table(*super_))
+      problem(s, fmt::format("{} label: its tier table differs from the superblock's", tier_name(t)));
+    if (super_->format_version >= 4 && l.record_version < 2)
+      warning(s, fmt::format("{} label is of record version 1 in a format-{} store (the next read-write mount "
+                             "rewrites it)",
+                             tier_name(t), super_->format_version));
+    const std::string bad = st.problem();
+    if (bad.empty()) continue;
+    warning(s, fmt::format("{} label {} (the other copy carries the store)", tier_name(t), bad));
+    if (!s.plan) continue;
+    if (int r = write_label_pair(dev, &l, &why); r < 0) {
+      problem(s, fmt::format("{} label: rewriting the pair failed: {}", tier_name(t), why));
+      continue;
+    }
+    change(s, fmt::format("rewrote the {} label pair from copy {} (generation {})", tier_name(t), st.chosen,
+                          l.generation));
+  }
 }
 
 void StoreFsck::scan_onodes(FsckScan& s, rocksdb::Iterator* it, bool deep) {

@@ -65,6 +65,7 @@ class StoreFsck {
   void scan_shards(FsckScan& s, rocksdb::Iterator* it);
   void scan_omap(FsckScan& s, rocksdb::Iterator* it);
   void check_space(FsckScan& s, Tier tier);
+  void check_labels(FsckScan& s);
   void check_statistics(FsckScan& s);
 
   rocksdb::DB* db_;

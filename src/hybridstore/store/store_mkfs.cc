@@ -54,8 +54,6 @@ bool write_text_file(const std::string& path, const std::string& text) {
   return ::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
-uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 }  // namespace
 
 int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
@@ -144,7 +142,7 @@ namespace {
 // Links, labels and sizes the device of tier `t` as *sb says it is made,
 // recording its size, unit and reserved head in *sb.
 int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint64_t unit, Superblock* sb,
-                     std::string* error) {
+                     std::unique_ptr<BlockDevice>* out, std::string* error) {
   TierDescriptor& desc = sb->tier[tier];
   std::error_code ec;
   std::string link = path + "/" + tier_device_link(tier);
@@ -167,7 +165,7 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
   std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, dev_path, o, o.create, nullptr, error);
   if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
   uint64_t size = dev->size() / unit * unit;
-  uint64_t reserved = align_up(std::max<uint64_t>(65536, kLabelSize), unit);
+  uint64_t reserved = label_head(label_slot(dev.get()), unit);
   if (size < reserved + 64 * unit) {
     *error = fmt::format("{} device {} is too small ({} bytes)", tier_name(tier), dev_path, dev->size());
     return -EINVAL;
@@ -178,13 +176,39 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
   label.size = size;
   label.created_us = sb->created_us;
   label.description = std::string("hybridstore ") + tier_name(tier);
-  if (int r = write_label(dev.get(), label); r < 0) {
-    *error = fmt::format("cannot write label to {}: {}", dev_path, strerror(-r));
+  label.device_kind = desc.layout.device;
+  label.head = reserved;
+  // mkfs_done clear: until mkfs commits, the devices say a store is being made.
+  std::string why;
+  if (int r = write_label_pair(dev.get(), &label, &why); r < 0) {
+    *error = fmt::format("cannot write label to {}: {}", dev_path, why);
     return r;
   }
   desc.size = size;
   desc.alloc_unit = unit;
   desc.reserved = reserved;
+  *out = std::move(dev);
+  return 0;
+}
+
+// The commit point of mkfs: every tier's label pair with mkfs_done set, the
+// SSD's with the tier table, once the records are durable in RocksDB.
+int commit_labels(const std::string& path, const Superblock& sb, PerTier<std::unique_ptr<BlockDevice>>* devs,
+                  std::string* error) {
+  for (Tier t : tier_ids(sb.tiers())) {
+    BlockDevice* dev = (*devs)[t].get();
+    DeviceLabel cur;
+    std::string why;
+    if (int r = read_label(dev, &cur, &why); r < 0) {
+      *error = fmt::format("{} device: {}", tier_name(t), why);
+      return r;
+    }
+    DeviceLabel l = store_tier_label(path, sb, t, cur);
+    if (int r = write_label_pair(dev, &l, &why); r < 0) {
+      *error = why;
+      return r;
+    }
+  }
   return 0;
 }
 
@@ -255,12 +279,15 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
     if (o.mkfs_only) sb.mkfs_options[o.name] = cfg.get_text(o.name);
 
   sb.order = TierOrder::made_by_mkfs(static_cast<int>(cfg.get_int("hybridstore_tiers")));
+  // Held open (and locked) until the labels commit the store.
+  PerTier<std::unique_ptr<BlockDevice>> devs;
   for (Tier t : tier_ids(sb.tiers())) {
     sb.tier[t].layout = tier_layout(t, sb.mkfs_options);
     const uint64_t unit = tier_alloc_unit(t, sb.tier[t].layout, cfg);
-    if (int r = make_tier_device(path, cfg, t, unit, &sb, error); r < 0) return r;
+    if (int r = make_tier_device(path, cfg, t, unit, &sb, &devs[t], error); r < 0) return r;
   }
   if (int r = write_new_store(path, cfg, sb, error); r < 0) return r;
+  if (int r = commit_labels(path, sb, &devs, error); r < 0) return r;
   HS_INFO("created store {} at {}", uuid_to_string(sb.fsid), path);
   return 0;
 }

@@ -33,7 +33,7 @@ MountedStore::MountedStore(std::string path, Config* cfg, StorePerf* perf)
     : path_(std::move(path)), cfg_(cfg), perf_(perf) {}
 
 int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, std::vector<std::string>* repair_log,
-                       std::unique_ptr<MountedStore>* out, std::string* error) {
+                       bool read_only, std::unique_ptr<MountedStore>* out, std::string* error) {
   if (int r = check_storage_hooks(*cfg, error); r < 0) return r;
   if (!fs::exists(path + "/db/CURRENT")) {
     *error = "no store at " + path + " (run mkfs first)";
@@ -79,7 +79,9 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
       return -EIO;
     }
   }
-  if (int r = m->upgrade_format(error); r < 0) return r;
+  if (!read_only) {
+    if (int r = m->upgrade_format(error); r < 0) return r;
+  }
   *out = std::move(m);
   return 0;
 }
@@ -113,6 +115,10 @@ int MountedStore::read_superblock(std::string* error) {
     return -EINVAL;
   }
   if (int r = decode_superblock(v, &super_, error); r < 0) return r;
+  if (super_.kv_location != KvLocation::kDirectory) {
+    *error = "store at " + path_ + " keeps its RocksDB on the device, which this build cannot mount yet";
+    return -EOPNOTSUPP;
+  }
   // Options fixed at mkfs take the values the store was made with.
   for (const auto& [k, val] : super_.mkfs_options) {
     std::string e;
@@ -212,15 +218,28 @@ int MountedStore::set_object_gauges(std::string* error) {
 }
 
 int MountedStore::upgrade_format(std::string* error) {
-  if (super_.format_version >= kFormatVersion) return 0;
+  if (super_.format_version >= kFormatVersion) return upgrade_labels(error);
+  // A format-4 label pair puts copy B at s, inside the head the store
+  // reserved; a head too small for it (none is known) keeps the old format.
+  for (Tier t : tiers_->ids()) {
+    const uint64_t s = label_slot(tiers_->device(t));
+    if (super_.tier[t].reserved < 2 * s) {
+      HS_WARN("store {}: the {} tier reserves {} bytes, too few for two {}-byte label copies; it stays at "
+              "format {}",
+              uuid_to_string(super_.fsid), tier_name(t), super_.tier[t].reserved, s, super_.format_version);
+      return 0;
+    }
+  }
   // Upgrade, once the store has mounted (and passed fsck on mount, when
   // asked): the superblock of the current format, with what the old one
   // implied (format 1: SSD then HDD, layouts from the mkfs options) made
   // explicit. A mount that fails leaves the old format, which the previous
   // build still opens. One durable commit; a build of the old format
-  // refuses the new superblock instead of misreading it.
+  // refuses the new superblock instead of misreading it, and so never sees
+  // the labels rewritten after it.
   Superblock up = super_;
   up.format_version = kFormatVersion;
+  up.kv_location = KvLocation::kDirectory;
   CommitWork work;
   work.batch = std::make_unique<rocksdb::WriteBatch>();
   work.batch->Put(kv::superblock_key(), encode_superblock(up));
@@ -233,6 +252,29 @@ int MountedStore::upgrade_format(std::string* error) {
   HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
           kFormatVersion);
   super_ = up;
+  return upgrade_labels(error);
+}
+
+int MountedStore::upgrade_labels(std::string* error) {
+  for (Tier t : tiers_->ids()) {
+    const DeviceLabel& cur = tiers_->label(t);
+    DeviceLabel want = store_tier_label(path_, super_, t, cur);
+    // Only what the format needs: the path hints alone never cause a rewrite.
+    DeviceLabel cmp = want;
+    cmp.meta = cur.meta;
+    // A pair whose copies are of different record versions is an upgrade
+    // a crash cut between B and A: finished here. Other damage is fsck's
+    // to report and repair's to mend.
+    const LabelPairStatus& st = tiers_->label_status(t);
+    const bool torn_upgrade = st.a == 0 && st.b == 0 && st.label_a.record_version != st.label_b.record_version;
+    if (cur.record_version >= 2 && same_label_content(cmp, cur) && !torn_upgrade) continue;
+    if (int r = tiers_->write_label(t, &want, error); r < 0) {
+      close();
+      return r;
+    }
+    HS_INFO("store {}: {} label rewritten (record version 2, generation {})", uuid_to_string(super_.fsid),
+            tier_name(t), want.generation);
+  }
   return 0;
 }
 

@@ -66,9 +66,10 @@ class MountedStore {
   // Mounts the store at `path`. `cfg` takes the values of the mkfs options
   // the store was made with; `perf` outlives the mount. With `repair_log`,
   // what mount would refuse (corrupt deferred or collection records) is
-  // dropped and described there.
+  // dropped and described there. A read-only mount leaves the store's
+  // format (and its labels) as it found them.
   static int open(const std::string& path, Config* cfg, StorePerf* perf, std::vector<std::string>* repair_log,
-                  std::unique_ptr<MountedStore>* out, std::string* error);
+                  bool read_only, std::unique_ptr<MountedStore>* out, std::string* error);
   // Closes without settling: what is queued stays queued (and is replayed
   // at the next mount). close() first for an orderly umount.
   ~MountedStore();
@@ -117,7 +118,11 @@ class MountedStore {
   // The gauges of objects per tier (counted once for a store made before
   // they were kept).
   int set_object_gauges(std::string* error);
+  // The upgrade to the current format (docs/kvfs.md 7.2): the superblock
+  // first, durable, then every tier's label pair. Either step a crash left
+  // undone is done by the next read-write mount.
   int upgrade_format(std::string* error);
+  int upgrade_labels(std::string* error);
   // Writes the write units staged tiers completed (tick: staging timeout;
   // flush: all) with the state they drained: the state's commit sequence
   // number, 0 when there was none.

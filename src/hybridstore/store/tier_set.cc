@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
+#include "hscommon/log.h"
 #include "hsio/async_write_device.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/store/api_types.h"
@@ -48,9 +50,21 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
     if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
     DeviceLabel label;
     std::string why;
-    if (int r = read_label(dev.get(), &label, &why); r < 0) {
+    if (int r = read_labels(dev.get(), &label, &label_status_[tier], &why); r < 0) {
       *error = fmt::format("{} device {}: {}", tier_name(tier), p, why);
       return r;
+    }
+    if (std::string bad = label_status_[tier].problem(); !bad.empty())
+      HS_WARN("{} device {}: label {}; the other copy carries it (fsck --repair rewrites the pair)",
+              tier_name(tier), p, bad);
+    // A label is rewritten only after the superblock of its format is
+    // durable (the upgrade's order), so one newer than the superblock is
+    // from another store or a newer build's half-done work.
+    if (label.format_version > super.format_version || (label.record_version >= 2 && super.format_version < 4)) {
+      *error = fmt::format("{} device {}: label of format {} (record version {}) is newer than the store's "
+                           "superblock (format {})",
+                           tier_name(tier), p, label.format_version, label.record_version, super.format_version);
+      return -EINVAL;
     }
     if (label.fsid != super.fsid) {
       *error = fmt::format("{} device {} belongs to store {}, not to this store ({})", tier_name(tier), p,
@@ -79,11 +93,48 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
     // Above any test wrapper: what the cache serves is what the media
     // (faulty or modelled) returned, and every write reaches both.
     if (read_cache_) dev = std::make_unique<CachingBlockDevice>(std::move(dev), read_cache_, tier_index(tier));
+    labels_[tier] = label;
     spaces_[tier] = make_tier_space(tier, std::move(dev), super);
     spaces_[tier]->configure(cfg);
     if (int r = spaces_[tier]->check_device(error); r < 0) return r;
   }
   return 0;
+}
+
+int TierSet::write_label(Tier t, DeviceLabel* l, std::string* error) {
+  std::string why;
+  if (int r = write_label_pair(spaces_[t]->device(), l, &why); r < 0) {
+    *error = fmt::format("{} device: {}", tier_name(t), why);
+    return r;
+  }
+  labels_[t] = *l;
+  std::string ignored;
+  DeviceLabel back;
+  read_labels(spaces_[t]->device(), &back, &label_status_[t], &ignored);
+  return 0;
+}
+
+DeviceLabel store_tier_label(const std::string& store_path, const Superblock& sb, Tier t, const DeviceLabel& prev) {
+  DeviceLabel l = prev;
+  l.fsid = sb.fsid;
+  l.role = t;
+  l.format_version = sb.format_version;
+  l.flags |= kLabelMkfsDone;
+  l.device_kind = sb.tier[t].layout.device;
+  l.head = sb.tier[t].reserved;
+  l.tiers.clear();
+  if (t == Tier::kSsd) {
+    l.tiers = label_tier_table(sb);
+    for (Tier u : tier_ids(sb.tiers())) {
+      std::error_code ec;
+      const std::string link = store_path + "/" + tier_device_link(u);
+      const std::filesystem::path real = std::filesystem::canonical(link, ec);
+      const std::string hint = ec ? link : real.string();
+      // A hint is a hint: one too long to keep is left out, not the label.
+      if (hint.size() <= kLabelMaxMetaValue) l.meta[std::string("path_block.") + tier_name(u)] = hint;
+    }
+  }
+  return l;
 }
 
 int TierSet::load(rocksdb::DB* db, const Config& cfg, std::string* error) {

@@ -35,6 +35,13 @@ struct StorePerf;
 struct StoreStats;
 
 
+// The label of tier t of store sb with mkfs_done set (record version 2):
+// what mkfs commits and the format upgrade writes. What only the label
+// holds (device size, creation time, description, flags, kvfs identity,
+// meta keys) comes from `prev`; the SSD's also carries the tier table and
+// the path_block.<tier> hints (the devices' resolved paths).
+DeviceLabel store_tier_label(const std::string& store_path, const Superblock& sb, Tier t, const DeviceLabel& prev);
+
 class TierSet {
  public:
   explicit TierSet(StorePerf* perf) : perf_(perf) {}
@@ -71,6 +78,14 @@ class TierSet {
   uint64_t finest_unit() const { return finest_unit_; }
   // Blocks read from every tier's device; null when hybridstore_data_cache_size is 0.
   ReadCache* read_cache() const { return read_cache_.get(); }
+
+  // The label mount read from each tier's device, and what it found of
+  // the two copies (for fsck and the format upgrade).
+  const DeviceLabel& label(Tier t) const { return labels_[t]; }
+  const LabelPairStatus& label_status(Tier t) const { return label_status_[t]; }
+  // Writes *l as tier t's label pair (through the store's device stack, so
+  // the test hooks see it) and keeps it as the tier's label.
+  int write_label(Tier t, DeviceLabel* l, std::string* error);
 
   // Space a transaction took: counted as used.
   void count_allocated(Tier t, uint64_t bytes);
@@ -113,6 +128,8 @@ class TierSet {
   StorePerf* perf_;
   TierOrder order_;
   PerTier<std::unique_ptr<TierSpace>> spaces_;  // by id, 0 .. count()-1
+  PerTier<DeviceLabel> labels_;
+  PerTier<LabelPairStatus> label_status_;
   std::shared_ptr<ReadCache> read_cache_;
   uint64_t coarsest_unit_ = 4096;
   uint64_t finest_unit_ = 4096;

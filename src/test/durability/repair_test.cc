@@ -1,9 +1,14 @@
-// fsck finds, and repair fixes, damage injected straight into RocksDB:
+// fsck finds, and repair fixes, damage injected straight into RocksDB (and
+// into the device labels):
 // leaked space, dangling and doubly referenced extents, orphaned omap,
 // corrupt onodes and deferred records, wrong counters.
 #include <rocksdb/db.h>
 
+#include <cstdio>
+
 #include "hscommon/encoding.h"
+#include "hsio/block_device.h"
+#include "hybridstore/format/store_format.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "store_helpers.h"
@@ -185,3 +190,61 @@ TEST_F(RepairTest, ObjectsOfALostCollectionGetItBack) {
 }
 
 }  // namespace
+
+// A damaged or lagging label copy is a warning: the other copy carries the
+// store. Repair rewrites the pair from the good copy.
+TEST_F(RepairTest, ADamagedOrLaggingLabelCopyIsAWarningAndRepairRewritesThePair) {
+  db_.reset();
+  const std::string store = dir_->path() + "/store";
+  auto poke = [](const std::string& path, uint64_t off, const std::string& bytes) {
+    FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_TRUE(f);
+    ASSERT_EQ(std::fseek(f, static_cast<long>(off), SEEK_SET), 0);
+    ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+    std::fclose(f);
+  };
+  auto peek = [](const std::string& path, uint64_t off, size_t n) {
+    std::string s(n, '\0');
+    FILE* f = std::fopen(path.c_str(), "rb");
+    EXPECT_TRUE(f);
+    if (!f) return s;
+    std::fseek(f, static_cast<long>(off), SEEK_SET);
+    EXPECT_EQ(std::fread(s.data(), 1, n, f), n);
+    std::fclose(f);
+    return s;
+  };
+  // HDD: copy B damaged. SSD: copy A one generation behind B.
+  const std::string hdd = store + "/block.hdd", ssd = store + "/block.ssd";
+  poke(hdd, kLabelSize + 40, std::string(1, static_cast<char>(peek(hdd, kLabelSize + 40, 1)[0] ^ 0x10)));
+  const std::string ssd_pair = peek(ssd, 0, 2 * kLabelSize);
+  {
+    DeviceOpenOptions o;
+    o.direct_io = false;
+    std::string err;
+    auto dev = open_block_device(ssd, o, &err);
+    ASSERT_TRUE(dev) << err;
+    DeviceLabel l;
+    ASSERT_EQ(read_label(dev.get(), &l, &err), 0) << err;
+    ASSERT_EQ(write_label_pair(dev.get(), &l, &err), 0) << err;
+  }
+  poke(ssd, 0, ssd_pair.substr(0, kLabelSize));
+
+  std::string err;
+  ASSERT_EQ(mount(false, &err), 0) << err;
+  FsckReport rep;
+  EXPECT_EQ(store_->fsck(false, &rep), 0);
+  EXPECT_EQ(rep.warnings, 2u);
+  EXPECT_TRUE(mentions(rep.problems, "warning: hdd label copy B is damaged"));
+  EXPECT_TRUE(mentions(rep.problems, "warning: ssd label copy A is behind"));
+  ASSERT_EQ(store_->umount(), 0);
+  ASSERT_EQ(mount(true, &err), 0) << err;
+  std::vector<std::string> changes;
+  EXPECT_EQ(repair_and_count(&changes), 2);
+  EXPECT_TRUE(mentions(changes, "rewrote the hdd label pair from copy A"));
+  EXPECT_TRUE(mentions(changes, "rewrote the ssd label pair from copy B"));
+  remount_clean();
+  FsckReport after;
+  EXPECT_EQ(store_->fsck(false, &after), 0);
+  EXPECT_EQ(after.warnings, 0u);
+  for (const auto& p : after.problems) ADD_FAILURE() << p;
+}

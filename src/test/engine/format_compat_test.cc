@@ -6,8 +6,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 
+#include "hsio/block_device.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/txn_json/txn_json.h"
@@ -77,6 +80,77 @@ void expect_fixture_content(HybridStore& store) {
   EXPECT_EQ(kv, (std::map<std::string, std::string>{{"k1", "v1"}, {"k2", "v2"}}));
 }
 
+struct Labels {
+  DeviceLabel label;
+  LabelPairStatus status;
+};
+
+// Both copies of a tier's label, read as show-label reads them.
+Labels read_tier_labels(const std::string& store, Tier t) {
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  o.backend = IoBackend::kPosix;
+  std::string err;
+  auto dev = open_block_device(store + "/" + tier_device_link(t), o, &err);
+  EXPECT_TRUE(dev) << err;
+  Labels l;
+  if (dev) {
+    EXPECT_EQ(read_labels(dev.get(), &l.label, &l.status, &err), 0) << err;
+  }
+  return l;
+}
+
+// The first `n` bytes of a file, and putting them back.
+std::string head_of(const std::string& path, size_t n) {
+  std::ifstream f(path, std::ios::binary);
+  std::string s(n, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(n));
+  return s;
+}
+void put_head(const std::string& path, const std::string& bytes) {
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+uint32_t probed_format(const std::string& path) {
+  StoreProbe probe;
+  EXPECT_EQ(HybridStore::probe(path, Config(), &probe, nullptr), 0);
+  return probe.format_version;
+}
+
+// What a format-4 store's labels say: pairs of record version 2, intact,
+// mkfs done, and on the SSD the store's tiers, fastest first.
+void expect_format4_labels(const std::string& path) {
+  for (Tier t : {Tier::kSsd, Tier::kHdd}) {
+    SCOPED_TRACE(tier_name(t));
+    const Labels l = read_tier_labels(path, t);
+    EXPECT_EQ(l.label.record_version, 2);
+    EXPECT_EQ(l.label.format_version, 4u);
+    EXPECT_TRUE(l.status.intact()) << l.status.problem();
+    EXPECT_TRUE(l.label.flags & kLabelMkfsDone);
+    EXPECT_FALSE(l.label.flags & kLabelKvOnDevice);
+    EXPECT_EQ(l.label.slot, kLabelSize);
+    EXPECT_GE(l.label.head, 2 * kLabelSize);
+    EXPECT_EQ(l.label.role, t);
+    if (t == Tier::kSsd) {
+      ASSERT_EQ(l.label.tiers.size(), 2u);
+      EXPECT_EQ(l.label.tiers[0].role, Tier::kSsd);
+      EXPECT_EQ(l.label.tiers[1].role, Tier::kHdd);
+      EXPECT_EQ(l.label.meta.count("path_block.hdd"), 1u);
+    } else {
+      EXPECT_TRUE(l.label.tiers.empty());
+    }
+  }
+}
+
+void expect_clean_fsck(HybridStore& store, uint64_t objects) {
+  FsckReport report;
+  EXPECT_EQ(store.fsck(/*deep=*/true, &report), 0);
+  EXPECT_EQ(report.objects, objects);
+  EXPECT_EQ(report.warnings, 0u);
+  for (const auto& p : report.problems) ADD_FAILURE() << p;
+}
+
 }  // namespace
 
 TEST(FormatCompat, AFormat1StoreOfMainOn20261128OpensReadsAndChecksClean) {
@@ -89,7 +163,7 @@ TEST(FormatCompat, AFormat1StoreOfMainOn20261128OpensReadsAndChecksClean) {
   StoreStats ss;
   ASSERT_EQ(store.statfs(&ss), 0);
   EXPECT_EQ(ss.format_version, kFormatVersion);
-  EXPECT_EQ(kFormatVersion, 3u);
+  EXPECT_EQ(kFormatVersion, 4u);
   EXPECT_EQ(ss.tiers, 2);
   EXPECT_EQ(ss.order[0], Tier::kSsd);
   EXPECT_EQ(ss.order[1], Tier::kHdd);
@@ -175,4 +249,138 @@ TEST(FormatCompat, AMountThatFailsLeavesAFormat1StoreAtFormat1) {
   }
   ASSERT_EQ(HybridStore::probe(path, Config(), &probe, nullptr), 0);
   EXPECT_EQ(probe.format_version, kFormatVersion);
+}
+
+// docs/kvfs.md 7.2: the first read-write mount of a format-3 store commits
+// the format-4 superblock, then rewrites every tier's label as a v2 pair.
+TEST(FormatCompat, AFormat3StoreIsUpgradedToFormat4AtItsFirstReadWriteMount) {
+  TempDir dir("fmt3-up");
+  const std::string path = unpack("format3-20261129/store.tar.gz", dir);
+  EXPECT_EQ(probed_format(path), 3u);
+  for (Tier t : {Tier::kSsd, Tier::kHdd}) {
+    const Labels l = read_tier_labels(path, t);
+    EXPECT_EQ(l.label.record_version, 1);
+    EXPECT_TRUE(l.status.single_copy_v1());
+    EXPECT_EQ(l.status.problem(), "");
+  }
+  const std::string ssd_before = head_of(path + "/block.ssd", 2 * kLabelSize);
+  {
+    // A read-only mount changes nothing: neither the superblock nor a label.
+    HybridStore store(path);
+    std::string err;
+    ASSERT_EQ(store.mount_read_only(&err), 0) << err;
+    expect_fixture_content(store);
+    ASSERT_EQ(store.umount(), 0);
+  }
+  EXPECT_EQ(probed_format(path), 3u);
+  EXPECT_EQ(head_of(path + "/block.ssd", 2 * kLabelSize), ssd_before);
+  {
+    HybridStore store(path);
+    std::string err;
+    ASSERT_EQ(store.mount(&err), 0) << err;
+    StoreStats ss;
+    ASSERT_EQ(store.statfs(&ss), 0);
+    EXPECT_EQ(ss.format_version, 4u);
+    ASSERT_EQ(store.umount(), 0);
+  }
+  EXPECT_EQ(probed_format(path), 4u);
+  expect_format4_labels(path);
+  // The data layout is the store's: the upgrade moved nothing.
+  const uint64_t gen = read_tier_labels(path, Tier::kSsd).label.generation;
+  HybridStore store(path);
+  std::string err;
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  ASSERT_EQ(store.umount(), 0);
+  // A mount of a format-4 store rewrites no label.
+  EXPECT_EQ(read_tier_labels(path, Tier::kSsd).label.generation, gen);
+  expect_clean_fsck(store, 4);
+}
+
+// A crash between the two steps of the upgrade: the superblock says format
+// 4, the labels are still version 1 (or a pair is torn between B and A).
+// The next mount does what is missing.
+TEST(FormatCompat, AnUpgradeCutBetweenItsStepsIsFinishedByTheNextMount) {
+  TempDir dir("fmt3-cut-up");
+  const std::string path = unpack("format3-20261129/store.tar.gz", dir);
+  const std::string ssd_v1 = head_of(path + "/block.ssd", 2 * kLabelSize);
+  const std::string hdd_v1 = head_of(path + "/block.hdd", 2 * kLabelSize);
+  {
+    HybridStore store(path);
+    std::string err;
+    ASSERT_EQ(store.mount(&err), 0) << err;
+    ASSERT_EQ(store.umount(), 0);
+  }
+  const std::string hdd_v2 = head_of(path + "/block.hdd", 2 * kLabelSize);
+  // Superblock committed, no label written yet.
+  put_head(path + "/block.ssd", ssd_v1);
+  put_head(path + "/block.hdd", hdd_v1);
+  EXPECT_EQ(probed_format(path), 4u);
+  EXPECT_EQ(read_tier_labels(path, Tier::kSsd).label.record_version, 1);
+  {
+    HybridStore store(path);
+    std::string err;
+    ASSERT_EQ(store.mount(&err), 0) << err;
+    expect_fixture_content(store);
+    ASSERT_EQ(store.umount(), 0);
+  }
+  expect_format4_labels(path);
+
+  // The HDD's pair torn: B of version 2 written, A still version 1.
+  put_head(path + "/block.hdd", hdd_v1.substr(0, kLabelSize) + hdd_v2.substr(kLabelSize));
+  {
+    const Labels l = read_tier_labels(path, Tier::kHdd);
+    EXPECT_EQ(l.status.chosen, 'B');
+    EXPECT_EQ(l.label.record_version, 2);
+    EXPECT_FALSE(l.status.intact());
+  }
+  HybridStore store(path);
+  std::string err;
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  ASSERT_EQ(store.umount(), 0);
+  expect_format4_labels(path);
+  expect_clean_fsck(store, 4);
+}
+
+// A label may lag the superblock, never lead it: a format-3 store whose
+// device carries a label of format 4 is someone else's half-done work.
+TEST(FormatCompat, ALabelNewerThanTheSuperblockIsRefused) {
+  TempDir dir("fmt3-newer-label");
+  const std::string path = unpack("format3-20261129/store.tar.gz", dir);
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  o.backend = IoBackend::kPosix;
+  std::string err;
+  {
+    auto dev = open_block_device(path + "/block.hdd", o, &err);
+    ASSERT_TRUE(dev) << err;
+    DeviceLabel l;
+    ASSERT_EQ(read_label(dev.get(), &l, &err), 0) << err;
+    l.format_version = 4;
+    ASSERT_EQ(write_label_pair(dev.get(), &l, &err), 0) << err;
+  }
+  HybridStore store(path);
+  EXPECT_LT(store.mount(&err), 0);
+  EXPECT_NE(err.find("newer than the store's superblock"), std::string::npos) << err;
+  EXPECT_EQ(probed_format(path), 3u);
+}
+
+// A new store: format 4, label pairs on every tier, the head reserving at
+// least the two label copies and the two kvfs superblock slots.
+TEST(FormatCompat, MkfsWritesFormat4WithLabelPairs) {
+  TempDir dir("fmt4-mkfs");
+  const std::string path = dir.file("store");
+  std::string err;
+  HybridStore store(path, hybridstore::test::small_store_config(64ull << 20, 64ull << 20));
+  ASSERT_EQ(store.mkfs(&err), 0) << err;
+  EXPECT_EQ(probed_format(path), 4u);
+  expect_format4_labels(path);
+  for (Tier t : {Tier::kSsd, Tier::kHdd}) EXPECT_GE(read_tier_labels(path, t).label.head, 4 * kLabelSize);
+  const uint64_t gen = read_tier_labels(path, Tier::kSsd).label.generation;
+  EXPECT_EQ(gen, 2u);  // mkfs_done clear, then set
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  ASSERT_EQ(store.umount(), 0);
+  EXPECT_EQ(read_tier_labels(path, Tier::kSsd).label.generation, gen);
+  expect_clean_fsck(store, 0);
 }

@@ -74,7 +74,8 @@ TEST(StoreFormat, LabelRoundTripAndRejection) {
   l.role = Tier::kHdd;
   l.size = 123 << 20;
   l.description = "test";
-  std::string enc = encode_label(l);
+  std::string enc;
+  ASSERT_EQ(encode_label(l, &enc), 0);
   ASSERT_EQ(enc.size(), kLabelSize);
   DeviceLabel back;
   std::string why;

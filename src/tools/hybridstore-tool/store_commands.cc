@@ -1,4 +1,5 @@
 // mkfs, fsck, show-label, df.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -60,10 +61,12 @@ ToolCommand fsck_cmd("fsck", "check the store's metadata (and with --deep, all d
                                             {"extent_shards", rep.extent_shards},
                                             {"omap_entries", rep.omap_entries},
                                             {"bytes_verified", rep.bytes_verified},
+                                            {"warnings", rep.warnings},
                                             {"problems", rep.problems}};
                            printf("%s\n", j.dump(2).c_str());
                          } else {
-                           for (const auto& p : rep.problems) printf("error: %s\n", p.c_str());
+                           for (const auto& p : rep.problems)
+                             printf(p.rfind("warning: ", 0) == 0 ? "%s\n" : "error: %s\n", p.c_str());
                            printf("fsck%s: %llu collections, %llu objects, %llu extents, %llu omap entries",
                                   a->deep ? " --deep" : "", (unsigned long long)rep.collections,
                                   (unsigned long long)rep.objects, (unsigned long long)rep.extents,
@@ -74,6 +77,49 @@ ToolCommand fsck_cmd("fsck", "check the store's metadata (and with --deep, all d
                          return rep.errors ? 1 : 0;
                        };
                      });
+
+namespace {
+
+nlohmann::json label_json(const DeviceLabel& l) {
+  nlohmann::json j = {{"fsid", uuid_to_string(l.fsid)},
+                      {"role", tier_name(l.role)},
+                      {"size", l.size},
+                      {"format_version", l.format_version},
+                      {"created_us", l.created_us},
+                      {"description", l.description},
+                      {"record_version", l.record_version}};
+  if (l.record_version < 2) return j;
+  nlohmann::json flags = nlohmann::json::array();
+  if (l.flags & kLabelMkfsDone) flags.push_back("mkfs_done");
+  if (l.flags & kLabelKvOnDevice) flags.push_back("kv_on_device");
+  if (l.flags & kLabelKvMovedPending) flags.push_back("kv_moved_pending");
+  j["generation"] = l.generation;
+  j["flags"] = flags;
+  j["device_kind"] = l.device_kind == DeviceKind::kNand ? "nand" : "block";
+  j["slot"] = l.slot;
+  j["head"] = l.head;
+  if (l.flags & kLabelKvOnDevice) j["kvfs_uuid"] = uuid_to_string(l.kvfs_uuid);
+  nlohmann::json tiers = nlohmann::json::array();
+  for (const LabelTier& t : l.tiers)
+    tiers.push_back({{"tier", tier_name(t.role)},
+                     {"device_kind", t.layout.device == DeviceKind::kNand ? "nand" : "block"},
+                     {"space", t.layout.space == SpaceKind::kSections ? "sections" : "extents"},
+                     {"alloc_unit", t.alloc_unit},
+                     {"size", t.size}});
+  j["tiers"] = tiers;
+  j["meta"] = l.meta;
+  return j;
+}
+
+nlohmann::json copy_json(int r, const std::string& why, const DeviceLabel& l) {
+  // The chosen copy is printed whole above; of each copy, what tells them apart.
+  if (r == 0)
+    return {{"state", "valid"}, {"record_version", l.record_version}, {"generation", l.generation},
+            {"fsid", uuid_to_string(l.fsid)}};
+  return {{"state", r == -EINVAL ? "absent" : r == -EOPNOTSUPP ? "newer" : "damaged"}, {"error", why}};
+}
+
+}  // namespace
 
 ToolCommand label_cmd("show-label", "print the labels of the store's devices (works without mounting)",
                       [](CLI::App* sub, GlobalArgs* args) {
@@ -109,18 +155,23 @@ ToolCommand label_cmd("show-label", "print the labels of the store's devices (wo
                               continue;
                             }
                             DeviceLabel l;
-                            if (read_label(d.get(), &l, &err) < 0) {
+                            LabelPairStatus st;
+                            if (read_labels(d.get(), &l, &st, &err) < 0) {
                               fprintf(stderr, "hybridstore-tool: %s: %s\n", p.c_str(), err.c_str());
                               ++bad;
-                              continue;
                             }
-                            out[p] = {{"fsid", uuid_to_string(l.fsid)},
-                                      {"role", tier_name(l.role)},
-                                      {"size", l.size},
-                                      {"device_size", d->size()},
-                                      {"format_version", l.format_version},
-                                      {"created_us", l.created_us},
-                                      {"description", l.description}};
+                            nlohmann::json j = st.chosen ? label_json(l) : nlohmann::json::object();
+                            j["device_size"] = d->size();
+                            j["slot"] = st.slot;
+                            if (st.chosen) j["chosen"] = std::string(1, st.chosen);
+                            const std::string problem = st.problem();
+                            j["state"] = !st.chosen            ? "unreadable"
+                                         : !problem.empty()    ? problem
+                                         : st.single_copy_v1() ? "single copy (record version 1)"
+                                                               : "intact";
+                            j["copies"] = {{"A", copy_json(st.a, st.why_a, st.label_a)},
+                                           {"B", copy_json(st.b, st.why_b, st.label_b)}};
+                            out[p] = std::move(j);
                           }
                           printf("%s\n", out.dump(2).c_str());
                           return bad ? 1 : 0;
