@@ -49,7 +49,7 @@ int ExtentAllocator::allocate(uint64_t want, uint64_t hint, std::vector<Interval
   if (want == 0) return 0;
   want = (want + unit_ - 1) / unit_ * unit_;
   std::lock_guard<std::mutex> l(mutex_);
-  if (want > free_) return -ENOSPC;
+  if (want > free_ || free_ - want < floor_) return -ENOSPC;
 
   // 1. Right after the hint, so an object grows contiguously.
   if (hint) {
@@ -99,6 +99,38 @@ int ExtentAllocator::allocate(uint64_t want, uint64_t hint, std::vector<Interval
     cursor_ = off + n;
   }
   return 0;
+}
+
+int ExtentAllocator::allocate_aligned(uint64_t want, uint64_t align, std::vector<Interval>* out) {
+  if (align == 0 || align % unit_ != 0) return -EINVAL;
+  want = want / align * align;
+  if (want == 0) return -EINVAL;
+  std::lock_guard<std::mutex> l(mutex_);
+  // Largest extents first: they hold the most aligned space and splitting
+  // them costs the least. An extent shorter than `align` holds none, and
+  // every later one is shorter still.
+  std::vector<Interval> found;
+  uint64_t total = 0;
+  for (auto it = by_size_.rbegin(); it != by_size_.rend() && total < want && it->first >= align; ++it) {
+    const uint64_t off = it->second, end = off + it->first;
+    const uint64_t a = (off + align - 1) / align * align, e = end / align * align;
+    if (e <= a) continue;
+    const uint64_t n = std::min(e - a, want - total);
+    found.push_back({a, n});
+    total += n;
+  }
+  if (found.empty()) return -ENOSPC;
+  // Taking changes by_size_, so it waits until the walk is over; the pieces
+  // lie in distinct extents, so no take splits another's extent.
+  for (const auto& f : found) take_locked(f.offset, f.length);
+  std::sort(found.begin(), found.end(), [](const Interval& x, const Interval& y) { return x.offset < y.offset; });
+  out->insert(out->end(), found.begin(), found.end());
+  return 0;
+}
+
+void ExtentAllocator::set_floor(uint64_t bytes) {
+  std::lock_guard<std::mutex> l(mutex_);
+  floor_ = bytes;
 }
 
 void ExtentAllocator::release(const std::vector<Interval>& ext) {

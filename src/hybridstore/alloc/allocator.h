@@ -57,6 +57,16 @@ class ExtentAllocator final : public Allocator {
   void for_each_free(const std::function<void(uint64_t, uint64_t)>& fn) const override;
   size_t free_extent_count() const;
 
+  // `align`-aligned pieces (align a multiple of unit()) for the KV file
+  // system, carved out of the largest free extents: the unaligned slivers
+  // around them stay free. Takes min(want, every aligned byte found) rounded
+  // down to `align`, or nothing (-ENOSPC when not even one piece fits). The
+  // floor does not apply: it is kept for exactly this caller.
+  int allocate_aligned(uint64_t want, uint64_t align, std::vector<Interval>* out);
+  // allocate() refuses (-ENOSPC) to leave less than `bytes` free, so that
+  // space stays for allocate_aligned (docs/kvfs.md 2.5, the floor).
+  void set_floor(uint64_t bytes);
+
  private:
   void insert_free_locked(uint64_t off, uint64_t len);  // merges with neighbours
   void remove_free_locked(std::map<uint64_t, uint64_t>::iterator it);
@@ -69,6 +79,7 @@ class ExtentAllocator final : public Allocator {
   std::set<std::pair<uint64_t, uint64_t>> by_size_;   // (length, offset)
   uint64_t free_ = 0;
   uint64_t cursor_ = 0;  // next-fit position: the end of the last allocation
+  uint64_t floor_ = 0;
 };
 
 }  // namespace hybridstore

@@ -586,8 +586,38 @@ void DeferredWriter::run() {
   }
 }
 
+namespace {
+
+// The parts of [off, off + len) outside `ranges` (sorted by offset), as
+// (offset, length); *inside gets the bytes left out.
+std::vector<std::pair<uint64_t, uint64_t>> outside(uint64_t off, uint64_t len,
+                                                   const std::vector<std::pair<uint64_t, uint64_t>>& ranges,
+                                                   uint64_t* inside) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  uint64_t pos = off;
+  const uint64_t end = off + len;
+  *inside = 0;
+  for (const auto& [b, n] : ranges) {
+    if (b + n <= pos) continue;
+    if (b >= end) break;
+    if (b > pos) out.emplace_back(pos, b - pos);
+    const uint64_t cut = std::min(end, b + n);
+    *inside += cut - std::max(pos, b);
+    pos = cut;
+  }
+  if (end > pos) out.emplace_back(pos, end - pos);
+  return out;
+}
+
+}  // namespace
+
 int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::string* error,
-                           std::vector<std::string>* dropped) {
+                           std::vector<std::string>* dropped, const Exclude* exclude) {
+  std::vector<std::pair<uint64_t, uint64_t>> excluded;
+  if (exclude) {
+    excluded = exclude->ranges;
+    std::sort(excluded.begin(), excluded.end());
+  }
   std::string prefix(1, kv::kDeferred);
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   rocksdb::WriteBatch del;
@@ -619,24 +649,36 @@ int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::
       del.Delete(it->key());
       continue;
     }
-    // Records smaller than the device's alignment: read-modify-write.
-    uint64_t a = dev->alignment();
-    uint64_t rb = off / a * a, re = std::min(dev->size(), (off + data.size() + a - 1) / a * a);
-    AlignedBuffer b(re - rb, 4096, AlignedBuffer::kUninitialized);
-    if (rb != off || re != off + data.size()) {
-      if (int r = dev->read(rb, b.data(), re - rb); r < 0) {
+    // A record of space that was freed and then lent to the KV file system
+    // before its delete committed: its bytes there are stale, the kvfs's are
+    // not. Chunks are aligned to whole erase units or more, so the
+    // read-modify-write of a piece outside one stays outside it.
+    uint64_t inside = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> pieces =
+        exclude && exclude->tier == t ? outside(off, data.size(), excluded, &inside)
+                                      : std::vector<std::pair<uint64_t, uint64_t>>{{off, data.size()}};
+    if (inside)
+      HS_WARN("dropped deferred write of {} bytes at {}: the space belongs to the KV file system", inside, off);
+    for (const auto& [poff, plen] : pieces) {
+      // Records smaller than the device's alignment: read-modify-write.
+      uint64_t a = dev->alignment();
+      uint64_t rb = poff / a * a, re = std::min(dev->size(), (poff + plen + a - 1) / a * a);
+      AlignedBuffer b(re - rb, 4096, AlignedBuffer::kUninitialized);
+      if (rb != poff || re != poff + plen) {
+        if (int r = dev->read(rb, b.data(), re - rb); r < 0) {
+          *error = fmt::format("replaying deferred write to {}: {}", tier_name(t), strerror(-r));
+          return r;
+        }
+      }
+      std::memcpy(b.data() + (poff - rb), data.data() + (poff - off), plen);
+      if (int r = dev->write(rb, b.data(), re - rb); r < 0) {
         *error = fmt::format("replaying deferred write to {}: {}", tier_name(t), strerror(-r));
         return r;
       }
+      wrote[t] = true;
     }
-    std::memcpy(b.data() + (off - rb), data.data(), data.size());
-    if (int r = dev->write(rb, b.data(), re - rb); r < 0) {
-      *error = fmt::format("replaying deferred write to {}: {}", tier_name(t), strerror(-r));
-      return r;
-    }
-    wrote[t] = true;
     del.Delete(it->key());
-    ++n;
+    if (!pieces.empty()) ++n;
   }
   if (!it->status().ok()) {
     *error = "reading deferred records: " + it->status().ToString();

@@ -129,12 +129,22 @@ class DeferredWriter {
   uint64_t pending_bytes() const;
   DeferredStats stats() const;
 
+  // Space a replay must not write: the KV file system's chunks, device byte
+  // ranges (offset, length) of one tier.
+  struct Exclude {
+    Tier tier = Tier::kSsd;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  };
+
   // Mount: writes every D record to its device, flushes, deletes the records.
   // Returns the number replayed, or -EIO with *error on a corrupt record.
   // With `dropped`, records that cannot be decoded or target an invalid
   // range are deleted (and described there) instead of failing the mount.
+  // The part of a record inside `exclude` is not written (docs/kvfs.md
+  // 2.6: a stale record of space since lent would overwrite kvfs data); the
+  // record is deleted all the same, and the drop logged.
   static int replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::string* error,
-                    std::vector<std::string>* dropped = nullptr);
+                    std::vector<std::string>* dropped = nullptr, const Exclude* exclude = nullptr);
 
  private:
   struct Entry {

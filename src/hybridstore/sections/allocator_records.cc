@@ -421,8 +421,11 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
         return -EIO;
       }
       std::swap(eus_[got], eus_[eu]);
-      free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
-      free_bits_[got / 64] |= uint64_t(1) << (got % 64);
+      {
+        std::lock_guard<std::mutex> pl(pool_mutex_);
+        free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
+        free_bits_[got / 64] |= uint64_t(1) << (got % 64);
+      }
       for (auto& e : eus_[eu].extents) e.eu = eu;
     }
     EraseUnit& u = eus_[eu];

@@ -120,9 +120,13 @@ int SectionAllocator::init(const AllocatorGeometry& geo, const AllocatorTuning& 
     return -EINVAL;
   }
   eus_.assign(n, EraseUnit{});
-  free_bits_.assign((n + 63) / 64, 0);
-  for (uint64_t i = 0; i < n; ++i) free_bits_[i / 64] |= uint64_t(1) << (i % 64);
-  free_count_ = static_cast<uint32_t>(n);
+  {
+    std::lock_guard<std::mutex> pl(pool_mutex_);
+    free_bits_.assign((n + 63) / 64, 0);
+    lent_bits_.assign((n + 63) / 64, 0);
+    for (uint64_t i = 0; i < n; ++i) free_bits_[i / 64] |= uint64_t(1) << (i % 64);
+    free_count_ = static_cast<uint32_t>(n);
+  }
 
   fallback_.assign(geo.sections.size(), {});
   for (size_t i = 0; i < geo.sections.size(); ++i) {
@@ -226,16 +230,20 @@ void SectionAllocator::refresh_runs(ExtentDesc* e, uint32_t lo, uint32_t hi) {
 // ---------------------------------------------------------------- erase units
 
 int SectionAllocator::take_eu(Lane& l) {
-  if (free_count_ == 0) return -ENOSPC;
   uint32_t eu = 0;
-  for (size_t w = 0; w < free_bits_.size(); ++w) {
-    if (free_bits_[w]) {
-      eu = static_cast<uint32_t>(w * 64 + __builtin_ctzll(free_bits_[w]));
-      break;
+  {
+    std::lock_guard<std::mutex> pl(pool_mutex_);
+    // The last floor_units_ free units are the kvfs's to grow into.
+    if (free_count_ <= floor_units_) return -ENOSPC;
+    for (size_t w = 0; w < free_bits_.size(); ++w) {
+      if (free_bits_[w]) {
+        eu = static_cast<uint32_t>(w * 64 + __builtin_ctzll(free_bits_[w]));
+        break;
+      }
     }
+    free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
+    --free_count_;
   }
-  free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
-  --free_count_;
   const SectionRt& rt = secs_[l.section];
   EraseUnit& u = eus_[eu];
   u.lane = static_cast<int32_t>(&l - lanes_.data());
@@ -302,14 +310,17 @@ void SectionAllocator::maybe_free_eu(uint32_t eu) {
   u.cleaning = false;
   u.sum_writes = 0;
   u.sum_born = 0;
-  free_bits_[eu / 64] |= uint64_t(1) << (eu % 64);
-  ++free_count_;
+  {
+    std::lock_guard<std::mutex> pl(pool_mutex_);
+    free_bits_[eu / 64] |= uint64_t(1) << (eu % 64);
+    ++free_count_;
+  }
   mark(eu);
 }
 
 uint64_t SectionAllocator::fresh_available(const Lane& l) const {
   const SectionRt& rt = secs_[l.section];
-  uint64_t n = l.table.clean_count() + uint64_t(free_count_) * rt.extents_per_eu;
+  uint64_t n = l.table.clean_count() + uint64_t(takeable_units()) * rt.extents_per_eu;
   if (l.current >= 0) n += rt.extents_per_eu - eus_[l.current].next_untaken;
   return n;
 }

@@ -47,11 +47,16 @@
 //    data durable (deferred records) until its region is on the device.
 //  * Persist drain_records() in the same RocksDB batch as the metadata that
 //    references the blocks, and rebuild() at mount from what was persisted.
-//  * Serialise calls: the allocator is not thread-safe.
+//  * Serialise calls: the allocator is not thread-safe - except for the
+//    lending calls (lend_units, take_back_units, lent_units) and the counts
+//    free_erase_units() and consumed_blocks(), which may run on any thread
+//    at any time (see pool_mutex_).
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -235,7 +240,7 @@ class SectionAllocator {
 
   // --- cleaner support ---
   uint32_t erase_unit_count() const { return static_cast<uint32_t>(eus_.size()); }
-  uint32_t free_erase_units() const { return free_count_; }
+  uint32_t free_erase_units() const { return free_count_.load(std::memory_order_relaxed); }
   uint32_t erase_unit_blocks() const { return eu_blocks_; }
   uint64_t erase_unit_block(uint32_t eu) const { return base_ + uint64_t(eu) * eu_blocks_; }
   EraseUnitInfo erase_unit_info(uint32_t eu) const;
@@ -245,6 +250,29 @@ class SectionAllocator {
   int begin_cleaning(uint32_t eu);
   // Abandons cleaning (the unit keeps its remaining live data). 0 or -EINVAL.
   int end_cleaning(uint32_t eu);
+
+  // --- lending whole erase units to the KV file system (docs/kvfs.md 2.5) ---
+  // A lent unit is in neither the free pool nor a lane, and has no record:
+  // the kvfs's own log is the only record of it. These three take only
+  // pool_mutex_, never the caller's serialisation, so a lend cannot wait
+  // behind a transaction.
+  // Up to `n` free units, appended to *out (the highest numbers first: data
+  // lanes take the lowest); the number lent, or -ENOSPC when none is free.
+  // The floor does not apply.
+  int lend_units(uint32_t n, std::vector<uint32_t>* out);
+  // Lent units back to the free pool; -EINVAL (nothing changed) when one is
+  // not lent.
+  int take_back_units(const std::vector<uint32_t>& eus);
+  std::vector<uint32_t> lent_units() const;
+  // take_eu leaves the last `n` free units to lend_units.
+  void set_floor_units(uint32_t n) { floor_units_.store(n, std::memory_order_relaxed); }
+  // Mount, after rebuild: takes the units the kvfs owns out of the pool. A
+  // unit with live placements is a conflict (-EIO, *error names it); one
+  // owned without them holds records that survived the unit's free (its
+  // record delete had not committed): it is freed first, even when it is a
+  // lane's current unit, and its record deletes ride the next drain.
+  // *stale gets those units.
+  int exclude_units(const std::vector<uint32_t>& eus, std::vector<uint32_t>* stale, std::string* error);
 
   // --- persistence ---
   // Records changed since the last call: deletes first, then puts.
@@ -262,7 +290,10 @@ class SectionAllocator {
   // of every extent: the store asks on every small write whether the SSD can
   // absorb it, and the scan grew with the SSD's fill (40% of a 4 KiB
   // overwrite run's CPU once the SSD held many absorbed pieces).
-  uint64_t consumed_blocks() const { return uint64_t(eus_.size() - free_count_) * eu_blocks_; }
+  // Lent units count: kvfs space is consumed space of the tier.
+  uint64_t consumed_blocks() const {
+    return uint64_t(eus_.size() - free_count_.load(std::memory_order_relaxed)) * eu_blocks_;
+  }
   uint64_t live_blocks() const;
   // Sections ordered for fallback from `section` (itself first).
   const std::vector<int>& fallback_order(int section) const { return fallback_[section]; }
@@ -316,7 +347,12 @@ class SectionAllocator {
   bool holes_indexed(const Lane& l, const EraseUnit& u) const {
     return geo_.sections[l.section].holes == HoleMode::kFill && !u.cleaning;
   }
-  double free_fraction() const { return eus_.empty() ? 0 : double(free_count_) / eus_.size(); }
+  double free_fraction() const { return eus_.empty() ? 0 : double(takeable_units()) / eus_.size(); }
+  // Free units a lane may still take: those above the floor.
+  uint32_t takeable_units() const {
+    const uint32_t f = free_erase_units(), fl = floor_units_.load(std::memory_order_relaxed);
+    return f > fl ? f - fl : 0;
+  }
 
   // Small-object path; false when nothing fits. `allow_fresh` = may take a clean extent.
   bool allocate_in(int section, const AllocRequest& req, uint64_t bytes,
@@ -374,8 +410,15 @@ class SectionAllocator {
   std::vector<EraseUnit> eus_;
   uint64_t base_ = 0;        // first block of EU 0 (aligned to the unit)
   uint32_t eu_blocks_ = 0;   // U
+  // The pool: lending runs on other threads than the serialised calls, so
+  // the bits and the count change only under pool_mutex_ (the innermost
+  // lock: nothing else is taken while it is held). free_count_ is atomic
+  // for the readers that take no lock.
+  mutable std::mutex pool_mutex_;
   std::vector<uint64_t> free_bits_;  // bit per free EU
-  uint32_t free_count_ = 0;
+  std::vector<uint64_t> lent_bits_;  // bit per EU lent to the kvfs
+  std::atomic<uint32_t> free_count_{0};
+  std::atomic<uint32_t> floor_units_{0};
   uint64_t seq_ = 0;
   bool track_ = true;
   std::vector<DirtyExtent> dirty_extents_;

@@ -57,15 +57,24 @@ std::vector<SectionUsage> SectionAllocator::usage() const {
 std::string SectionAllocator::verify() const {
   std::vector<LaneTally> tally(lanes_.size());
   uint32_t free_eus = 0;
+  // Held throughout: a lend on another thread must not move a unit between
+  // the bits and the count while they are compared.
+  std::lock_guard<std::mutex> pl(pool_mutex_);
   for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
     const EraseUnit& u = eus_[eu];
     bool free_bit = (free_bits_[eu / 64] >> (eu % 64)) & 1;
+    bool lent = (lent_bits_[eu / 64] >> (eu % 64)) & 1;
     if (u.lane < 0) {
+      if (lent) {
+        if (free_bit) return fmt::format("eu {} lent but in the pool", eu);
+        continue;
+      }
       if (!free_bit) return fmt::format("eu {} free but not in the pool", eu);
       ++free_eus;
       continue;
     }
     if (free_bit) return fmt::format("eu {} owned but in the pool", eu);
+    if (lent) return fmt::format("eu {} owned by a lane and lent", eu);
     const Lane& l = lanes_[u.lane];
     const SectionRt& rt = secs_[l.section];
     const SectionSpec& sp = geo_.sections[l.section];
@@ -216,7 +225,7 @@ std::string SectionAllocator::verify_lane(size_t li, const LaneTally& t) const {
 std::string SectionAllocator::dump() const {
   // seq_ is left out: after a rebuild it only has to exceed every extent's seq.
   std::string out =
-      fmt::format("eu_blocks {} eus {} free {}\n", eu_blocks_, eus_.size(), free_count_);
+      fmt::format("eu_blocks {} eus {} free {}\n", eu_blocks_, eus_.size(), free_count_.load());
   for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
     const EraseUnit& u = eus_[eu];
     if (u.lane < 0) continue;

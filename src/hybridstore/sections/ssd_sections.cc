@@ -1,5 +1,6 @@
 #include "hybridstore/sections/ssd_sections.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -54,8 +55,8 @@ int SsdSections::format(const Config& cfg, uint64_t offset, uint64_t bytes, rock
 }
 
 int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint64_t bytes,
-                      const std::function<bool(uint64_t, uint64_t)>& marked_used, std::unique_ptr<SsdSections>* out,
-                      std::string* error) {
+                      const std::function<bool(uint64_t, uint64_t)>& marked_used, const Ranges& lent,
+                      std::unique_ptr<SsdSections>* out, std::string* error) {
   std::unique_ptr<SsdSections> s(new SsdSections());
   AllocatorGeometry geo;
   if (int r = make_allocator_geometry(cfg, offset, bytes, &geo, error); r < 0) return r;
@@ -134,9 +135,71 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
       return -EIO;
     }
   }
+  // Only now: a unit whose placements were all crash leftovers is no
+  // conflict with the kvfs.
+  std::vector<uint32_t> lent_eus, stale;
+  if (!s->units_of(lent, &lent_eus)) {
+    *error = "SSD sections: the KV file system owns ranges that are not whole erase units";
+    return -EIO;
+  }
+  if (int r = s->sa_->exclude_units(lent_eus, &stale, error); r < 0) return r;
+  // Not written here: the records of a unit that is neither free nor
+  // anyone's but the kvfs's mislead nothing until they are deleted.
+  for (uint32_t eu : stale)
+    HS_WARN("SSD sections: erase unit {} belongs to the KV file system but kept allocator records (freed "
+            "before the crash, deleted with the next batch)",
+            eu);
   *out = std::move(s);
   return 0;
 }
+
+bool SsdSections::units_of(const Ranges& ranges, std::vector<uint32_t>* eus) const {
+  const uint64_t g = lend_unit(), base = sa_->erase_unit_block(0) * block_size_;
+  for (const auto& [off, len] : ranges) {
+    if (off < base || (off - base) % g || len % g || len == 0) return false;
+    for (uint64_t o = off; o < off + len; o += g) {
+      const uint64_t eu = (o - base) / g;
+      if (eu >= sa_->erase_unit_count()) return false;
+      eus->push_back(static_cast<uint32_t>(eu));
+    }
+  }
+  return true;
+}
+
+SsdSections::Ranges SsdSections::ranges_of(std::vector<uint32_t> eus) const {
+  std::sort(eus.begin(), eus.end());
+  const uint64_t g = lend_unit();
+  Ranges out;
+  for (uint32_t eu : eus) {
+    const uint64_t off = sa_->erase_unit_block(eu) * block_size_;
+    if (!out.empty() && out.back().first + out.back().second == off)
+      out.back().second += g;
+    else
+      out.emplace_back(off, g);
+  }
+  return out;
+}
+
+int SsdSections::lend(uint64_t want, Ranges* out) {
+  const uint64_t g = lend_unit();
+  if (want < g) return -EINVAL;
+  std::vector<uint32_t> eus;
+  if (int r = sa_->lend_units(static_cast<uint32_t>(std::min<uint64_t>(want / g, UINT32_MAX)), &eus); r < 0)
+    return r;
+  Ranges got = ranges_of(std::move(eus));
+  out->insert(out->end(), got.begin(), got.end());
+  return 0;
+}
+
+int SsdSections::take_back(const Ranges& ranges) {
+  std::vector<uint32_t> eus;
+  if (!units_of(ranges, &eus)) return -EINVAL;
+  return sa_->take_back_units(eus);
+}
+
+SsdSections::Ranges SsdSections::lent() const { return ranges_of(sa_->lent_units()); }
+
+void SsdSections::set_floor(uint64_t bytes) { sa_->set_floor_units(static_cast<uint32_t>(bytes / lend_unit())); }
 
 std::vector<std::string> SsdSections::section_names() const {
   std::vector<std::string> out;

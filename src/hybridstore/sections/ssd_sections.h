@@ -65,11 +65,29 @@ class SsdSections {
   // mkfs: writes the geometry record and the empty allocator into `batch`.
   static int format(const Config& cfg, uint64_t offset, uint64_t bytes, rocksdb::WriteBatchBase* batch,
                     std::string* error);
+  // Device byte ranges (offset, length).
+  using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+
   // mount: rebuilds from RocksDB and drops live ranges `used(offset, len)`
-  // says are not allocated (crash leftovers). Changes are written at once.
+  // says are not allocated (crash leftovers); those changes are written at
+  // once. Then takes `lent` (whole erase units the KV file system owns) out
+  // of the free pool: -EIO when one still holds object data; the records of
+  // a lent unit without any are deleted with the next drained batch.
   static int open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint64_t bytes,
-                  const std::function<bool(uint64_t, uint64_t)>& marked_used, std::unique_ptr<SsdSections>* out,
-                  std::string* error);
+                  const std::function<bool(uint64_t, uint64_t)>& marked_used, const Ranges& lent,
+                  std::unique_ptr<SsdSections>* out, std::string* error);
+
+  // Lending to the KV file system (docs/kvfs.md 2.5): whole erase units.
+  // None of these takes lock(): a lend never waits behind a transaction.
+  uint64_t lend_unit() const { return uint64_t(sa_->erase_unit_blocks()) * block_size_; }
+  // Up to `want` bytes (at least one unit), as merged ranges in offset
+  // order; -ENOSPC when no unit is free.
+  int lend(uint64_t want, Ranges* out);
+  // -EINVAL (nothing changed) when a range is not whole lent units.
+  int take_back(const Ranges& ranges);
+  Ranges lent() const;
+  // Data lanes leave `bytes` (rounded down to whole units) to the kvfs.
+  void set_floor(uint64_t bytes);
 
   uint32_t block_size() const { return block_size_; }
   // Names of the store's sections, in allocator order.
@@ -126,6 +144,9 @@ class SsdSections {
  private:
   SsdSections() = default;
   void apply_releases_locked();
+  // Whole erase units of `ranges`; false when one is not.
+  bool units_of(const Ranges& ranges, std::vector<uint32_t>* eus) const;
+  Ranges ranges_of(std::vector<uint32_t> eus) const;
   uint64_t now_us() const;
   void drain_locked(rocksdb::WriteBatchBase* batch, std::vector<Region>* regions, const AllocEvents& ev);
   uint32_t group_of_locked(double hotness);

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 
 #include "ftl/nand_block_device.h"
+#include "hscommon/log.h"
 #include "hscommon/perf_counters.h"
 #include "hybridstore/alloc/allocator.h"
 #include "hybridstore/kv/deferred.h"
@@ -41,19 +43,98 @@ class ExtentSpace final : public TierSpace {
     return 0;
   }
 
-  int load(rocksdb::DB* db, const Config&, std::string* error) override {
-    // Free space is the complement of what the bitmap marks used.
+  int load(rocksdb::DB* db, const Config&, const std::vector<Interval>& lent, std::string* error) override {
+    std::vector<Interval> chunks = lent;
+    std::sort(chunks.begin(), chunks.end(), [](const Interval& a, const Interval& b) { return a.offset < b.offset; });
+    uint64_t lent_bytes = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const Interval& c = chunks[i];
+      if (c.offset < reserved() || c.offset + c.length > size() || c.offset % unit() || c.length % unit() ||
+          (i && chunks[i - 1].offset + chunks[i - 1].length > c.offset)) {
+        *error = fmt::format("{}: the KV file system's range {}~{} is not inside the tier's space, unit-aligned "
+                             "and apart from the others",
+                             tier_name(tier()), c.offset, c.length);
+        return -EIO;
+      }
+      lent_bytes += c.length;
+    }
+    // Free space is the complement of what the bitmap marks used and what
+    // the kvfs owns; an overlap of the two is fsck's to report.
+    size_t next = 0;
+    auto add_free = [&](uint64_t b, uint64_t e) {
+      while (next < chunks.size() && chunks[next].offset + chunks[next].length <= b) ++next;
+      for (size_t k = next; b < e && k < chunks.size() && chunks[k].offset < e; ++k) {
+        if (chunks[k].offset > b) alloc_.init_add_free(b, chunks[k].offset - b);
+        b = std::max(b, chunks[k].offset + chunks[k].length);
+      }
+      if (e > b) alloc_.init_add_free(b, e - b);
+    };
     uint64_t pos = reserved();
     int r = load_bitmap(
         db,
         [&](uint64_t off, uint64_t len) {
-          if (off > pos) alloc_.init_add_free(pos, off - pos);
+          if (off > pos) add_free(pos, off);
           pos = std::max(pos, off + len);
         },
         error);
     if (r < 0) return r;
-    if (size() > pos) alloc_.init_add_free(pos, size() - pos);
+    if (size() > pos) add_free(pos, size());
+    std::lock_guard<std::mutex> l(lent_mutex_);
+    lent_.clear();
+    for (const auto& c : chunks) lent_[c.offset] = c.length;
+    lent_bytes_ = lent_bytes;
     return 0;
+  }
+
+  // G = align_up(max(1 MiB, A), A) for the kvfs's allocation unit A
+  // (kvfs.md 1): 64 KiB until the store has the option (step 7); and whole
+  // units of this tier.
+  uint64_t lend_unit() const override {
+    constexpr uint64_t kA = 64 << 10, kMin = 1 << 20;
+    const uint64_t g = (std::max(kMin, kA) + kA - 1) / kA * kA;
+    return (g + unit() - 1) / unit() * unit();
+  }
+
+  int lend(uint64_t want, std::vector<Interval>* out) override {
+    std::vector<Interval> got;
+    if (int r = alloc_.allocate_aligned(want, lend_unit(), &got); r < 0) return r;
+    std::lock_guard<std::mutex> l(lent_mutex_);
+    for (const auto& g : got) {
+      lent_[g.offset] = g.length;
+      lent_bytes_ += g.length;
+    }
+    out->insert(out->end(), got.begin(), got.end());
+    return 0;
+  }
+
+  void take_back(const std::vector<Interval>& ranges) override {
+    std::vector<Interval> back;
+    {
+      std::lock_guard<std::mutex> l(lent_mutex_);
+      for (const auto& r : ranges) {
+        // Only what is lent: a range given back twice must not free space
+        // an object has since been given.
+        if (!take_from_lent_locked(r.offset, r.length)) {
+          HS_ERROR("{}: the KV file system gave back {}~{}, which it was not lent", tier_name(tier()), r.offset,
+                   r.length);
+          continue;
+        }
+        back.push_back(r);
+      }
+    }
+    alloc_.release(back);
+  }
+
+  void set_floor(uint64_t bytes) override {
+    floor_ = bytes;
+    alloc_.set_floor(bytes);
+  }
+
+  std::vector<Interval> lent() const override {
+    std::lock_guard<std::mutex> l(lent_mutex_);
+    std::vector<Interval> out;
+    for (const auto& [off, len] : lent_) out.push_back({off, len});
+    return out;
   }
 
   int write_new(const Request& req, const char* data, const TxnWrites& to, std::vector<PExtent>* out) override {
@@ -82,8 +163,15 @@ class ExtentSpace final : public TierSpace {
   Usage usage() const override {
     Usage u;
     u.total = size() - reserved();
-    u.free = alloc_.free_bytes();
-    u.allocated = u.total - std::min(u.total, u.free);
+    const uint64_t free = alloc_.free_bytes(), floor = floor_;
+    uint64_t lent;
+    {
+      std::lock_guard<std::mutex> l(lent_mutex_);
+      lent = lent_bytes_;
+    }
+    // The floor is the kvfs's to grow into: no object can have it.
+    u.free = free > floor ? free - floor : 0;
+    u.allocated = u.total - std::min(u.total, free + lent);
     u.consumed = u.allocated;
     u.fragmentation = alloc_.fragmentation();
     return u;
@@ -92,7 +180,27 @@ class ExtentSpace final : public TierSpace {
   void for_each_free(const Range& fn) const override { alloc_.for_each_free(fn); }
 
  private:
+  // Removes [off, off + len) from lent_ when all of it is lent.
+  bool take_from_lent_locked(uint64_t off, uint64_t len) {
+    auto it = lent_.upper_bound(off);
+    if (it == lent_.begin()) return false;
+    --it;
+    const uint64_t b = it->first, e = it->first + it->second;
+    if (off + len > e) return false;
+    lent_.erase(it);
+    if (off > b) lent_[b] = off - b;
+    if (off + len < e) lent_[off + len] = e - off - len;
+    lent_bytes_ -= len;
+    return true;
+  }
+
   ExtentAllocator alloc_;
+  // What the kvfs was lent, merged only as lent: offset -> length. The
+  // allocator forgets lent space, so this is what usage() and fsck know.
+  mutable std::mutex lent_mutex_;
+  std::map<uint64_t, uint64_t> lent_;
+  uint64_t lent_bytes_ = 0;
+  std::atomic<uint64_t> floor_{0};
   const bool defers_small_;
   uint64_t deferred_max_ = 0;
 };
@@ -118,7 +226,9 @@ class SectionSpace final : public TierSpace {
   // device alignment will do.
   int check_device(std::string*) const override { return 0; }
 
-  int load(rocksdb::DB* db, const Config& cfg, std::string* error) override {
+  int load(rocksdb::DB* db, const Config& cfg, const std::vector<Interval>& lent, std::string* error) override {
+    SsdSections::Ranges chunks;
+    for (const auto& c : lent) chunks.emplace_back(c.offset, c.length);
     std::vector<std::pair<uint64_t, uint64_t>> used;
     if (int r = load_bitmap(db, [&](uint64_t off, uint64_t len) { used.emplace_back(off, len); }, error); r < 0)
       return r;
@@ -129,7 +239,35 @@ class SectionSpace final : public TierSpace {
       --it;
       return it->first <= off && off + len <= it->first + it->second;
     };
-    return SsdSections::open(cfg, db, reserved(), size() - reserved(), marked, &sections_, error);
+    return SsdSections::open(cfg, db, reserved(), size() - reserved(), marked, chunks, &sections_, error);
+  }
+
+  uint64_t lend_unit() const override { return sections_->lend_unit(); }
+
+  int lend(uint64_t want, std::vector<Interval>* out) override {
+    SsdSections::Ranges got;
+    if (int r = sections_->lend(want, &got); r < 0) return r;
+    for (const auto& [off, len] : got) out->push_back({off, len});
+    return 0;
+  }
+
+  void take_back(const std::vector<Interval>& ranges) override {
+    SsdSections::Ranges back;
+    for (const auto& r : ranges) back.emplace_back(r.offset, r.length);
+    if (sections_->take_back(back) < 0)
+      HS_ERROR("{}: the KV file system gave back ranges that are not whole lent erase units; kept lent",
+               tier_name(tier()));
+  }
+
+  void set_floor(uint64_t bytes) override {
+    floor_ = bytes;
+    sections_->set_floor(bytes);
+  }
+
+  std::vector<Interval> lent() const override {
+    std::vector<Interval> out;
+    for (const auto& [off, len] : sections_->lent()) out.push_back({off, len});
+    return out;
   }
 
   int write_new(const Request& req, const char* data, const TxnWrites& to, std::vector<PExtent>* out) override {
@@ -195,7 +333,8 @@ class SectionSpace final : public TierSpace {
     u.total = size() - reserved();
     u.consumed = sections_->consumed_bytes();
     u.allocated = sections_->live_bytes();
-    u.free = u.total - std::min(u.total, u.consumed);
+    const uint64_t free = u.total - std::min(u.total, u.consumed), floor = floor_;
+    u.free = free > floor ? free - floor : 0;
     u.fragmentation =
         u.consumed ? 1.0 - static_cast<double>(u.allocated) / static_cast<double>(u.consumed) : 0;
     return u;
@@ -203,9 +342,9 @@ class SectionSpace final : public TierSpace {
 
   void for_each_free(const Range& fn) const override {
     // The sections track live placements, not free space: the gaps between
-    // them (from the reserved head on) are free.
+    // them (from the reserved head on) are free, but for what is lent.
     uint64_t pos = reserved();
-    std::vector<std::pair<uint64_t, uint64_t>> live;
+    std::vector<std::pair<uint64_t, uint64_t>> live = sections_->lent();
     sections_->for_each_live([&](uint64_t off, uint64_t len) { live.emplace_back(off, len); });
     std::sort(live.begin(), live.end());
     for (const auto& [off, len] : live) {
@@ -248,6 +387,7 @@ class SectionSpace final : public TierSpace {
 
  private:
   std::unique_ptr<SsdSections> sections_;
+  std::atomic<uint64_t> floor_{0};
   SpaceCounters counters_;
   uint64_t deferred_max_ = 0;
   bool direct_units_ = true;

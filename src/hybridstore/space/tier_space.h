@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "hybridstore/alloc/allocator.h"
 #include "hybridstore/alloc/freelist.h"
 #include "hscommon/config.h"
 #include "hybridstore/format/onode.h"
@@ -150,8 +151,10 @@ class TierSpace {
   // Mount: the device checks that depend on the layout.
   virtual int check_device(std::string* error) const;
   // Mount: builds the in-memory state from the allocation bitmap and the
-  // tier's own records.
-  virtual int load(rocksdb::DB* db, const Config& cfg, std::string* error) = 0;
+  // tier's own records. `lent`: the ranges the KV file system owns (its log
+  // is their only record), neither free nor object data; -EIO when object
+  // data the bitmap marks lies in one (a section tier tells).
+  virtual int load(rocksdb::DB* db, const Config& cfg, const std::vector<Interval>& lent, std::string* error) = 0;
   // Mount, once loaded: the counters it updates.
   virtual void set_counters(const SpaceCounters& counters);
 
@@ -180,8 +183,25 @@ class TierSpace {
   // (a bypass section).
   virtual bool bypass(const ObjectPlacementKey& key, uint64_t object_size) const;
 
+  // Lending to the KV file system (docs/kvfs.md 2.5). Thread-safe, and a
+  // lend never waits for a transaction: it takes only the allocator's own
+  // lock (an extent tier) or the pool's (a section tier).
+  // G: what lend() hands out is made of G-aligned multiples of it.
+  virtual uint64_t lend_unit() const = 0;
+  // Up to `want` bytes (rounded down to G, at least G), in G-aligned
+  // intervals in offset order; -ENOSPC when the tier has no such space, or
+  // -EINVAL for less than G. The floor does not apply.
+  virtual int lend(uint64_t want, std::vector<Interval>* out) = 0;
+  // Ranges lend() handed out, free again.
+  virtual void take_back(const std::vector<Interval>& ranges) = 0;
+  // New object data may not leave less than `bytes` free: the kvfs grows
+  // into it. usage().free leaves it out.
+  virtual void set_floor(uint64_t bytes) = 0;
+  // What is lent now (tests, fsck).
+  virtual std::vector<Interval> lent() const = 0;
+
   virtual Usage usage() const = 0;
-  // Every run the in-memory state holds free (fsck).
+  // Every run the in-memory state holds free (fsck); lent ranges are not.
   virtual void for_each_free(const Range& fn) const = 0;
   // The first inconsistency in the tier's own records, or "".
   virtual std::string verify() const;

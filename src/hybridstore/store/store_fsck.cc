@@ -349,7 +349,14 @@ void StoreFsck::check_space(FsckScan& s, Tier tier) {
   UnitBitmap in_memory_free(used.units());
   sp.for_each_free([&](uint64_t off, uint64_t len) { in_memory_free.set_range(off / u, len / u); });
   if (std::string bad = sp.verify(); !bad.empty()) problem(s, fmt::format("{} {}", tier_name(tier), bad));
-  uint64_t leaked = 0, unmarked = 0, mem_conflict = 0;
+  // The KV file system's chunks are neither free nor marked: its log is
+  // their only record (kvfs.md 2.1).
+  UnitBitmap lent(used.units());
+  for (const auto& c : lent_[tier]) {
+    const uint64_t b = std::min(c.offset / u, used.units()), e = std::min((c.offset + c.length + u - 1) / u, used.units());
+    if (e > b) lent.set_range(b, e - b);
+  }
+  uint64_t leaked = 0, unmarked = 0, mem_conflict = 0, both = 0;
   // Runs of units whose bit must flip, for repair.
   uint64_t run_start = 0, run_len = 0;
   auto flush_run = [&] {
@@ -370,9 +377,15 @@ void StoreFsck::check_space(FsckScan& s, Tier tier) {
         run_len = 1;
       }
     }
+    if (lent.test(unit)) {
+      if (mark || ref) ++both;
+      continue;
+    }
     if (!reserved && in_memory_free.test(unit) == mark) ++mem_conflict;
   }
   flush_run();
+  if (both)
+    problem(s, fmt::format("{}: {} bytes owned by both the KV file system and objects", tier_name(tier), both * u));
   s.rep->leaked_bytes[tier] = leaked * u;
   if (leaked) {
     problem(s, fmt::format("{}: {} bytes marked allocated but referenced by no object (leaked)", tier_name(tier), leaked * u));

@@ -27,6 +27,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "hybridstore/alloc/allocator.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/store/api_types.h"
 
@@ -52,6 +53,11 @@ class StoreFsck {
             const OnodeStore* onodes, const DataReader* data)
       : db_(db), super_(super), tiers_(tiers), colls_(colls), onodes_(onodes), data_(data) {}
 
+  // Ranges of `tier` the KV file system owns (its chunks): neither free nor
+  // object data. Until the store lends (kvfs.md 9, step 7) only tests name
+  // them.
+  void set_lent(Tier tier, std::vector<Interval> ranges) { lent_[tier] = std::move(ranges); }
+
   // The number of errors (0 = clean) or a negative errno.
   int check(bool deep, FsckReport* report);
   // Fixes what a check finds; *changes says what changed. Returns the number
@@ -74,6 +80,7 @@ class StoreFsck {
   const CollectionTable* colls_;
   const OnodeStore* onodes_;
   const DataReader* data_;
+  PerTier<std::vector<Interval>> lent_;
 };
 
 }  // namespace hybridstore

@@ -405,10 +405,13 @@ int MountedStore::statfs(StoreStats* st) {
   return 0;
 }
 
-int MountedStore::fsck(bool deep, FsckReport* report) {
+int MountedStore::fsck(bool deep, FsckReport* report, const PerTier<std::vector<Interval>>* lent) {
   *report = FsckReport();
   if (int r = flush(); r < 0) return r;
-  return StoreFsck(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get()).check(deep, report);
+  StoreFsck f(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get());
+  if (lent)
+    for (Tier t : tiers_->ids()) f.set_lent(t, (*lent)[t]);
+  return f.check(deep, report);
 }
 
 int MountedStore::repair(FsckReport* report, std::vector<std::string>* changes) {

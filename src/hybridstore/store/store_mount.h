@@ -90,7 +90,8 @@ class MountedStore {
   void tick();
   int save_heat();
   int statfs(StoreStats* st);
-  int fsck(bool deep, FsckReport* report);
+  // `lent`: the KV file system's chunks per tier (StoreFsck::set_lent).
+  int fsck(bool deep, FsckReport* report, const PerTier<std::vector<Interval>>* lent = nullptr);
   int repair(FsckReport* report, std::vector<std::string>* changes);
   const Uuid& fsid() const { return super_.fsid; }
 

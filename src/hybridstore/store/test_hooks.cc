@@ -3,6 +3,7 @@
 #include "hybridstore/store/object_heat.h"
 #include "hybridstore/store/onode_store.h"
 #include "hybridstore/store/store_mount.h"
+#include "hybridstore/store/tier_lender.h"
 #include "hybridstore/store/tier_set.h"
 
 namespace hybridstore {
@@ -33,6 +34,27 @@ size_t StoreTestHooks::cached_onodes(HybridStore& s) { return s.store_->onodes()
 
 bool StoreTestHooks::heat(HybridStore& s, const std::string& onode_key, HeatSample* out) {
   return s.store_->heat().tracker()->lookup(onode_key, out);
+}
+
+uint64_t StoreTestHooks::lend_unit(HybridStore& s, Tier t) {
+  return TierLender(&s.store_->tiers().space(t)).unit();
+}
+
+int StoreTestHooks::lend(HybridStore& s, Tier t, uint64_t want, std::vector<Interval>* out) {
+  return TierLender(&s.store_->tiers().space(t)).lend(want, out);
+}
+
+void StoreTestHooks::take_back(HybridStore& s, Tier t, const std::vector<Interval>& ranges) {
+  TierLender(&s.store_->tiers().space(t)).take_back(ranges);
+}
+
+void StoreTestHooks::set_floor(HybridStore& s, Tier t, uint64_t bytes) { s.store_->tiers().space(t).set_floor(bytes); }
+
+int StoreTestHooks::fsck_lent(HybridStore& s, Tier t, const std::vector<Interval>& lent, bool deep,
+                              FsckReport* report) {
+  PerTier<std::vector<Interval>> chunks;
+  chunks[t] = lent;
+  return s.store_->fsck(deep, report, &chunks);
 }
 
 }  // namespace hybridstore

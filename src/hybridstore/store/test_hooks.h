@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hsio/block_device.h"
+#include "hybridstore/alloc/allocator.h"
 #include "hybridstore/format/collection_id.h"
 #include "hybridstore/format/object_id.h"
 #include "hybridstore/format/onode.h"
@@ -38,6 +40,14 @@ class StoreTestHooks {
   static size_t cached_onodes(HybridStore& s);
   // The heat recorded for the object under `onode_key`: false when none.
   static bool heat(HybridStore& s, const std::string& onode_key, HeatSample* out);
+  // Lending as the KV file system will (kvfs.md 2.5), through the store's
+  // lender over tier `t`'s space, before the store lends by itself.
+  static uint64_t lend_unit(HybridStore& s, Tier t);
+  static int lend(HybridStore& s, Tier t, uint64_t want, std::vector<Interval>* out);
+  static void take_back(HybridStore& s, Tier t, const std::vector<Interval>& ranges);
+  static void set_floor(HybridStore& s, Tier t, uint64_t bytes);
+  // fsck with `lent` as the KV file system's chunks of tier `t`.
+  static int fsck_lent(HybridStore& s, Tier t, const std::vector<Interval>& lent, bool deep, FsckReport* report);
 };
 
 }  // namespace hybridstore

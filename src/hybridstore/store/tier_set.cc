@@ -143,7 +143,8 @@ int TierSet::load(rocksdb::DB* db, const Config& cfg, std::string* error) {
   for (Tier t : ids()) {
     coarsest_unit_ = std::max(coarsest_unit_, spaces_[t]->unit());
     finest_unit_ = std::min(finest_unit_, spaces_[t]->unit());
-    if (int r = spaces_[t]->load(db, cfg, error); r < 0) return r;
+    // Nothing is lent before the store has a KV file system (kvfs.md 9, step 7).
+    if (int r = spaces_[t]->load(db, cfg, {}, error); r < 0) return r;
   }
   return 0;
 }

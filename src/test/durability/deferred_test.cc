@@ -391,3 +391,66 @@ TEST(DeferredRecord, DecoderRejectsGarbage) {
 }
 
 }  // namespace
+
+namespace {
+
+// docs/kvfs.md 2.6: a D record left over a range that was freed and then
+// lent to the KV file system must not overwrite the kvfs's bytes at replay.
+TEST(DeferredReplay, SkipsThePartsOfRecordsInsideTheKvFsChunks) {
+  test::TempDir dir("defer-exclude");
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, dir.file("db"), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  DeviceOpenOptions dopt;
+  dopt.create = true;
+  dopt.create_size = 8 << 20;
+  dopt.direct_io = false;
+  std::string err;
+  auto ssd = open_block_device(dir.file("ssd"), dopt, &err);
+  ASSERT_TRUE(ssd) << err;
+  const uint64_t chunk = 1 << 20, g = 1 << 20;  // the kvfs owns [1 MiB, 2 MiB)
+  const std::string kvfs(g, 'K');
+  ASSERT_EQ(ssd->write(chunk, kvfs.data(), g), 0);
+  // One record straddles the chunk's start (4 KiB before, 4 KiB inside),
+  // one lies inside it, one outside, unaligned.
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), deferred_key(1), encode_deferred(Tier::kSsd, chunk - 4096,
+                                                                                 std::string(8192, 'a')))
+                  .ok());
+  ASSERT_TRUE(
+      db->Put(rocksdb::WriteOptions(), deferred_key(2), encode_deferred(Tier::kSsd, chunk + 65536, "stale")).ok());
+  ASSERT_TRUE(
+      db->Put(rocksdb::WriteOptions(), deferred_key(3), encode_deferred(Tier::kSsd, 3 * g + 100, "keep")).ok());
+  PerTier<BlockDevice*> devs;
+  devs[Tier::kSsd] = ssd.get();
+  DeferredWriter::Exclude ex;
+  ex.tier = Tier::kSsd;
+  ex.ranges = {{chunk, g}};
+  EXPECT_EQ(DeferredWriter::replay(db.get(), devs, &err, nullptr, &ex), 2) << err;
+  std::string got(g, '\0');
+  ASSERT_EQ(ssd->read(chunk, got.data(), g), 0);
+  EXPECT_TRUE(got == kvfs) << "a replay wrote into the KV file system's chunk";
+  std::string before(4096, '\0');
+  ASSERT_EQ(ssd->read(chunk - 4096, before.data(), 4096), 0);
+  EXPECT_EQ(before, std::string(4096, 'a')) << "the part outside the chunk is still replayed";
+  std::string keep(4, '\0');
+  ASSERT_EQ(ssd->read(3 * g + 100, keep.data(), 4), 0);
+  EXPECT_EQ(keep, "keep");
+  // Every record is gone, the dropped ones too.
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix(1, kv::kDeferred);
+  it->Seek(prefix);
+  EXPECT_FALSE(it->Valid() && it->key().starts_with(prefix));
+  it.reset();
+  // Another tier's chunks exclude nothing here.
+  ASSERT_TRUE(
+      db->Put(rocksdb::WriteOptions(), deferred_key(4), encode_deferred(Tier::kSsd, chunk + 8192, "lands")).ok());
+  ex.tier = Tier::kHdd;
+  EXPECT_EQ(DeferredWriter::replay(db.get(), devs, &err, nullptr, &ex), 1) << err;
+  std::string lands(5, '\0');
+  ASSERT_EQ(ssd->read(chunk + 8192, lands.data(), 5), 0);
+  EXPECT_EQ(lands, "lands");
+}
+
+}  // namespace

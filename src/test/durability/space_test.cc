@@ -2,6 +2,7 @@
 // written, the store stays usable, and df stays exact.
 #include <sys/stat.h>
 
+#include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;
@@ -118,5 +119,107 @@ TEST_F(SpaceTest, OverwritesOfAFullStoreStillWork) {
   EXPECT_EQ(d.substr(4096, 4096), std::string(4096, 'Z'));
   EXPECT_EQ(d.substr(0, 4096), std::string(4096, 'a'));
 }
+
+// Lending to the KV file system (docs/kvfs.md 2.5, 2.6, 6) through the
+// store's lender, before the store lends by itself (step 7): on both SSD
+// spaces, lent space is neither free nor objects', the floor makes new data
+// spill, and fsck knows the kvfs's chunks.
+class LendingTest : public SpaceTest, public ::testing::WithParamInterface<const char*> {
+ protected:
+  Config config() override {
+    Config c = SpaceTest::config();
+    std::string err;
+    c.set("hybridstore_ssd_allocator", GetParam(), &err);
+    return c;
+  }
+  std::vector<Interval> lend(uint64_t want) {
+    std::vector<Interval> got;
+    EXPECT_EQ(StoreTestHooks::lend(*store_, Tier::kSsd, want, &got), 0);
+    return got;
+  }
+  // fsck's problems with `lent` as the kvfs's chunks.
+  std::vector<std::string> fsck_lent(const std::vector<Interval>& lent) {
+    FsckReport rep;
+    EXPECT_GE(StoreTestHooks::fsck_lent(*store_, Tier::kSsd, lent, false, &rep), 0);
+    return rep.problems;
+  }
+  static std::string joined(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& p : v) out += p + "\n";
+    return out;
+  }
+};
+
+TEST_P(LendingTest, LentSpaceIsNeitherFreeNorObjectsAndFsckKnowsIt) {
+  Transaction t;
+  t.write(coll_, obj("before"), 0, std::string(256 << 10, 'a'));
+  apply(std::move(t));
+  const StoreStats before = df();
+  const uint64_t g = StoreTestHooks::lend_unit(*store_, Tier::kSsd);
+  const std::vector<Interval> lent = lend(4 * g);
+  uint64_t bytes = 0;
+  for (const auto& i : lent) bytes += i.length;
+  EXPECT_EQ(bytes, 4 * g);
+  EXPECT_EQ(df().tier[0].free, before.tier[0].free - bytes);
+  EXPECT_EQ(df().tier[0].allocated, before.tier[0].allocated);
+  // With the chunks named, nothing is wrong; without, the allocator holds
+  // space neither free nor marked.
+  EXPECT_EQ(joined(fsck_lent(lent)), "");
+  const std::string unnamed = joined(fsck_lent({}));
+  EXPECT_NE(unnamed.find("in-memory allocator disagrees with the bitmap"), std::string::npos) << unnamed;
+  // Objects written now stay out of the chunks.
+  for (int i = 0; i < 8; ++i) {
+    Transaction w;
+    w.write(coll_, obj("after" + std::to_string(i)), 0, std::string(128 << 10, 'b'));
+    apply(std::move(w));
+  }
+  EXPECT_EQ(joined(fsck_lent(lent)), "");
+  StoreTestHooks::take_back(*store_, Tier::kSsd, lent);
+  EXPECT_EQ(fsck_errors(), 0);
+}
+
+TEST_P(LendingTest, FsckReportsChunksThatHoldObjectData) {
+  Transaction t;
+  t.write(coll_, obj("data"), 0, std::string(256 << 10, 'd'));  // small enough for the SSD
+  apply(std::move(t));
+  ASSERT_EQ(StoreTestHooks::write_out_staged(*store_), 0);
+  ASSERT_GT(df().tier[0].allocated, 0u);
+  // Name as the kvfs's a range the object's data lies in.
+  const uint64_t g = StoreTestHooks::lend_unit(*store_, Tier::kSsd);
+  std::vector<Interval> everything{{0, (StoreTestHooks::device(*store_, Tier::kSsd)->size() / g) * g}};
+  const std::string found = joined(fsck_lent(everything));
+  EXPECT_NE(found.find("bytes owned by both the KV file system and objects"), std::string::npos) << found;
+}
+
+TEST_P(LendingTest, TheFloorMakesNewDataSpillToTheHdd) {
+  const StoreStats empty = df();
+  // Leave the SSD 1 MiB for objects: the rest is the kvfs's floor.
+  StoreTestHooks::set_floor(*store_, Tier::kSsd, empty.tier[0].free - (1 << 20));
+  EXPECT_LE(df().tier[0].free, 1u << 20);
+  uint64_t ssd_grew = 0, hdd_grew = 0;
+  for (int i = 0; i < 16; ++i) {
+    const StoreStats a = df();
+    Transaction t;
+    t.write(coll_, obj("s" + std::to_string(i)), 0, std::string(256 << 10, 's'));
+    apply(std::move(t));
+    const StoreStats b = df();
+    ssd_grew += b.tier[0].allocated - a.tier[0].allocated;
+    hdd_grew += b.tier[1].allocated - a.tier[1].allocated;
+  }
+  const uint64_t g0 = StoreTestHooks::lend_unit(*store_, Tier::kSsd);
+  // Sections take whole erase units: what was above the floor may be one.
+  EXPECT_LE(ssd_grew, std::max<uint64_t>(2u << 20, 2 * g0)) << "object data cut into the floor";
+  EXPECT_GE(hdd_grew, 2u << 20) << "the rest spilled to the HDD";
+  // The kvfs may still have the floor.
+  const uint64_t g = StoreTestHooks::lend_unit(*store_, Tier::kSsd);
+  const std::vector<Interval> lent = lend(2 * g);
+  EXPECT_FALSE(lent.empty());
+  EXPECT_EQ(joined(fsck_lent(lent)), "");
+  StoreTestHooks::take_back(*store_, Tier::kSsd, lent);
+  StoreTestHooks::set_floor(*store_, Tier::kSsd, 0);
+  EXPECT_EQ(fsck_errors(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothSpaces, LendingTest, ::testing::Values("extent", "hfm"));
 
 }  // namespace

@@ -8,6 +8,8 @@
 // would vanish from the records: after a remount the sections would hand
 // those blocks out again while objects still use them.
 #include <atomic>
+#include <mutex>
+#include <random>
 #include <thread>
 
 #include "hybridstore/store/test_hooks.h"
@@ -61,4 +63,58 @@ TEST_F(SectionsStateOrderTest, TicksBetweenTransactionsLoseNoAllocation) {
     remount();
     ASSERT_EQ(fsck_errors(), 0) << "the sections' records after a remount lack allocations objects use";
   }
+}
+
+// docs/kvfs.md 2.5 and 8.4: the kvfs's balancer lends and takes back on its
+// own thread while transactions allocate, drain and submit under the
+// sections' lock and the tick drains beside them. A lend must never wait
+// for that lock, and nothing lent may ever hold object data. Seeded; run
+// under TSan by qa/tsan.sh.
+TEST_F(SectionsStateOrderTest, LendingBesideTransactionsAndTicks) {
+  const uint64_t seed = hybridstore::test::test_seed(808);
+  std::mt19937_64 lrng(seed);
+  std::atomic<bool> done{false};
+  std::atomic<int> lends{0}, failures{0};
+  std::mutex held_mutex;
+  std::vector<Interval> held;
+  const uint64_t g = StoreTestHooks::lend_unit(*store_, Tier::kSsd);
+  std::thread ticker([&] {
+    while (!done) StoreTestHooks::tick(*store_);
+  });
+  std::thread lender([&] {
+    while (!done) {
+      std::lock_guard<std::mutex> l(held_mutex);
+      if (held.empty() || lrng() % 2) {
+        std::vector<Interval> got;
+        if (StoreTestHooks::lend(*store_, Tier::kSsd, (1 + lrng() % 3) * g, &got) == 0) {
+          ++lends;
+          for (const auto& i : got)
+            if (i.offset % g || i.length % g) ++failures;
+          held.insert(held.end(), got.begin(), got.end());
+        }
+      } else {
+        const size_t k = lrng() % held.size();
+        StoreTestHooks::take_back(*store_, Tier::kSsd, {held[k]});
+        held.erase(held.begin() + static_cast<long>(k));
+      }
+    }
+  });
+  for (int i = 0; i < 1500; ++i) {
+    Transaction t;
+    t.write(coll_, obj("l" + std::to_string(i)), 0, hybridstore::test::random_bytes(rng_, 4096 * (1 + i % 8)));
+    if (i % 3 == 0 && i > 0) t.remove(coll_, obj("l" + std::to_string(i - 1)));
+    apply(std::move(t));
+  }
+  done = true;
+  ticker.join();
+  lender.join();
+  printf("seed %llu: %d lends beside 1500 transactions\n", static_cast<unsigned long long>(seed), lends.load());
+  EXPECT_EQ(failures.load(), 0);
+  ASSERT_EQ(StoreTestHooks::write_out_staged(*store_), 0);
+  FsckReport rep;
+  EXPECT_EQ(StoreTestHooks::fsck_lent(*store_, Tier::kSsd, held, false, &rep), 0) << "seed " << seed;
+  for (const auto& p : rep.problems) ADD_FAILURE() << "fsck: " << p << " (seed " << seed << ")";
+  StoreTestHooks::take_back(*store_, Tier::kSsd, held);
+  remount();
+  ASSERT_EQ(fsck_errors(), 0) << "seed " << seed;
 }
