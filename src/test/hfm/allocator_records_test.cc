@@ -103,7 +103,9 @@ std::unique_ptr<SectionAllocator> rebuilt(const Workload& w) {
   EXPECT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune, records(w.store), w.now, &b, &err),
             0)
       << err;
-  if (b) EXPECT_EQ(b->verify(), "");
+  if (b) {
+    EXPECT_EQ(b->verify(), "");
+  }
   return b;
 }
 

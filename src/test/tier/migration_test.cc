@@ -220,7 +220,9 @@ class BreakEvenTest : public MigrationTest {
     Config c = MigrationTest::config();
     std::string err;
     c.set("hybridstore_tier_promote_hits", "0", &err);  // passes alone decide
-    if (!break_even_.empty()) EXPECT_EQ(c.set("hybridstore_tier_promote_break_even", break_even_, &err), 0) << err;
+    if (!break_even_.empty()) {
+      EXPECT_EQ(c.set("hybridstore_tier_promote_break_even", break_even_, &err), 0) << err;
+    }
     return c;
   }
   void remake() {
