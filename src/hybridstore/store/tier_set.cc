@@ -57,15 +57,6 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
     if (std::string bad = label_status_[tier].problem(); !bad.empty())
       HS_WARN("{} device {}: label {}; the other copy carries it (fsck --repair rewrites the pair)",
               tier_name(tier), p, bad);
-    // A label is rewritten only after the superblock of its format is
-    // durable (the upgrade's order), so one newer than the superblock is
-    // from another store or a newer build's half-done work.
-    if (label.format_version > super.format_version || (label.record_version >= 2 && super.format_version < 4)) {
-      *error = fmt::format("{} device {}: label of format {} (record version {}) is newer than the store's "
-                           "superblock (format {})",
-                           tier_name(tier), p, label.format_version, label.record_version, super.format_version);
-      return -EINVAL;
-    }
     if (label.fsid != super.fsid) {
       *error = fmt::format("{} device {} belongs to store {}, not to this store ({})", tier_name(tier), p,
                            uuid_to_string(label.fsid), uuid_to_string(super.fsid));
@@ -74,6 +65,15 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
     if (label.role != tier) {
       *error = fmt::format("device {} is labelled as the {} device of this store, not the {} device", p,
                            tier_name(label.role), tier_name(tier));
+      return -EINVAL;
+    }
+    // A label is rewritten only after the superblock of its format is
+    // durable (the upgrade's order), so one of this store newer than the
+    // superblock is a newer build's half-done work, or damage.
+    if (label.format_version > super.format_version || (label.record_version >= 2 && super.format_version < 4)) {
+      *error = fmt::format("{} device {}: label of format {} (record version {}) is newer than the store's "
+                           "superblock (format {})",
+                           tier_name(tier), p, label.format_version, label.record_version, super.format_version);
       return -EINVAL;
     }
     if (dev->size() < label.size || label.size < desc.size) {
@@ -132,6 +132,11 @@ DeviceLabel store_tier_label(const std::string& store_path, const Superblock& sb
       const std::string hint = ec ? link : real.string();
       // A hint is a hint: one too long to keep is left out, not the label.
       if (hint.size() <= kLabelMaxMetaValue) l.meta[std::string("path_block.") + tier_name(u)] = hint;
+    }
+    std::string enc;
+    if (encode_label(l, &enc) == -E2BIG) {
+      for (Tier u : tier_ids(sb.tiers())) l.meta.erase(std::string("path_block.") + tier_name(u));
+      HS_WARN("the device paths do not fit in the ssd label beside its other keys; it keeps none");
     }
   }
   return l;
