@@ -36,11 +36,11 @@ CleanerConfig CleanerConfig::from_config(const Config& cfg) {
 }
 
 bool HoleCleaner::should_start(const SectionAllocator& a) const {
-  return a.free_erase_units() < cfg_.start_free * a.erase_unit_count();
+  return a.takeable_units() < cfg_.start_free * a.erase_unit_count();
 }
 
 bool HoleCleaner::should_continue(const SectionAllocator& a) const {
-  return a.free_erase_units() < cfg_.stop_free * a.erase_unit_count();
+  return a.takeable_units() < cfg_.stop_free * a.erase_unit_count();
 }
 
 double HoleCleaner::hotness(const EraseUnitInfo& u, uint64_t now_us) {

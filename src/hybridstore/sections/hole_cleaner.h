@@ -55,6 +55,7 @@ struct CleanerConfig {
   VictimPolicy policy = VictimPolicy::kCostHotness;
   double start_free = 0.05;  // start when free erase units / all drops below
   double stop_free = 0.08;   // keep going until free erase units / all reaches
+  // ("free": above the kvfs's floor, SectionAllocator::takeable_units)
   double max_live = 0.95;    // never pick a unit fuller than this
   uint32_t scan_limit = 0;   // units examined per pick (0 = all), from a rotating cursor
   // e in cost-hotness's (1 - u) / (2 u H^e); 1 is the SFS paper's formula.

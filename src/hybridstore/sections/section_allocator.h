@@ -241,6 +241,12 @@ class SectionAllocator {
   // --- cleaner support ---
   uint32_t erase_unit_count() const { return static_cast<uint32_t>(eus_.size()); }
   uint32_t free_erase_units() const { return free_count_.load(std::memory_order_relaxed); }
+  // Free units a lane may still take: those above the floor. What the
+  // cleaner weighs, so that a floor kept for the kvfs reads as a full tier.
+  uint32_t takeable_units() const {
+    const uint32_t f = free_erase_units(), fl = floor_units_.load(std::memory_order_relaxed);
+    return f > fl ? f - fl : 0;
+  }
   uint32_t erase_unit_blocks() const { return eu_blocks_; }
   uint64_t erase_unit_block(uint32_t eu) const { return base_ + uint64_t(eu) * eu_blocks_; }
   EraseUnitInfo erase_unit_info(uint32_t eu) const;
@@ -348,11 +354,6 @@ class SectionAllocator {
     return geo_.sections[l.section].holes == HoleMode::kFill && !u.cleaning;
   }
   double free_fraction() const { return eus_.empty() ? 0 : double(takeable_units()) / eus_.size(); }
-  // Free units a lane may still take: those above the floor.
-  uint32_t takeable_units() const {
-    const uint32_t f = free_erase_units(), fl = floor_units_.load(std::memory_order_relaxed);
-    return f > fl ? f - fl : 0;
-  }
 
   // Small-object path; false when nothing fits. `allow_fresh` = may take a clean extent.
   bool allocate_in(int section, const AllocRequest& req, uint64_t bytes,

@@ -154,7 +154,6 @@ int HybridStore::mount(std::string* error) {
 }
 
 int HybridStore::umount() {
-  read_only_mount_ = false;
   if (store_) store_->heat().set_migrator(nullptr);
   if (migrator_) {
     migrator_->stop();
@@ -165,6 +164,9 @@ int HybridStore::umount() {
     cleaners_.clear();
     cleaning_ = false;
   }
+  // Only now: the migrator's thread (its cleaning relocates through
+  // apply_transaction, which reads the flag) has stopped.
+  read_only_mount_ = false;
   if (!store_) return 0;
   int r = store_->close();
   store_.reset();

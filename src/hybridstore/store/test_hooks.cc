@@ -5,6 +5,7 @@
 #include "hybridstore/store/store_mount.h"
 #include "hybridstore/store/tier_lender.h"
 #include "hybridstore/store/tier_set.h"
+#include "hybridstore/tier/migrator.h"
 
 namespace hybridstore {
 
@@ -54,6 +55,10 @@ int StoreTestHooks::fsck_lent(HybridStore& s, Tier t, const std::vector<Interval
                               FsckReport* report) {
   PerTier<std::vector<Interval>> chunks;
   chunks[t] = lent;
+  // As HybridStore::fsck holds moves; and the cleaner's relocations too,
+  // which commit the onode and the bitmap together but are read apart.
+  std::lock_guard<std::mutex> cleaning(s.cleaner_mutex_);
+  auto hold = s.migrator_ ? s.migrator_->hold_moves() : std::unique_lock<std::mutex>();
   return s.store_->fsck(deep, report, &chunks);
 }
 

@@ -20,6 +20,7 @@
 #include "allocator_fixture.h"
 #include "common_helpers.h"
 #include "hscommon/config.h"
+#include "hybridstore/sections/hole_cleaner.h"
 #include "hybridstore/sections/ssd_sections.h"
 
 namespace hybridstore {
@@ -116,6 +117,22 @@ TEST(SectionLending, TheFloorIsLeftToLending) {
   a->set_floor_units(0);
   std::vector<AllocPiece> pieces;
   EXPECT_EQ(a->allocate(req(400 << 10, 2, id, id), &pieces, &ev), 0) << "without a floor data takes it again";
+}
+
+// kvfs.md 2.5, the floor 1: the cleaner sees the floor as used space, as it
+// would a full tier, and cleans so that data keeps units to take.
+TEST(SectionLending, TheCleanerCountsTheFloorAsUsed) {
+  auto a = test::make_allocator(AllocSetup{});
+  CleanerConfig c;
+  c.start_free = 0.05;
+  c.stop_free = 0.08;
+  HoleCleaner cleaner(c);
+  EXPECT_FALSE(cleaner.should_start(*a));
+  a->set_floor_units(a->erase_unit_count() - 2);
+  EXPECT_TRUE(cleaner.should_start(*a));
+  EXPECT_TRUE(cleaner.should_continue(*a));
+  a->set_floor_units(0);
+  EXPECT_FALSE(cleaner.should_continue(*a));
 }
 
 // A rebuilt allocator meets the kvfs's units: free ones are taken out, one
