@@ -486,12 +486,22 @@ uint64_t HybridStore::client_ops_counted() const { return migrator_ ? migrator_-
 
 int HybridStore::statfs(StoreStats* st) { return store_ ? store_->statfs(st) : -ENOTCONN; }
 
+HybridStore::Quiet HybridStore::hold_background() {
+  // A move between tiers, and a cleaner's relocation, commits the onode,
+  // the freelists and the statistics at once, but fsck reads them one
+  // after another: none may commit in between (promotions follow reads
+  // within a second; the cleaner runs every second while the fastest tier
+  // is short of free units). The cleaner's lock first: the migrator's
+  // thread never holds its pass lock while it cleans.
+  Quiet q;
+  q.cleaning = std::unique_lock<std::mutex>(cleaner_mutex_);
+  if (migrator_) q.moves = migrator_->hold_moves();
+  return q;
+}
+
 int HybridStore::fsck(bool deep, FsckReport* report) {
   if (store_) {
-    // A move between tiers commits the onode, the freelists and the
-    // statistics at once, but fsck reads them one after another: no move
-    // may commit in between (promotions follow reads within a second).
-    auto hold = migrator_ ? migrator_->hold_moves() : std::unique_lock<std::mutex>();
+    Quiet quiet = hold_background();
     return store_->fsck(deep, report);
   }
   std::string error;
@@ -501,7 +511,7 @@ int HybridStore::fsck(bool deep, FsckReport* report) {
   }
   int r;
   {
-    auto hold = migrator_ ? migrator_->hold_moves() : std::unique_lock<std::mutex>();
+    Quiet quiet = hold_background();
     r = store_->fsck(deep, report);
   }
   int u = umount();
@@ -543,7 +553,7 @@ int HybridStore::mount_for_repair(std::string* error, std::vector<std::string>* 
 
 int HybridStore::repair(FsckReport* found, std::vector<std::string>* changes) {
   if (!store_) return -ENOTCONN;
-  auto hold = migrator_ ? migrator_->hold_moves() : std::unique_lock<std::mutex>();
+  Quiet quiet = hold_background();
   return store_->repair(found, changes);
 }
 

@@ -231,6 +231,11 @@ class HybridStore {
   std::vector<std::unique_ptr<TierCleaner>> cleaners_;
   bool cleaning_ = false;
   std::mutex cleaner_mutex_;
+  // No move between tiers and no cleaner relocation while held (fsck).
+  struct Quiet {
+    std::unique_lock<std::mutex> cleaning, moves;
+  };
+  Quiet hold_background();
   bool read_only_mount_ = false;
 };
 

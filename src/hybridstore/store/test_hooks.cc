@@ -55,10 +55,8 @@ int StoreTestHooks::fsck_lent(HybridStore& s, Tier t, const std::vector<Interval
                               FsckReport* report) {
   PerTier<std::vector<Interval>> chunks;
   chunks[t] = lent;
-  // As HybridStore::fsck holds moves; and the cleaner's relocations too,
-  // which commit the onode and the bitmap together but are read apart.
-  std::lock_guard<std::mutex> cleaning(s.cleaner_mutex_);
-  auto hold = s.migrator_ ? s.migrator_->hold_moves() : std::unique_lock<std::mutex>();
+  // As HybridStore::fsck: no move and no cleaner relocation meanwhile.
+  HybridStore::Quiet quiet = s.hold_background();
   return s.store_->fsck(deep, report, &chunks);
 }
 
