@@ -31,15 +31,6 @@ KvSizing sized(uint64_t usable) {
   return s;
 }
 
-std::string batch_putting(uint64_t seq) {
-  rocksdb::WriteBatch b;
-  b.Put("k" + std::to_string(seq), "v" + std::to_string(seq));
-  std::string n;
-  put_fixed64(&n, seq);
-  b.Put(kv::journal_seq_key(), n);
-  return b.Data();
-}
-
 std::unique_ptr<rocksdb::DB> open_db(KvDevice* k, bool create) {
   rocksdb::Options o;
   o.create_if_missing = create;
@@ -136,7 +127,7 @@ TEST(KvDevice, RocksDBAndTheJournalShareTheDeviceAndReplayAfterARemount) {
     EXPECT_EQ(next, 1u);
     // Three transactions reach the ring and never RocksDB: the power goes.
     for (uint64_t seq = 1; seq <= 3; ++seq) {
-      const std::string r = journal->encode(std::vector<JournalEntry>{JournalEntry{seq, batch_putting(seq)}});
+      const std::string r = journal->encode(std::vector<JournalEntry>{JournalEntry{seq, journal_test_batch(seq)}});
       bool needs_checkpoint = false;
       ASSERT_EQ(journal->write(journal->reserve(r.size(), &needs_checkpoint), r), 0);
     }

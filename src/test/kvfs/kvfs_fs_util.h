@@ -10,7 +10,11 @@
 #include <string>
 #include <vector>
 
+#include <rocksdb/write_batch.h>
+
+#include "hscommon/encoding.h"
 #include "hsio/block_device.h"
+#include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/kvfs/kvfs.h"
 #include "kvfs/kvfs_test_util.h"
 
@@ -133,6 +137,17 @@ inline std::string read_all(KvFs* fs, const std::string& dir, const std::string&
   if (result) *result = r;
   out.resize(got);
   return out;
+}
+
+// A transaction's batch as the committer journals it: key k<seq> = v<seq>,
+// and the journal number RocksDB keeps.
+inline std::string journal_test_batch(uint64_t seq) {
+  rocksdb::WriteBatch b;
+  b.Put("k" + std::to_string(seq), "v" + std::to_string(seq));
+  std::string n;
+  put_fixed64(&n, seq);
+  b.Put(kv::journal_seq_key(), n);
+  return b.Data();
 }
 
 }  // namespace hybridstore::test

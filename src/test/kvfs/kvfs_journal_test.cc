@@ -24,16 +24,9 @@ using namespace hybridstore::test;
 
 namespace {
 
-std::string batch_putting(uint64_t seq) {
-  rocksdb::WriteBatch b;
-  b.Put("k" + std::to_string(seq), "v" + std::to_string(seq));
-  std::string n;
-  put_fixed64(&n, seq);
-  b.Put(kv::journal_seq_key(), n);
-  return b.Data();
+std::string record(uint64_t seq) {
+  return encode_journal_record(fs_fsid(), {JournalEntry{seq, journal_test_batch(seq)}});
 }
-
-std::string record(uint64_t seq) { return encode_journal_record(fs_fsid(), {JournalEntry{seq, batch_putting(seq)}}); }
 
 std::unique_ptr<rocksdb::DB> open_db(const std::string& path) {
   rocksdb::Options o;
