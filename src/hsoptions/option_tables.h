@@ -14,5 +14,6 @@ void add_core_options(std::vector<OptionSpec>* out);     // devices, allocation,
 void add_section_options(std::vector<OptionSpec>* out);  // the SSD tier's HFM sections
 void add_ftl_options(std::vector<OptionSpec>* out);      // raw NAND behind the embedded FTL
 void add_tiering_options(std::vector<OptionSpec>* out);  // heat, planner, migrator, hotness groups
+void add_kvfs_options(std::vector<OptionSpec>* out);     // RocksDB and the journal on the fastest tier
 
 }  // namespace hybridstore

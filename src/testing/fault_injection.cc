@@ -212,7 +212,7 @@ int fault_injection_setup_kv(const std::string& store_path, const Config& cfg, r
   FaultSettings s = FaultSettings::from_config(cfg);
   if (!s.enabled) return 0;
   auto inj = std::make_shared<FaultInjector>(store_path, s);
-  opts->env = inj->env();
+  if (opts) opts->env = inj->env();
   HS_WARN("fault injection is on for store {} (power cut after write {}{}{}, EIO on device write {}, "
           "device flush {}, RocksDB sync {}; 0 = never)",
           store_path, s.powercut_after_writes, s.tear ? ", torn" : "",

@@ -162,7 +162,9 @@ class FaultInjector {
 // Where RocksDB options are built: first restores the power of an injector
 // an earlier mount of this store left behind, then, when `cfg` enables fault
 // injection, makes a fresh injector for the store and points opts->env at
-// it. Returns 0, or a negative errno with *error (a failed restore).
+// it (`opts` null: a store whose RocksDB is on its devices, which the
+// injector reaches through them). Returns 0, or a negative errno with *error
+// (a failed restore).
 int fault_injection_setup_kv(const std::string& store_path, const Config& cfg,
                              rocksdb::Options* opts, std::string* error);
 // Where a device is opened: wraps it when this mount has an injector.

@@ -11,6 +11,10 @@ int TestStorageHooks::setup_kv(const std::string& store_path, const Config& cfg,
   return fault_injection_setup_kv(store_path, cfg, opts, error);
 }
 
+int TestStorageHooks::begin_mount(const std::string& store_path, const Config& cfg, std::string* error) {
+  return fault_injection_setup_kv(store_path, cfg, nullptr, error);
+}
+
 std::unique_ptr<BlockDevice> TestStorageHooks::wrap_device(const std::string& store_path, Tier tier,
                                                            const Config& cfg, std::unique_ptr<BlockDevice> dev) {
   dev = fault_injection_wrap_device(store_path, std::move(dev));

@@ -22,6 +22,9 @@ class TestStorageHooks final : public StorageHooks {
   // enables fault injection.
   int setup_kv(const std::string& store_path, const Config& cfg, rocksdb::Options* opts,
                std::string* error) override;
+  // The same for a store whose RocksDB is on its fastest tier: the fresh
+  // injector reaches RocksDB through that tier's device.
+  int begin_mount(const std::string& store_path, const Config& cfg, std::string* error) override;
   // The fault-injecting device when this mount has an injector, wrapped in
   // the timing model when one is configured: the model outside, so an I/O
   // the injector fails is not charged.

@@ -317,7 +317,9 @@ int HybridObjectStore::statfs(store_statfs_t* buf, osd_alert_list_t* alerts) {
   }
   buf->data_stored = st.data_bytes;
   buf->omap_allocated = st.omap_bytes;
-  buf->internal_metadata = st.metadata_bytes;
+  // With RocksDB on the SSD its space is the tier's: what Ceph's full ratios
+  // must count is what the KV file system holds there.
+  buf->internal_metadata = st.kv_on_device ? st.kvfs_used : st.metadata_bytes;
   if (alerts && st.read_only) (*alerts)["HYBRIDSTORE_READ_ONLY"] = "store is read-only after an I/O error";
   return 0;
 }

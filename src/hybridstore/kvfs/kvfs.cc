@@ -132,6 +132,7 @@ KvFs::KvFs(BlockDevice* dev, const KvFsParams& params, const KvFsSuper& super, K
     : dev_(dev),
       params_(params),
       lender_(lender),
+      grow_step_(params.grow_step),
       geo_{super.block, super.alloc_unit, super.lend_unit, params.head, dev->size()},
       alloc_(dev->size(), super.alloc_unit),
       super_(super),
@@ -266,6 +267,13 @@ uint64_t KvFs::owned_bytes() const {
   uint64_t n = 0;
   for (const auto& [start, length] : state_->chunks()) n += length;
   return n;
+}
+
+std::vector<Interval> KvFs::chunks() const {
+  std::lock_guard<std::mutex> l(meta_mutex_);
+  std::vector<Interval> out;
+  for (const auto& [start, length] : state_->chunks()) out.push_back({start, length});
+  return out;
 }
 
 uint64_t KvFs::generation() const {
@@ -763,7 +771,7 @@ int KvFs::grow(uint64_t want, bool wait_if_refused, std::string* why) {
     return -ENOSPC;
   }
   const uint64_t unit = geo_.lend_unit;
-  const uint64_t ask = std::max(align_up(want, unit), align_up(std::max(params_.grow_step, unit), unit));
+  const uint64_t ask = std::max(align_up(want, unit), align_up(std::max(grow_step_.load(std::memory_order_relaxed), unit), unit));
   std::vector<Interval> lent;
   int r = lender->lend(ask, &lent);
   if (r < 0 && wait_if_refused && params_.grow_wait.count() > 0) {

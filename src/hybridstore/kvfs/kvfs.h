@@ -213,10 +213,16 @@ class KvFs {
   // remount).
   uint64_t spare_log_bytes() const { return spare_segments() * params_.log_segment; }
   uint64_t owned_bytes() const;
+  // What the kvfs owns of the device (its chunks, coalesced, in offset
+  // order): what the tier must neither hand out nor count as free.
+  std::vector<Interval> chunks() const;
   uint64_t generation() const;
   uint64_t block() const { return geo_.block; }
   // The lender for growth from now on (null: none).
   void set_lender(KvFsLender* lender) { lender_.store(lender, std::memory_order_release); }
+  // Bytes asked of the lender per growth from now on (params.grow_step
+  // until then): the store knows its tier's sizes only once it is loaded.
+  void set_grow_step(uint64_t bytes) { grow_step_.store(bytes, std::memory_order_relaxed); }
 
  private:
   friend class KvFsWritableFile;
@@ -284,6 +290,7 @@ class KvFs {
   // Set later when the kvfs is mounted before its tier's space is loaded
   // (the store reads RocksDB first).
   std::atomic<KvFsLender*> lender_;
+  std::atomic<uint64_t> grow_step_;
   // b, A, G: fixed for the kvfs's life, so the file paths read them without
   // the lock that guards super_.
   const KvFsGeometry geo_;

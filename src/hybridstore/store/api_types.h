@@ -38,6 +38,13 @@ struct StoreStats {
   uint64_t deferred_pending_bytes = 0;
   uint64_t omap_bytes = 0;      // approximate: RocksDB's size of the omap key range
   uint64_t metadata_bytes = 0;  // the rest of RocksDB (onodes, allocation state, logs)
+  // RocksDB and the commit journal in the KV file system on the fastest
+  // tier (hybridstore_kv_location=device): the bytes of the tier it owns,
+  // and of those what its files, ring and log hold (the tier's total counts
+  // the owned bytes; its free and allocated bytes do not).
+  bool kv_on_device = false;
+  uint64_t kvfs_owned = 0;
+  uint64_t kvfs_used = 0;
   bool read_only = false;       // after an I/O error (see README's guarantees)
 };
 

@@ -33,6 +33,11 @@ class StorageHooks {
   // or a negative errno with *error; the open then fails.
   virtual int setup_kv(const std::string& store_path, const Config& cfg, rocksdb::Options* opts,
                        std::string* error) = 0;
+  // mkfs and mount of a store whose RocksDB lives on its fastest tier
+  // (which then never calls setup_kv), before any device opens: what
+  // setup_kv does for a directory store's RocksDB besides its Env (fault
+  // injection restores the power an earlier mount cut and arms itself).
+  virtual int begin_mount(const std::string& store_path, const Config& cfg, std::string* error) { return 0; }
   // At mount, once per tier, after the device was opened and its label
   // checked: returns the device the store uses from then on (`dev` itself or
   // a decorator that owns it).

@@ -23,6 +23,7 @@
 #include "hybridstore/kvfs/kvfs_rocksdb.h"
 #include "hybridstore/kvfs/kv_device.h"
 #include "hybridstore/store/storage_hooks.h"
+#include "hybridstore/store/store_kvfs.h"
 #include "hybridstore/store/store_mount.h"
 #include "hybridstore/store/tier_set.h"
 
@@ -36,22 +37,6 @@ uint64_t now_us() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
-}
-
-bool write_text_file(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return false;
-    f << text;
-    if (!f.flush()) return false;
-  }
-  int fd = ::open(tmp.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-  return ::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 }  // namespace
@@ -141,8 +126,8 @@ namespace {
 
 // Links, labels and sizes the device of tier `t` as *sb says it is made,
 // recording its size, unit and reserved head in *sb.
-int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint64_t unit, Superblock* sb,
-                     std::unique_ptr<BlockDevice>* out, std::string* error) {
+int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint64_t unit, const Uuid& kvfs_uuid,
+                     Superblock* sb, std::unique_ptr<BlockDevice>* out, std::string* error) {
   TierDescriptor& desc = sb->tier[tier];
   std::error_code ec;
   std::string link = path + "/" + tier_device_link(tier);
@@ -178,6 +163,10 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
   label.description = std::string("hybridstore ") + tier_name(tier);
   label.device_kind = desc.layout.device;
   label.head = reserved;
+  if (kvfs_uuid != Uuid{}) {
+    label.flags |= kLabelKvOnDevice;
+    label.kvfs_uuid = kvfs_uuid;
+  }
   // mkfs_done clear: until mkfs commits, the devices say a store is being made.
   std::string why;
   if (int r = write_label_pair(dev.get(), &label, &why); r < 0) {
@@ -193,10 +182,10 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
 
 // The commit point of mkfs: every tier's label pair with mkfs_done set, the
 // SSD's with the tier table, once the records are durable in RocksDB.
-int commit_labels(const std::string& path, const Superblock& sb, PerTier<std::unique_ptr<BlockDevice>>* devs,
+int commit_labels(const std::string& path, const Superblock& sb, const PerTier<BlockDevice*>& devs,
                   std::string* error) {
   for (Tier t : tier_ids(sb.tiers())) {
-    BlockDevice* dev = (*devs)[t].get();
+    BlockDevice* dev = devs[t];
     DeviceLabel cur;
     std::string why;
     if (int r = read_label(dev, &cur, &why); r < 0) {
@@ -215,9 +204,8 @@ int commit_labels(const std::string& path, const Superblock& sb, PerTier<std::un
 // The new store's records: superblock, the tiers' spaces, the omap id and
 // statistics records, then the fsid and type files, and last the marker
 // that makes a repeated mkfs harmless.
-int write_new_store(const std::string& path, const Config& cfg, const Superblock& sb, std::string* error) {
-  std::unique_ptr<rocksdb::DB> db;
-  if (int r = open_store_db(path, cfg, true, &db, error); r < 0) return r;
+int write_new_store(const std::string& path, const Config& cfg, const Superblock& sb, rocksdb::DB* db,
+                    std::string* error) {
   rocksdb::WriteBatch b;
   b.Put(kv::superblock_key(), encode_superblock(sb));
   for (Tier t : tier_ids(sb.tiers()))
@@ -234,7 +222,7 @@ int write_new_store(const std::string& path, const Config& cfg, const Superblock
     return -EIO;
   }
   std::string fsid = uuid_to_string(sb.fsid);
-  if (!write_text_file(path + "/fsid", fsid + "\n") || !write_text_file(path + "/type", "hybridstore\n")) {
+  if (!write_file_durably(path + "/fsid", fsid + "\n") || !write_file_durably(path + "/type", "hybridstore\n")) {
     *error = "cannot write " + path + "/fsid or type";
     return -EIO;
   }
@@ -242,6 +230,66 @@ int write_new_store(const std::string& path, const Config& cfg, const Superblock
     *error = "cannot write mkfs marker";
     return -EIO;
   }
+  return 0;
+}
+
+// The SSD's label of an earlier mkfs of a store whose RocksDB is on the
+// device: 1 with *fsid when it committed (mkfs_done), 0 when there is none,
+// -EBUSY when a mount holds the device. A directory store is found by its
+// <dir>/db instead.
+int committed_device_store(const std::string& path, const Config& cfg, Uuid* fsid, std::string* error) {
+  std::string want = cfg.get_str(tier_option(Tier::kSsd, "path"));
+  const std::string dev_path = want.empty() ? path + "/" + tier_device_link(Tier::kSsd) : want;
+  std::error_code ec;
+  if (!fs::exists(dev_path, ec)) return 0;
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  o.exclusive = true;
+  std::string why;
+  std::unique_ptr<BlockDevice> dev = open_block_device(dev_path, o, &why);
+  if (!dev && errno == EBUSY) {
+    *error = why;
+    return -EBUSY;
+  }
+  DeviceLabel l;
+  LabelPairStatus st;
+  if (!dev || read_labels(dev.get(), &l, &st, &why) < 0) return 0;
+  if (!(l.flags & kLabelKvOnDevice) || !(l.flags & kLabelMkfsDone) || l.role != Tier::kSsd) return 0;
+  *fsid = l.fsid;
+  return 1;
+}
+
+// RocksDB and the ring in a new kvfs on the SSD, in chunks its space lends
+// (docs/kvfs.md 5.1, steps 3-5), then the store's records into it.
+int write_new_device_store(const std::string& path, const Config& cfg, const Superblock& sb, const Uuid& kvfs_uuid,
+                           std::shared_ptr<BlockDevice> ssd, std::string* error) {
+  if (auto hooks = storage_hooks())
+    if (int r = hooks->begin_mount(path, cfg, error); r < 0) return r;
+  KvSizing sizing;
+  uint64_t lend_unit = 0;
+  std::vector<Interval> chunks;
+  if (int r = lend_initial_chunks(cfg, sb, ssd, &sizing, &lend_unit, &chunks, error); r < 0) return r;
+  KvFsParams params = kvfs_params(cfg, *ssd, sb.tier[Tier::kSsd].reserved);
+  params.initial_size = sizing.initial;
+  params.log_segment = sizing.log_segment;
+  params.grow_step = sizing.grow_step;
+  PresetLender lender(lend_unit, chunks);
+  const uint64_t ring = cfg.get_size("hybridstore_commit_journal_size");
+  if (int r = KvDevice::format(ssd, params, kvfs_uuid, sb.fsid, &lender, ring, error); r < 0) return r;
+  std::unique_ptr<KvDevice> kv;
+  if (int r = KvDevice::mount(ssd, params, kvfs_uuid, sb.fsid, nullptr, &kv, error); r < 0) return r;
+  {
+    std::unique_ptr<rocksdb::DB> db;
+    if (int r = open_store_db(path, cfg, true, &db, error, kv->env()); r < 0) return r;
+    if (int r = write_new_store(path, cfg, sb, db.get(), error); r < 0) return r;
+    if (rocksdb::Status s = db->Close(); !s.ok()) {
+      *error = "closing the new RocksDB: " + s.ToString();
+      return -EIO;
+    }
+  }
+  if (int r = kv->unmount(error); r < 0) return r;
+  HS_INFO("mkfs: RocksDB and the commit journal in {} bytes of the ssd tier (grows by {}, floor {})", sizing.initial,
+          sizing.grow_step, sizing.reserve);
   return 0;
 }
 
@@ -270,6 +318,18 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
     // An earlier mkfs died half way: start over.
     fs::remove_all(path + "/db", ec);
   }
+  Uuid have;
+  if (int r = committed_device_store(path, cfg, &have, error); r < 0) {
+    return r;
+  } else if (r == 1) {
+    if (fsid != Uuid{} && fsid != have) {
+      *error = fmt::format("the ssd device of {} carries store {}; refusing to make store {} over it", path,
+                           uuid_to_string(have), uuid_to_string(fsid));
+      return -EEXIST;
+    }
+    HS_INFO("store at {} already exists; mkfs leaves it as it is", path);
+    return 0;
+  }
 
   Superblock sb;
   sb.fsid = fsid != Uuid{} ? fsid : generate_uuid();
@@ -279,15 +339,38 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
     if (o.mkfs_only) sb.mkfs_options[o.name] = cfg.get_text(o.name);
 
   sb.order = TierOrder::made_by_mkfs(static_cast<int>(cfg.get_int("hybridstore_tiers")));
-  // Held open (and locked) until the labels commit the store.
-  PerTier<std::unique_ptr<BlockDevice>> devs;
-  for (Tier t : tier_ids(sb.tiers())) {
-    sb.tier[t].layout = tier_layout(t, sb.mkfs_options);
-    const uint64_t unit = tier_alloc_unit(t, sb.tier[t].layout, cfg);
-    if (int r = make_tier_device(path, cfg, t, unit, &sb, &devs[t], error); r < 0) return r;
+  for (Tier t : tier_ids(sb.tiers())) sb.tier[t].layout = tier_layout(t, sb.mkfs_options);
+  Uuid kvfs_uuid{};
+  if (kv_location_is_device(cfg)) {
+    if (std::string why = kv_on_device_unsupported(sb); !why.empty()) {
+      *error = "hybridstore_kv_location=device: " + why;
+      return -EOPNOTSUPP;
+    }
+    sb.kv_location = KvLocation::kDevice;
+    kvfs_uuid = generate_uuid();
   }
-  if (int r = write_new_store(path, cfg, sb, error); r < 0) return r;
-  if (int r = commit_labels(path, sb, &devs, error); r < 0) return r;
+  // Held open (and locked) until the labels commit the store.
+  PerTier<std::unique_ptr<BlockDevice>> owned;
+  for (Tier t : tier_ids(sb.tiers())) {
+    const uint64_t unit = tier_alloc_unit(t, sb.tier[t].layout, cfg);
+    const Uuid& kv = t == Tier::kSsd ? kvfs_uuid : Uuid{};
+    if (int r = make_tier_device(path, cfg, t, unit, kv, &sb, &owned[t], error); r < 0) return r;
+  }
+  PerTier<BlockDevice*> devs;
+  for (Tier t : tier_ids(sb.tiers())) devs[t] = owned[t].get();
+  if (sb.kv_location == KvLocation::kDevice) {
+    // The kvfs and the space share the SSD: shared from here on.
+    std::shared_ptr<BlockDevice> ssd(std::move(owned[Tier::kSsd]));
+    if (int r = write_new_device_store(path, cfg, sb, kvfs_uuid, ssd, error); r < 0) return r;
+    if (int r = commit_labels(path, sb, devs, error); r < 0) return r;
+  } else {
+    {
+      std::unique_ptr<rocksdb::DB> db;
+      if (int r = open_store_db(path, cfg, true, &db, error); r < 0) return r;
+      if (int r = write_new_store(path, cfg, sb, db.get(), error); r < 0) return r;
+    }
+    if (int r = commit_labels(path, sb, devs, error); r < 0) return r;
+  }
   HS_INFO("created store {} at {}", uuid_to_string(sb.fsid), path);
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include <rocksdb/db.h>
 
@@ -13,6 +14,7 @@
 #include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/kvfs/kv_device.h"
 #include "hybridstore/store/collections.h"
 #include "hybridstore/store/data_reader.h"
 #include "hybridstore/store/data_writer.h"
@@ -20,8 +22,10 @@
 #include "hybridstore/store/onode_store.h"
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_fsck.h"
+#include "hybridstore/store/store_kvfs.h"
 #include "hybridstore/store/store_perf.h"
 #include "hybridstore/store/store_reader.h"
+#include "hybridstore/store/tier_lender.h"
 #include "hybridstore/store/tier_set.h"
 #include "hybridstore/store/txn_pipeline.h"
 
@@ -35,14 +39,14 @@ MountedStore::MountedStore(std::string path, Config* cfg, StorePerf* perf)
 int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, std::vector<std::string>* repair_log,
                        bool read_only, std::unique_ptr<MountedStore>* out, std::string* error) {
   if (int r = check_storage_hooks(*cfg, error); r < 0) return r;
-  if (!fs::exists(path + "/db/CURRENT")) {
-    *error = "no store at " + path + " (run mkfs first)";
-    return -ENOENT;
-  }
   // Whatever fails below, the half-opened store closes as it goes.
   std::unique_ptr<MountedStore> m(new MountedStore(path, cfg, perf));
-  if (int r = m->lock_fsid(error); r < 0) return r;
-  if (int r = open_store_db(path, *cfg, false, &m->db_, error); r < 0) return r;
+  if (fs::exists(path + "/db/CURRENT")) {
+    if (int r = m->lock_fsid(error); r < 0) return r;
+    if (int r = open_store_db(path, *cfg, false, &m->db_, error); r < 0) return r;
+  } else if (int r = m->open_kv_device(error); r < 0) {
+    return r;
+  }
   if (int r = m->read_superblock(error); r < 0) return r;
   // Transactions the commit journal made durable but RocksDB lost go back
   // into RocksDB before anything reads it.
@@ -86,6 +90,94 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   return 0;
 }
 
+int MountedStore::open_kv_device(std::string* error) {
+  const std::string p = path_ + "/" + tier_device_link(Tier::kSsd);
+  std::error_code ec;
+  if (!fs::exists(p, ec)) {
+    *error = "no store at " + path_ + " (run mkfs first)";
+    return -ENOENT;
+  }
+  std::shared_ptr<StorageHooks> hooks = storage_hooks();
+  if (hooks)
+    if (int r = hooks->begin_mount(path_, *cfg_, error); r < 0) return r;
+  DeviceOpenOptions o;
+  if (!parse_io_backend(cfg_->get_str("hybridstore_io_backend"), &o.backend)) o.backend = IoBackend::kAuto;
+  o.direct_io = cfg_->get_bool("hybridstore_direct_io");
+  o.uring_depth = static_cast<unsigned>(cfg_->get_int("hybridstore_uring_depth"));
+  o.exclusive = true;  // one mount of the kvfs and of the tier at a time
+  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, error);
+  if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
+  DeviceLabel label;
+  LabelPairStatus status;
+  std::string why;
+  if (read_labels(dev.get(), &label, &status, &why) < 0) {
+    *error = "no store at " + path_ + " (no <dir>/db, and " + p + ": " + why + ")";
+    return -ENOENT;
+  }
+  if (!(label.flags & kLabelKvOnDevice) || label.role != Tier::kSsd) {
+    *error = "no store at " + path_ + " (no <dir>/db, and the label of " + p +
+             " does not say RocksDB is on it: a directory store that lost its db?)";
+    return -ENOENT;
+  }
+  if (!(label.flags & kLabelMkfsDone)) {
+    *error = "store at " + path_ + " was never completely created (mkfs did not finish)";
+    return -EINVAL;
+  }
+  // Everything the directory holds besides the links comes from the label
+  // (docs/kvfs.md 5.5): a directory that lost it gets it back.
+  const std::string fsid_path = path_ + "/fsid", fsid = uuid_to_string(label.fsid);
+  if (!fs::exists(fsid_path, ec)) {
+    if (!write_file_durably(fsid_path, fsid + "\n") || !write_file_durably(path_ + "/type", "hybridstore\n")) {
+      *error = "cannot write " + fsid_path + " or type";
+      return -EIO;
+    }
+    HS_INFO("store {}: wrote {} and type from the ssd label", fsid, fsid_path);
+  } else {
+    std::ifstream f(fsid_path);
+    std::string have;
+    std::getline(f, have);
+    if (have != fsid) {
+      *error = fmt::format("{} says store {}, but its ssd device {} carries store {}", fsid_path, have, p, fsid);
+      return -EINVAL;
+    }
+  }
+  if (int r = lock_fsid(error); r < 0) return r;
+  // One decorated device under the kvfs, the ring and the tier: the fault
+  // model's volatile cache and a device model see them as one drive.
+  if (hooks) dev = hooks->wrap_device(path_, Tier::kSsd, *cfg_, std::move(dev));
+  ssd_base_ = std::shared_ptr<BlockDevice>(std::move(dev));
+  const KvFsParams params = kvfs_params(*cfg_, *ssd_base_, label.head);
+  if (int r = KvDevice::mount(ssd_base_, params, label.kvfs_uuid, label.fsid, nullptr, &kv_, error); r < 0) {
+    *error = "store at " + path_ + ": the KV file system on " + p + ": " + *error;
+    return r;
+  }
+  return open_store_db(path_, *cfg_, false, &db_, error, kv_->env());
+}
+
+PerTier<std::vector<Interval>> MountedStore::kvfs_chunks() const {
+  PerTier<std::vector<Interval>> lent;
+  if (kv_) lent[Tier::kSsd] = kv_->fs().chunks();
+  return lent;
+}
+
+void MountedStore::lend_to_kvfs() {
+  TierSpace& space = tiers_->space(Tier::kSsd);
+  const TierDescriptor& d = super_.tier[Tier::kSsd];
+  KvSizing sizing;
+  std::string why;
+  if (kvfs_sizing(*cfg_, d.size, d.reserved, space.lend_unit(), d.alloc_unit, kv_->fs().owned_bytes(), &sizing,
+                  &why) < 0) {
+    HS_WARN("store {}: {}; RocksDB grows a lend unit at a time and object data may fill the ssd tier",
+            uuid_to_string(super_.fsid), why);
+    sizing.grow_step = space.lend_unit();
+    sizing.reserve = 0;
+  }
+  lender_ = std::make_unique<TierLender>(&space);
+  kv_->fs().set_grow_step(sizing.grow_step);
+  space.set_floor(sizing.reserve);
+  kv_->set_lender(lender_.get());
+}
+
 int MountedStore::lock_fsid(std::string* error) {
   fsid_lock_fd_ = ::open((path_ + "/fsid").c_str(), O_RDWR | O_CLOEXEC);
   if (fsid_lock_fd_ < 0) {
@@ -115,9 +207,11 @@ int MountedStore::read_superblock(std::string* error) {
     return -EINVAL;
   }
   if (int r = decode_superblock(v, &super_, error); r < 0) return r;
-  if (super_.kv_location != KvLocation::kDirectory) {
-    *error = "store at " + path_ + " keeps its RocksDB on the device, which this build cannot mount yet";
-    return -EOPNOTSUPP;
+  if ((super_.kv_location == KvLocation::kDevice) != (kv_ != nullptr)) {
+    *error = kv_ ? "store at " + path_ + ": its ssd label says RocksDB is on the device, its superblock says in "
+                   "the directory"
+                 : "store at " + path_ + " keeps its RocksDB on the device, but a RocksDB is in " + path_ + "/db";
+    return -EINVAL;
   }
   // Options fixed at mkfs take the values the store was made with.
   for (const auto& [k, val] : super_.mkfs_options) {
@@ -130,6 +224,14 @@ int MountedStore::read_superblock(std::string* error) {
 int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
   const std::string path = path_ + "/journal";
   const uint64_t size = cfg_->get_size("hybridstore_commit_journal_size");
+  if (kv_) {
+    // The ring in the kvfs: made now if the store has none and the option
+    // asks for one; replayed whenever it exists.
+    journal_ = kv_->open_journal(size, super_.fsid, 0, error);
+    if (!journal_) return error->empty() ? 0 : -EIO;
+    int r = journal_->replay(db_.get(), next_seq, error);
+    return r < 0 ? r : 0;
+  }
   std::error_code ec;
   // Without the option a journal left by an earlier mount is still replayed.
   if (size == 0 && !fs::exists(path, ec)) return 0;
@@ -144,11 +246,18 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
 
 int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* error) {
   tiers_ = std::make_unique<TierSet>(perf_);
-  if (int r = tiers_->open(path_, super_, *cfg_, error); r < 0) return r;
+  if (int r = tiers_->open(path_, super_, *cfg_, error, ssd_base_); r < 0) return r;
   // Deferred writes acknowledged before a crash reach their devices before
-  // anything reads them.
-  if (int r = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log); r < 0) return r;
-  return tiers_->load(db_.get(), *cfg_, error);
+  // anything reads them; never over what the kvfs owns now (docs/kvfs.md
+  // 2.6).
+  const PerTier<std::vector<Interval>> lent = kvfs_chunks();
+  DeferredWriter::Exclude exclude;
+  for (const Interval& i : lent[Tier::kSsd]) exclude.ranges.emplace_back(i.offset, i.length);
+  if (int r = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log, kv_ ? &exclude : nullptr); r < 0)
+    return r;
+  if (int r = tiers_->load(db_.get(), *cfg_, lent, error); r < 0) return r;
+  if (kv_) lend_to_kvfs();
+  return 0;
 }
 
 void MountedStore::start_writers(uint64_t next_journal_seq) {
@@ -289,8 +398,13 @@ MountedStore::~MountedStore() {
   journal_.reset();
   deferred_.reset();
   heat_.reset();
+  // The kvfs stops growing before the space it grows from goes.
+  if (kv_) kv_->set_lender(nullptr);
   tiers_.reset();
   db_.reset();
+  kv_.reset();  // after RocksDB, which runs on it
+  lender_.reset();
+  ssd_base_.reset();
   if (fsid_lock_fd_ >= 0) ::close(fsid_lock_fd_);
   onodes_.reset();
   colls_.reset();
@@ -321,6 +435,17 @@ int MountedStore::close() {
   if (db_) {
     if (!failed) db_->FlushWAL(true);
     db_->Close();
+  }
+  // The kvfs's last records (RocksDB's last file sizes) made durable; after
+  // a failure nothing more is written, as with RocksDB.
+  if (kv_ && !failed) {
+    journal_.reset();  // its ring region reads the kvfs's device
+    kv_->set_lender(nullptr);
+    std::string why;
+    if (int u = kv_->unmount(&why); u < 0) {
+      HS_ERROR("store {}: unmounting the KV file system: {}", uuid_to_string(super_.fsid), why);
+      if (r == 0) r = u;
+    }
   }
   return r;
 }
@@ -402,6 +527,11 @@ int MountedStore::statfs(StoreStats* st) {
   const uint64_t total = sst + mem;
   st->omap_bytes = std::min(omap, total);
   st->metadata_bytes = total - st->omap_bytes;
+  if (kv_) {
+    st->kv_on_device = true;
+    st->kvfs_owned = kv_->fs().owned_bytes();
+    st->kvfs_used = st->kvfs_owned - std::min(st->kvfs_owned, kv_->fs().free_bytes());
+  }
   return 0;
 }
 
@@ -409,6 +539,8 @@ int MountedStore::fsck(bool deep, FsckReport* report, const PerTier<std::vector<
   *report = FsckReport();
   if (int r = flush(); r < 0) return r;
   StoreFsck f(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get());
+  const PerTier<std::vector<Interval>> own = kvfs_chunks();
+  if (!lent && kv_) lent = &own;
   if (lent)
     for (Tier t : tiers_->ids()) f.set_lent(t, (*lent)[t]);
   return f.check(deep, report);
@@ -417,7 +549,10 @@ int MountedStore::fsck(bool deep, FsckReport* report, const PerTier<std::vector<
 int MountedStore::repair(FsckReport* report, std::vector<std::string>* changes) {
   *report = FsckReport();
   if (int r = flush(); r < 0) return r;
-  return StoreFsck(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get()).repair(report, changes);
+  StoreFsck f(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get());
+  const PerTier<std::vector<Interval>> lent = kvfs_chunks();
+  for (Tier t : tiers_->ids()) f.set_lent(t, lent[t]);
+  return f.repair(report, changes);
 }
 
 }  // namespace hybridstore

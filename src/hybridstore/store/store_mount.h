@@ -42,6 +42,8 @@ class CommitJournal;
 class DataReader;
 class DataWriter;
 class DeferredWriter;
+class KvDevice;
+class KvFsLender;
 class ObjectHeat;
 class OnodeStore;
 class StoreReader;
@@ -109,12 +111,23 @@ class MountedStore {
  private:
   MountedStore(std::string path, Config* cfg, StorePerf* perf);
   // The steps of open(), in order.
+  // A store whose RocksDB is on its SSD (docs/kvfs.md 5.2, steps 1-7):
+  // the SSD opened, locked and wrapped once, its label read (and <dir>/fsid
+  // and type written when the directory lost them), the kvfs mounted, and
+  // RocksDB opened in it.
+  int open_kv_device(std::string* error);
   int lock_fsid(std::string* error);
   int read_superblock(std::string* error);
   // Opens <store>/journal (making it when the option asks for one) and
   // replays it into RocksDB; *next_seq gets the first journal number to use.
   int open_journal(uint64_t* next_seq, std::string* error);
   int open_tiers(std::vector<std::string>* repair_log, std::string* error);
+  // Once the tiers are loaded: the kvfs grows into the SSD's space, which
+  // keeps a floor free for it.
+  void lend_to_kvfs();
+  // What the kvfs owns, per tier (the SSD's chunks); empty for a directory
+  // store.
+  PerTier<std::vector<Interval>> kvfs_chunks() const;
   void start_writers(uint64_t next_journal_seq);
   // The gauges of objects per tier (counted once for a store made before
   // they were kept).
@@ -134,6 +147,12 @@ class MountedStore {
   StorePerf* perf_;
   int fsid_lock_fd_ = -1;
   Superblock super_;
+  // With RocksDB on the SSD: the SSD's device (test hooks around it), which
+  // the kvfs, the journal's ring and the SSD tier's stack share; the kvfs
+  // and RocksDB's Env over it; the tier's space as the kvfs's lender.
+  std::shared_ptr<BlockDevice> ssd_base_;
+  std::unique_ptr<KvDevice> kv_;
+  std::unique_ptr<KvFsLender> lender_;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<CommitJournal> journal_;  // outlives committer_, which writes it
   WriteTracker write_tracker_;

@@ -5,7 +5,8 @@
 // whether another process holds the store. All of it comes from the
 // directory, the devices' sysfs entries and, for the allocation units, the
 // superblock read from a read-only open of RocksDB (allowed while another
-// process has the store mounted).
+// process has the store mounted), or, when RocksDB is on the SSD, from the
+// SSD's label.
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -108,6 +109,36 @@ int read_superblock(const std::string& path, Superblock* sb, std::string* error)
   return decode_superblock(v, sb, error);
 }
 
+// A store whose RocksDB is on its SSD has no <dir>/db: what probe needs is
+// in the SSD's label (its tier table), which a mounted store's device
+// still lets anyone read. True when the label says such a store committed.
+bool read_device_store_label(const std::string& path, const Config& cfg, DeviceLabel* label, Superblock* sb) {
+  std::error_code ec;
+  std::string p = path + "/" + tier_device_link(Tier::kSsd);
+  const std::string option = cfg.get_str(tier_option(Tier::kSsd, "path"));
+  if (!fs::exists(p, ec) && !option.empty()) p = option;
+  if (!fs::exists(p, ec)) return false;
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  std::string why;
+  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, &why);
+  LabelPairStatus st;
+  if (!dev || read_labels(dev.get(), label, &st, &why) < 0) return false;
+  if (!(label->flags & kLabelKvOnDevice) || !(label->flags & kLabelMkfsDone) || label->tiers.empty()) return false;
+  *sb = Superblock();
+  sb->fsid = label->fsid;
+  sb->format_version = label->format_version;
+  sb->kv_location = KvLocation::kDevice;
+  sb->order = TierOrder();
+  for (const LabelTier& t : label->tiers) {
+    sb->order.add(t.role);
+    sb->tier[t.role].layout = t.layout;
+    sb->tier[t.role].alloc_unit = t.alloc_unit;
+    sb->tier[t.role].size = t.size;
+  }
+  return true;
+}
+
 }  // namespace
 
 int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* out, std::string* error) {
@@ -123,6 +154,12 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
     out->fsid = read_sys(path + "/fsid");
     out->in_use = locked_by_other(path + "/fsid");
     have_super = read_superblock(path, &sb, error) == 0;
+  } else if (DeviceLabel label; read_device_store_label(path, cfg, &label, &sb)) {
+    out->exists = true;
+    have_super = true;
+    out->fsid = uuid_to_string(label.fsid);
+    // A mount locks the SSD device, and the fsid file once it has one.
+    out->in_use = locked_by_other(path + "/fsid") || locked_by_other(path + "/" + tier_device_link(Tier::kSsd));
   }
   // The layout mkfs recorded; before mkfs, the one it would choose.
   std::map<std::string, std::string> mkfs_options = sb.mkfs_options;
@@ -148,7 +185,13 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
     out->min_alloc_size = std::min(out->min_alloc_size, unit);
   }
   struct stat st;
+  // RocksDB on the SSD runs on its media; in a directory, on that of the
+  // filesystem holding it.
   std::string kv_dir = fs::exists(path + "/db", ec) ? path + "/db" : path;
+  if (have_super && sb.kv_location == KvLocation::kDevice) {
+    out->kv_rotational = out->tier[Tier::kSsd].rotational;
+    return 0;
+  }
   if (::stat(kv_dir.c_str(), &st) == 0) {
     std::string dir = sys_block_dir_of(st.st_dev);
     std::string rot = dir.empty() ? "" : read_sys(dir + "/queue/rotational");

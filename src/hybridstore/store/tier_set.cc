@@ -9,6 +9,7 @@
 
 #include "hscommon/log.h"
 #include "hsio/async_write_device.h"
+#include "hsio/shared_device.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/store/api_types.h"
 #include "hybridstore/store/storage_hooks.h"
@@ -18,7 +19,8 @@ namespace hybridstore {
 
 TierSet::~TierSet() = default;
 
-int TierSet::open(const std::string& store_path, const Superblock& super, const Config& cfg, std::string* error) {
+int TierSet::open(const std::string& store_path, const Superblock& super, const Config& cfg, std::string* error,
+                  std::shared_ptr<BlockDevice> ssd_base) {
   order_ = super.order;
   DeviceOpenOptions o;
   if (!parse_io_backend(cfg.get_str("hybridstore_io_backend"), &o.backend)) o.backend = IoBackend::kAuto;
@@ -45,8 +47,10 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
   for (Tier tier : ids()) {
     const TierDescriptor& desc = super.tier[tier];
     std::string p = store_path + "/" + tier_device_link(tier);
+    const bool shared = tier == Tier::kSsd && ssd_base;
     // What the device is (raw NAND behind the embedded FTL, say): mkfs recorded it.
-    std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, p, o, false, &nand, error);
+    std::unique_ptr<BlockDevice> dev = shared ? std::make_unique<SharedBlockDevice>(ssd_base)
+                                              : open_tier_device(desc.layout, cfg, p, o, false, &nand, error);
     if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
     DeviceLabel label;
     std::string why;
@@ -83,7 +87,7 @@ int TierSet::open(const std::string& store_path, const Superblock& super, const 
       return -EINVAL;
     }
     // Test tools put fault injection and device models in between here.
-    if (auto hooks = storage_hooks()) dev = hooks->wrap_device(store_path, tier, cfg, std::move(dev));
+    if (auto hooks = storage_hooks(); hooks && !shared) dev = hooks->wrap_device(store_path, tier, cfg, std::move(dev));
     // Writes that go on while the transaction is queued (DataWriter::
     // write_pending): above the test wrappers, which then see them as the
     // writes they are.
@@ -142,14 +146,14 @@ DeviceLabel store_tier_label(const std::string& store_path, const Superblock& sb
   return l;
 }
 
-int TierSet::load(rocksdb::DB* db, const Config& cfg, std::string* error) {
+int TierSet::load(rocksdb::DB* db, const Config& cfg, const PerTier<std::vector<Interval>>& lent,
+                  std::string* error) {
   coarsest_unit_ = 0;
   finest_unit_ = UINT64_MAX;
   for (Tier t : ids()) {
     coarsest_unit_ = std::max(coarsest_unit_, spaces_[t]->unit());
     finest_unit_ = std::min(finest_unit_, spaces_[t]->unit());
-    // Nothing is lent before the store has a KV file system (kvfs.md 9, step 7).
-    if (int r = spaces_[t]->load(db, cfg, {}, error); r < 0) return r;
+    if (int r = spaces_[t]->load(db, cfg, lent[t], error); r < 0) return r;
   }
   return 0;
 }

@@ -51,11 +51,14 @@ class TierSet {
 
   // Mount: opens each tier's device as the superblock describes it, checks
   // its label, puts the test hooks, the asynchronous writer and the data
-  // cache around it, and builds its space.
-  int open(const std::string& store_path, const Superblock& super, const Config& cfg, std::string* error);
+  // cache around it, and builds its space. `ssd_base`: the SSD's device,
+  // opened and wrapped by the test hooks already, which the KV file system
+  // shares (docs/kvfs.md 5.2): the SSD's stack is built over it.
+  int open(const std::string& store_path, const Superblock& super, const Config& cfg, std::string* error,
+           std::shared_ptr<BlockDevice> ssd_base = nullptr);
   // Mount, once deferred writes are replayed: each space's state, and the
-  // counters the spaces update.
-  int load(rocksdb::DB* db, const Config& cfg, std::string* error);
+  // counters the spaces update. `lent`: what the KV file system owns.
+  int load(rocksdb::DB* db, const Config& cfg, const PerTier<std::vector<Interval>>& lent, std::string* error);
   // Sets the space gauges (bytes used and total per tier).
   void set_gauges();
   // Umount of a store that did not fail: every device flushed.

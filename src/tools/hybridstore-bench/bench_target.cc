@@ -151,7 +151,9 @@ bool open_target(const RadosArgs& a, bool may_create, const std::vector<std::str
   } else {
     t->path = a.path;
   }
-  bool exists = fs::exists(t->path + "/db/CURRENT");
+  StoreProbe probe;
+  std::string probe_error;
+  bool exists = HybridStore::probe(t->path, t->cfg, &probe, &probe_error) == 0;
   if (!exists && !may_create) {
     fprintf(stderr, "hybridstore-bench: no store at %s (make one with `write --no-cleanup --path %s`)\n",
             t->path.c_str(), t->path.c_str());

@@ -189,6 +189,9 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
     store->umount();
     if (*json) {
       nlohmann::json j{{"objects", st.objects}, {"data_bytes", st.data_bytes}};
+      j["rocksdb"] = {{"location", st.kv_on_device ? "device" : "directory"},
+                      {"kvfs_owned", st.kvfs_owned},
+                      {"kvfs_used", st.kvfs_used}};
       j["tier_order"] = nlohmann::json::array();
       for (Tier t : st.order) j["tier_order"].push_back(tier_name(t));
       for (Tier t : tier_ids(st.tiers))
@@ -211,6 +214,11 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
              ts.fragmentation, ts.device.c_str(), ts.backend.c_str());
     }
     printf("objects: %llu, data: %s\n", (unsigned long long)st.objects, format_size(st.data_bytes).c_str());
+    if (st.kv_on_device)
+      printf("rocksdb: on the %s tier, %s of it (%s in use)\n", tier_name(st.order.fastest()),
+             format_size(st.kvfs_owned).c_str(), format_size(st.kvfs_used).c_str());
+    else
+      printf("rocksdb: in the store directory\n");
     return 0;
   };
 });
