@@ -90,8 +90,27 @@ S3="$W/store3"
   --set hybridstore_hdd_size=1G mkfs > "$W/mkfs3"
 [ "$(awk '{print $1}' "$W/mkfs3" | tail -3 | tr '\n' ' ')" = "ssd: tier2: hdd: " ] || fail "mkfs lists three tiers in order"
 "$TOOL" --path "$S3" txn "$W/t1.json" | grep -q "applied 2 transactions" || fail "txn on three tiers"
-[ "$("$TOOL" --path "$S3" df | awk 'NR > 1 && NF > 6 {print $1}' | tr '\n' ' ')" = "ssd tier2 hdd " ] || fail "df on three tiers"
+[ "$("$TOOL" --path "$S3" df | awk 'NR > 1 && NF > 6 && $1 != "rocksdb:" {print $1}' | tr '\n' ' ')" = "ssd tier2 hdd " ] || fail "df on three tiers"
 "$TOOL" --path "$S3" df --json | grep -q '"tier_order"' || fail "df --json tier order"
 [ "$("$TOOL" --path "$S3" show-label | grep -c '"role"')" = 3 ] || fail "show-label reads three labels"
 "$TOOL" --path "$S3" fsck --deep | grep -q "clean" || fail "fsck --deep on three tiers"
+# RocksDB on the SSD (hybridstore_kv_location=device): the directory holds
+# only links and meta files, and prime-osd-dir makes it again from the
+# devices in an empty directory (an OSD's tmpfs after a reboot).
+K="$W/kvdev"
+mkdir -p "$K/devs"
+"$TOOL" --path "$K/osd" --set hybridstore_kv_location=device --set "hybridstore_ssd_path=$K/devs/ssd" \
+    --set "hybridstore_hdd_path=$K/devs/hdd" --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=1G \
+    mkfs >/dev/null
+"$TOOL" --path "$K/osd" txn "$W/t1.json" >/dev/null || fail "kvdev: txn"
+[ ! -e "$K/osd/db" ] && [ ! -e "$K/osd/journal" ] || fail "kvdev: a db or journal in the directory"
+"$TOOL" --path "$K/osd" df | grep -q "rocksdb: on the ssd tier" || fail "kvdev: df"
+rm -rf "$K/osd"
+"$TOOL" --path "$K/osd" prime-osd-dir --dev "$K/devs/ssd" > "$W/prime.out" || fail "prime-osd-dir"
+grep -q "block.hdd -> $K/devs/hdd" "$W/prime.out" || fail "prime-osd-dir finds the hdd by the label's hint"
+[ "$("$TOOL" --path "$K/osd" cat --coll 1.0_head --oid g)" = "blob-from-file" ] || fail "kvdev: object after prime"
+"$TOOL" --path "$K/osd" fsck --deep >/dev/null || fail "kvdev: fsck after prime"
+expect_fail "$TOOL" --path "$W/primed-dir" prime-osd-dir --dev "$S/block.ssd"
+grep -q "keeps its RocksDB in its directory" "$W/err" || fail "prime of a directory store: $(cat "$W/err")"
+
 echo "tool checks passed"

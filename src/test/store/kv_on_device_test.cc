@@ -1,0 +1,312 @@
+// A store whose RocksDB and commit journal live in the KV file system on its
+// SSD tier (hybridstore_kv_location=device, docs/kvfs.md 5.1-5.5): what mkfs
+// leaves in the directory, a directory that lost its files, the refusals,
+// and RocksDB beside object data on one tier. The conformance suite and the
+// power cuts run on such a store too (their ".kvdev" variants).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "hscommon/encoding.h"
+#include "hybridstore/format/store_format.h"
+#include "hsio/block_device.h"
+#include "hybridstore/store/store_prime.h"
+#include "store_helpers.h"
+
+using namespace hybridstore;
+using namespace hybridstore::test;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Config device_config(uint64_t ssd_size = 256ull << 20) {
+  Config c = small_store_config(ssd_size);
+  std::string err;
+  EXPECT_EQ(c.set("hybridstore_kv_location", "device", &err), 0) << err;
+  return c;
+}
+
+DeviceLabel ssd_label(const std::string& store) {
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  std::string why;
+  std::unique_ptr<BlockDevice> dev = open_block_device(store + "/block.ssd", o, &why);
+  EXPECT_TRUE(dev) << why;
+  DeviceLabel l;
+  LabelPairStatus st;
+  if (dev) EXPECT_EQ(read_labels(dev.get(), &l, &st, &why), 0) << why;
+  return l;
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+class KvOnDeviceTest : public StoreTest {
+ protected:
+  Config config() override { return device_config(); }
+  std::string store_path() const { return dir_->path() + "/store"; }
+
+  void write_objects(int n, const std::string& tag) {
+    for (int i = 0; i < n; ++i) {
+      Transaction t;
+      const ObjectId o = obj(tag + std::to_string(i));
+      t.write(coll_, o, 0, std::string(4096 * (1 + i % 5), static_cast<char>('a' + i % 26)));
+      t.setattr(coll_, o, "attr", tag);
+      t.omap_setkeys(coll_, o, {{"key-" + std::to_string(i), std::string(100, 'v')}});
+      apply(std::move(t));
+    }
+  }
+  void expect_objects(int n, const std::string& tag) {
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(read_all(coll_, obj(tag + std::to_string(i))),
+                std::string(4096 * (1 + i % 5), static_cast<char>('a' + i % 26)))
+          << tag << i;
+  }
+};
+
+}  // namespace
+
+TEST_F(KvOnDeviceTest, TheDirectoryHoldsOnlyLinksAndMetaFiles) {
+  make_coll(coll_);
+  write_objects(50, "o");
+  ASSERT_EQ(store_->umount(), 0);
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(store_path())) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"block.hdd", "block.ssd", "fsid", "type"}));
+  const DeviceLabel l = ssd_label(store_path());
+  EXPECT_TRUE(l.flags & kLabelKvOnDevice);
+  EXPECT_TRUE(l.flags & kLabelMkfsDone);
+  EXPECT_NE(l.kvfs_uuid, Uuid{});
+  EXPECT_EQ(uuid_to_string(l.fsid), read_line(store_path() + "/fsid"));
+
+  StoreProbe p;
+  std::string err;
+  ASSERT_EQ(HybridStore::probe(store_path(), config(), &p, &err), 0) << err;
+  EXPECT_TRUE(p.exists);
+  EXPECT_FALSE(p.in_use);
+  EXPECT_EQ(p.fsid, uuid_to_string(l.fsid));
+  EXPECT_EQ(p.tiers, 2);
+  EXPECT_EQ(p.format_version, kFormatVersion);
+
+  store_ = std::make_unique<HybridStore>(store_path(), config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  ASSERT_EQ(HybridStore::probe(store_path(), config(), &p, &err), 0) << err;
+  EXPECT_TRUE(p.in_use);
+  expect_objects(50, "o");
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(KvOnDeviceTest, ADirectoryThatLostItsFilesMountsFromTheSsdLabel) {
+  make_coll(coll_);
+  write_objects(40, "p");
+  ASSERT_EQ(store_->umount(), 0);
+  const std::string fsid = read_line(store_path() + "/fsid");
+  fs::remove(store_path() + "/fsid");
+  fs::remove(store_path() + "/type");
+  store_ = std::make_unique<HybridStore>(store_path(), config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  expect_objects(40, "p");
+  EXPECT_EQ(read_line(store_path() + "/fsid"), fsid);
+  EXPECT_EQ(read_line(store_path() + "/type"), "hybridstore");
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(KvOnDeviceTest, AFsidFileOfAnotherStoreIsRefused) {
+  ASSERT_EQ(store_->umount(), 0);
+  {
+    std::ofstream f(store_path() + "/fsid", std::ios::trunc);
+    f << "00000000-0000-0000-0000-000000000001\n";
+  }
+  store_ = std::make_unique<HybridStore>(store_path(), config());
+  std::string err;
+  EXPECT_EQ(store_->mount(&err), -EINVAL);
+  EXPECT_NE(err.find("carries store"), std::string::npos) << err;
+  store_.reset();
+}
+
+TEST_F(KvOnDeviceTest, MkfsAgainLeavesTheStoreAndRefusesAnotherFsid) {
+  make_coll(coll_);
+  write_objects(10, "q");
+  ASSERT_EQ(store_->umount(), 0);
+  const std::string fsid = read_line(store_path() + "/fsid");
+  std::string err;
+  {
+    HybridStore again(store_path(), config());
+    ASSERT_EQ(again.mkfs(&err), 0) << err;
+    HybridStore other(store_path(), config());
+    ASSERT_EQ(other.set_fsid("11111111-2222-3333-4444-555555555555"), 0);
+    EXPECT_EQ(other.mkfs(&err), -EEXIST);
+    EXPECT_NE(err.find(fsid), std::string::npos) << err;
+  }
+  store_ = std::make_unique<HybridStore>(store_path(), config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  expect_objects(10, "q");
+}
+
+TEST_F(KvOnDeviceTest, RocksDBTakesItsShareOfTheSsdTierAndObjectsTheRest) {
+  StoreStats st;
+  ASSERT_EQ(store_->statfs(&st), 0);
+  const TierStats& ssd = st.tier[Tier::kSsd];
+  // 256 MiB: the kvfs's 64 MiB and the 8 MiB floor kept for its growth are
+  // not free for objects.
+  EXPECT_LE(ssd.free + (64ull << 20) + (8ull << 20), ssd.total);
+  EXPECT_GT(ssd.free, ssd.total / 2);
+  // Fill what objects may take: the writes spill to the HDD instead of
+  // eating the floor.
+  make_coll(coll_);
+  for (int i = 0; i < 60; ++i) {
+    Transaction t;
+    t.write(coll_, obj("big" + std::to_string(i)), 0, std::string(4 << 20, static_cast<char>('A' + i % 26)));
+    apply(std::move(t));
+  }
+  ASSERT_EQ(store_->statfs(&st), 0);
+  EXPECT_GT(st.tier[Tier::kHdd].allocated, 0u) << "objects past the ssd's share went to the hdd";
+  // RocksDB can still grow: a burst of omap keeps committing.
+  for (int i = 0; i < 200; ++i) {
+    Transaction t;
+    std::map<std::string, std::string> kv;
+    for (int k = 0; k < 20; ++k) kv["k" + std::to_string(i * 20 + k)] = std::string(400, 'x');
+    t.omap_setkeys(coll_, obj("big0"), kv);
+    apply(std::move(t));
+  }
+  remount();
+  EXPECT_EQ(read_all(coll_, obj("big59")), std::string(4 << 20, static_cast<char>('A' + 59 % 26)));
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST(KvOnDevice, ATierTooSmallForRocksDBIsRefusedWithTheReason) {
+  TempDir dir("kvdev-small");
+  HybridStore s(dir.file("store"), device_config(64ull << 20));
+  std::string err;
+  EXPECT_EQ(s.mkfs(&err), -EINVAL);
+  EXPECT_NE(err.find("too small to hold RocksDB"), std::string::npos) << err;
+}
+
+TEST(KvOnDevice, RawNandIsRefusedForNow) {
+  TempDir dir("kvdev-nand");
+  Config c = device_config();
+  std::string err;
+  ASSERT_EQ(c.set("hybridstore_ssd_kind", "nand", &err), 0) << err;
+  ASSERT_EQ(c.set("hybridstore_nand_size", "256M", &err), 0) << err;
+  HybridStore s(dir.file("store"), c);
+  EXPECT_EQ(s.mkfs(&err), -EOPNOTSUPP);
+  EXPECT_NE(err.find("raw NAND"), std::string::npos) << err;
+}
+
+TEST(KvOnDevice, ADirectoryStoreIsUnchanged) {
+  TempDir dir("kvdev-dir");
+  HybridStore s(dir.file("store"), small_store_config());
+  std::string err;
+  ASSERT_EQ(s.mkfs(&err), 0) << err;
+  EXPECT_TRUE(fs::exists(dir.file("store/db/CURRENT")));
+  const DeviceLabel l = ssd_label(dir.file("store"));
+  EXPECT_FALSE(l.flags & kLabelKvOnDevice);
+  ASSERT_EQ(s.mount(&err), 0) << err;
+  EXPECT_EQ(s.umount(), 0);
+}
+
+// The devices outside the directory, as a real OSD's are: the directory can
+// go and be made again from them (docs/kvfs.md 5.5).
+class KvOnDevicePrimeTest : public KvOnDeviceTest {
+ protected:
+  Config config() override {
+    Config c = device_config();
+    std::string err;
+    EXPECT_EQ(c.set("hybridstore_ssd_path", dir_->file("ssd.img"), &err), 0) << err;
+    EXPECT_EQ(c.set("hybridstore_hdd_path", dir_->file("hdd.img"), &err), 0) << err;
+    return c;
+  }
+  // What a mount of a primed directory knows: the links, nothing else.
+  Config mount_config() { return device_config(); }
+  int prime(const std::string& dir, std::vector<std::string> devs, bool ssd_only = false,
+            std::string* err = nullptr) {
+    PrimeRequest req;
+    req.dir = dir;
+    req.devices = std::move(devs);
+    req.ssd_only = ssd_only;
+    std::vector<std::string> done;
+    std::string e;
+    int r = prime_store_dir(req, &done, err ? err : &e);
+    return r;
+  }
+};
+
+TEST_F(KvOnDevicePrimeTest, AnEmptyDirectoryPrimedFromTheDevicesMountsWithEveryObject) {
+  make_coll(coll_);
+  write_objects(30, "r");
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  fs::remove_all(store_path());
+  const std::string primed = dir_->file("primed");
+  std::string err;
+  // The HDD is found through the path the SSD label remembers.
+  ASSERT_EQ(prime(primed, {dir_->file("ssd.img")}, false, &err), 0) << err;
+  EXPECT_EQ(fs::read_symlink(primed + "/block.hdd"), dir_->file("hdd.img"));
+  EXPECT_EQ(read_line(primed + "/type"), "hybridstore");
+  store_ = std::make_unique<HybridStore>(primed, mount_config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  expect_objects(30, "r");
+  EXPECT_EQ(fsck_errors(true), 0);
+  // Primed again while mounted: refused, the SSD is in use.
+  EXPECT_EQ(prime(primed, {dir_->file("ssd.img")}, false, &err), -EBUSY) << err;
+  ASSERT_EQ(store_->umount(), 0);
+  // And again once it is not: the same files.
+  EXPECT_EQ(prime(primed, {dir_->file("ssd.img"), dir_->file("hdd.img")}, false, &err), 0) << err;
+}
+
+TEST_F(KvOnDevicePrimeTest, DevicesMovedElsewhereArePrimedFromWhereTheyAreNow) {
+  make_coll(coll_);
+  write_objects(10, "m");
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  // Another host: the devices under other names, the hint stale.
+  fs::create_directories(dir_->file("elsewhere"));
+  fs::rename(dir_->file("ssd.img"), dir_->file("elsewhere/a"));
+  fs::rename(dir_->file("hdd.img"), dir_->file("elsewhere/b"));
+  const std::string primed = dir_->file("host2");
+  std::string err;
+  EXPECT_EQ(prime(primed, {dir_->file("elsewhere/a")}, false, &err), -ENOENT);
+  EXPECT_NE(err.find("no device found for the hdd tier"), std::string::npos) << err;
+  // Given in any order after the SSD.
+  ASSERT_EQ(prime(primed, {dir_->file("elsewhere/a"), dir_->file("elsewhere/b")}, false, &err), 0) << err;
+  store_ = std::make_unique<HybridStore>(primed, mount_config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  expect_objects(10, "m");
+}
+
+TEST_F(KvOnDevicePrimeTest, WhatCannotBePrimedIsRefusedAndNothingWritten) {
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  std::string err;
+  // The HDD given first.
+  EXPECT_EQ(prime(dir_->file("x"), {dir_->file("hdd.img")}, false, &err), -EINVAL);
+  EXPECT_NE(err.find("give the ssd's first"), std::string::npos) << err;
+  // A directory of another store.
+  fs::create_directories(dir_->file("other"));
+  {
+    std::ofstream f(dir_->file("other/fsid"));
+    f << "00000000-0000-0000-0000-000000000002\n";
+  }
+  EXPECT_EQ(prime(dir_->file("other"), {dir_->file("ssd.img")}, false, &err), -EEXIST);
+  EXPECT_FALSE(fs::exists(dir_->file("other/block.ssd")));
+  // A directory store's devices: its RocksDB is in its directory.
+  TempDir d2("kvdev-dirstore");
+  Config c = small_store_config();
+  ASSERT_EQ(c.set("hybridstore_ssd_path", d2.file("ssd.img"), &err), 0) << err;
+  ASSERT_EQ(c.set("hybridstore_hdd_path", d2.file("hdd.img"), &err), 0) << err;
+  HybridStore dir_store(d2.file("store"), c);
+  ASSERT_EQ(dir_store.mkfs(&err), 0) << err;
+  EXPECT_EQ(prime(d2.file("primed"), {d2.file("ssd.img")}, false, &err), -EINVAL);
+  EXPECT_NE(err.find("keeps its RocksDB in its directory"), std::string::npos) << err;
+  EXPECT_FALSE(fs::exists(d2.file("primed/fsid")));
+  // A directory store's own directory is never primed over.
+  EXPECT_EQ(prime(d2.file("store"), {dir_->file("ssd.img")}, false, &err), -EEXIST);
+}
