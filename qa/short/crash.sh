@@ -15,7 +15,10 @@
 # is what these rounds check. Then 8 power-cut rounds (HS_CRASH_KEEP_ROUNDS) in
 # which the cut destages a random half of each device's cached 4 KiB blocks
 # instead of dropping them all (hybridstore_debug_powercut_keep=random): a
-# commit must not rely on the write cache keeping its order.
+# commit must not rely on the write cache keeping its order. Last, 10 rounds
+# (HS_CRASH_KVDEV_ROUNDS) of kills and cuts of a store whose RocksDB and
+# journal are in the KV file system on its SSD (hybridstore_kv_location=
+# device), where the cut drops RocksDB's unflushed writes with the tier's.
 set -eu
 BUILD=${1:-build}
 SEED=${HS_CRASH_SEED:-${HS_QA_SEED:-1}}
@@ -34,6 +37,12 @@ if [ $rc -eq 0 ]; then
     rm -rf "$W"
     "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_KEEP_ROUNDS:-8}" --mode powercut \
         --seed "$((SEED + 2000))" --set hybridstore_debug_powercut_keep=random
+    rc=$?
+fi
+if [ $rc -eq 0 ]; then
+    rm -rf "$W"
+    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_KVDEV_ROUNDS:-10}" --mode mixed \
+        --seed "$((SEED + 3000))" --set hybridstore_kv_location=device
     rc=$?
 fi
 set -e
