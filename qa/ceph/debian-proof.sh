@@ -196,7 +196,9 @@ rm -rf /opt/debian-ceph-osd && dpkg-deb -x '$src_dir/debs/ceph-osd_${v}_'\$(dpkg
 
 
 part_store_test() {
-    in_root env CEPH_BUILD="$(build_in_root)" bash "$HS_TOP/qa/ceph/store-test.sh" "$out/store-test"
+    # CEPH_ARGS reaches the suite's Ceph options (say, --hybridstore-kv-location device).
+    in_root env CEPH_BUILD="$(build_in_root)" CEPH_ARGS="${CEPH_ARGS:-}" bash "$HS_TOP/qa/ceph/store-test.sh" \
+        "$out/store-test"
 }
 part_cluster() {
     in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
