@@ -4,7 +4,11 @@
 # earlier one wrote. Run it only to add a fixture for a new format: a
 # fixture is the record of what a past release wrote, never remade.
 #
-#   src/test/data/make-format-stores.sh TOOL OUTDIR
+#   src/test/data/make-format-stores.sh TOOL OUTDIR [KEY=VALUE]...
+#
+# KEY=VALUE options go to every mkfs (format 4: hybridstore_kv_location=device
+# made the fixture of a store whose RocksDB and journal are on its SSD; its
+# SSD is 128 MiB, as 64 MiB cannot hold RocksDB beside object data).
 #
 # OUTDIR/store.tar.gz (sparse, gzip) holds one store: 64 MiB SSD, 128 MiB
 # HDD; a 12 KiB object on the SSD overwritten in its middle block and
@@ -20,9 +24,16 @@
 # mount of a copy replays exactly one transaction and shows the content of
 # store.tar.gz (digests by hybridstore-crashtest, found beside TOOL).
 set -eu
-[ $# -eq 2 ] || { echo "usage: $0 TOOL OUTDIR" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: $0 TOOL OUTDIR [KEY=VALUE]..." >&2; exit 2; }
 tool=$(readlink -f "$1")
 out=$(readlink -f -m "$2")
+shift 2
+sets=()
+ssd=64M
+for kv in "$@"; do
+    sets+=(--set "$kv")
+    [ "$kv" = hybridstore_kv_location=device ] && ssd=128M
+done
 crashtest=$(dirname "$tool")/hybridstore-crashtest
 [ -x "$crashtest" ] || { echo "$0: no $crashtest beside $tool" >&2; exit 2; }
 work=$(mktemp -d)
@@ -47,7 +58,7 @@ cat > t.json << 'JSON'
           {"op": "write", "coll": "1.0_head", "oid": "small", "off": 4096, "data": "overwritten"},
           {"op": "truncate", "coll": "1.0_head", "oid": "big", "size": 3000000}]}]
 JSON
-mkfs() { "$tool" --path "$1" --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=128M mkfs > /dev/null; }
+mkfs() { "$tool" --path "$1" --set hybridstore_ssd_size=$ssd --set hybridstore_hdd_size=128M "${sets[@]}" mkfs > /dev/null; }
 mkfs store
 "$tool" --path store txn t.json > /dev/null
 "$tool" --path store fsck --deep

@@ -4,6 +4,8 @@
 // temporary directory, so a test never changes them.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -209,6 +211,48 @@ TEST(FormatCompat, AFormat3StoreOfMainOn20261129OpensReadsAndChecksClean) {
 TEST(FormatCompat, AFormat3StoreCutAfterAJournalRecordReplaysItAtMount) {
   TempDir dir("fmt3-cut");
   const std::string path = unpack("format3-20261129/store-powercut.tar.gz", dir);
+  HybridStore store(path);
+  std::string err;
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  ASSERT_EQ(store.umount(), 0);
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  ASSERT_EQ(store.umount(), 0);
+  FsckReport report;
+  EXPECT_EQ(store.fsck(/*deep=*/true, &report), 0);
+  EXPECT_EQ(report.objects, 4u);
+  for (const auto& p : report.problems) ADD_FAILURE() << p;
+}
+
+// A format-4 store whose RocksDB and commit journal live in the KV file
+// system on its SSD: its directory holds only the devices, fsid and type.
+TEST(FormatCompat, AFormat4DeviceStoreOfMainOn20261129OpensReadsAndChecksClean) {
+  TempDir dir("fmt4dev");
+  const std::string path = unpack("format4-device-20261129/store.tar.gz", dir);
+  EXPECT_FALSE(std::filesystem::exists(path + "/db"));
+  StoreProbe probe;
+  ASSERT_EQ(HybridStore::probe(path, Config(), &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, 4u);
+  HybridStore store(path);
+  std::string err;
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  StoreStats st;
+  ASSERT_EQ(store.statfs(&st), 0);
+  EXPECT_TRUE(st.kv_on_device);
+  ASSERT_EQ(store.umount(), 0);
+  FsckReport report;
+  EXPECT_EQ(store.fsck(/*deep=*/true, &report), 0);
+  EXPECT_EQ(report.objects, 4u);
+  for (const auto& p : report.problems) ADD_FAILURE() << p;
+}
+
+// Its second transaction is only in the ring inside the kvfs (the power
+// failed before RocksDB's WAL reached the device).
+TEST(FormatCompat, AFormat4DeviceStoreCutAfterAJournalRecordReplaysItAtMount) {
+  TempDir dir("fmt4dev-cut");
+  const std::string path = unpack("format4-device-20261129/store-powercut.tar.gz", dir);
   HybridStore store(path);
   std::string err;
   ASSERT_EQ(store.mount(&err), 0) << err;
