@@ -4,10 +4,9 @@
 // temporary directory, so a test never changes them.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
