@@ -85,6 +85,17 @@ struct StoreProbe {
   bool kv_rotational = true;    // the filesystem RocksDB lives on
 };
 
+// What `HybridStore::prime_dir` makes a store directory from (docs/kvfs.md
+// 5.5).
+struct PrimeRequest {
+  std::string dir;
+  // The SSD first; the other tiers' devices in any order. A tier without
+  // one here is found through the SSD label's path_block.<tier> hint.
+  std::vector<std::string> devices;
+  // Link the SSD only, even if other tiers' devices cannot be found.
+  bool ssd_only = false;
+};
+
 struct FsckReport {
   uint64_t errors = 0;
   uint64_t warnings = 0;

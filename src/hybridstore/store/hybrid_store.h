@@ -63,6 +63,17 @@ class HybridStore {
   // has it mounted. 0, or -ENOENT when there is no store there yet (the
   // devices are still described from cfg).
   static int probe(const std::string& path, const Config& cfg, StoreProbe* out, std::string* error);
+  // A store directory made again from the devices alone, as
+  // `ceph-bluestore-tool prime-osd-dir` does for BlueStore: only for a store
+  // whose RocksDB and journal are on its SSD. Never writes to a device and
+  // refuses one a mount holds (-EBUSY). Writes `type`, `fsid`, one file per
+  // meta key of the SSD label (but the secret osd_key, which becomes
+  // `keyring`, and the path hints), and the block.* links, each file
+  // written to a temporary name, synced and renamed. A directory holding an
+  // earlier prime of the same store is primed again; one holding a RocksDB
+  // or journal, or another store's fsid, is refused. `done` lists what was
+  // written, for people.
+  static int prime_dir(const PrimeRequest& req, std::vector<std::string>* done, std::string* error);
 
   // Creates a store at path(). Harmless on an existing store of the same
   // configuration (returns 0 and leaves it as it is).

@@ -1,5 +1,5 @@
-#include "hybridstore/store/store_prime.h"
-
+// HybridStore::prime_dir: a store directory made again from the devices'
+// labels (docs/kvfs.md 5.5).
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -11,6 +11,7 @@
 
 #include "hsio/block_device.h"
 #include "hybridstore/format/store_format.h"
+#include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/store/store_kvfs.h"
 
 namespace fs = std::filesystem;
@@ -63,7 +64,7 @@ int link_device(const std::string& dir, const std::string& name, const std::stri
 
 }  // namespace
 
-int prime_store_dir(const PrimeRequest& req, std::vector<std::string>* done, std::string* error) {
+int HybridStore::prime_dir(const PrimeRequest& req, std::vector<std::string>* done, std::string* error) {
   if (req.devices.empty()) {
     *error = "prime: no device given (the SSD's first)";
     return -EINVAL;

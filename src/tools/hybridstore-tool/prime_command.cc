@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "hybridstore/store/store_prime.h"
+#include "hybridstore/store/hybrid_store.h"
 #include "tool_command.h"
 
 namespace hybridstore::tool {
@@ -30,7 +30,7 @@ ToolCommand prime_cmd(
         req.ssd_only = *ssd_only;
         std::vector<std::string> done;
         std::string err;
-        if (int r = prime_store_dir(req, &done, &err); r < 0) {
+        if (int r = HybridStore::prime_dir(req, &done, &err); r < 0) {
           fprintf(stderr, "hybridstore-tool: prime-osd-dir: %s (%s)\n", err.c_str(), strerror(-r));
           return 1;
         }
