@@ -12,6 +12,10 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "HDD device (file or block device); empty means <store>/block.hdd"});
   v->push_back({"hybridstore_block_create", T::kBool, "true",
                 "mkfs creates missing device files as sparse files of the configured size"});
+  v->push_back({"hybridstore_mkfs_overwrite", T::kBool, "false",
+                "mkfs writes over devices that carry a store already (a label of a finished mkfs); "
+                "without it mkfs refuses them, so a data directory made again cannot wipe a live store's "
+                "devices (hybridstore-tool zap clears a device)"});
   v->push_back({"hybridstore_block_preallocate", T::kString, "none",
                 "how mkfs lays out a device file it creates: none (sparse), fallocate (blocks "
                 "reserved, unwritten) or zero (written with zeros, as fio lays out its files; "

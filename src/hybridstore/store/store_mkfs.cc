@@ -149,6 +149,19 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
   }
   std::unique_ptr<BlockDevice> dev = open_tier_device(desc.layout, cfg, dev_path, o, o.create, nullptr, error);
   if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
+  // A device that carries a finished store is another store's (or this
+  // one's, whose directory was lost): never written over unasked.
+  if (DeviceLabel old; !cfg.get_bool("hybridstore_mkfs_overwrite")) {
+    LabelPairStatus st;
+    std::string why;
+    if (read_labels(dev.get(), &old, &st, &why) == 0 &&
+        (old.record_version < 2 || (old.flags & kLabelMkfsDone))) {
+      *error = fmt::format("{} device {} carries store {}; refusing to overwrite it (hybridstore-tool zap --dev {}, "
+                           "or hybridstore_mkfs_overwrite=true)",
+                           tier_name(tier), dev_path, uuid_to_string(old.fsid), dev_path);
+      return -EEXIST;
+    }
+  }
   uint64_t size = dev->size() / unit * unit;
   uint64_t reserved = label_head(label_slot(dev.get()), unit);
   if (size < reserved + 64 * unit) {

@@ -12,7 +12,6 @@
 #include "hscommon/encoding.h"
 #include "hybridstore/format/store_format.h"
 #include "hsio/block_device.h"
-#include "hybridstore/store/store_prime.h"
 #include "store_helpers.h"
 
 using namespace hybridstore;
@@ -234,7 +233,7 @@ class KvOnDevicePrimeTest : public KvOnDeviceTest {
     req.ssd_only = ssd_only;
     std::vector<std::string> done;
     std::string e;
-    int r = prime_store_dir(req, &done, err ? err : &e);
+    int r = HybridStore::prime_dir(req, &done, err ? err : &e);
     return r;
   }
 };
@@ -309,4 +308,33 @@ TEST_F(KvOnDevicePrimeTest, WhatCannotBePrimedIsRefusedAndNothingWritten) {
   EXPECT_FALSE(fs::exists(d2.file("primed/fsid")));
   // A directory store's own directory is never primed over.
   EXPECT_EQ(prime(d2.file("store"), {dir_->file("ssd.img")}, false, &err), -EEXIST);
+}
+
+// A directory made again must not wipe the devices of the store it lost
+// (docs/kvfs.md 5.1): mkfs refuses a device that carries a finished store
+// unless told to overwrite it.
+TEST(MkfsOverwrite, DevicesOfAFinishedStoreAreRefusedUnlessOverwriteIsSet) {
+  TempDir dir("mkfs-overwrite");
+  Config c = small_store_config();
+  std::string err;
+  ASSERT_EQ(c.set("hybridstore_ssd_path", dir.file("ssd.img"), &err), 0) << err;
+  ASSERT_EQ(c.set("hybridstore_hdd_path", dir.file("hdd.img"), &err), 0) << err;
+  Uuid first;
+  {
+    HybridStore a(dir.file("a"), c);
+    ASSERT_EQ(a.mkfs(&err), 0) << err;
+    first = ssd_label(dir.file("a")).fsid;
+  }
+  fs::remove_all(dir.file("a"));
+  HybridStore b(dir.file("b"), c);
+  EXPECT_EQ(b.mkfs(&err), -EEXIST);
+  EXPECT_NE(err.find("carries store " + uuid_to_string(first)), std::string::npos) << err;
+  EXPECT_NE(err.find("zap"), std::string::npos) << err;
+  EXPECT_EQ(ssd_label(dir.file("b")).fsid, first) << "the refused mkfs wrote nothing";
+  ASSERT_EQ(c.set("hybridstore_mkfs_overwrite", "true", &err), 0) << err;
+  HybridStore b2(dir.file("b"), c);
+  ASSERT_EQ(b2.mkfs(&err), 0) << err;
+  EXPECT_NE(ssd_label(dir.file("b")).fsid, first);
+  ASSERT_EQ(b2.mount(&err), 0) << err;
+  EXPECT_EQ(b2.umount(), 0);
 }
