@@ -172,7 +172,9 @@ void MountedStore::lend_to_kvfs() {
     sizing.grow_step = space.lend_unit();
     sizing.reserve = 0;
   }
-  lender_ = std::make_unique<TierLender>(&space);
+  lender_ = std::make_unique<TierLender>(
+      &space, TierLender::Counters{&perf_->set, perf_->kvfs_grows, perf_->kvfs_grow_bytes, perf_->kvfs_nospace});
+  set_kvfs_gauges();
   kv_->fs().set_grow_step(sizing.grow_step);
   space.set_floor(sizing.reserve);
   kv_->set_lender(lender_.get());
@@ -472,7 +474,15 @@ int MountedStore::settle() {
   return r;
 }
 
+void MountedStore::set_kvfs_gauges() {
+  if (!kv_) return;
+  const uint64_t owned = kv_->fs().owned_bytes();
+  perf_->set.set(perf_->kvfs_owned_bytes, owned);
+  perf_->set.set(perf_->kvfs_used_bytes, owned - std::min(owned, kv_->fs().free_bytes()));
+}
+
 void MountedStore::tick() {
+  set_kvfs_gauges();
   if (committer_->error()) return;
   submit_staged_state(TierSpace::Drain::kTick);
 }

@@ -42,6 +42,11 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   data_cache_bytes = g("data_cache_bytes", "object data held in the data cache");
   onode_hits = c("onode_hits", "onode lookups served by the cache");
   onode_misses = c("onode_misses", "onode lookups that went to RocksDB");
+  kvfs_owned_bytes = g("kvfs_owned_bytes", "bytes of the fastest tier the KV file system under RocksDB owns");
+  kvfs_used_bytes = g("kvfs_used_bytes", "of those, bytes its files, journal ring and log hold");
+  kvfs_grows = c("kvfs_grows", "times the KV file system grew into the fastest tier");
+  kvfs_grow_bytes = c("kvfs_grow_bytes", "bytes the fastest tier lent the KV file system as it grew");
+  kvfs_nospace = c("kvfs_nospace", "growths the fastest tier refused (no free space above the floor's)");
 
   // The Ceph bridge takes the counter names when the store object is made,
   // before mount: the caller counts the tiers then (counted_tiers).

@@ -54,6 +54,9 @@ struct StorePerf {
       tier_absorb_ops, tier_absorb_bytes, destage_ops, destage_bytes;
   int cleaner_passes, cleaner_lat, cleaner_victims, cleaner_units_freed, cleaner_objects_moved,
       cleaner_bytes_moved;
+  // RocksDB and the journal in the KV file system on the fastest tier:
+  // what it owns and uses (gauges), and its growth into the tier.
+  int kvfs_owned_bytes, kvfs_used_bytes, kvfs_grows, kvfs_grow_bytes, kvfs_nospace;
   // Raw NAND under the embedded FTL.
   int ftl_merges, ftl_erases, ftl_pages_copied, ftl_host_pages_written;
 

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "hscommon/encoding.h"
 #include "hybridstore/format/store_format.h"
 #include "hsio/block_device.h"
@@ -337,4 +339,51 @@ TEST(MkfsOverwrite, DevicesOfAFinishedStoreAreRefusedUnlessOverwriteIsSet) {
   EXPECT_NE(ssd_label(dir.file("b")).fsid, first);
   ASSERT_EQ(b2.mount(&err), 0) << err;
   EXPECT_EQ(b2.umount(), 0);
+}
+
+// A kvfs made small grows into the tier as RocksDB fills it, and what it
+// took stays its own across a remount.
+class KvOnDeviceGrowthTest : public KvOnDeviceTest {
+ protected:
+  Config config() override {
+    Config c = device_config();
+    std::string err;
+    for (const auto& [k, v] : {std::pair<const char*, const char*>{"hybridstore_kvfs_initial_size", "40M"},
+                               {"hybridstore_commit_journal_size", "4M"},
+                               {"hybridstore_kvfs_log_segment", "1M"}})
+      EXPECT_EQ(c.set(k, v, &err), 0) << err;
+    return c;
+  }
+  uint64_t counter(const std::string& name) {
+    const int i = store_->perf().find(name);
+    EXPECT_GE(i, 0) << name;
+    return store_->perf().get(i);
+  }
+};
+
+TEST_F(KvOnDeviceGrowthTest, RocksDBGrowsIntoTheTierAndKeepsWhatItTookAcrossARemount) {
+  make_coll(coll_);
+  const std::string value(1024, 'w');
+  for (int i = 0; i < 480; ++i) {
+    Transaction t;
+    std::map<std::string, std::string> kv;
+    for (int k = 0; k < 100; ++k) kv[fmt::format("k{:06}", i * 100 + k)] = value;
+    if (i == 0) t.touch(coll_, obj("omap-heavy"));
+    t.omap_setkeys(coll_, obj("omap-heavy"), kv);
+    apply(std::move(t));
+  }
+  StoreStats st;
+  ASSERT_EQ(store_->statfs(&st), 0);
+  EXPECT_GT(st.kvfs_owned, 40ull << 20);
+  EXPECT_GT(counter("kvfs_grows"), 0u);
+  EXPECT_EQ(counter("kvfs_grow_bytes"), st.kvfs_owned - (40ull << 20));
+  EXPECT_EQ(counter("kvfs_nospace"), 0u);
+  const uint64_t owned = st.kvfs_owned;
+  remount();
+  ASSERT_EQ(store_->statfs(&st), 0);
+  EXPECT_GE(st.kvfs_owned, owned);
+  std::map<std::string, std::string> got;
+  ASSERT_EQ(store_->omap_get_values(coll_, obj("omap-heavy"), {"k000000", "k047999"}, &got), 0);
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(fsck_errors(true), 0);
 }
