@@ -272,6 +272,16 @@ int check_mounted_kvfs(KvFs* fs, const KvFsCheckOptions& opts, KvFsCheckReport* 
   *rep = KvFsCheckReport();
   KvFsSnapshot snap;
   if (int r = fs->check_snapshot(&snap); r < 0) return r;
+  check_kvfs_snapshot(snap, opts, rep);
+  return 0;
+}
+
+void check_kvfs_snapshot(const KvFsSnapshot& snap, const KvFsCheckOptions& opts, KvFsCheckReport* rep) {
+  *rep = KvFsCheckReport();
+  if (!snap.state) {
+    rep->error("kvfs: the snapshot holds no state");
+    return;
+  }
   const KvFsSuper& s = snap.super;
   if (snap.slots_result < 0) {
     rep->error(snap.slots_why);
@@ -289,7 +299,7 @@ int check_mounted_kvfs(KvFs* fs, const KvFsCheckOptions& opts, KvFsCheckReport* 
   check_lend_unit(s, opts, rep);
   const KvFsState& state = *snap.state;
   check_kvfs_state(state, snap.geometry, opts, rep);
-  if (snap.geometry.alloc_unit == 0) return 0;
+  if (snap.geometry.alloc_unit == 0) return;
 
   // Held blocks are owned by no record, so they must lie in no owner's
   // extent and in no other held one.
@@ -335,7 +345,6 @@ int check_mounted_kvfs(KvFs* fs, const KvFsCheckOptions& opts, KvFsCheckReport* 
                          extent_str(missing.front()));
     rep->error(msg + " (rebuilt at the next mount)");
   }
-  return 0;
 }
 
 }  // namespace hybridstore

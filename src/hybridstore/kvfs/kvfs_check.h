@@ -73,6 +73,10 @@ int check_kvfs(BlockDevice* dev, const KvFsParams& params, const Uuid& kvfs_uuid
 // they differ. Returns 0, or -EAGAIN from KvFs::check_snapshot.
 int check_mounted_kvfs(KvFs* fs, const KvFsCheckOptions& opts, KvFsCheckReport* report);
 
+// check_mounted_kvfs past its snapshot; apart so the tests can feed it a
+// snapshot they changed.
+void check_kvfs_snapshot(const KvFsSnapshot& snap, const KvFsCheckOptions& opts, KvFsCheckReport* report);
+
 // The checks of a state alone (chunks, extents, ring, names), shared by
 // both; fills the figures but free_bytes. A replayed state has passed the
 // same rules record by record, so these find what a build's replay let
