@@ -91,7 +91,8 @@ void report_slots(const std::array<KvFsSlotReport, kKvFsSuperSlots>& slots,
   const uint32_t other = 1 - static_cast<uint32_t>(rep->current_slot);
   const KvFsSlotReport& o = slots[other];
   if (o.result == 0) {
-    if (o.super.generation + 1 != current.generation) {
+    rep->other_slot_valid = o.super.generation + 1 == current.generation;
+    if (!rep->other_slot_valid) {
       rep->warning(fmt::format("kvfs superblock slot {} (not current) holds generation {}, expected {}", other,
                                o.super.generation, current.generation == 0 ? 0 : current.generation - 1));
     }

@@ -46,6 +46,7 @@ struct KvFsCheckReport {
   // generation.
   int current_slot = -1;
   uint64_t generation = 0;
+  bool other_slot_valid = false;  // the previous generation, intact
   // The figures (0 when the log could not be replayed).
   uint64_t owned_bytes = 0;    // the chunks
   uint64_t used_bytes = 0;     // files + ring + log segments
