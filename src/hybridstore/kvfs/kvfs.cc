@@ -276,6 +276,69 @@ std::vector<Interval> KvFs::chunks() const {
   return out;
 }
 
+KvFsStats KvFs::stats() const {
+  KvFsStats st;
+  {
+    std::lock_guard<std::mutex> l(meta_mutex_);
+    for (const auto& [start, length] : state_->chunks()) st.owned += length;
+    for (const auto& [offset, use] : state_->used()) st.used += use.length;
+    for (const KvFsExtent& s : state_->log_segments()) st.log += s.length;
+    for (const KvFsExtent& e : state_->journal()) st.journal += e.length;
+    st.files = state_->inodes().size();
+  }
+  st.free = alloc_.free_bytes();
+  return st;
+}
+
+// Lock order puts the files' locks outermost, so the set of open files is
+// read first and the locks taken after: a file opened in between makes the
+// set differ, and the round starts again.
+int KvFs::check_snapshot(KvFsSnapshot* out) {
+  for (int round = 0; round < 1000; ++round) {
+    std::vector<std::shared_ptr<KvFsNode>> nodes;
+    {
+      std::lock_guard<std::mutex> l(meta_mutex_);
+      for (const auto& [ino, node] : open_) nodes.push_back(node);
+    }
+    std::vector<std::unique_lock<std::mutex>> node_locks;
+    for (const auto& n : nodes) node_locks.emplace_back(n->mutex);
+    std::lock_guard<std::mutex> cl(commit_mutex_);
+    std::lock_guard<std::mutex> ml(meta_mutex_);
+    bool same = open_.size() == nodes.size();
+    for (size_t i = 0; same && i < nodes.size(); ++i) {
+      auto it = open_.find(nodes[i]->ino);
+      same = it != open_.end() && it->second == nodes[i];
+    }
+    if (!same) continue;
+    out->super = super_;
+    out->state = std::make_unique<KvFsState>(*state_);
+    out->held.clear();
+    {
+      std::lock_guard<std::mutex> sl(spare_mutex_);
+      for (const KvFsExtent& e : spare_segments_) out->held.push_back({e, "a spare log segment"});
+    }
+    for (const auto& [ticket, e] : pending_release_) out->held.push_back({e, "pending release"});
+    for (const auto& n : nodes) {
+      // An unlinked file's inode left the state with its name; a linked
+      // one's extents past logged_extents are not in any record yet.
+      const size_t from = n->unlinked ? 0 : std::min(n->logged_extents, n->extents.size());
+      for (size_t i = from; i < n->extents.size(); ++i)
+        out->held.push_back({n->extents[i], n->unlinked ? "an unlinked open file" : "an open file, not yet logged"});
+    }
+    out->free.clear();
+    alloc_.for_each_free([&](uint64_t off, uint64_t len) { out->free.emplace_back(off, len); });
+    out->geometry = geo_;
+    out->slots_why.clear();
+    for (uint32_t i = 0; i < kKvFsSuperSlots; ++i)
+      out->slot_blank[i] = kvfs_slot_blank(dev_, params_.slots, i);
+    KvFsSuper on_device;
+    out->slots_result =
+        read_kvfs_super(dev_, params_.slots, super_.kvfs_uuid, super_.fsid, &on_device, &out->slots_why, &out->slots);
+    return 0;
+  }
+  return -EAGAIN;
+}
+
 uint64_t KvFs::generation() const {
   std::lock_guard<std::mutex> l(meta_mutex_);
   return super_.generation;

@@ -20,6 +20,7 @@
 // take the pending records and to publish the result, so writers queue
 // records while a group is on its way to the device.
 #pragma once
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -90,6 +91,41 @@ struct KvFsNode {
 };
 
 class KvFs;
+
+// What `df` and fsck show of a mounted kvfs. `used` is what the live
+// metadata gives an owner (files, the ring, the log's segments); owned −
+// used − free is what is held without an owner in the metadata yet: the
+// log's spare segments, extents waiting for their release record to be
+// durable, and blocks written but not yet logged.
+struct KvFsStats {
+  uint64_t owned = 0;    // the chunks
+  uint64_t used = 0;     // files + ring + log
+  uint64_t log = 0;      // the log's segments
+  uint64_t journal = 0;  // the ring (inode 2)
+  uint64_t files = 0;    // inodes with a name
+  uint64_t free = 0;     // the allocator's free bytes
+};
+
+// Where a block of a mounted kvfs that no record owns yet is (see
+// KvFs::check_snapshot).
+struct KvFsHeld {
+  KvFsExtent extent;
+  const char* what;  // "a spare log segment", "pending release", ...
+};
+
+// A mounted kvfs as one consistent picture, for its check (kvfs_check.h).
+struct KvFsSnapshot {
+  KvFsSuper super;                            // the one the kvfs runs on
+  std::unique_ptr<KvFsState> state;           // a copy of the live state
+  std::vector<KvFsHeld> held;                 // allocated, owned by no record
+  std::vector<std::pair<uint64_t, uint64_t>>  // the allocator's free map
+      free;
+  KvFsGeometry geometry;                      // b, A, G, H, the device's size
+  std::array<KvFsSlotReport, kKvFsSuperSlots> slots;  // read from the device
+  std::array<bool, kKvFsSuperSlots> slot_blank{};     // all zeros: never written
+  int slots_result = 0;                               // read_kvfs_super's
+  std::string slots_why;
+};
 
 // A file being written (docs/kvfs.md 3.4). Appends are buffered; sync()
 // makes every byte appended before it durable. Safe to call sync() from
@@ -216,6 +252,14 @@ class KvFs {
   // What the kvfs owns of the device (its chunks, coalesced, in offset
   // order): what the tier must neither hand out nor count as free.
   std::vector<Interval> chunks() const;
+  KvFsStats stats() const;
+  // Takes every open file's lock, the log writer's and the metadata lock,
+  // so no allocation is half done, and copies the state, the allocator's
+  // free map and what is allocated outside the state; then reads the
+  // superblock slots (a compaction, which writes them, waits meanwhile).
+  // Not while make_journal runs: it allocates outside these locks.
+  // -EAGAIN when files kept opening for long enough to never settle.
+  int check_snapshot(KvFsSnapshot* out);
   uint64_t generation() const;
   uint64_t block() const { return geo_.block; }
   // The lender for growth from now on (null: none).

@@ -9,8 +9,6 @@
 namespace hybridstore {
 
 namespace {
-uint64_t align_up(uint64_t v, uint64_t unit) { return (v + unit - 1) / unit * unit; }
-
 std::string extent_str(const KvFsExtent& e) { return fmt::format("{:#x}+{:#x}", e.offset, e.length); }
 
 bool valid_name(const std::string& n) { return !n.empty() && n.size() <= kKvFsMaxName; }
@@ -289,9 +287,11 @@ int KvFsState::on_update(const KvUpdate& r, std::string* problem) {
   for (size_t i = 0; i < r.keep; ++i) covered += ino.extents[i].length;
   for (const KvFsExtent& e : r.extents) covered += e.length;
   // An inline tail lives in the record; its block may not be allocated yet.
+  // Counted in blocks: align_up of a size near 2^64 wraps to 0, and would
+  // let a file of any size through with no extents.
   const uint64_t tail_len = r.size % geo_.block;
-  const uint64_t need = r.tail_kind == KvTailKind::kInline ? r.size - tail_len : align_up(r.size, geo_.block);
-  if (covered < need) {
+  const uint64_t need_blocks = r.size / geo_.block + (r.tail_kind != KvTailKind::kInline && tail_len != 0 ? 1 : 0);
+  if (covered / geo_.block < need_blocks) {
     *problem = fmt::format("inode {} of size {} has extents covering only {} bytes", r.ino, r.size, covered);
     return -EIO;
   }

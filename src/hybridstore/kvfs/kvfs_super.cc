@@ -154,6 +154,16 @@ KvFsSlotReport read_slot(BlockDevice* dev, const KvFsSuperSlotsAt& at, uint32_t 
 }
 }  // namespace
 
+bool kvfs_slot_blank(BlockDevice* dev, const KvFsSuperSlotsAt& at, uint32_t slot) {
+  const uint64_t off = at.first_offset + slot * at.slot_size;
+  if (at.slot_size == 0 || off + at.slot_size > dev->size() || off + at.slot_size < off) return false;
+  AlignedBuffer buf(at.slot_size);
+  if (dev->read(off, buf.data(), at.slot_size) < 0) return false;
+  for (uint64_t i = 0; i < at.slot_size; ++i)
+    if (buf.data()[i] != 0) return false;
+  return true;
+}
+
 int read_kvfs_super(BlockDevice* dev, const KvFsSuperSlotsAt& at, const Uuid& kvfs_uuid, const Uuid& fsid,
                     KvFsSuper* out, std::string* why, std::array<KvFsSlotReport, kKvFsSuperSlots>* slots) {
   std::array<KvFsSlotReport, kKvFsSuperSlots> reps;

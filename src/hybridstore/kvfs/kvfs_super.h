@@ -82,4 +82,9 @@ int read_kvfs_super(BlockDevice* dev, const KvFsSuperSlotsAt& at, const Uuid& kv
                     KvFsSuper* out, std::string* why,
                     std::array<KvFsSlotReport, kKvFsSuperSlots>* slots = nullptr);
 
+// True when slot `slot` reads as all zeros: never written, which is what
+// slot 1 of a kvfs never compacted holds, and no damage. False when it
+// cannot be read.
+bool kvfs_slot_blank(BlockDevice* dev, const KvFsSuperSlotsAt& at, uint32_t slot);
+
 }  // namespace hybridstore
