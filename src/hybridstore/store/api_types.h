@@ -106,6 +106,10 @@ struct FsckReport {
   uint64_t omap_entries = 0;
   uint64_t bytes_verified = 0;  // deep only
   PerTier<uint64_t> leaked_bytes;
+  // RocksDB on the fastest tier: the bytes its KV file system owns and what
+  // its files, ring and log hold (0 for a directory store).
+  uint64_t kvfs_owned = 0;
+  uint64_t kvfs_used = 0;
   std::vector<std::string> problems;  // one line each
 };
 

@@ -352,7 +352,15 @@ void StoreFsck::check_space(FsckScan& s, Tier tier) {
   // The KV file system's chunks are neither free nor marked: its log is
   // their only record (kvfs.md 2.1).
   UnitBitmap lent(used.units());
-  for (const auto& c : lent_[tier]) {
+  // What the space has lent, read after its free runs: the kvfs may grow
+  // while fsck runs (RocksDB compacts when it will), and a range lent in
+  // between is then neither free there nor missing here.
+  std::vector<Interval> lent_now = lent_[tier];
+  if (!lent_now.empty()) {
+    const std::vector<Interval> more = sp.lent();
+    lent_now.insert(lent_now.end(), more.begin(), more.end());
+  }
+  for (const auto& c : lent_now) {
     const uint64_t b = std::min(c.offset / u, used.units()), e = std::min((c.offset + c.length + u - 1) / u, used.units());
     if (e > b) lent.set_range(b, e - b);
   }

@@ -15,6 +15,7 @@
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/kvfs/kv_device.h"
+#include "hybridstore/kvfs/kvfs_check.h"
 #include "hybridstore/store/collections.h"
 #include "hybridstore/store/data_reader.h"
 #include "hybridstore/store/data_writer.h"
@@ -553,7 +554,25 @@ int MountedStore::fsck(bool deep, FsckReport* report, const PerTier<std::vector<
   if (!lent && kv_) lent = &own;
   if (lent)
     for (Tier t : tiers_->ids()) f.set_lent(t, (*lent)[t]);
-  return f.check(deep, report);
+  int r = f.check(deep, report);
+  if (kv_) check_kvfs(report);
+  return r < 0 ? r : (report->errors ? static_cast<int>(std::min<uint64_t>(report->errors, INT32_MAX)) : r);
+}
+
+void MountedStore::check_kvfs(FsckReport* report) {
+  // The kvfs's own rows (docs/kvfs.md section 6), on the live state: its
+  // chunks against the tier's lend unit, the ring against the option.
+  KvFsCheckOptions o;
+  o.lend_unit = tiers_->space(Tier::kSsd).lend_unit();
+  o.journal_size = cfg_->get_size("hybridstore_commit_journal_size");
+  KvFsCheckReport k;
+  if (int r = check_mounted_kvfs(&kv_->fs(), o, &k); r < 0 && k.problems.empty())
+    k.error(fmt::format("the KV file system could not be checked: {}", strerror(-r)));
+  report->errors += k.errors;
+  report->warnings += k.warnings;
+  for (std::string& p : k.problems) report->problems.push_back("kvfs: " + std::move(p));
+  report->kvfs_owned = k.owned_bytes;
+  report->kvfs_used = k.used_bytes;
 }
 
 int MountedStore::repair(FsckReport* report, std::vector<std::string>* changes) {

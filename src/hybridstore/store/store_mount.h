@@ -128,6 +128,8 @@ class MountedStore {
   // What the kvfs owns, per tier (the SSD's chunks); empty for a directory
   // store.
   PerTier<std::vector<Interval>> kvfs_chunks() const;
+  // fsck's rows of the kvfs, added to *report.
+  void check_kvfs(FsckReport* report);
   // The kvfs's owned and used bytes into the perf gauges (once a second).
   void set_kvfs_gauges();
   void start_writers(uint64_t next_journal_seq);
