@@ -329,6 +329,10 @@ int write_label_pair(BlockDevice* dev, DeviceLabel* l, std::string* why) {
       return r;
     }
   }
+  // What the device now holds is the newest record version, whatever *l
+  // was read as: a caller keeping *l (TierSet after the format upgrade)
+  // must not take a rewritten v1 label for one that has no meta map.
+  l->record_version = kLabelVersion;
   return 0;
 }
 
