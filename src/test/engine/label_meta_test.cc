@@ -182,6 +182,39 @@ TEST_F(LabelMetaTest, AnotherMountHoldsTheDeviceAndAReadOnlyMountRefusesChanges)
   ASSERT_EQ(store_->mount(&err_), 0) << err_;
 }
 
+// Raw flash keeps its label behind the FTL: unmounted, the SSD is opened as
+// what the store's superblock says it is.
+class NandLabelMetaTest : public LabelMetaTest {
+ protected:
+  Config config() override {
+    Config c = hybridstore::test::small_store_config();
+    std::string err;
+    EXPECT_EQ(c.set("hybridstore_ssd_kind", "nand", &err), 0) << err;
+    EXPECT_EQ(c.set("hybridstore_nand_size", "32M", &err), 0) << err;
+    return c;
+  }
+};
+
+TEST_F(NandLabelMetaTest, KeysOfARawFlashSsdWorkMountedAndNot) {
+  std::string err, v;
+  ASSERT_EQ(store_->set_meta("whoami", "4", &err), 0) << err;
+  {
+    HybridStore other(path(), config());
+    EXPECT_EQ(other.set_meta("whoami", "5", &err), -EBUSY);
+    EXPECT_NE(err.find("in use"), std::string::npos) << err;
+  }
+  ASSERT_EQ(store_->umount(), 0);
+  ASSERT_EQ(store_->set_meta("ready", "ready", &err), 0) << err;
+  ASSERT_EQ(store_->get_meta("whoami", &v, &err), 0) << err;
+  EXPECT_EQ(v, "4");
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  ASSERT_EQ(store_->get_meta("ready", &v, &err), 0) << err;
+  EXPECT_EQ(v, "ready");
+  ASSERT_EQ(store_->rm_meta("ready", &err), 0) << err;
+  remount();
+  EXPECT_EQ(store_->get_meta("ready", &v, &err), -ENOENT);
+}
+
 TEST(LabelMeta, AStoreWithNoDeviceIsNoStore) {
   TempDir dir("meta-none");
   HybridStore store(dir.path() + "/nothing");
