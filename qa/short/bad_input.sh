@@ -209,4 +209,64 @@ refused "below the minimum 64M" "$TOOL" --path "$W/new" --set hybridstore_ssd_si
 [ ! -e "$W/new" ] || fail "a refused mkfs created $W/new"
 unchanged "bad options"
 
+echo "label keys and zap: reserved, too long, too much, missing, in use, v1 labels"
+SSD="$S/block.ssd"
+refused_untouched "reserved" "$TOOL" set-label-key --dev "$SSD" -k path_block.ssd -v /dev/sdz
+refused_untouched "reserved" "$TOOL" --path "$S" set-label-key -k path_block.hdd -v /dev/sdz
+refused_untouched "reserved" "$TOOL" rm-label-key --dev "$SSD" -k path_block.ssd
+refused_untouched "must not be empty" "$TOOL" set-label-key --dev "$SSD" -k "" -v x
+refused_untouched "longer than the 64" "$TOOL" set-label-key --dev "$SSD" -k "$(printf 'k%.0s' $(seq 65))" -v x
+refused_untouched "more than the 1024" "$TOOL" set-label-key --dev "$SSD" -k big -v "$(printf 'v%.0s' $(seq 1025))"
+refused_untouched "no meta key 'nosuch'" "$TOOL" rm-label-key --dev "$SSD" -k nosuch
+refused_untouched "no meta key 'nosuch'" "$TOOL" --path "$S" rm-label-key -k nosuch
+refused_untouched "no meta key 'nosuch'" "$TOOL" get-label-key --dev "$SSD" -k nosuch
+refused_untouched "--dev DEV or --path DIR" "$TOOL" set-label-key -k a -v b
+refused_untouched "required" "$TOOL" set-label-key --dev "$SSD" -k a
+refused_untouched "required" "$TOOL" zap
+refused "does not exist" "$TOOL" set-label-key --dev "$W/missing" -k a -v b
+refused "does not exist" "$TOOL" zap --dev "$W/missing"
+[ ! -e "$W/missing" ] || fail "a refused command created $W/missing"
+refused_untouched "does not exist; nothing zapped" "$TOOL" zap --dev "$SSD" --dev "$W/missing"
+refused_untouched "no hybridstore label" "$TOOL" set-label-key --dev "$W/blob" -k a -v b
+# A device in use: another process holds the lock a mount takes.
+python3 - "$SSD" "$W/locked" <<'PY' &
+import fcntl, os, struct, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+F_OFD_SETLK = 37  # Linux, every architecture
+fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("=hhxxxxqqixxxx", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+open(sys.argv[2], "w").close()
+time.sleep(120)
+PY
+holder=$!
+for _ in $(seq 100); do [ -e "$W/locked" ] && break; sleep 0.1; done
+[ -e "$W/locked" ] || fail "the lock holder did not start"
+refused_untouched "in use" "$TOOL" set-label-key --dev "$SSD" -k a -v b
+refused_untouched "in use" "$TOOL" --path "$S" set-label-key -k a -v b
+refused_untouched "in use" "$TOOL" rm-label-key --dev "$SSD" -k a
+refused_untouched "in use" "$TOOL" zap --dev "$S/block.hdd" --dev "$SSD"
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+unchanged "refused label changes"
+# A format-3 store's v1 labels have no meta map: refused, not upgraded.
+F3="$W/fmt3"
+mkdir "$F3"
+tar -C "$F3" -xzf "$(dirname "$0")/../../src/test/data/format3-20261129/store.tar.gz"
+md5sum <"$F3/store/block.ssd" >"$W/f3-before"
+refused "record version 1" "$TOOL" set-label-key --dev "$F3/store/block.ssd" -k whoami -v 1
+refused "record version 1" "$TOOL" --path "$F3/store" set-label-key -k whoami -v 1
+md5sum <"$F3/store/block.ssd" | cmp -s - "$W/f3-before" || fail "a refused key change wrote to a v1 label"
+# A label with no room left: the key that would not fit is refused.
+i=0
+while "$TOOL" set-label-key --dev "$SSD" -k "fill$i" -v "$(printf 'f%.0s' $(seq 1024))" >/dev/null 2>"$W/err"; do
+  i=$((i + 1))
+  [ $i -lt 8 ] || fail "eight 1 KiB values fitted in a 4 KiB label"
+done
+grep -q "would not fit" "$W/err" || fail "a full label: $(cat "$W/err")"
+refused_untouched "would not fit" "$TOOL" set-label-key --dev "$SSD" -k "fill$i" -v "$(printf 'f%.0s' $(seq 1024))"
+while [ $i -gt 0 ]; do
+  i=$((i - 1))
+  "$TOOL" rm-label-key --dev "$SSD" -k "fill$i" >/dev/null || fail "rm-label-key fill$i"
+done
+"$TOOL" --path "$S" fsck --deep >/dev/null || fail "fsck --deep after the label was filled and emptied"
+
 echo "bad input checks passed: $cases refused cleanly, nothing changed"

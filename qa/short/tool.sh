@@ -113,4 +113,49 @@ grep -q "block.hdd -> $K/devs/hdd" "$W/prime.out" || fail "prime-osd-dir finds t
 expect_fail "$TOOL" --path "$W/primed-dir" prime-osd-dir --dev "$S/block.ssd"
 grep -q "keeps its RocksDB in its directory" "$W/err" || fail "prime of a directory store: $(cat "$W/err")"
 
+# Meta keys in a device's label (docs/kvfs.md 5.5): through the store's SSD
+# (--path) or on a device directly (--dev, any tier's), each change a new
+# label pair with a higher generation that mount then reads.
+"$TOOL" set-label-key --help | grep -q -- "--key" || fail "set-label-key --help"
+"$TOOL" rm-label-key --help | grep -q -- "--dev" || fail "rm-label-key --help"
+"$TOOL" zap --help | grep -q -- "--dev" || fail "zap --help"
+generation() { "$TOOL" show-label --dev "$1" | sed -n 's/^ *"generation": \([0-9]*\),*$/\1/p' | head -1; }
+g0=$(generation "$S/block.ssd")
+"$TOOL" --path "$S" set-label-key -k whoami -v 5 | grep -q "set meta key whoami" || fail "set-label-key --path"
+[ "$("$TOOL" --path "$S" get-label-key -k whoami)" = 5 ] || fail "get-label-key --path"
+"$TOOL" set-label-key --dev "$S/block.ssd" -k ceph_fsid -v 4f1c | grep -q "in the ssd label of .*generation" ||
+  fail "set-label-key --dev"
+[ "$(generation "$S/block.ssd")" = $((g0 + 2)) ] || fail "each change writes a new generation"
+[ "$("$TOOL" get-label-key --dev "$S/block.ssd" -k ceph_fsid)" = 4f1c ] || fail "get-label-key --dev"
+"$TOOL" --path "$S" show-label | grep -q '"whoami": "5"' || fail "show-label prints the meta keys"
+"$TOOL" set-label-key --dev "$S/block.hdd" -k note -v on-the-hdd >/dev/null || fail "set-label-key on the hdd"
+[ "$("$TOOL" get-label-key --dev "$S/block.hdd" -k note)" = on-the-hdd ] || fail "get-label-key on the hdd"
+"$TOOL" rm-label-key --dev "$S/block.ssd" -k ceph_fsid | grep -q "removed meta key ceph_fsid" || fail "rm-label-key"
+expect_fail "$TOOL" get-label-key --dev "$S/block.ssd" -k ceph_fsid
+grep -q "no meta key 'ceph_fsid'" "$W/err" || fail "get-label-key of a removed key: $(cat "$W/err")"
+"$TOOL" --path "$S" rm-label-key -k whoami >/dev/null || fail "rm-label-key --path"
+"$TOOL" --path "$S" fsck | grep -q "clean" || fail "fsck after the label changes"
+"$TOOL" --path "$S" show-label | grep -q '"state": "intact"' || fail "the pair is intact after the changes"
+
+# zap: both label copies and both kvfs slots zeroed, nothing past the head.
+Z="$W/zapped"
+"$TOOL" --path "$Z" --set hybridstore_ssd_path="$W/zssd" --set hybridstore_hdd_path="$W/zhdd" \
+  --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M mkfs >/dev/null
+"$TOOL" --path "$Z" txn "$W/t1.json" >/dev/null || fail "txn on the store to zap"
+H=$("$TOOL" show-label --dev "$W/zhdd" | sed -n 's/^ *"head": \([0-9]*\),*$/\1/p' | head -1)
+[ "$H" -ge 65536 ] || fail "the hdd label's head: '$H'"
+tail -c +$((H + 1)) "$W/zhdd" | md5sum >"$W/zhdd-tail"
+"$TOOL" zap --dev "$W/zssd" --dev "$W/zhdd" >"$W/zap" || fail "zap"
+grep -q "^zapped $W/zssd: label of store .*ssd device" "$W/zap" || fail "zap says what it found: $(cat "$W/zap")"
+grep -q "^zapped $W/zhdd: .*zeroed bytes 0 to $H " "$W/zap" || fail "zap says what it zeroed: $(cat "$W/zap")"
+[ "$(head -c 65536 "$W/zssd" | tr -d '\0' | wc -c)" = 0 ] || fail "zap left bytes in the ssd's head"
+tail -c +$((H + 1)) "$W/zhdd" | md5sum | cmp -s - "$W/zhdd-tail" || fail "zap wrote past the head"
+expect_fail "$TOOL" show-label --dev "$W/zssd"
+grep -q "no hybridstore label" "$W/err" || fail "show-label after zap: $(cat "$W/err")"
+"$TOOL" zap --dev "$W/zssd" | grep -q "no label .*zapped anyway" || fail "zap of a zapped device"
+rm -rf "$Z"
+"$TOOL" --path "$Z" --set hybridstore_ssd_path="$W/zssd" --set hybridstore_hdd_path="$W/zhdd" \
+  --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M mkfs >/dev/null || fail "mkfs after zap"
+"$TOOL" --path "$Z" fsck | grep -q "clean" || fail "fsck of the store made after zap"
+
 echo "tool checks passed"

@@ -329,6 +329,67 @@ int write_label_pair(BlockDevice* dev, DeviceLabel* l, std::string* why) {
       return r;
     }
   }
+  // What the device now holds is the newest record version, whatever *l
+  // was read as: a caller keeping *l (TierSet after the format upgrade)
+  // must not take a rewritten v1 label for one that has no meta map.
+  l->record_version = kLabelVersion;
+  return 0;
+}
+
+bool label_meta_key_reserved(std::string_view key) { return key.rfind("path_block.", 0) == 0; }
+
+int change_label_meta(DeviceLabel* l, const std::string& key, const std::string* value, std::string* why) {
+  if (l->record_version < 2) {
+    *why = "the label is of record version 1, which has no meta keys (a format-3 store: one read-write mount "
+           "upgrades it to format 4)";
+    return -EOPNOTSUPP;
+  }
+  if (key.empty()) {
+    *why = "a meta key must not be empty";
+    return -EINVAL;
+  }
+  if (label_meta_key_reserved(key)) {
+    *why = fmt::format("meta key '{}' is reserved: the store writes the path_block.* keys itself", key);
+    return -EINVAL;
+  }
+  if (key.size() > kLabelMaxMetaKey) {
+    *why = fmt::format("meta key of {} bytes is longer than the {} a label holds", key.size(), kLabelMaxMetaKey);
+    return -E2BIG;
+  }
+  if (value && value->size() > kLabelMaxMetaValue) {
+    *why = fmt::format("value of meta key '{}' is {} bytes, more than the {} a label holds", key, value->size(),
+                       kLabelMaxMetaValue);
+    return -E2BIG;
+  }
+  DeviceLabel next = *l;
+  if (!value) {
+    if (next.meta.erase(key) == 0) {
+      *why = fmt::format("the label has no meta key '{}'", key);
+      return -ENOENT;
+    }
+  } else {
+    next.meta[key] = *value;
+  }
+  std::string enc;
+  if (encode_label(next, &enc) < 0) {
+    size_t held = 0;
+    for (const auto& [k, v] : l->meta) held += k.size() + v.size();
+    *why = fmt::format("the label would not fit in {} bytes with meta key '{}' (its {} keys hold {} bytes)",
+                       kLabelSize, key, l->meta.size(), held);
+    return -E2BIG;
+  }
+  *l = std::move(next);
+  return 0;
+}
+
+int rewrite_label_meta(BlockDevice* dev, const std::string& key, const std::string* value, DeviceLabel* out,
+                       std::string* why) {
+  DeviceLabel l;
+  LabelPairStatus st;
+  if (int r = read_labels(dev, &l, &st, why); r < 0) return r;
+  if (int r = change_label_meta(&l, key, value, why); r < 0) return r;
+  if (int r = write_label_pair(dev, &l, why); r < 0) return r;
+  if (out) *out = l;
   return 0;
 }
 

@@ -140,6 +140,22 @@ int read_label(BlockDevice* dev, DeviceLabel* out, std::string* why);
 // flush. A crash during the B write leaves A; during the A write, B.
 int write_label_pair(BlockDevice* dev, DeviceLabel* l, std::string* why);
 
+// Meta keys the store writes itself (path_block.<tier>, its devices' paths):
+// set_meta, rm_meta and the tool refuse them.
+bool label_meta_key_reserved(std::string_view key);
+// Sets key to *value, or removes key when value is null, in l's meta map.
+// 0; -EOPNOTSUPP for a record-version-1 label (it has no meta map);
+// -EINVAL for an empty or reserved key; -E2BIG for a key or value over its
+// limit or a label that would no longer fit; -ENOENT when removing a key
+// that is not there. *why says which; on error *l is unchanged.
+int change_label_meta(DeviceLabel* l, const std::string& key, const std::string* value, std::string* why);
+// change_label_meta on dev's label, rewritten as a pair with a new
+// generation (*out, when given, gets what was written). Nothing is written
+// when the device has no readable label or the change is refused. The
+// caller holds dev exclusively.
+int rewrite_label_meta(BlockDevice* dev, const std::string& key, const std::string* value, DeviceLabel* out,
+                       std::string* why);
+
 // A tier's device in the store directory, by the tier's name: block.ssd,
 // block.hdd, block.tier2, ... (a link to the device mkfs was given, or the
 // file it made).

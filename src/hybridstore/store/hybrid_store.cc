@@ -502,6 +502,7 @@ HybridStore::Quiet HybridStore::hold_background() {
 int HybridStore::fsck(bool deep, FsckReport* report) {
   if (store_) {
     Quiet quiet = hold_background();
+    std::lock_guard<std::mutex> meta(meta_mutex_);
     return store_->fsck(deep, report);
   }
   std::string error;
@@ -512,6 +513,7 @@ int HybridStore::fsck(bool deep, FsckReport* report) {
   int r;
   {
     Quiet quiet = hold_background();
+    std::lock_guard<std::mutex> meta(meta_mutex_);
     r = store_->fsck(deep, report);
   }
   int u = umount();
@@ -554,6 +556,7 @@ int HybridStore::mount_for_repair(std::string* error, std::vector<std::string>* 
 int HybridStore::repair(FsckReport* found, std::vector<std::string>* changes) {
   if (!store_) return -ENOTCONN;
   Quiet quiet = hold_background();
+  std::lock_guard<std::mutex> meta(meta_mutex_);
   return store_->repair(found, changes);
 }
 

@@ -203,6 +203,20 @@ class HybridStore {
   int clean_now(bool force, CleanerReport* report);
   int save_heat();
 
+  // Ceph's meta keys (ObjectStore::write_meta/read_meta), kept in the meta
+  // map of the SSD device's label (docs/kvfs.md 5.5), mounted or not: a
+  // mounted store rewrites its label pair; an unmounted one opens block.ssd
+  // exclusively (-EBUSY while another mount holds it), rewrites the pair
+  // and closes it. Any format-4 store; a label of record version 1 (format
+  // 3, not yet upgraded) answers -EOPNOTSUPP. -EINVAL for an empty key or a
+  // path_block.* key (the store's own); -E2BIG for a key or value over the
+  // label's limits or a label that would not fit; -EROFS on a read-only
+  // mount. Nothing is written on error, and *error says why.
+  int set_meta(const std::string& key, const std::string& value, std::string* error = nullptr);
+  // -ENOENT when the label has no such key.
+  int get_meta(const std::string& key, std::string* value, std::string* error = nullptr);
+  int rm_meta(const std::string& key, std::string* error = nullptr);
+
   // The store's performance counters (group "hybridstore"): registered when
   // the object is constructed, so the schema is there before mount; they
   // live as long as the object and keep counting across remounts (gauges
@@ -248,6 +262,10 @@ class HybridStore {
   };
   Quiet hold_background();
   bool read_only_mount_ = false;
+  // Held over a change of the SSD label's meta keys, and over fsck and
+  // repair, which read the label pair from the device and must not meet
+  // half of a rewrite.
+  std::mutex meta_mutex_;
 };
 
 
