@@ -330,6 +330,29 @@ int HybridObjectStore::pool_statfs(uint64_t, store_statfs_t*, bool*) {
   return -ENOTSUP;
 }
 
+int HybridObjectStore::write_meta(const std::string& key, const std::string& value) {
+  // The label first, then the file, as BlueStore keeps its meta. A label
+  // that cannot hold the key (too long, full) or cannot be written fails
+  // the call: with a disposable directory the label is the copy that
+  // lasts. No store yet (the OSD writes some keys before mkfs), a format-3
+  // label that no mount has upgraded, or another process holding the
+  // devices leave the file as the only copy, as before.
+  std::string error;
+  const int r = engine_->set_meta(key, value, &error);
+  if (r == -E2BIG || r == -EIO) {
+    derr << "write_meta " << key << ": " << error << dendl;
+    return r;
+  }
+  if (r < 0) dout(10) << "write_meta " << key << ": not in the label (" << error << ")" << dendl;
+  return ObjectStore::write_meta(key, value);
+}
+
+int HybridObjectStore::read_meta(const std::string& key, std::string* value) {
+  std::string error;
+  if (engine_->get_meta(key, value, &error) == 0) return 0;
+  return ObjectStore::read_meta(key, value);
+}
+
 void HybridObjectStore::collect_metadata(std::map<std::string, std::string>* pm) {
   StoreProbe p;
   std::string error;

@@ -152,6 +152,12 @@ class HybridObjectStore : public ObjectStore {
   uint64_t estimate_objects_overhead(uint64_t num_objects) override;
   bool has_builtin_csum() const override { return true; }
 
+  // Ceph's meta keys (whoami, ceph_fsid, osd_key, ...): in the SSD label
+  // as well as in the directory, so that a directory made again from the
+  // devices (prime-osd-dir) has them back.
+  int write_meta(const std::string& key, const std::string& value) override;
+  int read_meta(const std::string& key, std::string* value) override;
+
   // Statistics and admin hooks.
   int statfs(store_statfs_t* buf, osd_alert_list_t* alerts = nullptr) override;
   int pool_statfs(uint64_t pool_id, store_statfs_t* buf, bool* per_pool_omap) override;
