@@ -265,6 +265,8 @@ class HybridStore {
   // Held over a change of the SSD label's meta keys, and over fsck and
   // repair, which read the label pair from the device and must not meet
   // half of a rewrite.
+  // set_meta and rm_meta: value null removes the key.
+  int change_meta(const std::string& key, const std::string* value, std::string* error);
   std::mutex meta_mutex_;
 };
 

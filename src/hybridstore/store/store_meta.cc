@@ -52,7 +52,8 @@ std::unique_ptr<BlockDevice> open_unmounted_ssd(const std::string& path, const C
 
 }  // namespace
 
-int HybridStore::set_meta(const std::string& key, const std::string& value, std::string* error) {
+// Sets key to *value, or removes it when value is null.
+int HybridStore::change_meta(const std::string& key, const std::string* value, std::string* error) {
   std::string e;
   std::lock_guard<std::mutex> l(meta_mutex_);
   int r = 0;
@@ -62,7 +63,7 @@ int HybridStore::set_meta(const std::string& key, const std::string& value, std:
   } else if (store_) {
     TierSet& tiers = store_->tiers();
     DeviceLabel label = tiers.label(Tier::kSsd);
-    r = change_label_meta(&label, key, &value, &e);
+    r = change_label_meta(&label, key, value, &e);
     // Ceph writes the same keys at every start: no rewrite when nothing changes.
     if (r == 0 && label.meta != tiers.label(Tier::kSsd).meta) r = tiers.write_label(Tier::kSsd, &label, &e);
   } else {
@@ -72,7 +73,7 @@ int HybridStore::set_meta(const std::string& key, const std::string& value, std:
       r = read_label(dev.get(), &label, &e);
       if (r == 0) {
         DeviceLabel changed = label;
-        r = change_label_meta(&changed, key, &value, &e);
+        r = change_label_meta(&changed, key, value, &e);
         if (r == 0 && changed.meta != label.meta) r = write_label_pair(dev.get(), &changed, &e);
       }
     }
@@ -80,6 +81,12 @@ int HybridStore::set_meta(const std::string& key, const std::string& value, std:
   if (error) *error = e;
   return r;
 }
+
+int HybridStore::set_meta(const std::string& key, const std::string& value, std::string* error) {
+  return change_meta(key, &value, error);
+}
+
+int HybridStore::rm_meta(const std::string& key, std::string* error) { return change_meta(key, nullptr, error); }
 
 int HybridStore::get_meta(const std::string& key, std::string* value, std::string* error) {
   std::string e;
@@ -99,25 +106,6 @@ int HybridStore::get_meta(const std::string& key, std::string* value, std::strin
     } else {
       *value = it->second;
     }
-  }
-  if (error) *error = e;
-  return r;
-}
-
-int HybridStore::rm_meta(const std::string& key, std::string* error) {
-  std::string e;
-  std::lock_guard<std::mutex> l(meta_mutex_);
-  int r = 0;
-  if (read_only_mount_) {
-    e = "the store is mounted read-only";
-    r = -EROFS;
-  } else if (store_) {
-    TierSet& tiers = store_->tiers();
-    DeviceLabel label = tiers.label(Tier::kSsd);
-    r = change_label_meta(&label, key, nullptr, &e);
-    if (r == 0) r = tiers.write_label(Tier::kSsd, &label, &e);
-  } else if (auto dev = open_unmounted_ssd(path_, cfg_, true, &r, &e)) {
-    r = rewrite_label_meta(dev.get(), key, nullptr, nullptr, &e);
   }
   if (error) *error = e;
   return r;
