@@ -40,9 +40,11 @@ help:
 	@echo "make ceph-standalone CEPH_BUILD=DIR  Ceph's standalone scrub/repair/EIO/space scripts, unmodified, on HybridStore then BlueStore"
 	@echo "make ceph-corruption CEPH_BUILD=DIR  bytes flipped beneath a stopped OSD's store (SSD data, HDD data, a RocksDB SST): read-repair, deep scrub, repair"
 	@echo "make ceph-full CEPH_BUILD=DIR  a cluster filled past its full ratio: writes held, no ENOSPC crash, deletes and writes resume"
+	@echo "make ceph-tmpfs-dir CEPH_BUILD=DIR  an OSD on a tmpfs data directory rebooted and its disks moved to another host, primed from the labels; HybridStore then BlueStore (root)"
+	@echo "make ceph-powercut CEPH_BUILD=DIR  power cuts of an OSD's SSD and HDD models under load, HS_POWERCUT_ROUNDS (50) seeded rounds; HybridStore then BlueStore (root, FUSE)"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 	@echo "make ceph-packages [DEBIAN_SUITE=sid|trixie]  Debian's Ceph source built with HybridStore in a root of that release, packaged, installed there"
-	@echo "make ceph-debian-proof [DEBIAN_SUITE=sid|trixie]  the same, then store_test, the cluster, standalone, hardware and thrash proofs on the installed packages"
+	@echo "make ceph-debian-proof [DEBIAN_SUITE=sid|trixie]  the same, then store_test, the cluster, tmpfs, standalone, hardware, thrash and power-cut proofs on the installed packages"
 
 # Idempotent: installs only what is missing, so it is quick when nothing is.
 deps:
@@ -247,6 +249,27 @@ ceph-corruption: build qa-deps
 FULL_OUT ?= full-report
 ceph-full: qa-deps
 	@qa/ceph/full.sh both $(FULL_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# An OSD whose data directory is a tmpfs: rebooted onto an empty one and
+# moved with its disks to another (namespaced) host, each time primed from
+# the device labels; HybridStore with its RocksDB on the SSD, then BlueStore
+# of the same binary (qa/ceph/tmpfs-dir.sh). Root; SKIPPED otherwise. ~4 min.
+.PHONY: ceph-tmpfs-dir ceph-powercut
+TMPFS_REPORT ?= tmpfs-dir-report.md
+ceph-tmpfs-dir: build qa-deps
+	@HYBRIDSTORE_TOOL=$${HYBRIDSTORE_TOOL:-$(CURDIR)/$(BUILD)/bin/hybridstore-tool} \
+	  qa/ceph/tmpfs-dir.sh both $(TMPFS_REPORT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# Power cuts under a live OSD on disk models with volatile write caches:
+# HS_POWERCUT_ROUNDS (50) rounds seeded from HS_POWERCUT_SEED (1), every
+# acknowledged write read back, deep scrub and fsck --deep clean after each;
+# HybridStore, then BlueStore of the same binary (qa/ceph/powercut.sh).
+# Root and FUSE; SKIPPED otherwise. About a minute a round.
+POWERCUT_OUT ?= powercut-report
+ceph-powercut: build qa-deps
+	@HYBRIDSTORE_TOOL=$${HYBRIDSTORE_TOOL:-$(CURDIR)/$(BUILD)/bin/hybridstore-tool} \
+	  DEVCLASS_TOOL=$${DEVCLASS_TOOL:-$(CURDIR)/$(BUILD)/bin/hybridstore-diskmodel} \
+	  qa/ceph/powercut.sh both $(POWERCUT_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 # HybridStore on a Debian release's Ceph (sid: Tentacle 20.2, the default;

@@ -26,10 +26,15 @@
 #               beside for the BlueStore baseline
 #   store-test  Ceph's ceph_test_objectstore on hybridstore (qa/ceph/store-test.sh)
 #   cluster     qa/ceph/cluster.sh with the installed ceph-osd (both stores)
+#   tmpfs       qa/ceph/tmpfs-dir.sh: an OSD on a tmpfs data directory
+#               rebooted and its disks moved to another host, primed from
+#               the labels (both stores)
 #   standalone  Ceph's standalone scripts of that release (qa/ceph/ceph-standalone.sh)
 #   hardware    qa/ceph/hybrid-hardware.sh, Debian's stock ceph-osd as the
 #               BlueStore row (needs FUSE for the disk model)
 #   thrash      qa/ceph/thrash.sh, both pools, both stores
+#   powercut    qa/ceph/powercut.sh: power cuts of an OSD's disk models under
+#               load, both stores (HS_POWERCUT_ROUNDS, 50 each)
 # Each part's output goes to OUT (default $HS_PROOF_DIR/SUITE-<date>), with
 # its time; SUMMARY.md lists every part's result, the release, the package
 # versions and the root. A part that cannot run here is SKIPPED with the
@@ -44,7 +49,7 @@
 set -u
 HS_TOP=$(cd "$(dirname "$0")/../.." && pwd)
 suite=sid
-parts=chroot,source,build,tools,package,install,store-test,cluster,standalone,hardware,thrash
+parts=chroot,source,build,tools,package,install,store-test,cluster,tmpfs,standalone,hardware,thrash,powercut
 out=
 jobs=2
 while [ $# -gt 0 ]; do
@@ -58,7 +63,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $suite in sid | trixie) ;; *) echo "unknown suite $suite (sid or trixie)" >&2; exit 2 ;; esac
-known=",chroot,source,build,tools,package,install,store-test,cluster,standalone,hardware,thrash,"
+known=",chroot,source,build,tools,package,install,store-test,cluster,tmpfs,standalone,hardware,thrash,powercut,"
 for p in ${parts//,/ }; do
     case $known in *",$p,"*) ;; *) echo "unknown part $p" >&2; exit 2 ;; esac
 done
@@ -204,6 +209,10 @@ part_cluster() {
     in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
         bash "$HS_TOP/qa/ceph/cluster.sh" both "$out/cluster-report.md"
 }
+part_tmpfs() {
+    in_root env CEPH_BUILD=installed HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
+        bash "$HS_TOP/qa/ceph/tmpfs-dir.sh" both "$out/tmpfs-report.md"
+}
 part_standalone() {
     in_root env CEPH_OSD=/usr/bin/ceph-osd HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
         bash "$HS_TOP/qa/ceph/ceph-standalone.sh" "${HS_PROOF_STANDALONE_STORES:-both}" "$out/standalone"
@@ -215,10 +224,14 @@ part_hardware() {
 part_thrash() {
     in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" bash "$HS_TOP/qa/ceph/thrash.sh" "${HS_PROOF_THRASH_STORES:-both}" "$out/thrash"
 }
+part_powercut() {
+    in_root env CEPH_BUILD=installed HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool DEVCLASS_TOOL=/usr/bin/hybridstore-diskmodel \
+        bash "$HS_TOP/qa/ceph/powercut.sh" "${HS_PROOF_POWERCUT_STORES:-both}" "$out/powercut"
+}
 
 failed=0
 first=1
-for p in chroot source build tools package install store-test cluster standalone hardware thrash; do
+for p in chroot source build tools package install store-test cluster tmpfs standalone hardware thrash powercut; do
     wanted "$p" || continue
     run_part "$p" "part_${p//-/_}"
     rc=$?
