@@ -79,3 +79,42 @@ osd_crash_lines() {
             "$dir/osd.$id.log" 2> /dev/null | head -"$max" | sed "s|^|osd.$id.log:|"
     done
 }
+
+# pg_json POOL: the pool's PGs (Pacific wraps them in pg_stats).
+pg_json() { ceph_cli pg ls-by-pool "$1" -f json | jq -c '.pg_stats // .'; }
+
+# deep_scrub POOL [TIMEOUT]: deep-scrub every PG of the pool and wait (at most
+# TIMEOUT seconds, 900) until each has one newer than before; prints the
+# result, returns 1 unless all clean. Uses $dir for its scratch files.
+deep_scrub() {
+    local pool=$1 timeout=${2:-900} pgid start=$SECONDS last_issue=$SECONDS n pending
+    pg_json "$pool" | jq -r '.[] | "\(.pgid) \(.last_deep_scrub_stamp)"' > "$dir/scrub-before-$pool" || return 1
+    n=$(wc -l < "$dir/scrub-before-$pool")
+    while read -r pgid _; do ceph_cli pg deep-scrub "$pgid" > /dev/null 2>&1; done < "$dir/scrub-before-$pool"
+    while :; do
+        # PGs not deep-scrubbed since the request (idle ones: request again
+        # every 2 minutes), and PGs scrubbing still.
+        pending=$(pg_json "$pool" | jq -r --rawfile before "$dir/scrub-before-$pool" '
+            ($before | split("\n") | map(select(length > 0) | split(" ")) | map({key: .[0], value: .[1]}) | from_entries) as $b
+            | .[] | if .state | test("scrubbing") then "scrubbing \(.pgid)"
+                    elif .last_deep_scrub_stamp == $b[.pgid] then "idle \(.pgid)" else empty end')
+        [ -z "$pending" ] && break
+        if ((SECONDS - start >= timeout)); then
+            echo "deep-scrub timed out after ${timeout}s: $(echo "$pending" | tr '\n' ' ')"
+            return 1
+        fi
+        if ((SECONDS - last_issue >= 120)); then
+            for pgid in $(echo "$pending" | awk '$1 == "idle" { print $2 }'); do ceph_cli pg deep-scrub "$pgid" > /dev/null 2>&1; done
+            last_issue=$SECONDS
+        fi
+        sleep 3
+    done
+    local j incons errs bad listed
+    j=$(pg_json "$pool") || return 1
+    incons=$(echo "$j" | jq '[.[] | select(.state | test("inconsistent"))] | length')
+    errs=$(echo "$j" | jq '[.[] | .stat_sum | (.num_scrub_errors // 0) + (.num_shallow_scrub_errors // 0) + (.num_deep_scrub_errors // 0)] | add // 0')
+    bad=$(echo "$j" | jq '[.[] | select(.state != "active+clean")] | length')
+    listed=$(rados_cli list-inconsistent-pg "$pool" --format json 2> /dev/null | jq 'length') || listed='?'
+    echo "$n/$n deep-scrubbed in $((SECONDS - start)) s, $incons inconsistent, $errs scrub errors, list-inconsistent-pg: $listed"
+    [ "$incons" = 0 ] && [ "$errs" = 0 ] && [ "$bad" = 0 ] && [ "$listed" = 0 ]
+}

@@ -312,9 +312,6 @@ rados_args() {
     printf '%s\n' "${args[@]}"
 }
 
-# pg_json POOL: the pool's PGs (Pacific wraps them in pg_stats).
-pg_json() { q pg ls-by-pool "$1" -f json | jq -c '.pg_stats // .'; }
-
 # pg_states POOL: "16 active+clean" or "12 active+clean, 4 active+recovering".
 pg_states() {
     pg_json "$1" | jq -r 'group_by(.state) | map("\(length) \(.[0].state)") | join(", ")'
@@ -322,41 +319,6 @@ pg_states() {
 
 cluster_pg_summary() {
     q pg stat -f json 2> /dev/null | jq -r '(.pg_summary // .) | [.num_pg_by_state[]? | "\(.num) \(.name)"] | join(", ")'
-}
-
-# deep_scrub POOL: deep-scrub every PG of the pool and wait until each has
-# one newer than before; prints the result, returns 1 unless all clean.
-deep_scrub() {
-    local pool=$1 pgid start=$SECONDS last_issue=$SECONDS n pending
-    pg_json "$pool" | jq -r '.[] | "\(.pgid) \(.last_deep_scrub_stamp)"' > "$dir/scrub-before-$pool" || return 1
-    n=$(wc -l < "$dir/scrub-before-$pool")
-    while read -r pgid _; do q pg deep-scrub "$pgid" > /dev/null 2>&1; done < "$dir/scrub-before-$pool"
-    while :; do
-        # PGs not deep-scrubbed since the request (idle ones: request again
-        # every 2 minutes), and PGs scrubbing still.
-        pending=$(pg_json "$pool" | jq -r --rawfile before "$dir/scrub-before-$pool" '
-            ($before | split("\n") | map(select(length > 0) | split(" ")) | map({key: .[0], value: .[1]}) | from_entries) as $b
-            | .[] | if .state | test("scrubbing") then "scrubbing \(.pgid)"
-                    elif .last_deep_scrub_stamp == $b[.pgid] then "idle \(.pgid)" else empty end')
-        [ -z "$pending" ] && break
-        if ((SECONDS - start >= HS_THRASH_SCRUB_TIMEOUT)); then
-            echo "deep-scrub timed out after ${HS_THRASH_SCRUB_TIMEOUT}s: $(echo "$pending" | tr '\n' ' ')"
-            return 1
-        fi
-        if ((SECONDS - last_issue >= 120)); then
-            for pgid in $(echo "$pending" | awk '$1 == "idle" { print $2 }'); do q pg deep-scrub "$pgid" > /dev/null 2>&1; done
-            last_issue=$SECONDS
-        fi
-        sleep 3
-    done
-    local j incons errs bad listed
-    j=$(pg_json "$pool") || return 1
-    incons=$(echo "$j" | jq '[.[] | select(.state | test("inconsistent"))] | length')
-    errs=$(echo "$j" | jq '[.[] | .stat_sum | (.num_scrub_errors // 0) + (.num_shallow_scrub_errors // 0) + (.num_deep_scrub_errors // 0)] | add // 0')
-    bad=$(echo "$j" | jq '[.[] | select(.state != "active+clean")] | length')
-    listed=$(rados_cli list-inconsistent-pg "$pool" --format json 2> /dev/null | jq 'length') || listed='?'
-    echo "$n/$n deep-scrubbed in $((SECONDS - start)) s, $incons inconsistent, $errs scrub errors, list-inconsistent-pg: $listed"
-    [ "$incons" = 0 ] && [ "$errs" = 0 ] && [ "$bad" = 0 ] && [ "$listed" = 0 ]
 }
 
 show_tails() {
@@ -504,7 +466,7 @@ run_pool() {
         fail "$store/$pool: $pgstate"
     fi
     log "$store/$pool: PGs: $pgstate; deep-scrubbing every PG of $name"
-    if scrub=$(deep_scrub "$name"); then
+    if scrub=$(deep_scrub "$name" "$HS_THRASH_SCRUB_TIMEOUT"); then
         log "$store/$pool: deep-scrub: $scrub"
     else
         status=FAILED

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# Power cuts under a live OSD (issue 55, part 5): both of an OSD's devices are
+# disk models with a volatile write cache (hybridstore-diskmodel through FUSE,
+# DEVCLASS_POWERCUT=1: every write not yet flushed is undoable), the OSD is
+# writing, and the power goes: the models drop what was not flushed (all of
+# it, or per 4 KiB block at random, and tear the writes in flight on every
+# other round), refuse all I/O from then on, and the OSD is killed at once.
+# The devices come back with only their media and the OSD restarts.
+#
+#   CEPH_BUILD=DIR qa/ceph/powercut.sh [hybridstore|bluestore|both] [OUTDIR]
+#
+# For each store (default both: hybridstore with its RocksDB and journal on
+# the SSD, `hybridstore kv location = device`; then BlueStore built into the
+# same ceph-osd, block on the HDD model and block.db on the SSD model, as the
+# control row): Debian's ceph-mon and ceph-mgr, cephx, one OSD on an `ssd`
+# and an `hdd` model of qa/devclass/profiles.conf. Each round, seeded with
+# HS_POWERCUT_SEED + round (printed):
+#   1. load: a client putting named objects of 4 KiB to 1 MiB one at a time
+#      and logging each whose put returned 0 (its own log of acknowledged
+#      writes), beside `rados bench write` of 4 KiB or 64 KiB objects, 16 in
+#      flight;
+#   2. after a seeded 4 to 12 s, the cut of both models (devclass_powercut,
+#      keep=random, --tear on odd rounds), then SIGKILL of the OSD;
+#   3. the models detached and attached again over their images, the OSD
+#      started: it must come up, the pool must go active+clean, and every
+#      object the client logged as acknowledged, in this round and all
+#      before, must read back whole;
+#   4. every PG deep-scrubbed: no inconsistency, no scrub errors;
+#   5. the OSD stopped and the store's deep fsck run (hybridstore-tool fsck
+#      --deep, ceph-bluestore-tool fsck --deep): clean.
+# A round that fails is reported with its seed, and the run stops there.
+# OUTDIR (default ./powercut-<date>) gets REPORT.md (also printed),
+# rounds.tsv, and per store the OSD's log and each cut's report.
+# Exit 0: every round of every store passed; 1: a failure; 77: SKIPPED (no
+# CEPH_BUILD, not root, no FUSE or loop devices, no hybridstore-diskmodel).
+#
+# Environment: HS_POWERCUT_ROUNDS (50), HS_POWERCUT_SEED (1),
+# HS_POWERCUT_LOAD_MIN/MAX (4/12 s), HS_SSD_SIZE (4G), HS_HDD_SIZE (16G),
+# HS_TIMEOUT (300), HS_KEEP, HYBRIDSTORE_TOOL, DEVCLASS_TOOL,
+# CEPH_BLUESTORE_TOOL.
+set -u
+export HS_SSD_SIZE=${HS_SSD_SIZE:-4G} HS_HDD_SIZE=${HS_HDD_SIZE:-16G} HS_TIMEOUT=${HS_TIMEOUT:-300}
+source "$(dirname "$0")/common.sh"
+# shellcheck source=qa/standalone/hybridstore-helpers.sh
+source "$HS_TOP/qa/standalone/hybridstore-helpers.sh"
+# shellcheck source=qa/devclass/devclass.sh
+source "$HS_TOP/qa/devclass/devclass.sh"
+
+require_ceph_build ceph-osd
+which=${1:-both}
+outdir=${2:-./powercut-$(date +%Y%m%d-%H%M%S)}
+case $which in
+both) stores="hybridstore bluestore" ;;
+hybridstore | bluestore) stores=$which ;;
+*) echo "usage: $0 [hybridstore|bluestore|both] [OUTDIR]" >&2; exit 2 ;;
+esac
+export CEPH_OSD=$CEPH_BUILD/bin/ceph-osd
+unavailable=$(devclass_available 2>&1) || skip "disk models unavailable: $unavailable"
+for b in ceph-mon ceph-mgr ceph rados monmaptool uuidgen jq ceph-authtool; do
+    command -v "$b" > /dev/null || skip "$b is not installed (make qa-deps)"
+done
+bluestore_tool=${CEPH_BLUESTORE_TOOL:-}
+if [ -z "$bluestore_tool" ]; then
+    for bluestore_tool in "$CEPH_BUILD/bin/ceph-bluestore-tool" "$(command -v ceph-bluestore-tool)"; do
+        [ -x "$bluestore_tool" ] && break
+    done
+fi
+case " $stores " in
+*" hybridstore "*)
+    osd_knows_hybridstore "$CEPH_OSD" || skip "$CEPH_OSD does not know osd_objectstore=hybridstore"
+    hybridstore_tool --help > /dev/null 2>&1 || skip "hybridstore-tool not found (set HYBRIDSTORE_TOOL)" ;;
+esac
+case " $stores " in
+*" bluestore "*) [ -x "$bluestore_tool" ] || skip "ceph-bluestore-tool not found (set CEPH_BLUESTORE_TOOL)" ;;
+esac
+
+rounds=${HS_POWERCUT_ROUNDS:-50}
+seed0=${HS_POWERCUT_SEED:-1}
+load_min=${HS_POWERCUT_LOAD_MIN:-4}
+load_max=${HS_POWERCUT_LOAD_MAX:-12}
+export HS_AUTH=cephx HS_DEVICES=loop HS_SSD_CLASS=ssd HS_HDD_CLASS=hdd DEVCLASS_POWERCUT=1 HS_BLUESTORE_DB=ssd
+mkdir -p "$outdir" || exit 1
+outdir=$(cd "$outdir" && pwd)
+tsv=$outdir/rounds.tsv
+printf 'store\tround\tseed\tload_s\ttear\tacked_round\tacked_total\tlost\tdeep_scrub\tfsck\tstatus\n' > "$tsv"
+base=$(mktemp -d "${TMPDIR:-/tmp}/hs-powercut.XXXXXX")
+dir=
+failed=
+cleanup() { [ -n "$dir" ] && teardown "$dir" "$failed"; }
+trap cleanup EXIT
+trap 'failed=1; exit 1' INT TERM
+
+# seeded N LO HI: a number in [LO, HI] from seed N (the same on every host).
+seeded() { awk -v s="$1" -v lo="$2" -v hi="$3" 'BEGIN { srand(s); print lo + int(rand() * (hi - lo + 1)) }'; }
+
+object_size() {
+    local sizes=(4096 65536 262144 1048576)
+    echo "${sizes[$(($1 % 4))]}"
+}
+
+# writer ROUND: named objects put one at a time; each acknowledged one is
+# logged (name and size) in acked.tsv once its put returned 0.
+writer() {
+    local round=$1 i=0 name size
+    while [ ! -e "$dir/stop-writer" ]; do
+        i=$((i + 1))
+        name=r$round-$i
+        size=$(object_size "$i")
+        make_payload "$name" "$size" "$dir/in-writer" || return 1
+        if HS_CMD_TIMEOUT=120 rados_cli -p data put "$name" "$dir/in-writer" 2> /dev/null; then
+            printf '%s\t%s\n' "$name" "$size" >> "$dir/acked.tsv"
+        fi
+    done
+}
+
+osd_pid() { daemon_pid "$dir" osd.0; }
+
+# The models, after a cut: detached, attached again over their images (the
+# media only), the OSD's device options pointed at the new loop devices.
+reattach_devices() {
+    devclass_detach_all "$dir" --keep-images > "$dir/detach.log" 2>&1 ||
+        { cat "$dir/detach.log" >&2; fail "detaching the models"; return 1; }
+    rm -f "$dir/loops"
+    osd_devices "$dir" 0
+}
+
+deep_fsck() {
+    local store=$1 data=$dir/osd.0
+    case $store in
+    hybridstore) hybridstore_tool --path "$data" fsck --deep > "$dir/fsck.log" 2>&1 ;;
+    bluestore) "$bluestore_tool" fsck --deep 1 --path "$data" > "$dir/fsck.log" 2>&1 ;;
+    esac
+}
+
+check_acked() {
+    local name size n=0 lost=0
+    [ -s "$dir/acked.tsv" ] || { echo "0 0"; return 0; }
+    while IFS=$'\t' read -r name size; do
+        n=$((n + 1))
+        check_object data "$name" "$size" "$dir" 2>> "$dir/lost.log" || lost=$((lost + 1))
+    done < "$dir/acked.tsv"
+    echo "$n $lost"
+}
+
+# round STORE R: one power cut and its checks; a line into rounds.tsv.
+round() {
+    local store=$1 r=$2 seed load tear=() before after n lost scrub fsck=- status=passed
+    seed=$((seed0 + r))
+    load=$(seeded "$seed" "$load_min" "$load_max")
+    ((r % 2)) && tear=(--tear)
+    before=$(wc -l < "$dir/acked.tsv")
+    rm -f "$dir/stop-writer"
+    run_in_background "$dir" writer writer "$r"
+    run_in_background "$dir" bench rados -p data bench 600 write -t 16 -b "$(((r % 2) ? 65536 : 4096))" \
+        --run-name "cut-$r" --no-cleanup
+    sleep "$load"
+    log "round $r (seed $seed): power cut after ${load} s of load${tear:+, writes in flight torn}"
+    devclass_powercut "$dir" --seed "$seed" --keep random "${tear[@]}" > "$dir/cut-$r.log" 2>&1 ||
+        { cat "$dir/cut-$r.log" >&2; fail "round $r: the cut failed"; return 1; }
+    stop_osd "$dir" 0 KILL
+    touch "$dir/stop-writer"
+    kill_background "$dir"
+    cp "$dir/cut-$r.log" "$outdir/$store/" 2> /dev/null
+    after=$(wc -l < "$dir/acked.tsv")
+    reattach_devices || return 1
+    if ! activate_osd "$dir" 0; then
+        status="FAILED: the OSD did not come back"
+    elif ! wait_for_clean "$HS_TIMEOUT"; then
+        status="FAILED: not active+clean after the restart"
+    fi
+    if [ "$status" = passed ]; then
+        read -r n lost < <(check_acked)
+        [ "$lost" = 0 ] || status="FAILED: $lost acknowledged objects lost or changed"
+        if scrub=$(deep_scrub data 600); then :; else status="FAILED: deep scrub: $scrub"; fi
+        rados_cli -p data cleanup --prefix benchmark_data > /dev/null 2>&1 || true
+    fi
+    if [ "$status" = passed ]; then
+        stop_osd "$dir" 0 TERM
+        if deep_fsck "$store"; then fsck=clean; else fsck=FAILED; status="FAILED: fsck --deep"; tail -20 "$dir/fsck.log" >&2; fi
+        activate_osd "$dir" 0 || status="FAILED: the OSD did not start after fsck"
+    fi
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$r" "$seed" "$load" "${tear:+yes}" \
+        "$((after - before))" "${n:-?}" "${lost:-?}" "${scrub:-not run}" "$fsck" "$status" >> "$tsv"
+    log "round $r: $((after - before)) writes acknowledged this round, ${n:-?} checked, ${lost:-?} lost; ${scrub:-no scrub}; fsck $fsck: $status"
+    [ "$status" = passed ]
+}
+
+run_store() {
+    local store=$1 r
+    export HS_OBJECTSTORE=$store
+    dir=$base/$store
+    mkdir -p "$outdir/$store"
+    CEPH_MON=127.0.0.1:$(pick_mon_port 18000) || return 1
+    export CEPH_MON
+    setup "$dir" || return 1
+    [ "$store" = hybridstore ] && conf_set "$dir" osd "hybridstore kv location" device
+    # BlueStore checks itself at every mount here as well (conf_base).
+    conf_set "$dir" osd "osd recovery sleep hdd" 0
+    conf_set "$dir" osd "osd recovery sleep hybrid" 0
+    conf_render "$dir"
+    log "=== $store: one OSD on an ssd and an hdd model with power cuts (SSD $HS_SSD_SIZE, HDD $HS_HDD_SIZE), $rounds rounds from seed $seed0"
+    if ! run_cluster "$dir" 1 || ! create_pool data 16; then
+        printf '%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\tFAILED: the cluster did not come up\n' "$store" >> "$tsv"
+        return 1
+    fi
+    : > "$dir/acked.tsv"
+    for ((r = 1; r <= rounds; r++)); do
+        if ! round "$store" "$r"; then
+            cp "$dir/osd.0.log" "$outdir/$store/" 2> /dev/null
+            [ -s "$dir/lost.log" ] && head -50 "$dir/lost.log" > "$outdir/$store/lost.log"
+            return 1
+        fi
+    done
+    cp "$dir/osd.0.log" "$outdir/$store/" 2> /dev/null
+    teardown "$dir"
+    dir=
+}
+
+report() {
+    local release
+    release=$(ceph_build_release)
+    echo "# Power cuts under a live OSD: $release"
+    echo
+    echo "One OSD, its SSD and HDD on hybridstore-diskmodel (profiles ssd and hdd, volatile write caches), seeds from $seed0, load $load_min-$load_max s a round (qa/ceph/powercut.sh)."
+    echo
+    echo "| store | rounds passed | acknowledged writes checked (last round) | lost | rounds with scrub errors | rounds with fsck errors |"
+    echo "|---|---|---|---|---|---|"
+    awk -F'\t' 'NR > 1 {
+            s = $1; rounds[s]++; if ($11 == "passed") ok[s]++
+            checked[s] = $7; if ($8 != "?") lost[s] += $8
+            if ($9 !~ / 0 inconsistent, 0 scrub errors/) scrub[s]++
+            if ($10 == "FAILED") fsck[s]++
+            if (!(s in order)) { order[s] = ++n; name[n] = s }
+        }
+        END { for (i = 1; i <= n; i++) { s = name[i]
+            printf "| %s | %d of %d | %s | %d | %d | %d |\n", s, ok[s], rounds[s], checked[s], lost[s], scrub[s], fsck[s] } }' "$tsv"
+    echo
+    echo "Failed rounds (seed, status):"
+    awk -F'\t' 'NR > 1 && $11 != "passed" { printf "- %s round %s, seed %s: %s\n", $1, $2, $3, $11 }' "$tsv"
+}
+
+rc=0
+for s in $stores; do
+    if ! run_store "$s"; then
+        failed=1
+        rc=1
+        teardown "$dir" 1
+        dir=
+    fi
+done
+report | tee "$outdir/REPORT.md"
+[ "$rc" = 0 ] && rm -rf "$base"
+exit "$rc"
