@@ -82,7 +82,7 @@ export HS_AUTH=cephx HS_DEVICES=loop HS_SSD_CLASS=ssd HS_HDD_CLASS=hdd DEVCLASS_
 mkdir -p "$outdir" || exit 1
 outdir=$(cd "$outdir" && pwd)
 tsv=$outdir/rounds.tsv
-printf 'store\tround\tseed\tload_s\ttear\tacked_round\tacked_total\tlost\tdeep_scrub\tfsck\tstatus\n' > "$tsv"
+printf 'store\tround\tseed\tload_s\ttear\tcut\tacked_round\tacked_total\tlost\tdeep_scrub\tfsck\tstatus\n' > "$tsv"
 base=$(mktemp -d "${TMPDIR:-/tmp}/hs-powercut.XXXXXX")
 dir=
 failed=
@@ -144,15 +144,15 @@ check_acked() {
 
 # round STORE R: one power cut and its checks; a line into rounds.tsv.
 round() {
-    local store=$1 r=$2 seed load tear=() before after n lost scrub fsck=- status=passed
+    local store=$1 r=$2 seed load tear=() before after n lost scrub cut fsck=- status=passed
     seed=$((seed0 + r))
     load=$(seeded "$seed" "$load_min" "$load_max")
     ((r % 2)) && tear=(--tear)
     before=$(wc -l < "$dir/acked.tsv")
     rm -f "$dir/stop-writer"
     run_in_background "$dir" writer writer "$r"
-    run_in_background "$dir" bench rados -p data bench 600 write -t 16 -b "$(((r % 2) ? 65536 : 4096))" \
-        --run-name "cut-$r" --no-cleanup
+    run_in_background "$dir" bench sh -c 'exec "$@" > "$0" 2>&1' "$dir/bench-$r.log" \
+        rados -p data bench 600 write -t 16 -b "$(((r % 2) ? 65536 : 4096))" --run-name "cut-$r" --no-cleanup
     sleep "$load"
     log "round $r (seed $seed): power cut after ${load} s of load${tear:+, writes in flight torn}"
     devclass_powercut "$dir" --seed "$seed" --keep random "${tear[@]}" > "$dir/cut-$r.log" 2>&1 ||
@@ -161,6 +161,9 @@ round() {
     touch "$dir/stop-writer"
     kill_background "$dir"
     cp "$dir/cut-$r.log" "$outdir/$store/" 2> /dev/null
+    # What the cut took: unflushed writes and bytes put back, over both models.
+    cut=$(awk '/unflushed writes/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "unflushed") w += $i; if ($(i+1) == "bytes" && $(i+2) == "restored") b += $i } }
+        END { printf "%d unflushed writes, %.1f MiB put back", w, b / 1048576 }' "$dir/cut-$r.log")
     after=$(wc -l < "$dir/acked.tsv")
     reattach_devices || return 1
     if ! activate_osd "$dir" 0; then
@@ -179,9 +182,9 @@ round() {
         if deep_fsck "$store"; then fsck=clean; else fsck=FAILED; status="FAILED: fsck --deep"; tail -20 "$dir/fsck.log" >&2; fi
         activate_osd "$dir" 0 || status="FAILED: the OSD did not start after fsck"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$r" "$seed" "$load" "${tear:+yes}" \
-        "$((after - before))" "${n:-?}" "${lost:-?}" "${scrub:-not run}" "$fsck" "$status" >> "$tsv"
-    log "round $r: $((after - before)) writes acknowledged this round, ${n:-?} checked, ${lost:-?} lost; ${scrub:-no scrub}; fsck $fsck: $status"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$r" "$seed" "$load" "${tear:+yes}" \
+        "$cut" "$((after - before))" "${n:-?}" "${lost:-?}" "${scrub:-not run}" "$fsck" "$status" >> "$tsv"
+    log "round $r: the cut: $cut; $((after - before)) writes acknowledged this round, ${n:-?} checked, ${lost:-?} lost; ${scrub:-no scrub}; fsck $fsck: $status"
     [ "$status" = passed ]
 }
 
@@ -197,10 +200,13 @@ run_store() {
     # BlueStore checks itself at every mount here as well (conf_base).
     conf_set "$dir" osd "osd recovery sleep hdd" 0
     conf_set "$dir" osd "osd recovery sleep hybrid" 0
+    # Every round deep-scrubs every PG: at once, without pauses.
+    conf_set "$dir" osd "osd max scrubs" 8
+    conf_set "$dir" osd "osd scrub sleep" 0
     conf_render "$dir"
     log "=== $store: one OSD on an ssd and an hdd model with power cuts (SSD $HS_SSD_SIZE, HDD $HS_HDD_SIZE), $rounds rounds from seed $seed0"
-    if ! run_cluster "$dir" 1 || ! create_pool data 16; then
-        printf '%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\tFAILED: the cluster did not come up\n' "$store" >> "$tsv"
+    if ! run_cluster "$dir" 1 || ! create_pool data 8; then
+        printf '%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t-\tFAILED: the cluster did not come up\n' "$store" >> "$tsv"
         return 1
     fi
     : > "$dir/acked.tsv"
@@ -223,20 +229,21 @@ report() {
     echo
     echo "One OSD, its SSD and HDD on hybridstore-diskmodel (profiles ssd and hdd, volatile write caches), seeds from $seed0, load $load_min-$load_max s a round (qa/ceph/powercut.sh)."
     echo
-    echo "| store | rounds passed | acknowledged writes checked (last round) | lost | rounds with scrub errors | rounds with fsck errors |"
-    echo "|---|---|---|---|---|---|"
+    echo "| store | rounds passed | unflushed writes the cuts undid | acknowledged writes checked (last round) | lost | rounds with scrub errors | rounds with fsck errors |"
+    echo "|---|---|---|---|---|---|---|"
     awk -F'\t' 'NR > 1 {
-            s = $1; rounds[s]++; if ($11 == "passed") ok[s]++
-            checked[s] = $7; if ($8 != "?") lost[s] += $8
-            if ($9 !~ / 0 inconsistent, 0 scrub errors/) scrub[s]++
-            if ($10 == "FAILED") fsck[s]++
+            s = $1; rounds[s]++; if ($12 == "passed") ok[s]++
+            checked[s] = $8; if ($9 != "?" && $9 != "-") lost[s] += $9
+            if ($10 !~ / 0 inconsistent, 0 scrub errors/) scrub[s]++
+            if ($11 == "FAILED") fsck[s]++
+            if (match($6, /^[0-9]+/)) writes[s] += substr($6, RSTART, RLENGTH)
             if (!(s in order)) { order[s] = ++n; name[n] = s }
         }
         END { for (i = 1; i <= n; i++) { s = name[i]
-            printf "| %s | %d of %d | %s | %d | %d | %d |\n", s, ok[s], rounds[s], checked[s], lost[s], scrub[s], fsck[s] } }' "$tsv"
+            printf "| %s | %d of %d | %d | %s | %d | %d | %d |\n", s, ok[s], rounds[s], writes[s], checked[s], lost[s], scrub[s], fsck[s] } }' "$tsv"
     echo
     echo "Failed rounds (seed, status):"
-    awk -F'\t' 'NR > 1 && $11 != "passed" { printf "- %s round %s, seed %s: %s\n", $1, $2, $3, $11 }' "$tsv"
+    awk -F'\t' 'NR > 1 && $12 != "passed" { printf "- %s round %s, seed %s: %s\n", $1, $2, $3, $12 }' "$tsv"
 }
 
 rc=0
