@@ -18,13 +18,18 @@
 #   1. load: a client putting named objects of 4 KiB to 1 MiB one at a time
 #      and logging each whose put returned 0 (its own log of acknowledged
 #      writes), beside `rados bench write` of 4 KiB or 64 KiB objects, 16 in
-#      flight;
+#      flight, and an RBD client: fio's rbd engine writing 4 KiB at random
+#      into an image, 8 in flight, with crc32c verify headers, saving what it
+#      completed (`verify_state_save`) when it stops after the cut;
 #   2. after a seeded 4 to 12 s, the cut of both models (devclass_powercut,
 #      keep=random, --tear on odd rounds), then SIGKILL of the OSD;
 #   3. the models detached and attached again over their images, the OSD
 #      started: it must come up, the pool must go active+clean, and every
 #      object the client logged as acknowledged in this round must read back
-#      whole (every tenth round and the last: those of all rounds);
+#      whole (every tenth round and the last: those of all rounds); fio,
+#      stopped at the cut, finishes what it had in flight once the OSD is
+#      back, and a verify-only pass from its saved state reads back every
+#      write it completed;
 #   4. every PG deep-scrubbed: no inconsistency, no scrub errors;
 #   5. the OSD stopped and the store's deep fsck run (hybridstore-tool fsck
 #      --deep, ceph-bluestore-tool fsck --deep): clean.
@@ -36,7 +41,7 @@
 #
 # Environment: HS_POWERCUT_ROUNDS (50), HS_POWERCUT_SEED (1),
 # HS_POWERCUT_LOAD_MIN/MAX (4/12 s), HS_SSD_SIZE (4G), HS_HDD_SIZE (16G),
-# HS_TIMEOUT (300), HS_KEEP, HYBRIDSTORE_TOOL, DEVCLASS_TOOL,
+# HS_POWERCUT_RBD_SIZE (1G), HS_TIMEOUT (300), HS_KEEP, HYBRIDSTORE_TOOL, DEVCLASS_TOOL,
 # CEPH_BLUESTORE_TOOL.
 set -u
 export HS_SSD_SIZE=${HS_SSD_SIZE:-4G} HS_HDD_SIZE=${HS_HDD_SIZE:-16G} HS_TIMEOUT=${HS_TIMEOUT:-300}
@@ -74,6 +79,14 @@ case " $stores " in
 *" bluestore "*) [ -x "$bluestore_tool" ] || skip "ceph-bluestore-tool not found (set CEPH_BLUESTORE_TOOL)" ;;
 esac
 
+# The RBD client needs fio with its rbd engine (Debian's links librbd).
+rbd_client=0
+rbd_size=${HS_POWERCUT_RBD_SIZE:-1G}
+if command -v fio > /dev/null && command -v rbd > /dev/null && fio --enghelp=rbd > /dev/null 2>&1; then
+    rbd_client=1
+else
+    log "no fio with an rbd engine, or no rbd: the rounds run without the RBD client"
+fi
 rounds=${HS_POWERCUT_ROUNDS:-50}
 seed0=${HS_POWERCUT_SEED:-1}
 load_min=${HS_POWERCUT_LOAD_MIN:-4}
@@ -82,11 +95,15 @@ export HS_AUTH=cephx HS_DEVICES=loop HS_SSD_CLASS=ssd HS_HDD_CLASS=hdd DEVCLASS_
 mkdir -p "$outdir" || exit 1
 outdir=$(cd "$outdir" && pwd)
 tsv=$outdir/rounds.tsv
-printf 'store\tround\tseed\tload_s\ttear\tcut\tacked_round\tacked_total\tlost\tdeep_scrub\tfsck\tstatus\n' > "$tsv"
+printf 'store\tround\tseed\tload_s\ttear\tcut\tacked_round\tacked_total\tlost\tdeep_scrub\tfsck\tstatus\trbd\n' > "$tsv"
 base=$(mktemp -d "${TMPDIR:-/tmp}/hs-powercut.XXXXXX")
 dir=
 failed=
-cleanup() { [ -n "$dir" ] && teardown "$dir" "$failed"; }
+cleanup() {
+    [ -n "$dir" ] || return 0
+    [ -s "$dir/fio.pid" ] && kill -KILL "$(cat "$dir/fio.pid")" 2> /dev/null
+    teardown "$dir" "$failed"
+}
 trap cleanup EXIT
 trap 'failed=1; exit 1' INT TERM
 
@@ -143,9 +160,50 @@ check_acked() {
     echo "$n $lost"
 }
 
+# The RBD client: fio's rbd engine writing 4 KiB at random into one image
+# with crc32c verify headers, saving its verify state when it exits (what it
+# had completed: the client's log), then a verify-only pass from that state.
+# fio_args SEED: the job, the same for the writes and their verification.
+fio_args() {
+    fio_job=(--name=pc --ioengine=rbd --clientname=admin --pool=rbd --rbdname=pc --rw=randwrite --bs=4k
+        --iodepth=8 --size="$rbd_size" --time_based --runtime=3600 --verify=crc32c --randseed="$1")
+}
+
+fio_start() {
+    local r=$1 seed=$2
+    mkdir -p "$dir/fio-$r"
+    fio_args "$seed"
+    (cd "$dir/fio-$r" && exec fio "${fio_job[@]}" --do_verify=0 --verify_state_save=1 --output=write.out) &
+    echo $! > "$dir/fio.pid"
+}
+
+# fio_finish R SEED: fio stopped (it finishes what it has in flight once the
+# OSD is back, then saves its state), and every write it completed read back.
+# Prints "N writes, verified" or the failure.
+fio_finish() {
+    local r=$1 seed=$2 pid i n
+    pid=$(cat "$dir/fio.pid" 2> /dev/null) || { echo "no fio ran"; return 1; }
+    for ((i = 0; i < 240; i++)); do kill -0 "$pid" 2> /dev/null || break; sleep 0.5; done
+    if kill -0 "$pid" 2> /dev/null; then
+        kill -KILL "$pid" 2> /dev/null
+        echo "fio did not exit within 120 s of the OSD's return"
+        return 1
+    fi
+    rm -f "$dir/fio.pid"
+    n=$(sed -n 's/.*issued rwts: total=[0-9]*,\([0-9]*\),.*/\1/p' "$dir/fio-$r/write.out" | head -1)
+    ls "$dir/fio-$r"/*verify.state > /dev/null 2>&1 || { echo "fio saved no verify state (${n:-?} writes)"; return 1; }
+    fio_args "$seed"
+    if ! (cd "$dir/fio-$r" && timeout 600 fio "${fio_job[@]}" --verify_only --verify_state_load=1 --output=verify.out) ||
+        grep -q "verify: bad\|bad magic\|crc32c: verify failed" "$dir/fio-$r/verify.out"; then
+        echo "RBD verify failed after ${n:-?} writes: $(grep -m1 -i 'bad\|fail\|err' "$dir/fio-$r/verify.out")"
+        return 1
+    fi
+    echo "${n:-?} writes, verified"
+}
+
 # round STORE R: one power cut and its checks; a line into rounds.tsv.
 round() {
-    local store=$1 r=$2 seed load tear=() before after n lost scrub cut fsck=- status=passed
+    local store=$1 r=$2 seed load tear=() before after n lost scrub cut rbd=- fsck=- status=passed
     seed=$((seed0 + r))
     load=$(seeded "$seed" "$load_min" "$load_max")
     ((r % 2)) && tear=(--tear)
@@ -154,11 +212,13 @@ round() {
     run_in_background "$dir" writer writer "$r"
     run_in_background "$dir" bench sh -c 'exec "$@" > "$0" 2>&1' "$dir/bench-$r.log" \
         rados -p data bench 600 write -t 16 -b "$(((r % 2) ? 65536 : 4096))" --run-name "cut-$r" --no-cleanup
+    [ "$rbd_client" = 1 ] && fio_start "$r" "$seed"
     sleep "$load"
     log "round $r (seed $seed): power cut after ${load} s of load${tear:+, writes in flight torn}"
     devclass_powercut "$dir" --seed "$seed" --keep random "${tear[@]}" > "$dir/cut-$r.log" 2>&1 ||
         { cat "$dir/cut-$r.log" >&2; fail "round $r: the cut failed"; return 1; }
     stop_osd "$dir" 0 KILL
+    [ "$rbd_client" = 1 ] && kill -TERM "$(cat "$dir/fio.pid")" 2> /dev/null
     touch "$dir/stop-writer"
     kill_background "$dir"
     cp "$dir/cut-$r.log" "$outdir/$store/" 2> /dev/null
@@ -178,6 +238,7 @@ round() {
         # every tenth round and at the last.
         if ((r % 10 == 0 || r == rounds)); then read -r n lost < <(check_acked 1); else read -r n lost < <(check_acked $((before + 1))); fi
         [ "$lost" = 0 ] || status="FAILED: $lost acknowledged objects lost or changed"
+        if [ "$rbd_client" = 1 ] && ! rbd=$(fio_finish "$r" "$seed"); then status="FAILED: $rbd"; fi
         if scrub=$(deep_scrub data 600); then :; else status="FAILED: deep scrub: $scrub"; fi
         rados_cli -p data cleanup --prefix benchmark_data > /dev/null 2>&1 || true
     fi
@@ -186,9 +247,9 @@ round() {
         if deep_fsck "$store"; then fsck=clean; else fsck=FAILED; status="FAILED: fsck --deep"; tail -20 "$dir/fsck.log" >&2; fi
         activate_osd "$dir" 0 || status="FAILED: the OSD did not start after fsck"
     fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$r" "$seed" "$load" "${tear:+yes}" \
-        "$cut" "$((after - before))" "${n:-?}" "${lost:-?}" "${scrub:-not run}" "$fsck" "$status" >> "$tsv"
-    log "round $r: the cut: $cut; $((after - before)) writes acknowledged this round, ${n:-?} checked, ${lost:-?} lost; ${scrub:-no scrub}; fsck $fsck: $status"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$store" "$r" "$seed" "$load" "${tear:+yes}" \
+        "$cut" "$((after - before))" "${n:-?}" "${lost:-?}" "${scrub:-not run}" "$fsck" "$status" "$rbd" >> "$tsv"
+    log "round $r: the cut: $cut; $((after - before)) writes acknowledged this round, ${n:-?} checked, ${lost:-?} lost; RBD: $rbd; ${scrub:-no scrub}; fsck $fsck: $status"
     [ "$status" = passed ]
 }
 
@@ -207,11 +268,19 @@ run_store() {
     # Every round deep-scrubs every PG: at once, without pauses.
     conf_set "$dir" osd "osd max scrubs" 8
     conf_set "$dir" osd "osd scrub sleep" 0
+    # librbd's cache would acknowledge fio's writes before an OSD has them
+    # (writeback once a client flushed): what it acknowledged would not be
+    # what the store was asked to keep.
+    conf_set "$dir" client "rbd cache" false
     conf_render "$dir"
     log "=== $store: one OSD on an ssd and an hdd model with power cuts (SSD $HS_SSD_SIZE, HDD $HS_HDD_SIZE), $rounds rounds from seed $seed0"
     if ! run_cluster "$dir" 1 || ! create_pool data 8; then
-        printf '%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t-\tFAILED: the cluster did not come up\n' "$store" >> "$tsv"
+        printf '%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t-\tFAILED: the cluster did not come up\t-\n' "$store" >> "$tsv"
         return 1
+    fi
+    if [ "$rbd_client" = 1 ]; then
+        create_pool rbd 8 && timeout --foreground 120 rbd pool init rbd &&
+            timeout --foreground 120 rbd create rbd/pc --size "$rbd_size" > /dev/null 2>&1 || { fail "the RBD image"; return 1; }
     fi
     : > "$dir/acked.tsv"
     for ((r = 1; r <= rounds; r++)); do
@@ -233,18 +302,19 @@ report() {
     echo
     echo "One OSD, its SSD and HDD on hybridstore-diskmodel (profiles ssd and hdd, volatile write caches), seeds from $seed0, load $load_min-$load_max s a round (qa/ceph/powercut.sh)."
     echo
-    echo "| store | rounds passed | unflushed writes the cuts undid | acknowledged writes read back at the end | lost | rounds with scrub errors | rounds with fsck errors |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| store | rounds passed | unflushed writes the cuts undid | acknowledged writes read back at the end | lost | RBD writes completed and verified | rounds with scrub errors | rounds with fsck errors |"
+    echo "|---|---|---|---|---|---|---|---|"
     awk -F'\t' 'NR > 1 {
             s = $1; rounds[s]++; if ($12 == "passed") ok[s]++
             checked[s] = $8; if ($9 != "?" && $9 != "-") lost[s] += $9
             if ($10 !~ / 0 inconsistent, 0 scrub errors/) scrub[s]++
             if ($11 == "FAILED") fsck[s]++
             if (match($6, /^[0-9]+/)) writes[s] += substr($6, RSTART, RLENGTH)
+            if (match($13, /^[0-9]+ writes, verified/)) { rbd[s] += $13 + 0; rbdr[s]++ }
             if (!(s in order)) { order[s] = ++n; name[n] = s }
         }
         END { for (i = 1; i <= n; i++) { s = name[i]
-            printf "| %s | %d of %d | %d | %s | %d | %d | %d |\n", s, ok[s], rounds[s], writes[s], checked[s], lost[s], scrub[s], fsck[s] } }' "$tsv"
+            printf "| %s | %d of %d | %d | %s | %d | %d (%d rounds) | %d | %d |\n", s, ok[s], rounds[s], writes[s], checked[s], lost[s], rbd[s], rbdr[s], scrub[s], fsck[s] } }' "$tsv"
     echo
     echo "Failed rounds (seed, status):"
     awk -F'\t' 'NR > 1 && $12 != "passed" { printf "- %s round %s, seed %s: %s\n", $1, $2, $3, $12 }' "$tsv"
