@@ -279,7 +279,8 @@ run_store() {
         return 1
     fi
     if [ "$rbd_client" = 1 ]; then
-        create_pool rbd 8 && timeout --foreground 120 rbd pool init rbd &&
+        ceph_cli osd pool create rbd 8 8 > /dev/null && timeout --foreground 120 rbd pool init rbd &&
+            wait_for_clean "$HS_TIMEOUT" &&
             timeout --foreground 120 rbd create rbd/pc --size "$rbd_size" > /dev/null 2>&1 || { fail "the RBD image"; return 1; }
     fi
     : > "$dir/acked.tsv"
