@@ -138,7 +138,24 @@ reattach_devices() {
     devclass_detach_all "$dir" --keep-images > "$dir/detach.log" 2>&1 ||
         { cat "$dir/detach.log" >&2; fail "detaching the models"; return 1; }
     rm -f "$dir/loops"
-    osd_devices "$dir" 0
+    osd_devices "$dir" 0 || return 1
+    devices_are_ours
+}
+
+# devices_are_ours: every loop device the OSD is configured with serves this
+# run's model image; another harness detaching a loop device by a stale name
+# would otherwise pass for a store that cannot mount.
+devices_are_ours() {
+    local dev back
+    for dev in $(awk -F' = ' '/(hybridstore (ssd|hdd)|bluestore block( db)?) path/ { print $2 }' "$dir/ceph.conf"); do
+        back=$(losetup -n -O BACK-FILE "$dev" 2> /dev/null | sed 's/ *$//')
+        [[ $back == "$dir/"* ]] || { fail "harness: $dev serves '${back:-nothing}', not a model of $dir"; return 1; }
+    done
+}
+
+# osd_error: the last error line of the OSD's log, for a round's status.
+osd_error() {
+    grep -a -E '\] -1 |ERROR|mount failed' "$dir/osd.0.log" 2> /dev/null | tail -1 | sed 's/^[^ ]* [^ ]* *-1 //' | cut -c1-200
 }
 
 deep_fsck() {
@@ -226,9 +243,10 @@ round() {
     cut=$(awk '/unflushed writes/ { for (i = 1; i <= NF; i++) { if ($(i+1) == "unflushed") w += $i; if ($(i+1) == "bytes" && $(i+2) == "restored") b += $i } }
         END { printf "%d unflushed writes, %.1f MiB put back", w, b / 1048576 }' "$dir/cut-$r.log")
     after=$(wc -l < "$dir/acked.tsv")
-    reattach_devices || return 1
+    reattach_devices || { losetup -a >&2; fail "round $r: the harness could not give the devices back"; return 1; }
     if ! activate_osd "$dir" 0; then
-        status="FAILED: the OSD did not come back"
+        status="FAILED: the OSD did not come back: $(osd_error)"
+        losetup -a > "$outdir/$store/losetup-$r.txt" 2>&1
     elif ! wait_for_clean "$HS_TIMEOUT"; then
         status="FAILED: not active+clean after the restart"
     fi

@@ -374,10 +374,14 @@ loop_attach() {
     echo "$dev"
 }
 
+# Only a loop device that still serves an image under DIR: a name recorded
+# here may since have been detached and given to another test's image.
 loops_detach() {
-    local dir=$1 dev
+    local dir=$1 dev back
     [ -s "$dir/loops" ] || return 0
     while read -r dev; do
+        back=$(losetup -n -O BACK-FILE "$dev" 2> /dev/null | sed 's/ *$//')
+        [[ $back == "$dir/"* ]] || { log "not detaching $dev: it serves '${back:-nothing}' now"; continue; }
         losetup -d "$dev" 2> /dev/null || log "losetup -d $dev failed"
     done < "$dir/loops"
     rm -f "$dir/loops"
