@@ -352,19 +352,59 @@ class MoveKvPowerCutTest : public MoveKvTest {
       ++directory_;
       if (rerun) {
         std::string err;
-        ASSERT_EQ(move(MoveKvOptions(), &err), 0) << err;
+        ASSERT_EQ(move(move_opts_, &err), 0) << err;
         EXPECT_TRUE(expect_store(path(), config(), before_));
       }
     }
   }
+  // Cuts at the move's device writes from M2 on (all of them, or a sample
+  // drawn from `seed` when there are many).
+  void cut_at_every_write(uint64_t seed);
+
   StoreModel before_;
   std::string template_;
+  MoveKvOptions move_opts_;
   int device_ = 0, directory_ = 0;
+};
+
+// The same on format-3 fixture (b) of docs/kvfs.md 8.5: its last
+// transaction is only in its journal, so the move's own mount replays it
+// before the copy. Its 64 MiB SSD takes a small kvfs (format_compat_test).
+class MoveKvFixturePowerCutTest : public MoveKvPowerCutTest {
+ protected:
+  Config config() override {
+    Config c = with(Config(), "hybridstore_commit_journal_size", "4M");
+    c = with(c, "hybridstore_kvfs_log_segment", "1M");
+    return with(c, "hybridstore_kvfs_reserve", "4M");
+  }
+  void SetUp() override {
+    MoveKvTest::SetUp();
+    store_->umount();
+    store_.reset();
+    const std::string unpacked = dir_->path() + "/fixture";
+    fs::create_directories(unpacked);
+    const std::string cmd = fmt::format("tar -C '{}' -xzf '{}/format3-20261129/store-powercut.tar.gz'", unpacked,
+                                        HS_TEST_DATA_DIR);
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    template_ = unpacked + "/store";
+    // The content, read from a copy: the template stays format 3 with the
+    // transaction only in its journal.
+    copy_store(template_, path());
+    {
+      HybridStore s(path(), config());
+      std::string err;
+      ASSERT_EQ(s.mount_read_only(&err), 0) << err;
+      before_ = model_of(s);
+      ASSERT_EQ(s.umount(), 0);
+    }
+    EXPECT_EQ(before_.object_count(), 4u);
+    move_opts_.kvfs_size = 40ull << 20;
+  }
 };
 
 }  // namespace
 
-TEST_F(MoveKvPowerCutTest, ACutAtADeviceWriteOfTheMoveLeavesTheOldStoreOrTheMovedOne) {
+void MoveKvPowerCutTest::cut_at_every_write(uint64_t seed) {
   // How long the move is on the power-cut clock: one move without a cut.
   // The clock runs from M2 (the injector the move makes for its devices).
   uint64_t clock = 0;
@@ -372,7 +412,7 @@ TEST_F(MoveKvPowerCutTest, ACutAtADeviceWriteOfTheMoveLeavesTheOldStoreOrTheMove
   {
     copy_store(template_, path());
     std::string err;
-    MoveKvOptions o;
+    MoveKvOptions o = move_opts_;
     uint64_t at2 = 0;
     o.after_step = [&](int step) {
       if (step == 2) at2 = fault_injector_for(path())->counters().clock;
@@ -381,8 +421,8 @@ TEST_F(MoveKvPowerCutTest, ACutAtADeviceWriteOfTheMoveLeavesTheOldStoreOrTheMove
     };
     ASSERT_EQ(move(o, &err, nullptr, &faulty), 0) << err;
     ASSERT_GT(clock, 4u);
+    ASSERT_EQ(expect_store(path(), config(), before_), true);
   }
-  const uint64_t seed = 20261129;
   std::mt19937_64 rng(seed);
   // Every write while the move is short enough for the time limit; past
   // that the last writes (the label pair among them) and a seeded sample.
@@ -406,7 +446,7 @@ TEST_F(MoveKvPowerCutTest, ACutAtADeviceWriteOfTheMoveLeavesTheOldStoreOrTheMove
     SCOPED_TRACE(what);
     copy_store(template_, path());
     const Config c = with(faulty, "hybridstore_debug_fault_seed", std::to_string(seed + i));
-    MoveKvOptions o;
+    MoveKvOptions o = move_opts_;
     // Armed once M1's ordinary mount and umount are over: cuts in those are
     // the other power-cut tests' business.
     o.after_step = [&](int step) {
@@ -431,6 +471,10 @@ TEST_F(MoveKvPowerCutTest, ACutAtADeviceWriteOfTheMoveLeavesTheOldStoreOrTheMove
   EXPECT_GT(device_, 0);
 }
 
+TEST_F(MoveKvPowerCutTest, ACutAtADeviceWriteOfTheMoveLeavesTheOldStoreOrTheMovedOne) {
+  cut_at_every_write(20261129);
+}
+
 TEST_F(MoveKvPowerCutTest, ACutAtEachStepBoundaryLeavesTheOldStoreOrTheMovedOne) {
   for (int at = 1; at <= 9; ++at) {
     const std::string what = fmt::format("cut after step M{}", at);
@@ -449,4 +493,8 @@ TEST_F(MoveKvPowerCutTest, ACutAtEachStepBoundaryLeavesTheOldStoreOrTheMovedOne)
   }
   EXPECT_EQ(directory_, 7);  // M1..M7
   EXPECT_EQ(device_, 2);     // M8, M9
+}
+
+TEST_F(MoveKvFixturePowerCutTest, ACutAtADeviceWriteOfTheMoveOfTheCutFormat3FixtureLeavesItOrTheMovedOne) {
+  cut_at_every_write(20261130);
 }
