@@ -475,6 +475,62 @@ TEST_F(MoveKvPowerCutTest, ACutAtADeviceWriteOfTheMoveLeavesTheOldStoreOrTheMove
   cut_at_every_write(20261129);
 }
 
+// M1 is an ordinary mount and umount with RocksDB's memtables flushed in
+// between: cuts there, RocksDB's file appends and syncs through the fault
+// model's file system included, leave the directory store as it was.
+TEST_F(MoveKvPowerCutTest, ACutDuringTheMountAndFlushOfM1LeavesTheDirectoryStore) {
+  uint64_t clock = 0;
+  const Config faulty = with(config(), "hybridstore_debug_fault_injection", "true");
+  {
+    copy_store(template_, path());
+    std::string err;
+    MoveKvOptions o;
+    o.after_step = [&](int step) {
+      if (step == 1) clock = fault_injector_for(path())->counters().clock;
+      return step < 1;
+    };
+    ASSERT_EQ(move(o, &err, nullptr, &faulty), -EINTR) << err;
+    ASSERT_GT(clock, 2u);
+  }
+  const uint64_t seed = 20261131;
+  std::mt19937_64 rng(seed);
+  std::vector<uint64_t> cuts;
+  if (clock <= 32) {
+    for (uint64_t n = 1; n <= clock; ++n) cuts.push_back(n);
+  } else {
+    for (int i = 0; i < 24; ++i) cuts.push_back(1 + rng() % clock);
+  }
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  printf("move-kv M1 power cuts: seed %llu, %llu writes and appends on the clock in M1, %zu cuts\n",
+         static_cast<unsigned long long>(seed), static_cast<unsigned long long>(clock), cuts.size());
+  int reached = 0;
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    const bool tear = i % 2 == 0, keep_random = i % 3 == 1;
+    const std::string what = fmt::format("cut at I/O {} of M1 (tear {}, keep {})", cuts[i], tear,
+                                         keep_random ? "random" : "none");
+    SCOPED_TRACE(what);
+    copy_store(template_, path());
+    Config c = with(faulty, "hybridstore_debug_fault_seed", std::to_string(seed + i));
+    c = with(c, "hybridstore_debug_powercut_after_writes", std::to_string(cuts[i]));
+    c = with(c, "hybridstore_debug_powercut_tear", tear ? "true" : "false");
+    if (keep_random) c = with(c, "hybridstore_debug_powercut_keep", "random");
+    MoveKvOptions o;
+    bool cut_in_m1 = false;
+    o.after_step = [&](int step) {
+      cut_in_m1 = fault_injector_for(path())->power_is_off();
+      return step < 1;
+    };
+    std::string err;
+    move(o, &err, nullptr, &c);
+    if (cut_in_m1 || fault_injector_for(path())->power_is_off()) ++reached;
+    check_after_cut(what, false);
+  }
+  printf("move-kv M1 power cuts: %d reached\n", reached);
+  EXPECT_EQ(device_, 0);
+  EXPECT_GT(reached, static_cast<int>(cuts.size()) / 2);
+}
+
 TEST_F(MoveKvPowerCutTest, ACutAtEachStepBoundaryLeavesTheOldStoreOrTheMovedOne) {
   for (int at = 1; at <= 9; ++at) {
     const std::string what = fmt::format("cut after step M{}", at);
