@@ -209,6 +209,16 @@ refused "below the minimum 64M" "$TOOL" --path "$W/new" --set hybridstore_ssd_si
 [ ! -e "$W/new" ] || fail "a refused mkfs created $W/new"
 unchanged "bad options"
 
+echo "move-kv: bad --verify and --kvfs-size, a rollback with nothing to roll back"
+refused_untouched "--verify must be files, keys or none, not 'bytes'" "$TOOL" --path "$S" move-kv --verify bytes
+refused_untouched "--kvfs-size: 'lots' is not a size" "$TOOL" --path "$S" move-kv --kvfs-size lots
+refused_untouched "--kvfs-size: '0' is not a size" "$TOOL" --path "$S" move-kv --kvfs-size 0
+refused_untouched "keeps its RocksDB in its directory: there is no move to roll back" \
+  "$TOOL" --path "$S" move-kv-rollback
+refused_untouched "required" "$TOOL" move-kv
+[ -e "$S/db/CURRENT" ] && [ ! -e "$S/db.format3-moved" ] || fail "a refused move-kv moved the store"
+unchanged "refused moves"
+
 echo "label keys and zap: reserved, too long, too much, missing, in use, v1 labels"
 SSD="$S/block.ssd"
 refused_untouched "reserved" "$TOOL" set-label-key --dev "$SSD" -k path_block.ssd -v /dev/sdz

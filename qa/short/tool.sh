@@ -113,6 +113,38 @@ grep -q "block.hdd -> $K/devs/hdd" "$W/prime.out" || fail "prime-osd-dir finds t
 expect_fail "$TOOL" --path "$W/primed-dir" prime-osd-dir --dev "$S/block.ssd"
 grep -q "keeps its RocksDB in its directory" "$W/err" || fail "prime of a directory store: $(cat "$W/err")"
 
+# move-kv (docs/kvfs.md 7.3): a directory store's RocksDB and journal onto
+# its SSD, kept in the directory as *.format3-moved until the first
+# read-write mount; move-kv-rollback undoes it until then, and refuses after.
+M="$W/move"
+"$TOOL" --path "$M" --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=1G mkfs >/dev/null
+"$TOOL" --path "$M" txn "$W/t1.json" >/dev/null || fail "move: txn"
+echo 3 > "$M/whoami"
+"$TOOL" move-kv --help | grep -q -- "--verify" || fail "move-kv --help"
+"$TOOL" move-kv-rollback --help | grep -q "undo move-kv" || fail "move-kv-rollback --help"
+expect_fail "$TOOL" --path "$M" move-kv --kvfs-size 100G
+grep -q "the move needs .* bytes free on the SSD tier, it has" "$W/err" || fail "move-kv without space: $(cat "$W/err")"
+[ -e "$M/db/CURRENT" ] || fail "a refused move-kv moved the store"
+"$TOOL" --path "$M" move-kv --verify keys > "$W/move.out" || fail "move-kv"
+grep -q "^moved .* (verify: keys, [0-9]* keys)" "$W/move.out" || fail "move-kv output: $(cat "$W/move.out")"
+grep -q "meta key whoami now in the ssd label" "$W/move.out" || fail "move-kv imports whoami"
+[ ! -e "$M/db" ] && [ -e "$M/db.format3-moved/CURRENT" ] || fail "move-kv keeps the old db aside"
+"$TOOL" --path "$M" show-label | grep -q "kv_moved_pending" || fail "show-label: kv_moved_pending after the move"
+"$TOOL" --path "$M" move-kv-rollback | grep -q "in its directory again" || fail "move-kv-rollback"
+[ -e "$M/db/CURRENT" ] && [ ! -e "$M/db.format3-moved" ] || fail "move-kv-rollback brings the db back"
+"$TOOL" --path "$M" df | grep -q "rocksdb: on the ssd tier" && fail "df after the rollback says on the ssd tier"
+[ "$("$TOOL" --path "$M" cat --coll 1.0_head --oid g)" = "blob-from-file" ] || fail "object after the rollback"
+"$TOOL" --path "$M" move-kv > /dev/null || fail "move-kv after a rollback"
+"$TOOL" --path "$M" df | grep -q "rocksdb: on the ssd tier" || fail "df after the move"
+[ ! -e "$M/db.format3-moved" ] || fail "the first read-write mount deletes the old db"
+[ "$("$TOOL" --path "$M" cat --coll 1.0_head --oid g)" = "blob-from-file" ] || fail "object after the move"
+"$TOOL" --path "$M" fsck --deep | grep -q "clean" || fail "fsck --deep after the move"
+[ "$("$TOOL" --path "$M" get-label-key -k whoami)" = 3 ] || fail "whoami in the label after the move"
+expect_fail "$TOOL" --path "$M" move-kv-rollback
+grep -q "can no longer be rolled back" "$W/err" || fail "rollback after a mount: $(cat "$W/err")"
+expect_fail "$TOOL" --path "$M" move-kv
+grep -q "already" "$W/err" || fail "move-kv of a device store: $(cat "$W/err")"
+
 # Meta keys in a device's label (docs/kvfs.md 5.5): through the store's SSD
 # (--path) or on a device directly (--dev, any tier's), each change a new
 # label pair with a higher generation that mount then reads.

@@ -13,6 +13,12 @@ void add_kvfs_options(std::vector<OptionSpec>* v) {
                 "file system on the fastest tier, beside object data; the directory then holds only "
                 "links and Ceph's meta files)",
                 "", "", {"directory", "device"}, true});
+  v->push_back({"hybridstore_kv_move_on_mount", T::kBool, "false",
+                "a read-write mount of a store whose RocksDB is in its directory first moves it, with the "
+                "commit journal, into the KV file system on the fastest tier (hybridstore-tool move-kv; "
+                "docs/kvfs.md 7.3), then mounts it from there; a move that fails leaves the store as it was "
+                "and the mount goes on from the directory",
+                "", ""});
   v->push_back({"hybridstore_kvfs_initial_size", T::kSize, "0",
                 "bytes of the fastest tier mkfs lends the KV file system; 0 = 1/16 of the tier "
                 "between 64 MiB and 16 GiB, and at least the journal's ring, four log segments and "

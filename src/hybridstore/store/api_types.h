@@ -4,6 +4,7 @@
 // store's parts, which fill them in, need not see the facade.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,30 @@ struct PrimeRequest {
   std::vector<std::string> devices;
   // Link the SSD only, even if other tiers' devices cannot be found.
   bool ssd_only = false;
+};
+
+// HybridStore::move_kv_to_device (docs/kvfs.md 7.3).
+struct MoveKvOptions {
+  // What is checked before the commit: "files" (crc32c of every copy
+  // against its source), "keys" (that, and every key and value of the two
+  // databases compared) or "none".
+  std::string verify = "files";
+  // Bytes lent to the KV file system; 0: the automatic size. Never less
+  // than the copy needs (1.25 times the database, the ring, two log
+  // segments).
+  uint64_t kvfs_size = 0;
+  // Tests: called at the end of each step M1..M9 (the step's number), while
+  // the move's devices are still open, so that a power cut can fall between
+  // steps; false stops the move there (-EINTR), as if its process died.
+  std::function<bool(int step)> after_step;
+};
+
+struct MoveKvReport {
+  uint64_t db_bytes = 0;   // D: the database's files, as copied
+  uint64_t files = 0;      // files copied
+  uint64_t kvfs_bytes = 0;  // K: what the KV file system was lent
+  uint64_t keys_compared = 0;  // verify=keys
+  std::vector<std::string> meta_imported;  // label meta keys taken from the directory's files
 };
 
 struct FsckReport {

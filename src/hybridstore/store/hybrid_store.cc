@@ -3,10 +3,13 @@
 // tiers' cleaners); the work is the mounted store's parts' (store_mount.h).
 #include "hybridstore/store/hybrid_store.h"
 
+#include <filesystem>
+
 #include <rocksdb/db.h>
 
 #include <cstring>
 
+#include "hscommon/log.h"
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/store/collections.h"
 #include "hybridstore/store/data_reader.h"
@@ -127,6 +130,14 @@ int HybridStore::open_store(std::string* error, bool read_only) {
     e = "already mounted";
     r = -EBUSY;
   } else {
+    if (!read_only && !repair_mode_ && cfg_.get_bool("hybridstore_kv_move_on_mount") &&
+        std::filesystem::exists(path_ + "/db/CURRENT")) {
+      // A move refused or failed before its commit changed nothing: the
+      // store still mounts, from its directory (the move logged why).
+      std::string why;
+      if (move_kv_to_device(MoveKvOptions(), nullptr, &why) == 0)
+        HS_INFO("store at {}: RocksDB and the commit journal moved to the ssd device at mount", path_);
+    }
     r = MountedStore::open(path_, &cfg_, perf_.get(), repair_mode_ ? &repair_log_ : nullptr, read_only, &store_,
                            &e);
   }

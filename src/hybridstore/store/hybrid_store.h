@@ -75,6 +75,24 @@ class HybridStore {
   // written, for people.
   static int prime_dir(const PrimeRequest& req, std::vector<std::string>* done, std::string* error);
 
+  // Moves the RocksDB and commit journal of a store that keeps them in its
+  // directory into a KV file system on its SSD tier (docs/kvfs.md 7.3): the
+  // store is mounted and closed first (which upgrades a format-3 store),
+  // the database copied into chunks the SSD tier lends and verified, and
+  // one rewrite of the SSD label pair commits the move; <dir>/db and
+  // <dir>/journal are then renamed *.format3-moved, and deleted by the first
+  // read-write mount from the device. Before that commit a failure leaves
+  // the store as it was. Not while mounted (-EBUSY). Refusals, with nothing
+  // changed: a store already on the device (-EEXIST), raw NAND
+  // (-EOPNOTSUPP), an SSD tier without the space (-ENOSPC), a bad
+  // opts.verify (-EINVAL).
+  int move_kv_to_device(const MoveKvOptions& opts, MoveKvReport* report, std::string* error = nullptr);
+  // Undoes a move that no read-write mount from the device has followed
+  // (the SSD label's kv_moved_pending): the *.format3-moved renamed back,
+  // then the label pair says directory again. -EPERM after such a mount,
+  // -EINVAL for a store whose RocksDB is in its directory.
+  int move_kv_rollback(std::string* error = nullptr);
+
   // Creates a store at path(). Harmless on an existing store of the same
   // configuration (returns 0 and leaves it as it is).
   int mkfs(std::string* error = nullptr);

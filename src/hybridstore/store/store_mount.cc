@@ -34,6 +34,47 @@ namespace fs = std::filesystem;
 
 namespace hybridstore {
 
+namespace {
+
+constexpr const char* kMovedSuffix = ".format3-moved";
+
+// Whether the SSD label of the store at `path` says RocksDB is on the device:
+// read only when a <dir>/db is there, to tell a directory store from a
+// device store whose move left it behind. Raw NAND (a label behind the FTL)
+// never carries RocksDB.
+bool moved_to_device(const std::string& path) {
+  const std::string p = path + "/" + tier_device_link(Tier::kSsd);
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return false;
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  o.backend = IoBackend::kPosix;
+  std::string why;
+  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, &why);
+  DeviceLabel l;
+  LabelPairStatus st;
+  if (!dev || read_labels(dev.get(), &l, &st, &why) < 0) return false;
+  return l.role == Tier::kSsd && (l.flags & kLabelKvOnDevice) && (l.flags & kLabelMkfsDone);
+}
+
+void rename_moved_leftovers(const std::string& path) {
+  for (const char* name : {"db", "journal"}) {
+    const std::string from = path + "/" + name, to = from + kMovedSuffix;
+    std::error_code ec;
+    if (!fs::exists(from, ec)) continue;
+    fs::remove_all(to, ec);
+    fs::rename(from, to, ec);
+    if (ec) HS_WARN("cannot rename {} to {}: {}", from, to, ec.message());
+  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
 MountedStore::MountedStore(std::string path, Config* cfg, StorePerf* perf)
     : path_(std::move(path)), cfg_(cfg), perf_(perf) {}
 
@@ -42,7 +83,17 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   if (int r = check_storage_hooks(*cfg, error); r < 0) return r;
   // Whatever fails below, the half-opened store closes as it goes.
   std::unique_ptr<MountedStore> m(new MountedStore(path, cfg, perf));
-  if (fs::exists(path + "/db/CURRENT")) {
+  const bool has_db = fs::exists(path + "/db/CURRENT");
+  const bool moved = has_db && moved_to_device(path);
+  if (moved) {
+    // A move committed and stopped before it renamed the directory's copy
+    // (docs/kvfs.md 7.3, M9): that copy is the old store, no longer this one.
+    HS_WARN("store at {}: its ssd label says RocksDB is on the device; ignoring the directory's db/ (a move "
+            "that did not finish renaming it)",
+            path);
+    if (!read_only) rename_moved_leftovers(path);
+  }
+  if (has_db && !moved) {
     if (int r = m->lock_fsid(error); r < 0) return r;
     if (int r = open_store_db(path, *cfg, false, &m->db_, error); r < 0) return r;
   } else if (int r = m->open_kv_device(error); r < 0) {
@@ -86,6 +137,8 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   }
   if (!read_only) {
     if (int r = m->upgrade_format(error); r < 0) return r;
+    if (m->kv_)
+      if (int r = m->finish_move(error); r < 0) return r;
   }
   *out = std::move(m);
   return 0;
@@ -386,6 +439,37 @@ int MountedStore::upgrade_labels(std::string* error) {
     }
     HS_INFO("store {}: {} label rewritten (record version 2, generation {})", uuid_to_string(super_.fsid),
             tier_name(t), want.generation);
+  }
+  return 0;
+}
+
+int MountedStore::finish_move(std::string* error) {
+  DeviceLabel l = tiers_->label(Tier::kSsd);
+  std::vector<std::string> old = {"db", "journal"};
+  // A move cut between its two renames (M9) leaves the old journal under
+  // its own name.
+  if (l.flags & kLabelKvMovedPending) old.push_back("journal");
+  // The flag first: once it is clear a rollback is refused, so the old
+  // copy may go; a crash before the deletes leaves them to the next mount.
+  if (l.flags & kLabelKvMovedPending) {
+    l.flags &= ~kLabelKvMovedPending;
+    if (int r = tiers_->write_label(Tier::kSsd, &l, error); r < 0) {
+      *error = "clearing kv_moved_pending in the ssd label: " + *error;
+      close();
+      return r;
+    }
+    HS_INFO("store {}: first read-write mount from the device after the move; it can no longer be rolled back",
+            uuid_to_string(super_.fsid));
+  }
+  for (size_t i = 0; i < old.size(); ++i) {
+    const std::string p = path_ + "/" + old[i] + (i < 2 ? kMovedSuffix : "");
+    std::error_code ec;
+    if (!fs::exists(p, ec)) continue;
+    fs::remove_all(p, ec);
+    if (ec)
+      HS_WARN("store {}: cannot delete {}: {}", uuid_to_string(super_.fsid), p, ec.message());
+    else
+      HS_INFO("store {}: deleted {}, the directory's copy from before the move", uuid_to_string(super_.fsid), p);
   }
   return 0;
 }

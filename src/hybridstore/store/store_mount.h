@@ -96,6 +96,7 @@ class MountedStore {
   int fsck(bool deep, FsckReport* report, const PerTier<std::vector<Interval>>* lent = nullptr);
   int repair(FsckReport* report, std::vector<std::string>* changes);
   const Uuid& fsid() const { return super_.fsid; }
+  const Superblock& superblock() const { return super_; }
 
   TxnPipeline& pipeline() { return *pipeline_; }
   StoreReader& reads() { return *reads_; }
@@ -141,6 +142,10 @@ class MountedStore {
   // undone is done by the next read-write mount.
   int upgrade_format(std::string* error);
   int upgrade_labels(std::string* error);
+  // docs/kvfs.md 7.3, M10: the first read-write mount from the device after
+  // a move clears kv_moved_pending, then deletes the directory's old
+  // RocksDB and journal (*.format3-moved).
+  int finish_move(std::string* error);
   // Writes the write units staged tiers completed (tick: staging timeout;
   // flush: all) with the state they drained: the state's commit sequence
   // number, 0 when there was none.

@@ -83,7 +83,8 @@ int HybridStore::prime_dir(const PrimeRequest& req, std::vector<std::string>* do
     return -EINVAL;
   }
   if (!(ssd.flags & kLabelKvOnDevice)) {
-    *error = fmt::format("store {} keeps its RocksDB in its directory; nothing on {} can make that directory again",
+    *error = fmt::format("store {} keeps its RocksDB in its directory; nothing on {} can make that directory "
+                         "again (move it onto the device first: hybridstore-tool --path DIR move-kv)",
                          uuid_to_string(ssd.fsid), ssd_path);
     return -EINVAL;
   }

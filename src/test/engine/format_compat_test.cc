@@ -229,6 +229,57 @@ TEST(FormatCompat, AFormat3StoreCutAfterAJournalRecordReplaysItAtMount) {
   expect_replayed_and_clean(unpack("format3-20261129/store-powercut.tar.gz", dir));
 }
 
+// The move of RocksDB and the journal onto the SSD (docs/kvfs.md 7.3, 8.5):
+// a format-3 fixture is upgraded by the move's own mount, moved, read from
+// the device (read-only, so that the move can still be undone), rolled
+// back, read from its directory, moved again and mounted read-write.
+void expect_moved_rolled_back_and_moved_again(const std::string& fixture, const char* tag) {
+  TempDir dir(tag);
+  const std::string path = unpack(fixture, dir);
+  // The fixtures' SSD has 64 MiB, too little for the automatic sizes: a
+  // smaller ring, log and floor, and 40 MiB for the kvfs.
+  Config cfg;
+  std::string err;
+  for (const auto& [k, v] : {std::pair<std::string, std::string>{"hybridstore_commit_journal_size", "4M"},
+                             {"hybridstore_kvfs_log_segment", "1M"},
+                             {"hybridstore_kvfs_reserve", "4M"}})
+    ASSERT_EQ(cfg.set(k, v, &err), 0) << err;
+  HybridStore store(path, cfg);
+  MoveKvOptions files;
+  files.kvfs_size = 40ull << 20;
+  ASSERT_EQ(store.move_kv_to_device(files, nullptr, &err), 0) << err;
+  EXPECT_FALSE(std::filesystem::exists(path + "/db"));
+  StoreStats st;
+  ASSERT_EQ(store.mount_read_only(&err), 0) << err;
+  expect_fixture_content(store);
+  ASSERT_EQ(store.statfs(&st), 0);
+  EXPECT_TRUE(st.kv_on_device);
+  EXPECT_EQ(st.format_version, 4u);
+  ASSERT_EQ(store.umount(), 0);
+
+  ASSERT_EQ(store.move_kv_rollback(&err), 0) << err;
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  st = StoreStats();
+  ASSERT_EQ(store.statfs(&st), 0);
+  EXPECT_FALSE(st.kv_on_device);
+  ASSERT_EQ(store.umount(), 0);
+
+  MoveKvOptions keys = files;
+  keys.verify = "keys";
+  ASSERT_EQ(store.move_kv_to_device(keys, nullptr, &err), 0) << err;
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  ASSERT_EQ(store.statfs(&st), 0);
+  EXPECT_TRUE(st.kv_on_device);
+  ASSERT_EQ(store.umount(), 0);
+  EXPECT_FALSE(std::filesystem::exists(path + "/db.format3-moved"));
+  FsckReport report;
+  EXPECT_EQ(store.fsck(/*deep=*/true, &report), 0);
+  EXPECT_EQ(report.objects, 4u);
+  for (const auto& p : report.problems) ADD_FAILURE() << p;
+}
+
 // A format-4 store whose RocksDB and commit journal live in the KV file
 // system on its SSD: its directory holds only the devices, fsid and type.
 TEST(FormatCompat, AFormat4DeviceStoreOfMainOn20261129OpensReadsAndChecksClean) {
@@ -257,6 +308,16 @@ TEST(FormatCompat, AFormat4DeviceStoreOfMainOn20261129OpensReadsAndChecksClean) 
 TEST(FormatCompat, AFormat4DeviceStoreCutAfterAJournalRecordReplaysItAtMount) {
   TempDir dir("fmt4dev-cut");
   expect_replayed_and_clean(unpack("format4-device-20261129/store-powercut.tar.gz", dir));
+}
+
+TEST(FormatCompat, AFormat3StoreIsMovedToTheDeviceRolledBackAndMovedAgain) {
+  expect_moved_rolled_back_and_moved_again("format3-20261129/store.tar.gz", "fmt3-move");
+}
+
+// The move's mount replays the transaction only the journal held; the copy
+// carries it.
+TEST(FormatCompat, AFormat3StoreCutAfterAJournalRecordIsMovedWithIt) {
+  expect_moved_rolled_back_and_moved_again("format3-20261129/store-powercut.tar.gz", "fmt3-cut-move");
 }
 
 TEST(FormatCompat, AMountThatFailsLeavesAFormat1StoreAtFormat1) {
