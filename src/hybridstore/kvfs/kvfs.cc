@@ -318,6 +318,7 @@ int KvFs::check_snapshot(KvFsSnapshot* out) {
       for (const KvFsExtent& e : spare_segments_) out->held.push_back({e, "a spare log segment"});
     }
     for (const auto& [ticket, e] : pending_release_) out->held.push_back({e, "pending release"});
+    for (const KvFsExtent& e : granting_) out->held.push_back({e, "granted, not yet in the allocator"});
     for (const auto& n : nodes) {
       // An unlinked file's inode left the state with its name; a linked
       // one's extents past logged_extents are not in any record yet.
@@ -857,14 +858,23 @@ int KvFs::grow(uint64_t want, bool wait_if_refused, std::string* why) {
         break;
       }
       granted.push_back(i);
+      granting_.push_back(KvFsExtent{i.offset, i.length});
     }
   }
+  const auto granted_handed_over = [&] {
+    std::lock_guard<std::mutex> l(meta_mutex_);
+    for (const Interval& i : granted) {
+      auto it = std::find(granting_.begin(), granting_.end(), KvFsExtent{i.offset, i.length});
+      if (it != granting_.end()) granting_.erase(it);
+    }
+  };
   std::vector<Interval> refused(lent.begin() + granted.size(), lent.end());
   if (!refused.empty()) lender->take_back(refused);
-  if (r < 0) return r;
-  if ((r = commit_through(ticket, why)) < 0) return r;
-  for (const Interval& i : granted) alloc_.init_add_free(i.offset, i.length);
-  return 0;
+  if (r >= 0) r = commit_through(ticket, why);
+  if (r >= 0)
+    for (const Interval& i : granted) alloc_.init_add_free(i.offset, i.length);
+  granted_handed_over();
+  return r < 0 ? r : 0;
 }
 
 }  // namespace hybridstore

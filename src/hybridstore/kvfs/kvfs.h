@@ -364,6 +364,9 @@ class KvFs {
   std::vector<KvFsExtent> spare_segments_;
   std::atomic<bool> log_short_{false};
   std::vector<std::pair<uint64_t, KvFsExtent>> pending_release_;  // (ticket, extent)
+  // Chunks a grow has logged but not yet handed to the allocator; meta_mutex_
+  // held. A check taken in between counts them as held, not as lost.
+  std::vector<KvFsExtent> granting_;
   std::map<uint64_t, std::shared_ptr<KvFsNode>> open_;  // nodes with handles
   std::set<std::string> locks_;
   uint64_t next_ino_ = kKvFsFirstFileIno;

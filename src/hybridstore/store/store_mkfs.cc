@@ -42,7 +42,7 @@ uint64_t now_us() {
 }  // namespace
 
 int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
-                  std::string* error, rocksdb::Env* kv_env) {
+                  std::string* error, rocksdb::Env* kv_env, bool* compactions_held) {
   rocksdb::Options base;
   base.create_if_missing = create;
   base.error_if_exists = create;
@@ -101,6 +101,10 @@ int open_store_db(const std::string& path, const Config& cfg, bool create, std::
 #endif
   } else if (auto hooks = storage_hooks()) {
     if (int r = hooks->setup_kv(path, cfg, &opts, error); r < 0) return r;
+  }
+  if (compactions_held) {
+    *compactions_held = !opts.disable_auto_compactions;
+    opts.disable_auto_compactions = true;
   }
   rocksdb::DB* db = nullptr;
   s = rocksdb::DB::Open(opts, where, &db);

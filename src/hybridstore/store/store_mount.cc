@@ -205,7 +205,7 @@ int MountedStore::open_kv_device(std::string* error) {
     *error = "store at " + path_ + ": the KV file system on " + p + ": " + *error;
     return r;
   }
-  return open_store_db(path_, *cfg_, false, &db_, error, kv_->env());
+  return open_store_db(path_, *cfg_, false, &db_, error, kv_->env(), &compactions_held_);
 }
 
 PerTier<std::vector<Interval>> MountedStore::kvfs_chunks() const {
@@ -232,6 +232,11 @@ void MountedStore::lend_to_kvfs() {
   kv_->fs().set_grow_step(sizing.grow_step);
   space.set_floor(sizing.reserve);
   kv_->set_lender(lender_.get());
+  if (compactions_held_) {
+    rocksdb::Status s = db_->SetOptions({{"disable_auto_compactions", "false"}});
+    if (!s.ok()) HS_WARN("store {}: RocksDB's compactions stay off: {}", uuid_to_string(super_.fsid), s.ToString());
+    compactions_held_ = false;
+  }
 }
 
 int MountedStore::lock_fsid(std::string* error) {

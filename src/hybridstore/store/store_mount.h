@@ -57,8 +57,11 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
 // The store's RocksDB at <path>/db, opened (with `create`: made) with the
 // store's options: what mkfs and mount share. With `kv_env` (a KvDevice's
 // Env), RocksDB is the one in the kvfs on the fastest tier instead.
+// With `compactions_held`, automatic compactions start off (and *compactions_held
+// says whether they were on in the options): a mount whose kvfs has no lender
+// yet cannot grow for a compaction, which would fail it with NoSpace.
 int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
-                  std::string* error, rocksdb::Env* kv_env = nullptr);
+                  std::string* error, rocksdb::Env* kv_env = nullptr, bool* compactions_held = nullptr);
 // Fault injection and device models are test machinery that test tools
 // install as hooks; a store without them must not run as if they were on.
 int check_storage_hooks(const Config& cfg, std::string* error);
@@ -162,6 +165,9 @@ class MountedStore {
   std::shared_ptr<BlockDevice> ssd_base_;
   std::unique_ptr<KvDevice> kv_;
   std::unique_ptr<KvFsLender> lender_;
+  // RocksDB opened with its automatic compactions off until the kvfs has its
+  // lender (open_store_db); lend_to_kvfs turns them back on.
+  bool compactions_held_ = false;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<CommitJournal> journal_;  // outlives committer_, which writes it
   WriteTracker write_tracker_;
