@@ -110,6 +110,11 @@ struct FsckReport {
   // its files, ring and log hold (0 for a directory store).
   uint64_t kvfs_owned = 0;
   uint64_t kvfs_used = 0;
+  // kvfs files RocksDB does not use (repair deletes them), and the commit
+  // journal's records in the ring and the highest number among them.
+  uint64_t kvfs_orphans = 0;
+  uint64_t kvfs_ring_records = 0;
+  uint64_t kvfs_ring_seq = 0;
   std::vector<std::string> problems;  // one line each
 };
 
