@@ -481,6 +481,10 @@ void MountedStore::set_kvfs_gauges() {
   const uint64_t owned = kv_->fs().owned_bytes();
   perf_->set.set(perf_->kvfs_owned_bytes, owned);
   perf_->set.set(perf_->kvfs_used_bytes, owned - std::min(owned, kv_->fs().free_bytes()));
+  const KvFs::Counts c = kv_->fs().take_counts();
+  perf_->set.inc(perf_->kvfs_syncs, c.syncs);
+  perf_->set.inc(perf_->kvfs_log_flushes, c.log_flushes);
+  perf_->set.inc(perf_->kvfs_compactions, c.compactions);
 }
 
 void MountedStore::tick() {

@@ -133,7 +133,8 @@ class MountedStore {
   // fsck's rows of the kvfs, added to *report (deep: the files read whole,
   // RocksDB's checksums verified).
   void check_kvfs(FsckReport* report, bool deep);
-  // The kvfs's owned and used bytes into the perf gauges (once a second).
+  // The kvfs's owned and used bytes into the perf gauges, and what it did
+  // since into the counters (once a second).
   void set_kvfs_gauges();
   void start_writers(uint64_t next_journal_seq);
   // The gauges of objects per tier (counted once for a store made before
