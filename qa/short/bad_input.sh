@@ -279,4 +279,45 @@ while [ $i -gt 0 ]; do
 done
 "$TOOL" --path "$S" fsck --deep >/dev/null || fail "fsck --deep after the label was filled and emptied"
 
+echo "kvfs: a directory store, no store, no OUTDIR, a device in use, both kvfs slots damaged"
+K="$W/kvdev"
+"$TOOL" --path "$K" --set hybridstore_kv_location=device --set hybridstore_ssd_size=256M \
+    --set hybridstore_hdd_size=1G mkfs >/dev/null
+KSSD="$K/block.ssd"
+md5sum <"$KSSD" >"$W/k-before"
+refused_untouched "this store keeps RocksDB in $S/db, not on the device" "$TOOL" --path "$S" kvfs ls
+refused "no store at $W/nostore" "$TOOL" --path "$W/nostore" kvfs stat
+[ ! -e "$W/nostore" ] || fail "a refused kvfs command created $W/nostore"
+refused "--path DIR is required" "$TOOL" kvfs ls
+refused "outdir is required" "$TOOL" --path "$K" kvfs export
+refused "A subcommand is required" "$TOOL" --path "$K" kvfs
+python3 - "$KSSD" "$W/klocked" <<'PY' &
+import fcntl, os, struct, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+F_OFD_SETLK = 37  # Linux, every architecture
+fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("=hhxxxxqqixxxx", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+open(sys.argv[2], "w").close()
+time.sleep(120)
+PY
+holder=$!
+for _ in $(seq 100); do [ -e "$W/klocked" ] && break; sleep 0.1; done
+[ -e "$W/klocked" ] || fail "the lock holder did not start"
+refused "is in use: a mount holds it" "$TOOL" --path "$K" kvfs ls
+refused "is in use: a mount holds it" "$TOOL" --path "$K" kvfs export "$W/kexp"
+[ ! -e "$W/kexp" ] || fail "a refused export created $W/kexp"
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+# The kvfs's superblock slots sit after the label's two copies (4 KiB each).
+flip "$KSSD" 8212
+flip "$KSSD" 12308
+md5sum <"$KSSD" >"$W/k-flipped"
+refused "the KV file system" "$TOOL" --path "$K" kvfs stat
+refused "the KV file system" "$TOOL" --path "$K" kvfs log-dump
+md5sum <"$KSSD" | cmp -s - "$W/k-flipped" || fail "a refused kvfs command wrote to the ssd"
+flip "$KSSD" 8212
+flip "$KSSD" 12308
+md5sum <"$KSSD" | cmp -s - "$W/k-before" || fail "the ssd is not what it was after the flips were undone"
+"$TOOL" --path "$K" kvfs stat >/dev/null || fail "kvfs stat once the slots are whole again"
+"$TOOL" --path "$K" fsck --deep >/dev/null || fail "fsck --deep of the device store after the kvfs cases"
+
 echo "bad input checks passed: $cases refused cleanly, nothing changed"

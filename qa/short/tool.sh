@@ -112,6 +112,35 @@ grep -q "block.hdd -> $K/devs/hdd" "$W/prime.out" || fail "prime-osd-dir finds t
 "$TOOL" --path "$K/osd" fsck --deep >/dev/null || fail "kvdev: fsck after prime"
 expect_fail "$TOOL" --path "$W/primed-dir" prime-osd-dir --dev "$S/block.ssd"
 grep -q "keeps its RocksDB in its directory" "$W/err" || fail "prime of a directory store: $(cat "$W/err")"
+# The kvfs from outside (docs/kvfs.md 5.5): read from the SSD of a store not
+# mounted, never written; its files exported whole.
+"$TOOL" kvfs --help | grep -q "log-dump" || fail "kvfs --help lists log-dump"
+for c in ls stat log-dump export; do "$TOOL" kvfs $c --help >/dev/null || fail "kvfs $c --help"; done
+md5sum <"$K/devs/ssd" >"$W/kv-before"
+"$TOOL" --path "$K/osd" kvfs ls >"$W/kvls" || fail "kvfs ls"
+for f in db/CURRENT db/IDENTITY; do grep -q " $f " "$W/kvls" || fail "kvfs ls lacks $f: $(cat "$W/kvls")"; done
+grep -q ' db/MANIFEST-' "$W/kvls" || fail "kvfs ls lacks the MANIFEST"
+"$TOOL" --path "$K/osd" kvfs stat >"$W/kvstat" || fail "kvfs stat"
+grep -q "(current) generation" "$W/kvstat" || fail "kvfs stat: no current slot: $(cat "$W/kvstat")"
+grep -q "^journal ring: 16.00 MiB" "$W/kvstat" || fail "kvfs stat: the ring: $(cat "$W/kvstat")"
+grep -q "^owned .*, used .*, free " "$W/kvstat" || fail "kvfs stat: owned/used/free"
+"$TOOL" --path "$K/osd" kvfs log-dump >"$W/kvlog" || fail "kvfs log-dump"
+grep -q "^[0-9]*: INIT uuid" "$W/kvlog" && grep -q ": CREATE db/IDENTITY ino" "$W/kvlog" ||
+  grep -q ": UPDATE ino" "$W/kvlog" || fail "kvfs log-dump: $(head -5 "$W/kvlog")"
+"$TOOL" --path "$K/osd" kvfs export "$W/kvexport" >"$W/kvexp" || fail "kvfs export"
+[ "$(wc -l <"$W/kvexp")" = "$(grep -c ' db/' "$W/kvls")" ] || fail "kvfs export: not every file"
+manifest=$(cat "$W/kvexport/db/CURRENT")
+[ -s "$W/kvexport/db/$manifest" ] || fail "kvfs export: the MANIFEST CURRENT names ($manifest)"
+# Every exported file has the size ls gives it.
+awk 'NR > 1 && NF >= 4 && $2 ~ /\// {print $2, $3}' "$W/kvls" | while read -r f size; do
+  [ "$(stat -c %s "$W/kvexport/$f")" = "$size" ] || fail "kvfs export: $f is not $size bytes"
+done
+md5sum <"$K/devs/ssd" | cmp -s - "$W/kv-before" || fail "a kvfs command wrote to the ssd"
+"$TOOL" --path "$K/osd" fsck --json >"$W/kvfsck.json" || fail "kvdev: fsck after the kvfs commands"
+grep -q '"kvfs_orphans": 0' "$W/kvfsck.json" && grep -q '"kvfs_ring_records": [1-9]' "$W/kvfsck.json" ||
+  fail "kvdev: fsck --json lacks the kvfs rows: $(cat "$W/kvfsck.json")"
+expect_fail "$TOOL" --path "$S" kvfs ls
+grep -q "this store keeps RocksDB in $S/db, not on the device" "$W/err" || fail "kvfs on a directory store: $(cat "$W/err")"
 
 # move-kv (docs/kvfs.md 7.3): a directory store's RocksDB and journal onto
 # its SSD, kept in the directory as *.format3-moved until the first

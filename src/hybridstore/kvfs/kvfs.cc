@@ -647,6 +647,7 @@ int KvFs::write_pending(std::vector<Pending> batch, std::string* why) {
   uint64_t bytes = 0;
   const int r = append_records(writer_.get(), super_.log_id, geo_.block, params_.log_segment, records, &logged,
                                &bytes, why);
+  if (r == 0) log_flushes_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> l(meta_mutex_);
   bool took_segment = false;
   for (const KvLoggedRecord& lr : logged) {
@@ -782,6 +783,7 @@ int KvFs::compact_locked(std::string* why) {
   writer_ = std::move(writer);
   log_bytes_ = snapshot_bytes_ = bytes;
   log_short_ = !refill_spare_segments();
+  compactions_.fetch_add(1, std::memory_order_relaxed);
   return 0;
 }
 
@@ -875,6 +877,14 @@ int KvFs::grow(uint64_t want, bool wait_if_refused, std::string* why) {
     for (const Interval& i : granted) alloc_.init_add_free(i.offset, i.length);
   granted_handed_over();
   return r < 0 ? r : 0;
+}
+
+KvFs::Counts KvFs::take_counts() {
+  Counts c;
+  c.syncs = syncs_.exchange(0, std::memory_order_relaxed);
+  c.log_flushes = log_flushes_.exchange(0, std::memory_order_relaxed);
+  c.compactions = compactions_.exchange(0, std::memory_order_relaxed);
+  return c;
 }
 
 }  // namespace hybridstore

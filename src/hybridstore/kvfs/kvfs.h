@@ -267,6 +267,12 @@ class KvFs {
   // Bytes asked of the lender per growth from now on (params.grow_step
   // until then): the store knows its tier's sizes only once it is loaded.
   void set_grow_step(uint64_t bytes) { grow_step_.store(bytes, std::memory_order_relaxed); }
+  // What the kvfs did since the last call, for the store's perf counters:
+  // file syncs asked for, log groups written, log compactions.
+  struct Counts {
+    uint64_t syncs = 0, log_flushes = 0, compactions = 0;
+  };
+  Counts take_counts();
 
  private:
   friend class KvFsWritableFile;
@@ -370,6 +376,7 @@ class KvFs {
   std::map<uint64_t, std::shared_ptr<KvFsNode>> open_;  // nodes with handles
   std::set<std::string> locks_;
   uint64_t next_ino_ = kKvFsFirstFileIno;
+  std::atomic<uint64_t> syncs_{0}, log_flushes_{0}, compactions_{0};
 };
 
 }  // namespace hybridstore

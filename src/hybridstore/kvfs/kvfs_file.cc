@@ -217,6 +217,7 @@ int KvFs::queue_update(KvFsNode* node, KvUpdate update, uint64_t* ticket, std::s
 }
 
 int KvFs::sync_file(KvFsNode* node, std::string* why) {
+  syncs_.fetch_add(1, std::memory_order_relaxed);
   uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> l(node->mutex);

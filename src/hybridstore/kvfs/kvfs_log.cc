@@ -374,7 +374,8 @@ int64_t find_later_group(std::string_view seg, uint64_t from, uint64_t block, ui
 // The replay loop of docs/kvfs.md 3.2 (follow NEXT, stop at the first bad
 // group, then look past it for later records) as one piece; decoding and
 // checking live in decode_kvfs_group and KvFsState.
-int replay_kvfs_log(BlockDevice* dev, const KvFsSuper& super, KvFsState* state, KvFsLogEnd* end, std::string* why) {
+int replay_kvfs_log(BlockDevice* dev, const KvFsSuper& super, KvFsState* state, KvFsLogEnd* end, std::string* why,
+                    std::vector<KvLoggedRecord>* records) {
   if (int r = state->begin_log(super.log_segment, why); r < 0) return r;
   KvFsExtent seg = super.log_segment;
   uint64_t expected = super.log_first_seq;
@@ -410,6 +411,7 @@ int replay_kvfs_log(BlockDevice* dev, const KvFsSuper& super, KvFsState* state, 
           return -EIO;
         }
         if (int ar = state->apply(g.records[i], seq, why); ar < 0) return ar;
+        if (records) records->push_back(KvLoggedRecord{seq, g.records[i]});
       }
       expected += g.records.size();
       ++groups;

@@ -195,6 +195,9 @@ struct KvFsLogEnd {
 // seq. A valid group of this log with a higher seq later in that segment
 // means damaged media: -EIO "kvfs log damaged at offset X; later records
 // exist". A record the state refuses: its -EIO naming the seq.
-int replay_kvfs_log(BlockDevice* dev, const KvFsSuper& super, KvFsState* state, KvFsLogEnd* end, std::string* why);
+// With `records`, every record applied is appended there with its seq (the
+// tool's log-dump).
+int replay_kvfs_log(BlockDevice* dev, const KvFsSuper& super, KvFsState* state, KvFsLogEnd* end, std::string* why,
+                    std::vector<KvLoggedRecord>* records = nullptr);
 
 }  // namespace hybridstore

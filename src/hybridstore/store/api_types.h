@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hybridstore/format/tier.h"
@@ -135,7 +136,50 @@ struct FsckReport {
   // its files, ring and log hold (0 for a directory store).
   uint64_t kvfs_owned = 0;
   uint64_t kvfs_used = 0;
+  // kvfs files RocksDB does not use (repair deletes them), and the commit
+  // journal's records in the ring and the highest number among them.
+  uint64_t kvfs_orphans = 0;
+  uint64_t kvfs_ring_records = 0;
+  uint64_t kvfs_ring_seq = 0;
   std::vector<std::string> problems;  // one line each
+};
+
+// The KV file system under a device store's RocksDB as read from its SSD
+// without mounting and without writing (HybridStore::kvfs_inspect, the
+// tool's `kvfs` commands). Ranges are (device offset, length).
+using DeviceRange = std::pair<uint64_t, uint64_t>;
+struct KvFsFileView {
+  std::string dir, name;
+  uint64_t ino = 0, size = 0, mtime = 0;
+  std::vector<DeviceRange> extents;  // in file order
+  bool inline_tail = false;          // its last partial block is in the log
+};
+struct KvFsSlotView {
+  bool valid = false;  // decodes and belongs to this kvfs
+  bool blank = false;  // all zeros: never written
+  std::string why;     // when not valid
+  uint64_t generation = 0, log_id = 0, log_first_seq = 0, created_us = 0;
+  DeviceRange log_segment;
+};
+struct KvFsView {
+  std::string device;  // the SSD's path
+  std::string kvfs_uuid;
+  uint64_t device_size = 0, head = 0;
+  uint64_t block = 0, alloc_unit = 0, lend_unit = 0;  // b, A, G
+  int current_slot = -1;
+  uint64_t generation = 0;
+  std::vector<KvFsSlotView> slots;
+  std::vector<DeviceRange> chunks, journal, log_segments;
+  uint64_t owned = 0, used = 0, free = 0;  // used: files, ring and log
+  std::vector<KvFsFileView> files;
+  std::vector<std::string> log;  // with KvFsInspectRequest::log: "seq: RECORD ..."
+  std::string damage;  // where the log stopped at damage; "" when it replayed to its end
+};
+struct KvFsInspectRequest {
+  bool log = false;
+  // Not empty: every file is copied to export_dir/<dir>/<name> (the
+  // directories are made; existing files are replaced).
+  std::string export_dir;
 };
 
 // Iterates one object's omap keys in byte order (never the header).

@@ -241,6 +241,17 @@ class HybridStore {
   // are set again at mount). Names and meanings: store/store_perf.cc.
   PerfCounterSet& perf();
 
+  // The KV file system under the RocksDB of the store at `path` (a device
+  // store), read from its SSD without writing to it (docs/kvfs.md 5.5): the
+  // superblock slots, the chunks, the files and their extents, with
+  // req.log every log record, with req.export_dir a copy of every file
+  // there, whose names go to *exported. The SSD is opened under its
+  // exclusive lock: a device a mount holds is refused with -EBUSY, because
+  // the running kvfs may reuse the extents being read. -ENOTSUP for a
+  // store whose RocksDB is in <path>/db.
+  static int kvfs_inspect(const std::string& path, const Config& cfg, const KvFsInspectRequest& req, KvFsView* out,
+                          std::vector<std::string>* exported, std::string* error);
+
  private:
   // White-box tests reach a few internals through these narrow hooks
   // (store/test_hooks.h), nothing else.

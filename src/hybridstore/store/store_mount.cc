@@ -24,6 +24,7 @@
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_fsck.h"
 #include "hybridstore/store/store_kvfs.h"
+#include "hybridstore/store/store_kvfs_fsck.h"
 #include "hybridstore/store/store_perf.h"
 #include "hybridstore/store/store_reader.h"
 #include "hybridstore/store/tier_lender.h"
@@ -569,6 +570,10 @@ void MountedStore::set_kvfs_gauges() {
   const uint64_t owned = kv_->fs().owned_bytes();
   perf_->set.set(perf_->kvfs_owned_bytes, owned);
   perf_->set.set(perf_->kvfs_used_bytes, owned - std::min(owned, kv_->fs().free_bytes()));
+  const KvFs::Counts c = kv_->fs().take_counts();
+  perf_->set.inc(perf_->kvfs_syncs, c.syncs);
+  perf_->set.inc(perf_->kvfs_log_flushes, c.log_flushes);
+  perf_->set.inc(perf_->kvfs_compactions, c.compactions);
 }
 
 void MountedStore::tick() {
@@ -644,11 +649,11 @@ int MountedStore::fsck(bool deep, FsckReport* report, const PerTier<std::vector<
   if (lent)
     for (Tier t : tiers_->ids()) f.set_lent(t, (*lent)[t]);
   int r = f.check(deep, report);
-  if (kv_) check_kvfs(report);
+  if (kv_) check_kvfs(report, deep);
   return r < 0 ? r : (report->errors ? static_cast<int>(std::min<uint64_t>(report->errors, INT32_MAX)) : r);
 }
 
-void MountedStore::check_kvfs(FsckReport* report) {
+void MountedStore::check_kvfs(FsckReport* report, bool deep) {
   // The kvfs's own rows (docs/kvfs.md section 6), on the live state: its
   // chunks against the tier's lend unit, the ring against the option.
   KvFsCheckOptions o;
@@ -662,6 +667,8 @@ void MountedStore::check_kvfs(FsckReport* report) {
   for (std::string& p : k.problems) report->problems.push_back("kvfs: " + std::move(p));
   report->kvfs_owned = k.owned_bytes;
   report->kvfs_used = k.used_bytes;
+  check_kvfs_files(db_.get(), &kv_->fs(), deep, report, nullptr);
+  check_kvfs_ring(db_.get(), ssd_base_.get(), kv_->fs().journal(), super_.fsid, report);
 }
 
 int MountedStore::repair(FsckReport* report, std::vector<std::string>* changes) {
@@ -670,7 +677,10 @@ int MountedStore::repair(FsckReport* report, std::vector<std::string>* changes) 
   StoreFsck f(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get());
   const PerTier<std::vector<Interval>> lent = kvfs_chunks();
   for (Tier t : tiers_->ids()) f.set_lent(t, lent[t]);
-  return f.repair(report, changes);
+  int r = f.repair(report, changes);
+  if (r < 0 || !kv_) return r;
+  check_kvfs_files(db_.get(), &kv_->fs(), false, report, changes);
+  return static_cast<int>(changes->size());
 }
 
 }  // namespace hybridstore

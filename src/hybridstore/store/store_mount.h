@@ -111,6 +111,8 @@ class MountedStore {
   KvCommitter& committer() { return *committer_; }
   DeferredWriter& deferred() { return *deferred_; }
   rocksdb::DB* db() { return db_.get(); }
+  // RocksDB's KV file system on the SSD; null for a directory store.
+  KvDevice* kv_device() { return kv_.get(); }
 
  private:
   MountedStore(std::string path, Config* cfg, StorePerf* perf);
@@ -132,9 +134,11 @@ class MountedStore {
   // What the kvfs owns, per tier (the SSD's chunks); empty for a directory
   // store.
   PerTier<std::vector<Interval>> kvfs_chunks() const;
-  // fsck's rows of the kvfs, added to *report.
-  void check_kvfs(FsckReport* report);
-  // The kvfs's owned and used bytes into the perf gauges (once a second).
+  // fsck's rows of the kvfs, added to *report (deep: the files read whole,
+  // RocksDB's checksums verified).
+  void check_kvfs(FsckReport* report, bool deep);
+  // The kvfs's owned and used bytes into the perf gauges, and what it did
+  // since into the counters (once a second).
   void set_kvfs_gauges();
   void start_writers(uint64_t next_journal_seq);
   // The gauges of objects per tier (counted once for a store made before

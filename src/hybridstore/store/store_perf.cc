@@ -47,6 +47,9 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   kvfs_grows = c("kvfs_grows", "times the KV file system grew into the fastest tier");
   kvfs_grow_bytes = c("kvfs_grow_bytes", "bytes the fastest tier lent the KV file system as it grew");
   kvfs_nospace = c("kvfs_nospace", "growths the fastest tier refused (no free space above the floor's)");
+  kvfs_syncs = c("kvfs_syncs", "file syncs RocksDB asked of the KV file system (added once a second)");
+  kvfs_log_flushes = c("kvfs_log_flushes", "groups of records the KV file system wrote to its log (added once a second)");
+  kvfs_compactions = c("kvfs_compactions", "compactions of the KV file system's log (added once a second)");
 
   // The Ceph bridge takes the counter names when the store object is made,
   // before mount: the caller counts the tiers then (counted_tiers).

@@ -57,6 +57,8 @@ struct StorePerf {
   // RocksDB and the journal in the KV file system on the fastest tier:
   // what it owns and uses (gauges), and its growth into the tier.
   int kvfs_owned_bytes, kvfs_used_bytes, kvfs_grows, kvfs_grow_bytes, kvfs_nospace;
+  // Counted by the kvfs, added once a second.
+  int kvfs_syncs, kvfs_log_flushes, kvfs_compactions;
   // Raw NAND under the embedded FTL.
   int ftl_merges, ftl_erases, ftl_pages_copied, ftl_host_pages_written;
 

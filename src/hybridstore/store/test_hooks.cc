@@ -1,5 +1,6 @@
 #include "hybridstore/store/test_hooks.h"
 
+#include "hybridstore/kvfs/kv_device.h"
 #include "hybridstore/store/object_heat.h"
 #include "hybridstore/store/onode_store.h"
 #include "hybridstore/store/store_mount.h"
@@ -58,6 +59,64 @@ int StoreTestHooks::fsck_lent(HybridStore& s, Tier t, const std::vector<Interval
   // As HybridStore::fsck: no move and no cleaner relocation meanwhile.
   HybridStore::Quiet quiet = s.hold_background();
   return s.store_->fsck(deep, report, &chunks);
+}
+
+namespace {
+KvFs* kvfs_of(const std::unique_ptr<MountedStore>& store) {
+  KvDevice* kv = store ? store->kv_device() : nullptr;
+  return kv ? &kv->fs() : nullptr;
+}
+}  // namespace
+
+int StoreTestHooks::kvfs_write(HybridStore& s, const std::string& dir, const std::string& name,
+                               const std::string& data) {
+  KvFs* fs = kvfs_of(s.store_);
+  if (!fs) return -ENOTSUP;
+  std::unique_ptr<KvFsWritableFile> f;
+  std::string why;
+  if (int r = fs->open_writable(dir, name, &f, &why); r < 0) return r;
+  if (int r = f->append(data, &why); r < 0) return r;
+  if (int r = f->sync(&why); r < 0) return r;
+  if (int r = f->close(&why); r < 0) return r;
+  return fs->sync_log(&why);
+}
+
+int StoreTestHooks::kvfs_unlink(HybridStore& s, const std::string& dir, const std::string& name) {
+  KvFs* fs = kvfs_of(s.store_);
+  if (!fs) return -ENOTSUP;
+  std::string why;
+  if (int r = fs->unlink(dir, name, &why); r < 0) return r;
+  return fs->sync_log(&why);
+}
+
+int StoreTestHooks::kvfs_list(HybridStore& s, const std::string& dir, std::vector<std::string>* names) {
+  KvFs* fs = kvfs_of(s.store_);
+  if (!fs) return -ENOTSUP;
+  std::string why;
+  return fs->list(dir, names, &why);
+}
+
+int StoreTestHooks::kvfs_extents(HybridStore& s, const std::string& dir, const std::string& name,
+                                 std::vector<Interval>* out) {
+  KvFs* fs = kvfs_of(s.store_);
+  if (!fs) return -ENOTSUP;
+  KvFsSnapshot snap;
+  if (int r = fs->check_snapshot(&snap); r < 0) return r;
+  auto d = snap.state->dirs().find(dir);
+  if (d == snap.state->dirs().end()) return -ENOENT;
+  auto n = d->second.find(name);
+  if (n == d->second.end()) return -ENOENT;
+  out->clear();
+  for (const KvFsExtent& e : snap.state->inodes().at(n->second).extents) out->push_back(Interval{e.offset, e.length});
+  return 0;
+}
+
+int StoreTestHooks::kvfs_ring(HybridStore& s, std::vector<Interval>* out) {
+  KvFs* fs = kvfs_of(s.store_);
+  if (!fs) return -ENOTSUP;
+  out->clear();
+  for (const KvFsExtent& e : fs->journal()) out->push_back(Interval{e.offset, e.length});
+  return 0;
 }
 
 }  // namespace hybridstore

@@ -48,6 +48,17 @@ class StoreTestHooks {
   static void set_floor(HybridStore& s, Tier t, uint64_t bytes);
   // fsck with `lent` as the KV file system's chunks of tier `t`.
   static int fsck_lent(HybridStore& s, Tier t, const std::vector<Interval>& lent, bool deep, FsckReport* report);
+  // The KV file system under RocksDB (a device store; -ENOTSUP otherwise),
+  // for tests that damage it behind RocksDB's back: a file written whole
+  // and synced, a name dropped, a directory's names, and where a file's
+  // bytes lie on the SSD device, in file order.
+  static int kvfs_write(HybridStore& s, const std::string& dir, const std::string& name, const std::string& data);
+  static int kvfs_unlink(HybridStore& s, const std::string& dir, const std::string& name);
+  static int kvfs_list(HybridStore& s, const std::string& dir, std::vector<std::string>* names);
+  static int kvfs_extents(HybridStore& s, const std::string& dir, const std::string& name,
+                          std::vector<Interval>* out);
+  // The commit journal's ring in the kvfs, in ring order.
+  static int kvfs_ring(HybridStore& s, std::vector<Interval>* out);
 };
 
 }  // namespace hybridstore

@@ -63,6 +63,14 @@ ToolCommand fsck_cmd("fsck", "check the store's metadata (and with --deep, all d
                                             {"bytes_verified", rep.bytes_verified},
                                             {"warnings", rep.warnings},
                                             {"problems", rep.problems}};
+                           // RocksDB on the SSD: its KV file system's rows.
+                           if (rep.kvfs_owned) {
+                             j["kvfs_owned"] = rep.kvfs_owned;
+                             j["kvfs_used"] = rep.kvfs_used;
+                             j["kvfs_orphans"] = rep.kvfs_orphans;
+                             j["kvfs_ring_records"] = rep.kvfs_ring_records;
+                             j["kvfs_ring_seq"] = rep.kvfs_ring_seq;
+                           }
                            printf("%s\n", j.dump(2).c_str());
                          } else {
                            for (const auto& p : rep.problems)
