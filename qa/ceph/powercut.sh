@@ -32,7 +32,8 @@
 #   4. every PG deep-scrubbed: no inconsistency, no scrub errors;
 #   5. the OSD stopped and the store's deep fsck run (hybridstore-tool fsck
 #      --deep, ceph-bluestore-tool fsck --deep): clean.
-# A round that fails is reported with its seed, and the run stops there.
+# A round that fails is reported with its seed; the next round runs unless
+# the OSD did not come back.
 # OUTDIR (default ./powercut-<date>) gets REPORT.md (also printed),
 # rounds.tsv, and per store the OSD's log and each cut's report.
 # Exit 0: every round of every store passed; 1: a failure; 77: SKIPPED (no
@@ -138,7 +139,26 @@ reattach_devices() {
         { cat "$dir/detach.log" >&2; fail "detaching the models"; return 1; }
     rm -f "$dir/loops"
     osd_devices "$dir" 0 || return 1
-    devices_are_ours
+    devices_are_ours || return 1
+    relink_devices
+}
+
+# conf_value KEY: the last value ceph.conf gives KEY.
+conf_value() { awk -F' = ' -v k="$1" '$1 ~ "^[ \t]*" k "$" { v = $2 } END { print v }' "$dir/ceph.conf"; }
+
+# The models came back as loop devices of other numbers, maybe: the links in
+# the data directory follow them, as ceph-volume relinks at boot (both
+# stores mount through these links; a stale one named another run's device).
+relink_devices() {
+    local data=$dir/osd.0
+    case $HS_OBJECTSTORE in
+    hybridstore)
+        ln -sfn "$(conf_value 'hybridstore ssd path')" "$data/block.ssd" &&
+            ln -sfn "$(conf_value 'hybridstore hdd path')" "$data/block.hdd" ;;
+    bluestore)
+        ln -sfn "$(conf_value 'bluestore block path')" "$data/block" &&
+            ln -sfn "$(conf_value 'bluestore block db path')" "$data/block.db" ;;
+    esac
 }
 
 # devices_are_ours: every loop device the OSD is configured with serves this
@@ -303,13 +323,18 @@ run_store() {
             timeout --foreground 120 rbd create rbd/pc --size "$rbd_size" > /dev/null 2>&1 || { fail "the RBD image"; return 1; }
     fi
     : > "$dir/acked.tsv"
+    local failures=0
     for ((r = 1; r <= rounds; r++)); do
-        if ! round "$store" "$r"; then
-            cp "$dir/osd.0.log" "$outdir/$store/" 2> /dev/null
-            [ -s "$dir/lost.log" ] && head -50 "$dir/lost.log" > "$outdir/$store/lost.log"
-            return 1
-        fi
+        round "$store" "$r" && continue
+        failures=$((failures + 1))
+        cp "$dir/osd.0.log" "$outdir/$store/osd.0.log.round-$r" 2> /dev/null
+        [ -s "$dir/lost.log" ] && head -50 "$dir/lost.log" > "$outdir/$store/lost.log"
+        [ -d "$dir/fio-$r" ] && cp -r "$dir/fio-$r" "$outdir/$store/"
+        # A round whose checks failed is recorded and the next one runs; an
+        # OSD that does not come back ends the store's run.
+        daemon_pid "$dir" osd.0 > /dev/null || return 1
     done
+    [ "$failures" = 0 ] || return 1
     cp "$dir/osd.0.log" "$outdir/$store/" 2> /dev/null
     teardown "$dir"
     dir=

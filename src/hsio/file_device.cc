@@ -4,7 +4,6 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <climits>
@@ -239,9 +238,6 @@ int lay_out_file(int fd, const std::string& path, uint64_t size, FileLayout layo
 
 }  // namespace
 
-constexpr int kBlockLockWaitMs = 10000;
-constexpr int kBlockLockPollMs = 100;
-
 std::string path_and_target(const std::string& path) {
   char* real = ::realpath(path.c_str(), nullptr);
   const std::string shown = real && path != real ? path + " (" + real + ")" : path;
@@ -294,26 +290,8 @@ std::unique_ptr<BlockDevice> open_block_device(const std::string& path,
     struct flock fl {};
     fl.l_type = F_WRLCK;
     fl.l_whence = SEEK_SET;
-    int locked = ::fcntl(fd, F_OFD_SETLK, &fl);
-    int lock_errno = locked < 0 ? errno : 0;
-    const auto held_by_other = [&] { return lock_errno == EAGAIN || lock_errno == EACCES; };
-    // A block device's lock can outlive the process that held it by a few
-    // seconds: a killed store's io_uring keeps the device open until the
-    // kernel has reaped its requests, and an OSD restarted at once after a
-    // crash met that (qa/ceph/powercut.sh). BlueStore retries its lock for the
-    // same reason. A regular file gets no such grace: nothing lingers on it.
-    struct stat st {};
-    if (held_by_other() && ::fstat(fd, &st) == 0 && S_ISBLK(st.st_mode)) {
-      HS_WARN("device {} is locked; waiting up to {} s for its last holder to go", path_and_target(path),
-              kBlockLockWaitMs / 1000);
-      for (int waited = 0; held_by_other() && waited < kBlockLockWaitMs; waited += kBlockLockPollMs) {
-        ::usleep(kBlockLockPollMs * 1000);
-        locked = ::fcntl(fd, F_OFD_SETLK, &fl);
-        lock_errno = locked < 0 ? errno : 0;
-      }
-    }
-    if (locked < 0) {
-      const int e = lock_errno;
+    if (::fcntl(fd, F_OFD_SETLK, &fl) < 0) {
+      const int e = errno;
       const std::string shown = path_and_target(path);
       *error = e == EAGAIN || e == EACCES
                    ? fmt::format("device {} is in use by another store or process (it is locked)", shown)

@@ -3,11 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -310,45 +306,3 @@ TEST(BlockDeviceLock, AnExclusiveOpenIsRefusedWhileAnotherHoldsTheDevice) {
   EXPECT_TRUE(open_block_device(path, o, &err)) << "closing the holder releases the lock: " << err;
 }
 
-// A block device's lock is waited for a while (a killed store's lingering
-// I/O can hold it past its exit); the second opener gets the device once the
-// holder lets go. Needs root and a loop device; skipped otherwise.
-TEST(BlockDeviceLock, AnExclusiveOpenOfABlockDeviceWaitsForTheHolderToLetGo) {
-  if (geteuid() != 0 || access("/dev/loop-control", F_OK) != 0) GTEST_SKIP() << "needs root and loop devices";
-  TempDir dir("blocklock");
-  const std::string image = dir.file("image");
-  {
-    DeviceOpenOptions c;
-    c.create = true;
-    c.create_size = 4 << 20;
-    std::string err;
-    ASSERT_TRUE(open_block_device(image, c, &err)) << err;
-  }
-  const std::string attach = "losetup --find --show " + image;
-  FILE* p = popen(attach.c_str(), "r");
-  ASSERT_TRUE(p);
-  char line[256] = {};
-  const bool got = fgets(line, sizeof line, p) != nullptr;
-  const int status = pclose(p);
-  if (!got || status != 0) GTEST_SKIP() << "losetup could not attach " << image;
-  std::string loop(line);
-  while (!loop.empty() && (loop.back() == '\n' || loop.back() == ' ')) loop.pop_back();
-  struct Detach {
-    std::string dev;
-    ~Detach() { (void)std::system(("losetup -d " + dev).c_str()); }
-  } detach{loop};
-
-  DeviceOpenOptions o;
-  o.exclusive = true;
-  o.direct_io = false;
-  std::string err;
-  auto holder = open_block_device(loop, o, &err);
-  ASSERT_TRUE(holder) << err;
-  std::thread release([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    holder.reset();
-  });
-  auto second = open_block_device(loop, o, &err);
-  release.join();
-  EXPECT_TRUE(second) << "the lock was released half a second in: " << err;
-}
