@@ -57,6 +57,15 @@ require_ceph_build() {
     done
 }
 
+# find_bluestore_tool: CEPH_BLUESTORE_TOOL, else the build's
+# ceph-bluestore-tool, else the one on PATH (empty when there is none).
+find_bluestore_tool() {
+    local t
+    for t in "${CEPH_BLUESTORE_TOOL:-}" "$CEPH_BUILD/bin/ceph-bluestore-tool" "$(command -v ceph-bluestore-tool)"; do
+        [ -n "$t" ] && [ -x "$t" ] && { echo "$t"; return 0; }
+    done
+}
+
 # ceph_build_release: the release of the Ceph build, for every report: the
 # version its ceph-osd prints, or else the tree's src/ceph_release (found
 # through the build's CMakeCache).

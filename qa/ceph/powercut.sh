@@ -64,12 +64,7 @@ unavailable=$(devclass_available 2>&1) || skip "disk models unavailable: $unavai
 for b in ceph-mon ceph-mgr ceph rados monmaptool uuidgen jq ceph-authtool; do
     command -v "$b" > /dev/null || skip "$b is not installed (make qa-deps)"
 done
-bluestore_tool=${CEPH_BLUESTORE_TOOL:-}
-if [ -z "$bluestore_tool" ]; then
-    for bluestore_tool in "$CEPH_BUILD/bin/ceph-bluestore-tool" "$(command -v ceph-bluestore-tool)"; do
-        [ -x "$bluestore_tool" ] && break
-    done
-fi
+bluestore_tool=$(find_bluestore_tool)
 case " $stores " in
 *" hybridstore "*)
     osd_knows_hybridstore "$CEPH_OSD" || skip "$CEPH_OSD does not know osd_objectstore=hybridstore"
