@@ -9,9 +9,10 @@
 
 namespace hybridstore::test {
 
-TempDir::TempDir(const std::string& tag) {
+TempDir::TempDir(const std::string& tag, Backing backing) {
   const char* base = getenv("HS_TEST_TMPDIR");
   std::string root = base && *base ? base : "/tmp";
+  if (backing == Backing::kMemory && access("/dev/shm", W_OK) == 0) root = "/dev/shm/hybridstore-test";
   std::filesystem::create_directories(root);
   std::string tmpl = root + "/" + tag + ".XXXXXX";
   if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed under " + root);

@@ -8,9 +8,15 @@ namespace hybridstore::test {
 
 // A fresh directory under $HS_TEST_TMPDIR (or /tmp), removed on destruction
 // unless HS_TEST_KEEP is set.
+//
+// kMemory puts it under /dev/shm instead (when writable), for the loops that
+// simulate thousands of power cuts through the fault injector: there the
+// backing file's fsync proves nothing (the injector decides what survives)
+// and only makes the loop wait for the disk.
 class TempDir {
  public:
-  explicit TempDir(const std::string& tag = "hs");
+  enum class Backing { kDisk, kMemory };
+  explicit TempDir(const std::string& tag = "hs", Backing backing = Backing::kDisk);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

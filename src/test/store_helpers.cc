@@ -33,7 +33,7 @@ Config small_store_config(uint64_t ssd_size, uint64_t hdd_size) {
 }
 
 void StoreTest::SetUp() {
-  dir_ = std::make_unique<TempDir>("store");
+  dir_ = std::make_unique<TempDir>("store", backing());
   make_store();
 }
 
@@ -113,7 +113,7 @@ void TierStoreTest::with(const Options& options) {
   for (const auto& kv : options) extra_.push_back(kv);
   ASSERT_EQ(store_->umount(), 0);
   store_.reset();
-  dir_ = std::make_unique<TempDir>("store");
+  dir_ = std::make_unique<TempDir>("store", backing());
   make_store();
   make_coll(coll_);
 }

@@ -23,6 +23,9 @@ class StoreTest : public ::testing::Test {
 
   // Options to use for mkfs/mount; tests may change them before make_store().
   virtual Config config() { return small_store_config(); }
+  // Where the store's directory and device files live: kMemory for the
+  // fixtures that loop over simulated power cuts (TempDir says why).
+  virtual TempDir::Backing backing() { return TempDir::Backing::kDisk; }
   void make_store();
   void remount();
 

@@ -24,6 +24,7 @@ namespace {
 
 class PowerCutTest : public test::StoreTest {
  protected:
+  test::TempDir::Backing backing() override { return test::TempDir::Backing::kMemory; }
   std::string store_path() { return dir_->path() + "/store"; }
 
   // Runs `rounds` rounds on one store; each round mounts with the injector,

@@ -324,7 +324,7 @@ CutResult cut_load(rocksdb::DB* db, int keys) {
 // One round: format, load with a cut at device write `cut_at` (0: none,
 // returns the writes the load made), restore the power, reopen, check.
 uint64_t cut_round(uint64_t seed, uint64_t cut_at, bool tear) {
-  TempDir dir("kvfs-rocks-cut");
+  TempDir dir("kvfs-rocks-cut", TempDir::Backing::kMemory);
   FaultSettings fs;
   fs.enabled = true;
   fs.seed = seed;

@@ -238,7 +238,7 @@ TEST_F(MoveKvTest, AStoreAlreadyOnTheDeviceIsRefused) {
 TEST_F(MoveKvTest, RawNandIsRefusedAsMkfsRefusesIt) {
   store_->umount();
   store_.reset();
-  dir_ = std::make_unique<TempDir>("store");
+  dir_ = std::make_unique<TempDir>("store", backing());
   Config nand = with(with(config(), "hybridstore_ssd_kind", "nand"), "hybridstore_nand_size", "256M");
   {
     HybridStore s(path(), nand);
@@ -329,6 +329,7 @@ namespace {
 // Where it is still a directory store, the move is run again and must work.
 class MoveKvPowerCutTest : public MoveKvTest {
  protected:
+  TempDir::Backing backing() override { return TempDir::Backing::kMemory; }
   void SetUp() override {
     MoveKvTest::SetUp();
     before_ = populate(40);
