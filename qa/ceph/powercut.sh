@@ -21,14 +21,21 @@
 #      flight, and an RBD client: fio's rbd engine writing 4 KiB at random
 #      into an image, 8 in flight, with crc32c verify headers;
 #   2. after a seeded 4 to 12 s, the cut of both models (devclass_powercut,
-#      keep=random, --tear on odd rounds), then SIGKILL of the OSD;
+#      keep=random, --tear on odd rounds) and SIGKILL of the OSD. With
+#      HS_POWERCUT_KILL=with-cut (the default) the OSD is stopped (SIGSTOP)
+#      just before the cut, so it dies with its devices, as in a power cut
+#      of the whole host; with after-cut it runs on until the SIGKILL, meets
+#      devices that fail every request, and must not acknowledge anything
+#      then (a device dying under a live OSD);
 #   3. the models detached and attached again over their images, the OSD
 #      started: it must come up, the pool must go active+clean, and every
 #      object the client logged as acknowledged in this round must read back
 #      whole (every tenth round and the last: those of all rounds); fio,
-#      stopped at the cut, finishes what it had in flight once the OSD is
-#      back and says how many writes it completed, and a verify-only replay
-#      of that many reads each back;
+#      stopped at the cut, logged each write it saw complete: every one of
+#      those must hold its verify header (qa/ceph/fio-acked-check.py), and a
+#      verify-only replay of the first writes up to the first not completed
+#      checks their crc32c (the writes in flight at the cut are counted,
+#      not checked);
 #   4. every PG deep-scrubbed: no inconsistency, no scrub errors;
 #   5. the OSD stopped and the store's deep fsck run (hybridstore-tool fsck
 #      --deep, ceph-bluestore-tool fsck --deep): clean.
@@ -41,7 +48,7 @@
 #
 # Environment: HS_POWERCUT_ROUNDS (50), HS_POWERCUT_SEED (1),
 # HS_POWERCUT_LOAD_MIN/MAX (4/12 s), HS_SSD_SIZE (4G), HS_HDD_SIZE (16G),
-# HS_POWERCUT_RBD_SIZE (1G), HS_TIMEOUT (300), HS_KEEP, HYBRIDSTORE_TOOL, DEVCLASS_TOOL,
+# HS_POWERCUT_RBD_SIZE (1G), HS_POWERCUT_KILL (with-cut), HS_TIMEOUT (300), HS_KEEP, HYBRIDSTORE_TOOL, DEVCLASS_TOOL,
 # CEPH_BLUESTORE_TOOL.
 set -u
 export HS_SSD_SIZE=${HS_SSD_SIZE:-4G} HS_HDD_SIZE=${HS_HDD_SIZE:-16G} HS_TIMEOUT=${HS_TIMEOUT:-300}
@@ -77,12 +84,18 @@ esac
 # The RBD client needs fio with its rbd engine (Debian's links librbd).
 rbd_client=0
 rbd_size=${HS_POWERCUT_RBD_SIZE:-1G}
-if command -v fio > /dev/null && command -v rbd > /dev/null && fio --enghelp=rbd > /dev/null 2>&1; then
+if command -v fio > /dev/null && command -v rbd > /dev/null && fio --enghelp=rbd > /dev/null 2>&1 &&
+    python3 -c 'import rados, rbd' 2> /dev/null; then
     rbd_client=1
 else
-    log "no fio with an rbd engine, or no rbd: the rounds run without the RBD client"
+    log "no fio with an rbd engine, no rbd, or no python3-rbd: the rounds run without the RBD client"
 fi
 rounds=${HS_POWERCUT_ROUNDS:-50}
+kill_order=${HS_POWERCUT_KILL:-with-cut}
+case $kill_order in
+with-cut | after-cut) ;;
+*) echo "HS_POWERCUT_KILL must be with-cut or after-cut, not '$kill_order'" >&2; exit 2 ;;
+esac
 seed0=${HS_POWERCUT_SEED:-1}
 load_min=${HS_POWERCUT_LOAD_MIN:-4}
 load_max=${HS_POWERCUT_LOAD_MAX:-12}
@@ -192,28 +205,39 @@ check_acked() {
 }
 
 # The RBD client: fio's rbd engine writing 4 KiB at random into one image
-# with crc32c verify headers. Stopped at the cut, it finishes what it had in
-# flight once the OSD is back and prints how many writes it completed (its
-# log); a verify-only replay of exactly that many, with the same seed, reads
-# each back. (fio's saved verify state let the replay run a few writes past
-# the end, which read as never written, on both stores alike.)
+# with crc32c verify headers, and a log of every write it saw complete (its
+# completion-latency log with offsets). Stopped at the cut, it exits without
+# the writes then in flight: those were issued, never acknowledged, and may
+# or may not have reached the store. So the check is of the completed writes
+# alone (fio-acked-check.py reads each one's block for its verify header),
+# and a verify-only replay, with the same seed, of the first writes up to the
+# first one that did not complete checks their crc32c as well. (Replaying the
+# count fio prints as issued counted the writes in flight as acknowledged:
+# on a store slow to commit at the cut, a few read back as never written.)
+# fio_args SEED [null]: the job, on the rbd engine or (null) on none.
 fio_args() {
-    fio_job=(--name=pc --ioengine=rbd --clientname=admin --pool=rbd --rbdname=pc --rw=randwrite --bs=4k
-        --iodepth=8 --size="$rbd_size" --verify=crc32c --randseed="$1")
+    fio_job=(--name=pc --rw=randwrite --bs=4k --iodepth=8 --size="$rbd_size" --verify=crc32c --randseed="$1")
+    if [ "${2:-}" = null ]; then
+        fio_job+=(--ioengine=null)
+    else
+        fio_job+=(--ioengine=rbd --clientname=admin --pool=rbd --rbdname=pc)
+    fi
 }
 
 fio_start() {
     local r=$1 seed=$2
     mkdir -p "$dir/fio-$r"
     fio_args "$seed"
-    (cd "$dir/fio-$r" && exec fio "${fio_job[@]}" --time_based --runtime=3600 --do_verify=0 --output=write.out) &
+    (cd "$dir/fio-$r" && exec fio "${fio_job[@]}" --time_based --runtime=3600 --do_verify=0 \
+        --write_lat_log=done --log_offset=1 --output=write.out) &
     echo $! > "$dir/fio.pid"
 }
 
 # fio_finish R SEED: waits for fio (stopped at the cut) to exit, then reads
-# back every write it completed. Prints "N writes, verified" or the failure.
+# back every write it saw complete. Prints the check's summary, or the
+# failure.
 fio_finish() {
-    local r=$1 seed=$2 pid i n
+    local r=$1 seed=$2 pid i n prefix out f=$dir/fio-$r
     pid=$(cat "$dir/fio.pid" 2> /dev/null) || { echo "no fio ran"; return 1; }
     for ((i = 0; i < 240; i++)); do kill -0 "$pid" 2> /dev/null || break; sleep 0.5; done
     if kill -0 "$pid" 2> /dev/null; then
@@ -222,16 +246,30 @@ fio_finish() {
         return 1
     fi
     rm -f "$dir/fio.pid"
-    grep -q 'err= 0' "$dir/fio-$r/write.out" || { echo "fio's writes failed: $(grep -m1 'err=' "$dir/fio-$r/write.out")"; return 1; }
-    n=$(sed -n 's/.*issued rwts: total=[0-9]*,\([0-9]*\),.*/\1/p' "$dir/fio-$r/write.out" | head -1)
+    grep -q 'err= 0' "$f/write.out" || { echo "fio's writes failed: $(grep -m1 'err=' "$f/write.out")"; return 1; }
+    n=$(sed -n 's/.*issued rwts: total=[0-9]*,\([0-9]*\),.*/\1/p' "$f/write.out" | head -1)
     [ -n "$n" ] || { echo "fio printed no write count"; return 1; }
-    fio_args "$seed"
-    if ! (cd "$dir/fio-$r" && timeout 600 fio "${fio_job[@]}" --verify_only --io_size=$((n * 4096)) --output=verify.out) ||
-        grep -q "verify: bad\|bad magic\|verify failed" "$dir/fio-$r/verify.out"; then
-        echo "RBD verify failed after $n writes: $(grep -m1 -i 'bad\|fail' "$dir/fio-$r/verify.out")"
+    [ -s "$f/done_clat.1.log" ] || { echo "fio wrote no completion log"; return 1; }
+    # The order fio issued its writes in: the same job on the null engine.
+    fio_args "$seed" null
+    (cd "$f" && fio "${fio_job[@]}" --do_verify=0 --io_size=$((n * 4096)) \
+        --write_iolog=order.iolog --output=order.out) || { echo "fio's null replay of the order failed"; return 1; }
+    if ! out=$(python3 "$HS_TOP/qa/ceph/fio-acked-check.py" --pool rbd --image pc --order "$f/order.iolog" \
+        --completed "$f/done_clat.1.log" --issued "$n" --prefix-out "$f/prefix" 2>&1); then
+        echo "RBD: $(echo "$out" | head -3 | tr '\n' ' ')"
         return 1
     fi
-    echo "$n writes, verified"
+    echo "$out" > "$f/acked-check.out"
+    prefix=$(cat "$f/prefix")
+    if ((prefix > 0)); then
+        fio_args "$seed"
+        if ! (cd "$f" && timeout 600 fio "${fio_job[@]}" --verify_only --io_size=$((prefix * 4096)) --output=verify.out) ||
+            grep -q "verify: bad\|bad magic\|verify failed" "$f/verify.out"; then
+            echo "RBD verify of the first $prefix writes failed: $(grep -m1 -i 'bad\|fail' "$f/verify.out")"
+            return 1
+        fi
+    fi
+    echo "$(head -1 <<< "$out"); crc32c of the first $prefix verified"
 }
 
 # round STORE R: one power cut and its checks; a line into rounds.tsv.
@@ -248,6 +286,9 @@ round() {
     [ "$rbd_client" = 1 ] && fio_start "$r" "$seed"
     sleep "$load"
     log "round $r (seed $seed): power cut after ${load} s of load${tear:+, writes in flight torn}"
+    # with-cut: the OSD is frozen first, so it does nothing between the cut
+    # and its death, as when one power supply feeds host and disks alike.
+    [ "$kill_order" = with-cut ] && kill -STOP "$(osd_pid)"
     devclass_powercut "$dir" --seed "$seed" --keep random "${tear[@]}" > "$dir/cut-$r.log" 2>&1 ||
         { cat "$dir/cut-$r.log" >&2; fail "round $r: the cut failed"; return 1; }
     stop_osd "$dir" 0 KILL
@@ -307,7 +348,7 @@ run_store() {
     # what the store was asked to keep.
     conf_set "$dir" client "rbd cache" false
     conf_render "$dir"
-    log "=== $store: one OSD on an ssd and an hdd model with power cuts (SSD $HS_SSD_SIZE, HDD $HS_HDD_SIZE), $rounds rounds from seed $seed0"
+    log "=== $store: one OSD on an ssd and an hdd model with power cuts (SSD $HS_SSD_SIZE, HDD $HS_HDD_SIZE), $rounds rounds from seed $seed0, the OSD killed $kill_order"
     if ! run_cluster "$dir" 1 || ! create_pool data 8; then
         printf '%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t-\tFAILED: the cluster did not come up\t-\n' "$store" >> "$tsv"
         return 1
@@ -340,21 +381,22 @@ report() {
     release=$(ceph_build_release)
     echo "# Power cuts under a live OSD: $release"
     echo
-    echo "One OSD, its SSD and HDD on hybridstore-diskmodel (profiles ssd and hdd, volatile write caches), seeds from $seed0, load $load_min-$load_max s a round (qa/ceph/powercut.sh)."
+    echo "One OSD, its SSD and HDD on hybridstore-diskmodel (profiles ssd and hdd, volatile write caches), seeds from $seed0, load $load_min-$load_max s a round, the OSD killed $kill_order (qa/ceph/powercut.sh)."
     echo
-    echo "| store | rounds passed | unflushed writes the cuts undid | acknowledged writes read back at the end | lost | RBD writes completed and verified | rounds with scrub errors | rounds with fsck errors |"
-    echo "|---|---|---|---|---|---|---|---|"
+    echo "| store | rounds passed | unflushed writes the cuts undid | acknowledged writes read back at the end | lost | RBD writes acknowledged and read back | RBD writes in flight at the cuts: reached the store / did not | rounds with scrub errors | rounds with fsck errors |"
+    echo "|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' 'NR > 1 {
             s = $1; rounds[s]++; if ($12 == "passed") ok[s]++
             checked[s] = $8; if ($9 != "?" && $9 != "-") lost[s] += $9
             if ($10 !~ / 0 inconsistent, 0 scrub errors/) scrub[s]++
             if ($11 == "FAILED") fsck[s]++
             if (match($6, /^[0-9]+/)) writes[s] += substr($6, RSTART, RLENGTH)
-            if (match($13, /^[0-9]+ writes, verified/)) { rbd[s] += $13 + 0; rbdr[s]++ }
+            if ($13 ~ /^[0-9]+ of [0-9]+ issued writes acknowledged/) {
+                split($13, w, " "); rbd[s] += w[11]; rbdr[s]++; there[s] += w[22]; absent[s] += w[26] }
             if (!(s in order)) { order[s] = ++n; name[n] = s }
         }
         END { for (i = 1; i <= n; i++) { s = name[i]
-            printf "| %s | %d of %d | %d | %s | %d | %d (%d rounds) | %d | %d |\n", s, ok[s], rounds[s], writes[s], checked[s], lost[s], rbd[s], rbdr[s], scrub[s], fsck[s] } }' "$tsv"
+            printf "| %s | %d of %d | %d | %s | %d | %d (%d rounds) | %d / %d | %d | %d |\n", s, ok[s], rounds[s], writes[s], checked[s], lost[s], rbd[s], rbdr[s], there[s], absent[s], scrub[s], fsck[s] } }' "$tsv"
     echo
     echo "Failed rounds (seed, status):"
     awk -F'\t' 'NR > 1 && $12 != "passed" { printf "- %s round %s, seed %s: %s\n", $1, $2, $3, $12 }' "$tsv"
