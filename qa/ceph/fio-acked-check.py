@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Reads back, from an RBD image, every write fio completed before it stopped.
 
-powercut.sh stops fio's rbd engine at a power cut. fio's own count of writes
-("issued") includes those still in flight at the cut, which no client was
-ever told are durable, so replaying that many is not a check of acknowledged
-writes. This takes instead:
+powercut.sh stops fio's rbd engine at a power cut. librbd sends the writes
+then in flight again once the OSD is back, and fio waits for them, so fio's
+count of writes ("issued") is normally its count of acknowledged ones; but a
+write fio gave up on would be in the first and not the second. So rather
+than replay that count, this takes:
 
   --order FILE      the offsets of fio's writes in the order it issued them
                     (a replay of the job on fio's null engine with
@@ -56,14 +57,15 @@ def read_order(path):
 
 
 def read_completed(path):
-    done = set()
+    """offset -> the time of its completion, in ms of fio's run."""
+    done = {}
     with open(path) as f:
         for n, line in enumerate(f, 1):
             fields = [x.strip() for x in line.split(",")]
             if len(fields) < 5:
                 raise ValueError(f"{path}:{n}: not a latency log line with offsets: {line.strip()!r}")
             if fields[2] == "1":  # a write
-                done.add(int(fields[4]))
+                done[int(fields[4])] = int(fields[0])
     return done
 
 
@@ -81,8 +83,69 @@ def describe(block, offset, number):
     return None
 
 
+def self_test():
+    """Builds what fio would leave (an image of verify headers, its issue log
+    and completion log) and checks that a whole image passes, a zeroed or
+    stale acknowledged block fails naming that write, an unacknowledged
+    block missing passes, and a garbage log is refused."""
+    import random
+    import subprocess
+    import tempfile
+
+    rng = random.Random(11)
+    size = 256 * BLOCK
+    order = rng.sample(range(0, size, BLOCK), 40)
+    with tempfile.TemporaryDirectory() as d:
+        img = bytearray(size)
+        for number, offset in enumerate(order):
+            hdr = struct.pack("<HHIQQII", VERIFY_MAGIC, 1, BLOCK, rng.getrandbits(64), offset, 0, 0)
+            hdr += struct.pack("<HH", number & 0xFFFF, 0)
+            img[offset:offset + len(hdr)] = hdr
+            img[offset + 48:offset + BLOCK] = rng.randbytes(BLOCK - 48)
+        with open(f"{d}/order", "w") as f:
+            f.write("fio version 3 iolog\n0 img add\n1 img open\n")
+            for t, offset in enumerate(order):
+                f.write(f"{t} img write {offset} {BLOCK}\n{t} img write {offset} {BLOCK}\n")
+        unacked = order[-1]
+        with open(f"{d}/clat", "w") as f:
+            for t, offset in enumerate(order[:-1]):
+                f.write(f"{t * 3}, 1500, 1, {BLOCK}, {offset}, 0\n")
+
+        def run(image, completed="clat"):
+            with open(f"{d}/img", "wb") as f:
+                f.write(image)
+            p = subprocess.run([sys.executable, __file__, "--file", f"{d}/img", "--order", f"{d}/order",
+                                "--completed", f"{d}/{completed}", "--issued", str(len(order))],
+                               capture_output=True, text=True)
+            return p.returncode, p.stdout + p.stderr
+
+        rc, out = run(bytes(img))
+        assert rc == 0 and "39 of 40 issued writes acknowledged" in out and "1 reached the store" in out, out
+        gone = bytearray(img)
+        gone[unacked:unacked + BLOCK] = bytes(BLOCK)
+        rc, out = run(bytes(gone))
+        assert rc == 0 and "0 reached the store, 1 did not" in out, out
+        lost = bytearray(img)
+        lost[order[7]:order[7] + BLOCK] = bytes(BLOCK)
+        rc, out = run(bytes(lost))
+        assert rc == 1 and f"acknowledged write 7 at offset {order[7]}" in out and "zeros" in out, out
+        stale = bytearray(img)
+        struct.pack_into("<H", stale, order[9] + 32, 1234)
+        rc, out = run(bytes(stale))
+        assert rc == 1 and "acknowledged write 9" in out and "older or newer write" in out, out
+        with open(f"{d}/garbage", "w") as f:
+            f.write("not a log\n")
+        rc, out = run(bytes(img), "garbage")
+        assert rc == 2 and "not a latency log line" in out, out
+    print("fio-acked-check self-test: passed")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--self-test", action="store_true", help="check this checker on made-up fio output and exit")
     ap.add_argument("--pool", help="the RBD image's pool")
     ap.add_argument("--image", help="the RBD image fio wrote")
     ap.add_argument("--file", help="read the blocks from this file instead (fio on a file, to test this check)")
@@ -104,7 +167,7 @@ def main():
         print(f"fio-acked-check: the order has {len(order)} writes, fio issued {args.issued}", file=sys.stderr)
         return 2
     order = order[: args.issued]
-    stray = completed - set(order)
+    stray = set(completed) - set(order)
     if stray:
         print(f"fio-acked-check: {len(stray)} completed writes are not in the issue order "
               f"(first at {min(stray)}): the order is not this run's", file=sys.stderr)
@@ -147,10 +210,20 @@ def main():
             cluster.shutdown()
     unacked = len(order) - len(completed)
     print(f"{len(completed)} of {len(order)} issued writes acknowledged (the first {prefix} all), "
-          f"{len(completed) - len(lost)} read back; of the {unacked} in flight at the cut "
+          f"{len(completed) - len(lost)} read back; of the {unacked} never acknowledged "
           f"{unacked_there} reached the store, {unacked_absent} did not")
+    if lost:
+        # When the acknowledgements of the lost writes came, against the
+        # last acknowledgement of a write that is there: acknowledgements
+        # after the cut show as a burst past it.
+        kept = [completed[o] for o in order if o in completed and o not in {x[1] for x in lost}]
+        first_lost = min(completed[x[1]] for x in lost)
+        before = max((t for t in kept if t <= first_lost), default=None)
+        print(f"  the lost writes were acknowledged from {first_lost} ms of fio's run to "
+              f"{max(completed[x[1]] for x in lost)} ms; the last write that reads back acknowledged "
+              f"before them: {before} ms")
     for number, offset, why in lost:
-        print(f"  acknowledged write {number} at offset {offset}: the block holds {why}")
+        print(f"  acknowledged write {number} at offset {offset} (at {completed[offset]} ms): the block holds {why}")
     return 1 if lost else 0
 
 

@@ -31,11 +31,12 @@
 #      started: it must come up, the pool must go active+clean, and every
 #      object the client logged as acknowledged in this round must read back
 #      whole (every tenth round and the last: those of all rounds); fio,
-#      stopped at the cut, logged each write it saw complete: every one of
-#      those must hold its verify header (qa/ceph/fio-acked-check.py), and a
+#      stopped at the cut, finishes what it had in flight once the OSD is
+#      back and logs each write it saw complete: every one of those must
+#      hold its verify header (qa/ceph/fio-acked-check.py), and a
 #      verify-only replay of the first writes up to the first not completed
-#      checks their crc32c (the writes in flight at the cut are counted,
-#      not checked);
+#      checks their crc32c (writes fio never saw complete are counted, not
+#      checked);
 #   4. every PG deep-scrubbed: no inconsistency, no scrub errors;
 #   5. the OSD stopped and the store's deep fsck run (hybridstore-tool fsck
 #      --deep, ceph-bluestore-tool fsck --deep): clean.
@@ -205,15 +206,15 @@ check_acked() {
 }
 
 # The RBD client: fio's rbd engine writing 4 KiB at random into one image
-# with crc32c verify headers, and a log of every write it saw complete (its
-# completion-latency log with offsets). Stopped at the cut, it exits without
-# the writes then in flight: those were issued, never acknowledged, and may
-# or may not have reached the store. So the check is of the completed writes
-# alone (fio-acked-check.py reads each one's block for its verify header),
-# and a verify-only replay, with the same seed, of the first writes up to the
-# first one that did not complete checks their crc32c as well. (Replaying the
-# count fio prints as issued counted the writes in flight as acknowledged:
-# on a store slow to commit at the cut, a few read back as never written.)
+# with crc32c verify headers, and a log of every write it saw complete, with
+# its offset and time (its completion-latency log). Stopped at the cut, it
+# waits for the writes then in flight, which librbd sends again once the OSD
+# is back. The check is of the writes the log says completed
+# (fio-acked-check.py reads each one's block for its verify header), and a
+# verify-only replay, with the same seed, of the first writes up to the
+# first one that did not complete checks their crc32c as well. The log's
+# times say when each acknowledgement came: a lost write acknowledged after
+# the cut shows there.
 # fio_args SEED [null]: the job, on the rbd engine or (null) on none.
 fio_args() {
     fio_job=(--name=pc --rw=randwrite --bs=4k --iodepth=8 --size="$rbd_size" --verify=crc32c --randseed="$1")
@@ -383,7 +384,7 @@ report() {
     echo
     echo "One OSD, its SSD and HDD on hybridstore-diskmodel (profiles ssd and hdd, volatile write caches), seeds from $seed0, load $load_min-$load_max s a round, the OSD killed $kill_order (qa/ceph/powercut.sh)."
     echo
-    echo "| store | rounds passed | unflushed writes the cuts undid | acknowledged writes read back at the end | lost | RBD writes acknowledged and read back | RBD writes in flight at the cuts: reached the store / did not | rounds with scrub errors | rounds with fsck errors |"
+    echo "| store | rounds passed | unflushed writes the cuts undid | acknowledged writes read back at the end | lost | RBD writes acknowledged and read back | RBD writes never acknowledged: reached the store / did not | rounds with scrub errors | rounds with fsck errors |"
     echo "|---|---|---|---|---|---|---|---|---|"
     awk -F'\t' 'NR > 1 {
             s = $1; rounds[s]++; if ($12 == "passed") ok[s]++
@@ -392,7 +393,7 @@ report() {
             if ($11 == "FAILED") fsck[s]++
             if (match($6, /^[0-9]+/)) writes[s] += substr($6, RSTART, RLENGTH)
             if ($13 ~ /^[0-9]+ of [0-9]+ issued writes acknowledged/) {
-                split($13, w, " "); rbd[s] += w[11]; rbdr[s]++; there[s] += w[22]; absent[s] += w[26] }
+                split($13, w, " "); rbd[s] += w[11]; rbdr[s]++; there[s] += w[19]; absent[s] += w[23] }
             if (!(s in order)) { order[s] = ++n; name[n] = s }
         }
         END { for (i = 1; i <= n; i++) { s = name[i]
