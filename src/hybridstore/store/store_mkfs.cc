@@ -295,7 +295,9 @@ int write_new_device_store(const std::string& path, const Config& cfg, const Sup
   params.grow_step = sizing.grow_step;
   PresetLender lender(lend_unit, chunks);
   const uint64_t ring = cfg.get_size("hybridstore_commit_journal_size");
-  if (int r = KvDevice::format(ssd, params, kvfs_uuid, sb.fsid, &lender, ring, error); r < 0) return r;
+  if (int r = KvDevice::format(ssd, params, kvfs_uuid, sb.fsid, &lender, ring, error, erase_block_bytes(ssd.get()));
+      r < 0)
+    return r;
   std::unique_ptr<KvDevice> kv;
   if (int r = KvDevice::mount(ssd, params, kvfs_uuid, sb.fsid, nullptr, &kv, error); r < 0) return r;
   {
