@@ -235,7 +235,9 @@ TEST_F(MoveKvTest, AStoreAlreadyOnTheDeviceIsRefused) {
   EXPECT_EQ(move(MoveKvOptions(), &err), -EEXIST);
 }
 
-TEST_F(MoveKvTest, RawNandIsRefusedAsMkfsRefusesIt) {
+// mkfs makes a NAND store with RocksDB on its device; the move does not
+// take one there yet (store_move_kv.cc's precheck says why).
+TEST_F(MoveKvTest, RawNandIsRefusedByTheMoveForNow) {
   store_->umount();
   store_.reset();
   dir_ = std::make_unique<TempDir>("store", backing());
