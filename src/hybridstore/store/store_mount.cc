@@ -42,10 +42,9 @@ constexpr const char* kMovedSuffix = ".format3-moved";
 
 // Whether the SSD label of the store at `path` says RocksDB is on the device:
 // read only when a <dir>/db is there, to tell a directory store from a
-// device store whose move left it behind. Raw NAND (a label behind the FTL)
-// is read as a file here, and finds none: the move refuses raw NAND, so no
-// NAND store has a db/ left behind.
-bool moved_to_device(const std::string& path) {
+// device store whose move left it behind. Raw NAND (its label behind the
+// FTL) is opened as such.
+bool moved_to_device(const std::string& path, const Config& cfg) {
   const std::string p = path + "/" + tier_device_link(Tier::kSsd);
   std::error_code ec;
   if (!fs::exists(p, ec)) return false;
@@ -53,7 +52,7 @@ bool moved_to_device(const std::string& path) {
   o.direct_io = false;
   o.backend = IoBackend::kPosix;
   std::string why;
-  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, &why);
+  std::unique_ptr<BlockDevice> dev = open_detected_device(cfg, p, o, nullptr, &why);
   DeviceLabel l;
   LabelPairStatus st;
   if (!dev || read_labels(dev.get(), &l, &st, &why) < 0) return false;
@@ -87,7 +86,7 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   // Whatever fails below, the half-opened store closes as it goes.
   std::unique_ptr<MountedStore> m(new MountedStore(path, cfg, perf));
   const bool has_db = fs::exists(path + "/db/CURRENT");
-  const bool moved = has_db && moved_to_device(path);
+  const bool moved = has_db && moved_to_device(path, *cfg);
   if (moved) {
     // A move committed and stopped before it renamed the directory's copy
     // (docs/kvfs.md 7.3, M9): that copy is the old store, no longer this one.
