@@ -330,7 +330,13 @@ refused "hybridstore_nand_page_size is 4096 in the configuration, but the label 
 refused "hybridstore_ftl_policy is ubi in the configuration" "$TOOL" --path "$N" --set hybridstore_ftl_policy=ubi kvfs ls
 refused "meta key 'mkfs.hybridstore_nand_size' is reserved" \
   "$TOOL" --path "$N" set-label-key -k mkfs.hybridstore_nand_size -v 1G
+refused "meta key 'mkfs.hybridstore_ftl_policy' is reserved" \
+  "$TOOL" rm-label-key --dev "$N/block.ssd" -k mkfs.hybridstore_ftl_policy
 md5sum <"$N/block.ssd" | cmp -s - "$W/n-before" || fail "a refused command wrote to the NAND image"
+# The label commands find the label behind the FTL.
+"$TOOL" --path "$N" show-label | grep -q '"device_kind": "nand"' || fail "show-label does not read the NAND label"
+[ "$("$TOOL" get-label-key --dev "$N/block.ssd" -k mkfs.hybridstore_nand_page_size)" = 2048 ] ||
+  fail "get-label-key --dev does not read the NAND label"
 # No NAND option at all: the device and its label say what it is.
 "$TOOL" --path "$N" fsck --deep >/dev/null || fail "fsck --deep of the NAND device store from its label"
 
