@@ -320,4 +320,24 @@ md5sum <"$KSSD" | cmp -s - "$W/k-before" || fail "the ssd is not what it was aft
 "$TOOL" --path "$K" kvfs stat >/dev/null || fail "kvfs stat once the slots are whole again"
 "$TOOL" --path "$K" fsck --deep >/dev/null || fail "fsck --deep of the device store after the kvfs cases"
 
+echo "raw NAND with RocksDB on it: a configuration that contradicts the label"
+N="$W/nandkv"
+"$TOOL" --path "$N" --set hybridstore_kv_location=device --set hybridstore_ssd_kind=nand \
+    --set hybridstore_nand_size=256M --set hybridstore_hdd_size=1G mkfs >/dev/null
+md5sum <"$N/block.ssd" >"$W/n-before"
+refused "hybridstore_nand_page_size is 4096 in the configuration, but the label of $N/block.ssd says the device was made with 2048" \
+  "$TOOL" --path "$N" --set hybridstore_nand_page_size=4K fsck
+refused "hybridstore_ftl_policy is ubi in the configuration" "$TOOL" --path "$N" --set hybridstore_ftl_policy=ubi kvfs ls
+refused "meta key 'mkfs.hybridstore_nand_size' is reserved" \
+  "$TOOL" --path "$N" set-label-key -k mkfs.hybridstore_nand_size -v 1G
+refused "meta key 'mkfs.hybridstore_ftl_policy' is reserved" \
+  "$TOOL" rm-label-key --dev "$N/block.ssd" -k mkfs.hybridstore_ftl_policy
+md5sum <"$N/block.ssd" | cmp -s - "$W/n-before" || fail "a refused command wrote to the NAND image"
+# The label commands find the label behind the FTL.
+"$TOOL" --path "$N" show-label | grep -q '"device_kind": "nand"' || fail "show-label does not read the NAND label"
+[ "$("$TOOL" get-label-key --dev "$N/block.ssd" -k mkfs.hybridstore_nand_page_size)" = 2048 ] ||
+  fail "get-label-key --dev does not read the NAND label"
+# No NAND option at all: the device and its label say what it is.
+"$TOOL" --path "$N" fsck --deep >/dev/null || fail "fsck --deep of the NAND device store from its label"
+
 echo "bad input checks passed: $cases refused cleanly, nothing changed"

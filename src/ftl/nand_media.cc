@@ -48,7 +48,62 @@ std::string encode_header(const NandGeometry& g) {
   return seal_record(kNandImageTag, kNandImageVersion, body);
 }
 
+// The geometry in a flash file's first bytes (n of them read, or -1).
+int decode_image_header(const std::string& path, const char* hdr, ssize_t n, NandGeometry* out,
+                        std::string* error) {
+  if (n < 16) {
+    *error = fmt::format("{}: not a flash image (too short)", path);
+    return -EINVAL;
+  }
+  // Find the record's length from its framing, then check it.
+  Decoder d(std::string_view(hdr, static_cast<size_t>(n)));
+  uint8_t ver;
+  uint64_t len = 0;
+  if (!d.get_u8(&ver) || !d.get_varint(&len) || len > 128 || len > d.remaining() ||
+      d.remaining() - len < 4) {
+    *error = fmt::format("{}: not a flash image (bad header framing)", path);
+    return -EINVAL;
+  }
+  size_t total = static_cast<size_t>(n) - d.remaining() + len + 4;
+  std::string_view body;
+  RecordError re = open_record(kNandImageTag, kNandImageVersion,
+                               std::string_view(hdr, total), &ver, &body);
+  if (re != RecordError::kNone) {
+    *error = fmt::format("{}: flash image header: {}", path, record_error_name(re));
+    return record_errno(re);
+  }
+  Decoder b(body);
+  std::string_view magic;
+  NandGeometry g;
+  if (!b.get_raw(sizeof(kNandImageMagic), &magic) ||
+      memcmp(magic.data(), kNandImageMagic, sizeof(kNandImageMagic)) != 0 ||
+      !b.get_fixed32(&g.page_size) || !b.get_fixed32(&g.pages_per_block) ||
+      !b.get_fixed32(&g.oob_size) || !b.get_fixed32(&g.block_count)) {
+    *error = fmt::format("{}: not a flash image (bad magic or body)", path);
+    return -EINVAL;
+  }
+  std::string gerr;
+  if (g.validate(&gerr) < 0) {
+    *error = fmt::format("{}: flash image has an invalid geometry: {}", path, gerr);
+    return -EINVAL;
+  }
+  *out = g;
+  return 0;
+}
+
 }  // namespace
+
+bool looks_like_flash_image(const std::string& path) {
+  // Read-only and unlocked: a mounted store's flash file answers too.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char hdr[256];
+  ssize_t n = pread(fd, hdr, sizeof(hdr), 0);
+  close(fd);
+  NandGeometry g;
+  std::string ignored;
+  return decode_image_header(path, hdr, n, &g, &ignored) == 0;
+}
 
 NandMedia::~NandMedia() {
   if (base_) munmap(base_, map_len_);
@@ -156,46 +211,10 @@ int NandMedia::open_file(const std::string& path, std::shared_ptr<NandMedia>* ou
   }
   char hdr[256];
   ssize_t n = pread(fd, hdr, sizeof(hdr), 0);
-  if (n < 16) {
-    close(fd);
-    *error = fmt::format("{}: not a flash image (too short)", path);
-    return -EINVAL;
-  }
-  // Find the record's length from its framing, then check it.
-  Decoder d(std::string_view(hdr, static_cast<size_t>(n)));
-  uint8_t ver;
-  uint64_t len = 0;
-  if (!d.get_u8(&ver) || !d.get_varint(&len) || len > 128 || len > d.remaining() ||
-      d.remaining() - len < 4) {
-    close(fd);
-    *error = fmt::format("{}: not a flash image (bad header framing)", path);
-    return -EINVAL;
-  }
-  size_t total = static_cast<size_t>(n) - d.remaining() + len + 4;
-  std::string_view body;
-  RecordError re = open_record(kNandImageTag, kNandImageVersion,
-                               std::string_view(hdr, total), &ver, &body);
-  if (re != RecordError::kNone) {
-    close(fd);
-    *error = fmt::format("{}: flash image header: {}", path, record_error_name(re));
-    return record_errno(re);
-  }
-  Decoder b(body);
-  std::string_view magic;
   NandGeometry g;
-  if (!b.get_raw(sizeof(kNandImageMagic), &magic) ||
-      memcmp(magic.data(), kNandImageMagic, sizeof(kNandImageMagic)) != 0 ||
-      !b.get_fixed32(&g.page_size) || !b.get_fixed32(&g.pages_per_block) ||
-      !b.get_fixed32(&g.oob_size) || !b.get_fixed32(&g.block_count)) {
+  if (int r = decode_image_header(path, hdr, n, &g, error); r < 0) {
     close(fd);
-    *error = fmt::format("{}: not a flash image (bad magic or body)", path);
-    return -EINVAL;
-  }
-  std::string gerr;
-  if (g.validate(&gerr) < 0) {
-    close(fd);
-    *error = fmt::format("{}: flash image has an invalid geometry: {}", path, gerr);
-    return -EINVAL;
+    return r;
   }
   int r = map(path, fd, g, false, out, error);
   if (r < 0) close(fd);

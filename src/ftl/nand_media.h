@@ -34,6 +34,11 @@ struct NandBlockState {
 constexpr uint32_t kBlockFactoryBad = 1u << 0;
 constexpr uint32_t kBlockGrownBad = 1u << 1;
 
+// Whether the file at `path` starts with a valid flash image header: how a
+// store tells raw NAND (its label behind the FTL) from a file or block device
+// before it has read any label.
+bool looks_like_flash_image(const std::string& path);
+
 class NandMedia {
  public:
   ~NandMedia();

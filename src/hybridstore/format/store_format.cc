@@ -336,7 +336,11 @@ int write_label_pair(BlockDevice* dev, DeviceLabel* l, std::string* why) {
   return 0;
 }
 
-bool label_meta_key_reserved(std::string_view key) { return key.rfind("path_block.", 0) == 0; }
+// mkfs.* (space/tier_device.h's kLabelDeviceOptionPrefix): the options
+// that shaped the device, which mount trusts over the configuration.
+bool label_meta_key_reserved(std::string_view key) {
+  return key.rfind("path_block.", 0) == 0 || key.rfind("mkfs.", 0) == 0;
+}
 
 int change_label_meta(DeviceLabel* l, const std::string& key, const std::string* value, std::string* why) {
   if (l->record_version < 2) {
@@ -349,7 +353,7 @@ int change_label_meta(DeviceLabel* l, const std::string& key, const std::string*
     return -EINVAL;
   }
   if (label_meta_key_reserved(key)) {
-    *why = fmt::format("meta key '{}' is reserved: the store writes the path_block.* keys itself", key);
+    *why = fmt::format("meta key '{}' is reserved: the store writes the path_block.* and mkfs.* keys itself", key);
     return -EINVAL;
   }
   if (key.size() > kLabelMaxMetaKey) {

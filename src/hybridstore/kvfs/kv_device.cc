@@ -62,13 +62,14 @@ int size_kv_device(const KvSizingRequest& req, KvSizing* out, std::string* why) 
 }
 
 int KvDevice::format(std::shared_ptr<BlockDevice> dev, const KvFsParams& params, const Uuid& kvfs_uuid,
-                     const Uuid& fsid, KvFsLender* lender, uint64_t journal_size, std::string* error) {
+                     const Uuid& fsid, KvFsLender* lender, uint64_t journal_size, std::string* error,
+                     uint64_t ring_align) {
   if (int r = KvFs::format(dev.get(), params, kvfs_uuid, fsid, lender, error); r < 0) return r;
   if (journal_size == 0) return 0;
   std::unique_ptr<KvFs> fs;
   if (int r = KvFs::mount(dev.get(), params, kvfs_uuid, fsid, lender, &fs, error); r < 0) return r;
   std::vector<KvFsExtent> ring;
-  if (int r = fs->make_journal(journal_size, &ring, error); r < 0) return r;
+  if (int r = fs->make_journal(journal_size, &ring, error, ring_align); r < 0) return r;
   return fs->unmount(error);
 }
 
@@ -102,7 +103,8 @@ std::unique_ptr<CommitJournal> KvDevice::open_journal(uint64_t size, const Uuid&
   std::vector<KvFsExtent> ring = fs_->journal();
   if (ring.empty()) {
     if (size == 0) return nullptr;
-    if (fs_->make_journal(size, &ring, error) < 0) return nullptr;
+    // The span the checkpoint discards is the erase block the ring aligns to.
+    if (fs_->make_journal(size, &ring, error, discard_span) < 0) return nullptr;
   }
   std::vector<RegionExtent> extents;
   for (const KvFsExtent& e : ring) extents.push_back(RegionExtent{e.offset, e.length});

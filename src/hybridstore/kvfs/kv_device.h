@@ -55,8 +55,10 @@ class KvDevice {
   // Formats the kvfs in what `lender` lends (params.initial_size), with the
   // journal's ring of `journal_size` bytes (0: none) made first, so that on
   // a new tier it is one extent at the start of the first chunk.
+  // `ring_align`: the FTL's erase block on raw NAND (KvFs::make_journal).
   static int format(std::shared_ptr<BlockDevice> dev, const KvFsParams& params, const Uuid& kvfs_uuid,
-                    const Uuid& fsid, KvFsLender* lender, uint64_t journal_size, std::string* error);
+                    const Uuid& fsid, KvFsLender* lender, uint64_t journal_size, std::string* error,
+                    uint64_t ring_align = 0);
   // Mounts the kvfs and makes RocksDB's Env over it. `lender` may be null
   // (mount reads RocksDB before the tier's space is loaded): the kvfs then
   // lives within what it owns until set_lender.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <thread>
 
@@ -543,7 +544,7 @@ std::vector<KvFsExtent> KvFs::journal() const {
   return state_->journal();
 }
 
-int KvFs::make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why) {
+int KvFs::make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why, uint64_t align) {
   extents->clear();
   if (std::vector<KvFsExtent> have = journal(); !have.empty()) {
     *extents = std::move(have);
@@ -558,7 +559,30 @@ int KvFs::make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::str
   // before pieces), so the committer's records never straddle two places
   // on the device unless the kvfs is fragmented.
   std::vector<KvFsExtent> pieces;
-  if (int r = allocate(size, 0, &pieces, why); r < 0) return r;
+  // Aligned: one run of a step more than the ring, the ring at its first
+  // multiple of the step, and what is left on either side free again.
+  const uint64_t step = align ? std::lcm(align, geo_.alloc_unit) : 0;
+  if (step && step <= size) {
+    std::string ignored;
+    if (allocate(size + step, 0, &pieces, &ignored) == 0) {
+      if (pieces.size() == 1) {
+        const KvFsExtent run = pieces[0];
+        const uint64_t start = align_up(run.offset, step);
+        std::vector<Interval> spare;
+        if (start > run.offset) spare.push_back(Interval{run.offset, start - run.offset});
+        if (run.end() > start + size) spare.push_back(Interval{start + size, run.end() - start - size});
+        alloc_.release(spare);
+        pieces = {KvFsExtent{start, size}};
+      } else {
+        std::vector<Interval> back;
+        for (const KvFsExtent& e : pieces) back.push_back(Interval{e.offset, e.length});
+        alloc_.release(back);
+        pieces.clear();
+      }
+    }
+  }
+  if (pieces.empty())
+    if (int r = allocate(size, 0, &pieces, why); r < 0) return r;
   std::vector<Interval> got;
   for (const KvFsExtent& e : pieces) got.push_back(Interval{e.offset, e.length});
   AlignedBuffer zeros(std::min<uint64_t>(size, 1ull << 20), 4096, AlignedBuffer::kZeroed);

@@ -238,8 +238,11 @@ class KvFs {
   // decode as records of this store. A ring the kvfs has is kept as it is,
   // whatever `size` says (the ring is never resized): *extents is the ring
   // either way, in ring order. Called before the ring's user opens it; not
-  // concurrently with itself.
-  int make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why);
+  // concurrently with itself. With `align` (raw NAND: the FTL's erase
+  // block) a ring in one extent starts on a multiple of it, so that its
+  // align-sized spans are whole erase blocks; a kvfs too fragmented for
+  // that gets the ring unaligned.
+  int make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why, uint64_t align = 0);
   std::vector<KvFsExtent> journal() const;
 
   // The live metadata (what the log will hold once the queue is flushed).

@@ -1,4 +1,5 @@
 #include "hybridstore/space/tier_space.h"
+#include "hybridstore/space/tier_device.h"
 
 #include <fmt/format.h>
 
@@ -7,6 +8,7 @@
 #include <cerrno>
 
 #include "ftl/nand_block_device.h"
+#include "ftl/nand_media.h"
 #include "hscommon/log.h"
 #include "hscommon/perf_counters.h"
 #include "hybridstore/alloc/allocator.h"
@@ -426,6 +428,73 @@ std::unique_ptr<BlockDevice> open_tier_device(const TierLayout& layout, const Co
                     counters->host_pages_written});
   }
   return dev;
+}
+
+DeviceKind detect_device_kind(const std::string& path) {
+  return ftl::looks_like_flash_image(path) ? DeviceKind::kNand : DeviceKind::kBlock;
+}
+
+std::unique_ptr<BlockDevice> open_detected_device(const Config& cfg, const std::string& path,
+                                                  const DeviceOpenOptions& options, const NandCounters* counters,
+                                                  std::string* error) {
+  TierLayout layout;
+  layout.device = detect_device_kind(path);
+  return open_tier_device(layout, cfg, path, options, false, counters, error);
+}
+
+uint64_t erase_block_bytes(const BlockDevice* dev) {
+  auto* nand = dynamic_cast<const ftl::NandBlockDevice*>(dev);
+  return nand ? nand->erase_block_bytes() : 0;
+}
+
+namespace {
+
+// What shapes a NAND tier's image: its kind, the chip's geometry and the
+// FTL's layout. Timing and fault models are the simulator's, not the image's.
+bool shapes_nand_device(const OptionSpec& o) {
+  return o.mkfs_only && (o.name == "hybridstore_ssd_kind" || o.name.rfind("hybridstore_nand_", 0) == 0 ||
+                         o.name.rfind("hybridstore_ftl_", 0) == 0);
+}
+
+}  // namespace
+
+void record_device_options(const Config& cfg, DeviceKind kind, DeviceLabel* label) {
+  if (kind != DeviceKind::kNand) return;
+  for (const OptionSpec& o : option_registry())
+    if (shapes_nand_device(o)) label->meta[kLabelDeviceOptionPrefix + o.name] = cfg.get_text(o.name);
+}
+
+int take_label_device_options(const DeviceLabel& label, const std::string& where, Config* cfg,
+                              std::string* error) {
+  if (label.device_kind != DeviceKind::kNand) return 0;
+  Config from_label;
+  for (const OptionSpec& o : option_registry()) {
+    if (!shapes_nand_device(o)) continue;
+    auto it = label.meta.find(kLabelDeviceOptionPrefix + o.name);
+    if (it == label.meta.end()) {
+      *error = fmt::format("the label of {} (raw NAND) does not record {}, which mount needs before RocksDB: "
+                           "damaged, or not made by mkfs",
+                           where, o.name);
+      return -EIO;
+    }
+    std::string why;
+    if (from_label.set(o.name, it->second, &why) < 0) {
+      *error = fmt::format("the label of {} records {}='{}', which is not a valid value: {}", where, o.name,
+                           it->second, why);
+      return -EIO;
+    }
+    if (!cfg->is_default(o.name) && cfg->get_text(o.name) != from_label.get_text(o.name)) {
+      *error = fmt::format("{} is {} in the configuration, but the label of {} says the device was made with "
+                           "{}; remove the option or set it to the label's value",
+                           o.name, cfg->get_text(o.name), where, from_label.get_text(o.name));
+      return -EINVAL;
+    }
+  }
+  for (const OptionSpec& o : option_registry()) {
+    std::string ignored;
+    if (shapes_nand_device(o) && cfg->is_default(o.name)) cfg->set(o.name, from_label.get_text(o.name), &ignored);
+  }
+  return 0;
 }
 
 TierSpace::TierSpace(Tier tier, TierLayout layout, std::unique_ptr<BlockDevice> dev, const Superblock& super)

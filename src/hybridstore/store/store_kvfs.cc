@@ -35,11 +35,9 @@ std::string kv_on_device_unsupported(const Superblock& sb) {
     return fmt::format("RocksDB on the device needs RocksDB 7 or later; this build has RocksDB {}.{}", ROCKSDB_MAJOR,
                        ROCKSDB_MINOR);
   if (sb.order.fastest() != Tier::kSsd) return "the store's fastest tier is not its ssd tier";
-  // A NAND image is opened with its geometry options, which mount reads
-  // from the superblock: that is, from RocksDB, which would be inside it.
-  if (sb.tier[Tier::kSsd].layout.device != DeviceKind::kBlock)
-    return "RocksDB on the device is not yet supported on raw NAND (hybridstore_ssd_kind=nand); use "
-           "hybridstore_kv_location=directory";
+  // Raw NAND is fine: mount finds it by its image header and takes the
+  // options that shaped it from its label (space/tier_device.h), not from
+  // the superblock inside it.
   return "";
 }
 

@@ -10,6 +10,7 @@
 #include "hsio/block_device.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/kvfs/kvfs_inspect.h"
+#include "hybridstore/space/tier_device.h"
 #include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/store/store_kvfs.h"
 
@@ -69,7 +70,7 @@ int HybridStore::kvfs_inspect(const std::string& path, const Config& cfg, const 
   // Held while reading, writing nothing: a mount takes the same lock, and a
   // mounted kvfs may hand the extents being read to another file meanwhile.
   o.exclusive = true;
-  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, error);
+  std::unique_ptr<BlockDevice> dev = open_detected_device(cfg, p, o, nullptr, error);
   if (!dev) {
     if (errno == EBUSY) {
       *error = p + " is in use: a mount holds it, and a mounted kvfs may hand the extents being read to other "
@@ -89,7 +90,11 @@ int HybridStore::kvfs_inspect(const std::string& path, const Config& cfg, const 
     *error = "this store keeps RocksDB in " + path + "/db, not on the device";
     return -ENOTSUP;
   }
-  const KvFsParams params = kvfs_params(cfg, *dev, label.head);
+  // Read as mount would read it: a configuration that contradicts how the
+  // device was made is refused here too.
+  Config as_made = cfg;
+  if (int r = take_label_device_options(label, p, &as_made, error); r < 0) return r;
+  const KvFsParams params = kvfs_params(as_made, *dev, label.head);
   KvFsInspection in;
   if (int r = inspect_kvfs(dev.get(), params, label.kvfs_uuid, label.fsid, req.log, &in, &why); r < 0) {
     *error = p + ": the KV file system: " + why;

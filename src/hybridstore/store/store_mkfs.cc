@@ -25,6 +25,7 @@
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_kvfs.h"
 #include "hybridstore/store/store_mount.h"
+#include "hybridstore/space/tier_device.h"
 #include "hybridstore/store/tier_set.h"
 
 namespace fs = std::filesystem;
@@ -183,6 +184,8 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
   if (kvfs_uuid != Uuid{}) {
     label.flags |= kLabelKvOnDevice;
     label.kvfs_uuid = kvfs_uuid;
+    // Mount opens this device before RocksDB, and so the superblock, is up.
+    record_device_options(cfg, desc.layout.device, &label);
   }
   // mkfs_done clear: until mkfs commits, the devices say a store is being made.
   std::string why;
@@ -263,7 +266,7 @@ int committed_device_store(const std::string& path, const Config& cfg, Uuid* fsi
   o.direct_io = false;
   o.exclusive = true;
   std::string why;
-  std::unique_ptr<BlockDevice> dev = open_block_device(dev_path, o, &why);
+  std::unique_ptr<BlockDevice> dev = open_detected_device(cfg, dev_path, o, nullptr, &why);
   if (!dev && errno == EBUSY) {
     *error = why;
     return -EBUSY;
@@ -292,7 +295,9 @@ int write_new_device_store(const std::string& path, const Config& cfg, const Sup
   params.grow_step = sizing.grow_step;
   PresetLender lender(lend_unit, chunks);
   const uint64_t ring = cfg.get_size("hybridstore_commit_journal_size");
-  if (int r = KvDevice::format(ssd, params, kvfs_uuid, sb.fsid, &lender, ring, error); r < 0) return r;
+  if (int r = KvDevice::format(ssd, params, kvfs_uuid, sb.fsid, &lender, ring, error, erase_block_bytes(ssd.get()));
+      r < 0)
+    return r;
   std::unique_ptr<KvDevice> kv;
   if (int r = KvDevice::mount(ssd, params, kvfs_uuid, sb.fsid, nullptr, &kv, error); r < 0) return r;
   {

@@ -16,6 +16,7 @@
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/kvfs/kv_device.h"
 #include "hybridstore/kvfs/kvfs_check.h"
+#include "hybridstore/space/tier_device.h"
 #include "hybridstore/store/collections.h"
 #include "hybridstore/store/data_reader.h"
 #include "hybridstore/store/data_writer.h"
@@ -41,9 +42,9 @@ constexpr const char* kMovedSuffix = ".format3-moved";
 
 // Whether the SSD label of the store at `path` says RocksDB is on the device:
 // read only when a <dir>/db is there, to tell a directory store from a
-// device store whose move left it behind. Raw NAND (a label behind the FTL)
-// never carries RocksDB.
-bool moved_to_device(const std::string& path) {
+// device store whose move left it behind. Raw NAND (its label behind the
+// FTL) is opened as such.
+bool moved_to_device(const std::string& path, const Config& cfg) {
   const std::string p = path + "/" + tier_device_link(Tier::kSsd);
   std::error_code ec;
   if (!fs::exists(p, ec)) return false;
@@ -51,7 +52,7 @@ bool moved_to_device(const std::string& path) {
   o.direct_io = false;
   o.backend = IoBackend::kPosix;
   std::string why;
-  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, &why);
+  std::unique_ptr<BlockDevice> dev = open_detected_device(cfg, p, o, nullptr, &why);
   DeviceLabel l;
   LabelPairStatus st;
   if (!dev || read_labels(dev.get(), &l, &st, &why) < 0) return false;
@@ -85,7 +86,7 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   // Whatever fails below, the half-opened store closes as it goes.
   std::unique_ptr<MountedStore> m(new MountedStore(path, cfg, perf));
   const bool has_db = fs::exists(path + "/db/CURRENT");
-  const bool moved = has_db && moved_to_device(path);
+  const bool moved = has_db && moved_to_device(path, *cfg);
   if (moved) {
     // A move committed and stopped before it renamed the directory's copy
     // (docs/kvfs.md 7.3, M9): that copy is the old store, no longer this one.
@@ -160,7 +161,9 @@ int MountedStore::open_kv_device(std::string* error) {
   o.direct_io = cfg_->get_bool("hybridstore_direct_io");
   o.uring_depth = static_cast<unsigned>(cfg_->get_int("hybridstore_uring_depth"));
   o.exclusive = true;  // one mount of the kvfs and of the tier at a time
-  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, error);
+  const NandCounters nand{&perf_->set, perf_->ftl_merges, perf_->ftl_erases, perf_->ftl_pages_copied,
+                          perf_->ftl_host_pages_written};
+  std::unique_ptr<BlockDevice> dev = open_detected_device(*cfg_, p, o, &nand, error);
   if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
   DeviceLabel label;
   LabelPairStatus status;
@@ -178,6 +181,8 @@ int MountedStore::open_kv_device(std::string* error) {
     *error = "store at " + path_ + " was never completely created (mkfs did not finish)";
     return -EINVAL;
   }
+  if (int r = take_label_device_options(label, p, cfg_, error); r < 0) return r;
+  journal_discard_span_ = erase_block_bytes(dev.get());
   // Everything the directory holds besides the links comes from the label
   // (docs/kvfs.md 5.5): a directory that lost it gets it back.
   const std::string fsid_path = path_ + "/fsid", fsid = uuid_to_string(label.fsid);
@@ -289,7 +294,7 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
   if (kv_) {
     // The ring in the kvfs: made now if the store has none and the option
     // asks for one; replayed whenever it exists.
-    journal_ = kv_->open_journal(size, super_.fsid, 0, error);
+    journal_ = kv_->open_journal(size, super_.fsid, journal_discard_span_, error);
     if (!journal_) return error->empty() ? 0 : -EIO;
     int r = journal_->replay(db_.get(), next_seq, error);
     return r < 0 ? r : 0;

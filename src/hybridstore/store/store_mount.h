@@ -167,6 +167,9 @@ class MountedStore {
   // the kvfs, the journal's ring and the SSD tier's stack share; the kvfs
   // and RocksDB's Env over it; the tier's space as the kvfs's lender.
   std::shared_ptr<BlockDevice> ssd_base_;
+  // The FTL's erase block on raw NAND (0 elsewhere): the ring's spans
+  // discarded at a checkpoint, so its next pass writes unmapped erase blocks.
+  uint64_t journal_discard_span_ = 0;
   std::unique_ptr<KvDevice> kv_;
   std::unique_ptr<KvFsLender> lender_;
   // RocksDB opened with its automatic compactions off until the kvfs has its

@@ -28,6 +28,7 @@
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/kv/kv_schema.h"
 #include "hybridstore/kvfs/kv_device.h"
+#include "hybridstore/space/tier_device.h"
 #include "hybridstore/space/tier_space.h"
 #include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/store/storage_hooks.h"
@@ -225,16 +226,9 @@ class Move {
   }
 
   // Refusals that need no mount: a store already on its device (its label
-  // says so, whatever the directory still holds) and raw NAND.
+  // says so, whatever the directory still holds).
   int precheck(std::string* error) {
-    StoreProbe probe;
     std::string ignored;
-    HybridStore::probe(path_, cfg_, &probe, &ignored);
-    if (probe.tier[Tier::kSsd].kind == device_kind_name(DeviceKind::kNand)) {
-      *error = "RocksDB on the device is not yet supported on raw NAND (hybridstore_ssd_kind=nand); the store "
-               "keeps it in its directory";
-      return -EOPNOTSUPP;
-    }
     DeviceLabel l;
     if (read_ssd_label(false, &l, &ignored) == 0 && (l.flags & kLabelKvOnDevice)) {
       *error = fmt::format("store {} at {} keeps its RocksDB on its ssd device already; nothing to move",
@@ -254,7 +248,8 @@ class Move {
     o.direct_io = false;
     o.backend = IoBackend::kPosix;
     o.exclusive = exclusive;
-    std::unique_ptr<BlockDevice> dev = open_block_device(path_ + "/" + tier_device_link(Tier::kSsd), o, error);
+    std::unique_ptr<BlockDevice> dev =
+        open_detected_device(cfg_, path_ + "/" + tier_device_link(Tier::kSsd), o, nullptr, error);
     if (!dev) return -ENOENT;
     LabelPairStatus st;
     return read_labels(dev.get(), l, &st, error);
@@ -311,8 +306,9 @@ class Move {
     o.direct_io = cfg_.get_bool("hybridstore_direct_io");
     o.backend = IoBackend::kPosix;
     o.exclusive = true;
-    std::unique_ptr<BlockDevice> dev = open_block_device(p, o, error);
+    std::unique_ptr<BlockDevice> dev = open_detected_device(cfg_, p, o, nullptr, error);
     if (!dev) return errno == EBUSY ? -EBUSY : -ENOENT;
+    ring_align_ = erase_block_bytes(dev.get());
     if (hooks) dev = hooks->wrap_device(path_, Tier::kSsd, cfg_, std::move(dev));
     ssd_ = std::shared_ptr<BlockDevice>(std::move(dev));
     LabelPairStatus st;
@@ -394,7 +390,7 @@ class Move {
     params_.grow_step = grow_step_;
     PresetLender lender(G_, chunks_);
     const uint64_t ring = cfg_.get_size("hybridstore_commit_journal_size");
-    if (int r = KvDevice::format(ssd_, params_, kvfs_uuid_, sb_.fsid, &lender, ring, error); r < 0) {
+    if (int r = KvDevice::format(ssd_, params_, kvfs_uuid_, sb_.fsid, &lender, ring, error, ring_align_); r < 0) {
       *error = "formatting the KV file system: " + *error;
       return r;
     }
@@ -554,6 +550,9 @@ class Move {
     DeviceLabel l = label_;
     l.flags |= kLabelKvOnDevice | kLabelKvMovedPending;
     l.kvfs_uuid = kvfs_uuid_;
+    // From now on mount opens this device before RocksDB: cfg_ holds the
+    // options the store was made with (M1's mount took them).
+    record_device_options(cfg_, l.device_kind, &l);
     std::string why;
     if (int r = write_label_pair(ssd_.get(), &l, &why); r < 0) {
       *error = "the commit (the ssd label pair): " + why;
@@ -604,6 +603,7 @@ class Move {
   Superblock sb_;
   DeviceLabel label_;
   std::shared_ptr<BlockDevice> ssd_;
+  uint64_t ring_align_ = 0;  // the FTL's erase block on raw NAND
   uint64_t G_ = 0, K_ = 0, log_segment_ = 0, grow_step_ = 0;
   std::vector<Interval> chunks_;
   Uuid kvfs_uuid_{};
@@ -653,7 +653,7 @@ int HybridStore::move_kv_rollback(std::string* error) {
     std::error_code ec;
     if (int lr = lock.lock(path_, &why); lr < 0) {
       fail(lr, why);
-    } else if (!(dev = open_block_device(p, o, &why))) {
+    } else if (!(dev = open_detected_device(cfg_, p, o, nullptr, &why))) {
       fail(errno == EBUSY ? -EBUSY : -ENOENT, why);
     } else if (int rr = read_labels(dev.get(), &l, &st, &why); rr < 0) {
       fail(rr, p + ": " + why);
@@ -683,6 +683,9 @@ int HybridStore::move_kv_rollback(std::string* error) {
       if (r == 0) {
         l.flags &= ~(kLabelKvOnDevice | kLabelKvMovedPending);
         l.kvfs_uuid = Uuid{};
+        // The superblock says again how the device was made.
+        for (auto it = l.meta.begin(); it != l.meta.end();)
+          it = it->first.rfind(kLabelDeviceOptionPrefix, 0) == 0 ? l.meta.erase(it) : std::next(it);
         if (int wr = write_label_pair(dev.get(), &l, &why); wr < 0) fail(wr, "rewriting the ssd label pair: " + why);
       }
       if (r == 0) HS_INFO("move-kv-rollback: store at {} keeps its RocksDB in its directory again", path_);

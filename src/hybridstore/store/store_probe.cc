@@ -28,6 +28,7 @@
 #include "hsio/block_device.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/space/tier_device.h"
 #include "hybridstore/space/tier_space.h"
 #include "hybridstore/store/hybrid_store.h"
 
@@ -121,7 +122,7 @@ bool read_device_store_label(const std::string& path, const Config& cfg, DeviceL
   DeviceOpenOptions o;
   o.direct_io = false;
   std::string why;
-  std::unique_ptr<BlockDevice> dev = open_block_device(p, o, &why);
+  std::unique_ptr<BlockDevice> dev = open_detected_device(cfg, p, o, nullptr, &why);
   LabelPairStatus st;
   if (!dev || read_labels(dev.get(), label, &st, &why) < 0) return false;
   if (!(label->flags & kLabelKvOnDevice) || !(label->flags & kLabelMkfsDone) || label->tiers.empty()) return false;

@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <thread>
 
 #include "common_helpers.h"
+#include "ftl/nand_media.h"
 #include "hscommon/config.h"
 
 using namespace hybridstore;
@@ -173,6 +176,40 @@ TEST(NandBlockDeviceOpenTest, AnExistingFlashKeepsItsPolicyAndGeometry) {
   ASSERT_TRUE(dev) << err;
   EXPECT_EQ(dev->backend(), "nand:pubi");
   EXPECT_EQ(dev->size(), size);
+}
+
+// A store tells raw NAND from a file by the image header alone, before it
+// knows any option: a flash file is one however it was made; a file of
+// other bytes, a short one, one whose header lost a bit, or none, is not.
+TEST(NandBlockDeviceOpenTest, AFlashImageIsKnownByItsHeader) {
+  TempDir dir;
+  std::string err;
+  ASSERT_TRUE(ftl::open_nand_block_device(small_config("pubi"), dir.file("f"), true, &err)) << err;
+  EXPECT_TRUE(ftl::looks_like_flash_image(dir.file("f")));
+  EXPECT_FALSE(ftl::looks_like_flash_image(dir.file("none")));
+  {
+    std::FILE* f = std::fopen(dir.file("short").c_str(), "w");
+    std::fputs("HYBRIDSTORE", f);
+    std::fclose(f);
+  }
+  EXPECT_FALSE(ftl::looks_like_flash_image(dir.file("short")));
+  {
+    std::FILE* f = std::fopen(dir.file("zeros").c_str(), "w");
+    const std::string zeros(8192, '\0');
+    std::fwrite(zeros.data(), 1, zeros.size(), f);
+    std::fclose(f);
+  }
+  EXPECT_FALSE(ftl::looks_like_flash_image(dir.file("zeros")));
+  for (long at : {0L, 5L, 12L, 20L}) {
+    std::filesystem::copy_file(dir.file("f"), dir.file("flipped"), std::filesystem::copy_options::overwrite_existing);
+    std::FILE* f = std::fopen(dir.file("flipped").c_str(), "r+");
+    std::fseek(f, at, SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, at, SEEK_SET);
+    std::fputc(c ^ 0x10, f);
+    std::fclose(f);
+    EXPECT_FALSE(ftl::looks_like_flash_image(dir.file("flipped"))) << "bit flipped at " << at;
+  }
 }
 
 TEST(NandBlockDeviceOpenTest, DefaultOptionsGiveAUsableDevice) {

@@ -6,14 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "hscommon/encoding.h"
 #include "hybridstore/format/store_format.h"
 #include "hsio/block_device.h"
+#include "hybridstore/space/tier_device.h"
 #include "hybridstore/store/test_hooks.h"
 #include "store_helpers.h"
 
@@ -192,15 +195,146 @@ TEST(KvOnDevice, ATierTooSmallForRocksDBIsRefusedWithTheReason) {
   EXPECT_NE(err.find("too small to hold RocksDB"), std::string::npos) << err;
 }
 
-TEST(KvOnDevice, RawNandIsRefusedForNow) {
-  TempDir dir("kvdev-nand");
+// Raw NAND with RocksDB inside it: the options that shaped the flash are
+// in the SSD label, because mount needs the device before the superblock.
+// A page size other than the default shows the label, not the defaults,
+// is what mount goes by.
+Config nand_device_config() {
   Config c = device_config();
   std::string err;
-  ASSERT_EQ(c.set("hybridstore_ssd_kind", "nand", &err), 0) << err;
-  ASSERT_EQ(c.set("hybridstore_nand_size", "256M", &err), 0) << err;
-  HybridStore s(dir.file("store"), c);
-  EXPECT_EQ(s.mkfs(&err), -EOPNOTSUPP);
-  EXPECT_NE(err.find("raw NAND"), std::string::npos) << err;
+  EXPECT_EQ(c.set("hybridstore_ssd_kind", "nand", &err), 0) << err;
+  EXPECT_EQ(c.set("hybridstore_nand_size", "256M", &err), 0) << err;
+  EXPECT_EQ(c.set("hybridstore_nand_page_size", "4K", &err), 0) << err;
+  return c;
+}
+
+// What the NAND device's label holds, read with the store unmounted.
+DeviceLabel nand_ssd_label(const std::string& store, uint64_t* erase_block = nullptr) {
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  std::string why;
+  std::unique_ptr<BlockDevice> dev = open_detected_device(Config(), store + "/block.ssd", o, nullptr, &why);
+  EXPECT_TRUE(dev) << why;
+  DeviceLabel l;
+  LabelPairStatus st;
+  if (dev) EXPECT_EQ(read_labels(dev.get(), &l, &st, &why), 0) << why;
+  if (erase_block) *erase_block = erase_block_bytes(dev.get());
+  return l;
+}
+
+void rewrite_nand_label(const std::string& store, const std::function<void(DeviceLabel*)>& change) {
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  std::string why;
+  std::unique_ptr<BlockDevice> dev = open_detected_device(Config(), store + "/block.ssd", o, nullptr, &why);
+  ASSERT_TRUE(dev) << why;
+  DeviceLabel l;
+  ASSERT_EQ(read_label(dev.get(), &l, &why), 0) << why;
+  change(&l);
+  ASSERT_EQ(write_label_pair(dev.get(), &l, &why), 0) << why;
+}
+
+class KvOnNandTest : public KvOnDeviceTest {
+ protected:
+  Config config() override { return nand_device_config(); }
+};
+
+TEST_F(KvOnNandTest, RemountReadsTheGeometryFromTheLabelAlone) {
+  make_coll(coll_);
+  write_objects(40, "n");
+  store_->umount();
+  store_.reset();
+  EXPECT_FALSE(fs::exists(store_path() + "/db"));
+  uint64_t erase_block = 0;
+  const DeviceLabel l = nand_ssd_label(store_path(), &erase_block);
+  EXPECT_EQ(l.device_kind, DeviceKind::kNand);
+  EXPECT_TRUE(l.flags & kLabelKvOnDevice);
+  EXPECT_EQ(l.meta.at("mkfs.hybridstore_ssd_kind"), "nand");
+  EXPECT_EQ(l.meta.at("mkfs.hybridstore_nand_page_size"), "4096");
+  EXPECT_EQ(l.meta.at("mkfs.hybridstore_nand_size"), std::to_string(256ull << 20));
+  ASSERT_GT(erase_block, 0u);
+
+  // No NAND option at all: the device says what it is.
+  store_ = std::make_unique<HybridStore>(store_path(), device_config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  expect_objects(40, "n");
+  StoreStats st;
+  ASSERT_EQ(store_->statfs(&st), 0);
+  EXPECT_TRUE(st.kv_on_device);
+  EXPECT_NE(st.tier[Tier::kSsd].backend.find("nand"), std::string::npos) << st.tier[Tier::kSsd].backend;
+  write_objects(10, "m");
+  EXPECT_EQ(fsck_errors(true), 0);
+  store_->umount();
+  store_.reset();
+
+  // The kvfs commands read the same device; the ring starts on an erase
+  // block, so the checkpoint's discards are whole erase blocks.
+  KvFsView view;
+  ASSERT_EQ(HybridStore::kvfs_inspect(store_path(), device_config(), KvFsInspectRequest(), &view, nullptr, &err), 0)
+      << err;
+  EXPECT_FALSE(view.files.empty());
+  ASSERT_EQ(view.journal.size(), 1u);
+  EXPECT_EQ(view.journal[0].first % erase_block, 0u) << view.journal[0].first << " " << erase_block;
+
+  store_ = std::make_unique<HybridStore>(store_path(), config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  expect_objects(40, "n");
+  expect_objects(10, "m");
+}
+
+TEST_F(KvOnNandTest, AConfigurationThatContradictsTheLabelIsRefusedNamingBoth) {
+  store_->umount();
+  store_.reset();
+  for (const auto& [name, value, as_text, in_label] :
+       std::vector<std::tuple<std::string, std::string, std::string, std::string>>{
+           {"hybridstore_nand_page_size", "2K", "2048", "4096"},
+           {"hybridstore_nand_size", "512M", std::to_string(512ull << 20), std::to_string(256ull << 20)},
+           {"hybridstore_ftl_policy", "ubi", "ubi", "hubi"},
+           {"hybridstore_ssd_kind", "file", "file", "nand"}}) {
+    Config c = device_config();
+    std::string err;
+    ASSERT_EQ(c.set(name, value, &err), 0) << err;
+    HybridStore s(store_path(), c);
+    EXPECT_EQ(s.mount(&err), -EINVAL) << name;
+    for (const std::string& part : {name, as_text, in_label, std::string("label")})
+      EXPECT_NE(err.find(part), std::string::npos) << part << " not in: " << err;
+    KvFsView view;
+    EXPECT_EQ(HybridStore::kvfs_inspect(store_path(), c, KvFsInspectRequest(), &view, nullptr, &err), -EINVAL)
+        << name;
+  }
+  // The same values as the label's are no contradiction.
+  store_ = std::make_unique<HybridStore>(store_path(), config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+}
+
+TEST_F(KvOnNandTest, ALabelWithoutItsNandOptionsOrWithGarbageInThemIsAnError) {
+  store_->umount();
+  store_.reset();
+  rewrite_nand_label(store_path(), [](DeviceLabel* l) { l->meta["mkfs.hybridstore_nand_page_size"] = "banana"; });
+  std::string err;
+  {
+    HybridStore s(store_path(), device_config());
+    EXPECT_EQ(s.mount(&err), -EIO);
+    EXPECT_NE(err.find("banana"), std::string::npos) << err;
+  }
+  rewrite_nand_label(store_path(), [](DeviceLabel* l) { l->meta.erase("mkfs.hybridstore_nand_page_size"); });
+  {
+    HybridStore s(store_path(), device_config());
+    EXPECT_EQ(s.mount(&err), -EIO);
+    EXPECT_NE(err.find("does not record hybridstore_nand_page_size"), std::string::npos) << err;
+  }
+  // The keys are the store's: the label commands may not change them.
+  rewrite_nand_label(store_path(), [](DeviceLabel* l) { l->meta["mkfs.hybridstore_nand_page_size"] = "4096"; });
+  {
+    HybridStore s(store_path(), device_config());
+    const std::string v = "8192";
+    EXPECT_EQ(s.set_meta("mkfs.hybridstore_nand_page_size", v, &err), -EINVAL);
+    EXPECT_NE(err.find("reserved"), std::string::npos) << err;
+    ASSERT_EQ(s.mount(&err), 0) << err;
+    EXPECT_EQ(s.umount(), 0);
+  }
 }
 
 TEST(KvOnDevice, ADirectoryStoreIsUnchanged) {

@@ -235,25 +235,32 @@ TEST_F(MoveKvTest, AStoreAlreadyOnTheDeviceIsRefused) {
   EXPECT_EQ(move(MoveKvOptions(), &err), -EEXIST);
 }
 
-TEST_F(MoveKvTest, RawNandIsRefusedAsMkfsRefusesIt) {
-  store_->umount();
-  store_.reset();
-  dir_ = std::make_unique<TempDir>("store", backing());
-  Config nand = with(with(config(), "hybridstore_ssd_kind", "nand"), "hybridstore_nand_size", "256M");
-  {
-    HybridStore s(path(), nand);
-    std::string err;
-    ASSERT_EQ(s.mkfs(&err), 0) << err;
+// Raw NAND: the moved store's label records how the flash was made, and
+// the store then mounts from the device with no NAND option given; a
+// rollback leaves a directory store that mounts as before.
+class MoveKvNandTest : public MoveKvTest {
+ protected:
+  Config config() override {
+    return with(with(MoveKvTest::config(), "hybridstore_ssd_kind", "nand"), "hybridstore_nand_size", "256M");
   }
-  HybridStore s(path(), nand);
+};
+
+TEST_F(MoveKvNandTest, ARawNandStoreMovesAndMountsFromItsLabelAlone) {
+  const StoreModel before = populate(30);
   std::string err;
-  EXPECT_EQ(s.move_kv_to_device(MoveKvOptions(), nullptr, &err), -EOPNOTSUPP);
-  EXPECT_NE(err.find("raw NAND"), std::string::npos) << err;
-  ASSERT_EQ(s.mount(&err), 0) << err;
-  StoreStats st;
-  ASSERT_EQ(s.statfs(&st), 0);
-  EXPECT_FALSE(st.kv_on_device);
-  EXPECT_EQ(s.umount(), 0);
+  ASSERT_EQ(move(MoveKvOptions(), &err), 0) << err;
+  const Config no_nand_options = MoveKvTest::config();
+  {
+    HybridStore s(path(), no_nand_options);
+    ASSERT_EQ(s.move_kv_rollback(&err), 0) << err;
+  }
+  EXPECT_FALSE(expect_store(path(), config(), before));
+  ASSERT_EQ(move(MoveKvOptions(), &err), 0) << err;
+  EXPECT_TRUE(expect_store(path(), no_nand_options, before));
+  // A configuration that contradicts the label is refused, not obeyed.
+  HybridStore s(path(), with(no_nand_options, "hybridstore_nand_size", "512M"));
+  EXPECT_EQ(s.mount(&err), -EINVAL);
+  EXPECT_NE(err.find("hybridstore_nand_size"), std::string::npos) << err;
 }
 
 TEST_F(MoveKvTest, RollbackBringsTheDirectoryStoreBackAndTheMoveCanBeRepeated) {

@@ -10,6 +10,7 @@
 #include "hscommon/config.h"
 #include "hsio/block_device.h"
 #include "hybridstore/format/store_format.h"
+#include "hybridstore/space/tier_device.h"
 #include "store_access.h"
 
 namespace hybridstore::tool {
@@ -33,7 +34,8 @@ std::unique_ptr<BlockDevice> open_dev(const std::string& path, bool exclusive, s
   o.direct_io = false;
   o.backend = IoBackend::kPosix;
   o.exclusive = exclusive;
-  return open_block_device(path, o, err);
+  // Raw NAND keeps its label behind the FTL: opened as what it is.
+  return open_detected_device(Config(), path, o, nullptr, err);
 }
 
 // The store at --path, for the commands that take the store's SSD label

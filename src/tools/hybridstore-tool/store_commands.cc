@@ -9,6 +9,7 @@
 #include "hscommon/config.h"
 #include "hybridstore/format/store_format.h"
 #include "hsio/block_device.h"
+#include "hybridstore/space/tier_device.h"
 #include "store_access.h"
 
 namespace hybridstore::tool {
@@ -156,7 +157,7 @@ ToolCommand label_cmd("show-label", "print the labels of the store's devices (wo
                             o.direct_io = false;
                             o.backend = IoBackend::kPosix;
                             std::string err;
-                            auto d = open_block_device(p, o, &err);
+                            auto d = open_detected_device(Config(), p, o, nullptr, &err);
                             if (!d) {
                               fprintf(stderr, "hybridstore-tool: %s\n", err.c_str());
                               ++bad;
