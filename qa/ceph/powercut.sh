@@ -238,7 +238,8 @@ fio_start() {
 # back every write it saw complete. Prints the check's summary, or the
 # failure.
 fio_finish() {
-    local r=$1 seed=$2 pid i n prefix out f=$dir/fio-$r
+    local r=$1 seed=$2 pid i n prefix out f
+    f=$dir/fio-$r
     pid=$(cat "$dir/fio.pid" 2> /dev/null) || { echo "no fio ran"; return 1; }
     for ((i = 0; i < 240; i++)); do kill -0 "$pid" 2> /dev/null || break; sleep 0.5; done
     if kill -0 "$pid" 2> /dev/null; then
