@@ -208,12 +208,17 @@ Config nand_device_config() {
   return c;
 }
 
-// What the NAND device's label holds, read with the store unmounted.
-DeviceLabel nand_ssd_label(const std::string& store, uint64_t* erase_block = nullptr) {
+// The SSD of an unmounted store, opened as what it is (NAND behind the FTL).
+std::unique_ptr<BlockDevice> open_ssd_by_kind(const std::string& store, std::string* why) {
   DeviceOpenOptions o;
   o.direct_io = false;
+  return open_detected_device(Config(), store + "/block.ssd", o, nullptr, why);
+}
+
+// What the NAND device's label holds, read with the store unmounted.
+DeviceLabel nand_ssd_label(const std::string& store, uint64_t* erase_block = nullptr) {
   std::string why;
-  std::unique_ptr<BlockDevice> dev = open_detected_device(Config(), store + "/block.ssd", o, nullptr, &why);
+  std::unique_ptr<BlockDevice> dev = open_ssd_by_kind(store, &why);
   EXPECT_TRUE(dev) << why;
   DeviceLabel l;
   LabelPairStatus st;
@@ -223,10 +228,8 @@ DeviceLabel nand_ssd_label(const std::string& store, uint64_t* erase_block = nul
 }
 
 void rewrite_nand_label(const std::string& store, const std::function<void(DeviceLabel*)>& change) {
-  DeviceOpenOptions o;
-  o.direct_io = false;
   std::string why;
-  std::unique_ptr<BlockDevice> dev = open_detected_device(Config(), store + "/block.ssd", o, nullptr, &why);
+  std::unique_ptr<BlockDevice> dev = open_ssd_by_kind(store, &why);
   ASSERT_TRUE(dev) << why;
   DeviceLabel l;
   ASSERT_EQ(read_label(dev.get(), &l, &why), 0) << why;
