@@ -24,7 +24,13 @@
 #               Debian's in the root; the downgrade back to Debian's and the
 #               upgrade again checked; Debian's stock ceph-osd unpacked
 #               beside for the BlueStore baseline
+#               and, when a git directory of ceph/fio is at HS_PROOF_FIO_GIT
+#               (default $HS_SRC_DIR/SUITE/fio.git), Ceph's ObjectStore fio
+#               engine and the fio it loads into (ceph-integrate --fio)
 #   store-test  Ceph's ceph_test_objectstore on hybridstore (qa/ceph/store-test.sh)
+#   objectstore-fio  qa/ceph/objectstore-fio.sh with the built engine, both
+#               stores (SKIPPED when the build has no fio engine; HS_FIO_* as
+#               that script takes them)
 #   cluster     qa/ceph/cluster.sh with the installed ceph-osd (both stores)
 #   tmpfs       qa/ceph/tmpfs-dir.sh: an OSD on a tmpfs data directory
 #               rebooted and its disks moved to another host, primed from
@@ -49,7 +55,7 @@
 set -u
 HS_TOP=$(cd "$(dirname "$0")/../.." && pwd)
 suite=sid
-parts=chroot,source,build,tools,package,install,store-test,cluster,tmpfs,standalone,hardware,thrash,powercut
+parts=chroot,source,build,tools,package,install,store-test,objectstore-fio,cluster,tmpfs,standalone,hardware,thrash,powercut
 out=
 jobs=2
 while [ $# -gt 0 ]; do
@@ -63,7 +69,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $suite in sid | trixie) ;; *) echo "unknown suite $suite (sid or trixie)" >&2; exit 2 ;; esac
-known=",chroot,source,build,tools,package,install,store-test,cluster,tmpfs,standalone,hardware,thrash,powercut,"
+known=",chroot,source,build,tools,package,install,store-test,objectstore-fio,cluster,tmpfs,standalone,hardware,thrash,powercut,"
 for p in ${parts//,/ }; do
     case $known in *",$p,"*) ;; *) echo "unknown part $p" >&2; exit 2 ;; esac
 done
@@ -76,6 +82,7 @@ base=${HS_CHROOT_BASE:-/srv/hs-chroot}
 root=$base/$suite
 src_dir=${HS_SRC_DIR:-/srv/hs-src}/$suite
 repo=${HS_REPO_DIR:-/srv/hs-repo}/$suite
+fio_git=${HS_PROOF_FIO_GIT:-$src_dir/fio.git}
 out=${out:-${HS_PROOF_DIR:-/srv/hs-proof}/$suite-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" "$src_dir" "$repo" || exit 1
 out=$(cd "$out" && pwd)
@@ -149,6 +156,14 @@ part_build() {
     ver=$(sed -n 's/^ceph version \([^ ]*\) .*/\1/p' <<< "$gitv")
     [ -n "$sha" ] && [ -n "$ver" ] && args+=(--git-version "$sha" "$ver")
     echo "source $orig${debtar:+, patches $debtar}; version $ver ($sha)"
+    # The fio engine when a fio tree is at hand (its own bind: it may live
+    # outside the source directory).
+    if [ -d "$fio_git" ]; then
+        binds+=(--bind "$fio_git")
+        args+=(--fio "$fio_git" --target fio_ext --target fio_ceph_objectstore)
+    else
+        echo "no fio tree at $fio_git: the ObjectStore fio engine is not built"
+    fi
     in_root python3 "$HS_TOP/src/tools/ceph-integrate" --from-orig "$orig" \
         --ceph-src "$(tree_in_root)" --build-dir "$(build_in_root)" --profile debian -j "$jobs" \
         "${args[@]}" --target ceph-osd --target ceph-objectstore-tool --target ceph-common \
@@ -205,6 +220,9 @@ part_store_test() {
     in_root env CEPH_BUILD="$(build_in_root)" CEPH_ARGS="${CEPH_ARGS:-}" bash "$HS_TOP/qa/ceph/store-test.sh" \
         "$out/store-test"
 }
+part_objectstore_fio() {
+    in_root env CEPH_BUILD="$(build_in_root)" bash "$HS_TOP/qa/ceph/objectstore-fio.sh" "$out/objectstore-fio"
+}
 part_cluster() {
     in_root env CEPH_BUILD=installed HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
         bash "$HS_TOP/qa/ceph/cluster.sh" both "$out/cluster-report.md"
@@ -231,7 +249,7 @@ part_powercut() {
 
 failed=0
 first=1
-for p in chroot source build tools package install store-test cluster tmpfs standalone hardware thrash powercut; do
+for p in chroot source build tools package install store-test objectstore-fio cluster tmpfs standalone hardware thrash powercut; do
     wanted "$p" || continue
     run_part "$p" "part_${p//-/_}"
     rc=$?
