@@ -215,7 +215,9 @@ def main():
     lines.append("| row | binary | status |")
     lines.append("|---|---|---|")
     for r in rows:
-        lines.append(f"| {ROW_TITLE[r]} | {meta[r].get('binary', '-')} | {meta[r].get('status', '-')} |")
+        opts = meta[r].get("hs_options")
+        opts = f"; engine options: {opts}" if opts and opts != "none" else ""
+        lines.append(f"| {ROW_TITLE[r]} | {meta[r].get('binary', '-')}{opts} | {meta[r].get('status', '-')} |")
     lines.append("")
 
     # The model check.

@@ -31,6 +31,9 @@
 #           same time axis; not on the floor row (HH_FLOOR_PARTS)
 # HH_SECONDS (30) per rados bench run (HH_WRITE4K_SECONDS, 90, for 4 KiB
 # writes), HH_RBD_SECONDS (45) per RBD row.
+# HH_HS_OPTIONS ("name=value ...", default none): engine options added to the
+# hybridstore row's OSDs (an A/B of one option in the same binary), e.g.
+# hybridstore_kv_location=directory.
 # Before the rows, the modelled devices' own fio figures (the model check),
 # printed in the report. OUTDIR (default ./hybrid-hardware-<date>) gets
 # REPORT.md, results.json, the plots and every raw output.
@@ -68,6 +71,10 @@ HH_MIGRATE_INTERVAL=${HH_MIGRATE_INTERVAL:-60}
 HH_SSD_CLASS=${HH_SSD_CLASS:-raw}
 HH_HDD_CLASS=${HH_HDD_CLASS:-hdd}
 HH_CHECK_SECONDS=${HH_CHECK_SECONDS:-8}
+HH_HS_OPTIONS=${HH_HS_OPTIONS:-}
+for o in $HH_HS_OPTIONS; do
+    case $o in hybridstore_*=?*) ;; *) echo "HH_HS_OPTIONS: '$o' is not hybridstore_NAME=VALUE" >&2; exit 2 ;; esac
+done
 out=${1:-$PWD/hybrid-hardware-$(date +%Y%m%d-%H%M%S)}
 
 for b in ceph-mon ceph-mgr ceph rados rbd monmaptool uuidgen jq fio; do
@@ -319,6 +326,8 @@ run_row() {
         conf_set "$dir" osd "hybridstore tier migrate interval sec" "$HH_MIGRATE_INTERVAL"
         # The engine's info lines (one per migration pass) reach the OSD's log.
         conf_set "$dir" osd "debug hybridstore" "5/5"
+        for o in $HH_HS_OPTIONS; do conf_set "$dir" osd "${o%%=*}" "${o#*=}"; done
+        record "$row" row hs_options "${HH_HS_OPTIONS:-none}"
     fi
     conf_render "$dir"
     record "$row" row binary "$(ceph_release "$osd")"
