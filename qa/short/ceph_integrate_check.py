@@ -363,6 +363,19 @@ with tempfile.TemporaryDirectory() as tmp:
     arg, why = ci.boost_choice(b, ["-DWITH_SYSTEM_BOOST=ON"], hdr)
     check(arg is None, "a WITH_SYSTEM_BOOST given by the user is left alone")
 
+    # The fio engine's umount with its collection handles still open (Tentacle).
+    eng = os.path.join(tmp, "fio-engine")
+    body = ('    if (unlink) {\n\tdestroy_collections(os, collections);\n      }\n'
+            '      os->umount();\n      dout(0) << "FIO plugin perf dump:" << dendl;\n')
+    write(eng, "src/test/fio/fio_ceph_objectstore.cc", body)
+    fixed = ci.apply_toolchain_fixes(eng, False, [])
+    text = open(os.path.join(eng, "src/test/fio/fio_ceph_objectstore.cc")).read()
+    check(len(fixed) == 1 and "fio_ceph_objectstore" in fixed[0]
+          and text.index("collections.clear();") < text.index("os->umount();")
+          and text.index("destroy_collections") < text.index("collections.clear();"),
+          "the fio engine releases its collection handles after destroying them and before the umount")
+    check(ci.apply_toolchain_fixes(eng, False, []) == [], "a second run releases nothing more")
+
     # --fio: the tree's fio clone redirected to a local git directory.
     f = os.path.join(tmp, "fiotree")
     write(f, "cmake/modules/BuildFIO.cmake",
