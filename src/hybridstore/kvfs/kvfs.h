@@ -72,6 +72,41 @@ struct KvFsParams {
 };
 
 // An inode some handle has open: what readers and the one writer share.
+// A writable file's bytes not yet in the data area, kept block-aligned so
+// that their whole blocks go to the device straight from here: the kvfs then
+// copies a file's bytes once (as the page cache did), not once more into an
+// I/O buffer per write-out. What is left past the last whole block moves to
+// the front; the memory stays for the next appends.
+class KvFsWriteBuffer {
+ public:
+  KvFsWriteBuffer() = default;
+  KvFsWriteBuffer& operator=(std::string_view bytes) {
+    size_ = 0;
+    append(bytes.data(), bytes.size());
+    return *this;
+  }
+  const char* data() const { return mem_.data(); }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::string str() const { return std::string(mem_.data(), size_); }
+  void append(const char* p, size_t n);
+  // Shorter: cut; longer: zeros, as std::string::resize.
+  void resize(size_t n);
+  void clear() { size_ = 0; }
+  // Gives the memory back (a closed file keeps nothing).
+  void release() { mem_ = AlignedBuffer(); size_ = 0; }
+  // Drops the first n bytes (written out), moving the rest to the front.
+  void erase_front(size_t n);
+  // The bytes with zeros after them up to `len` (padding of the last
+  // block); the size is unchanged.
+  const char* padded(size_t len);
+
+ private:
+  void reserve(size_t n);
+  AlignedBuffer mem_;
+  size_t size_ = 0;
+};
+
 // The data fields below `mutex` are guarded by it; `writing`, `handles`,
 // `unlinked` and `unlink_ticket` by KvFs::meta_mutex_.
 struct KvFsNode {
@@ -82,7 +117,7 @@ struct KvFsNode {
   std::vector<KvFsExtent> extents;  // in file order
   size_t logged_extents = 0;        // the log knows the first this many
   uint64_t written = 0;             // [0, written) is in the data area; a multiple of b
-  std::string buffer;               // the bytes [written, size)
+  KvFsWriteBuffer buffer;           // the bytes [written, size)
 
   bool writing = false;  // a writable handle is open
   int handles = 0;

@@ -162,6 +162,48 @@ void KvFs::put_node(const std::shared_ptr<KvFsNode>& node, bool writer) {
   if (node->unlinked) release_after_locked(node->unlink_ticket, node->extents);
 }
 
+// ---- the write buffer
+
+void KvFsWriteBuffer::reserve(size_t n) {
+  if (n <= mem_.size()) return;
+  // Doubling, in whole blocks, from 64 KiB: a file written in small appends
+  // reaches its write-out size in a few moves.
+  size_t cap = std::max<size_t>({n, 2 * mem_.size(), size_t{64} << 10});
+  cap = (cap + 4095) / 4096 * 4096;
+  AlignedBuffer grown(cap, 4096, AlignedBuffer::kUninitialized);
+  if (size_ > 0) std::memcpy(grown.data(), mem_.data(), size_);
+  mem_ = std::move(grown);
+}
+
+void KvFsWriteBuffer::append(const char* p, size_t n) {
+  if (n == 0) return;
+  reserve(size_ + n);
+  std::memcpy(mem_.data() + size_, p, n);
+  size_ += n;
+}
+
+void KvFsWriteBuffer::resize(size_t n) {
+  if (n > size_) {
+    reserve(n);
+    std::memset(mem_.data() + size_, 0, n - size_);
+  }
+  size_ = n;
+}
+
+void KvFsWriteBuffer::erase_front(size_t n) {
+  n = std::min(n, size_);
+  if (n < size_) std::memmove(mem_.data(), mem_.data() + n, size_ - n);
+  size_ -= n;
+}
+
+const char* KvFsWriteBuffer::padded(size_t len) {
+  if (len > size_) {
+    reserve(len);
+    std::memset(mem_.data() + size_, 0, len - size_);
+  }
+  return mem_.data();
+}
+
 // ---- writing
 
 // Writes the file range [written, upto) from the buffer, zeros past its
@@ -178,17 +220,18 @@ int KvFs::write_blocks(KvFsNode* node, uint64_t upto, std::string* why) {
     const uint64_t hint = node->extents.empty() ? 0 : node->extents.back().end();
     if (int r = allocate(want, hint, &node->extents, why); r < 0) return r;
   }
-  AlignedBuffer buf(len);
+  // Straight from the buffer (block-aligned); close's padding of the last
+  // block is zeroed in place.
   const uint64_t from_buffer = std::min<uint64_t>(len, node->buffer.size());
-  std::memcpy(buf.data(), node->buffer.data(), from_buffer);
+  const char* src = node->buffer.padded(len);
   const int r = for_each_piece(node->extents, node->written, len, [&](uint64_t dev_off, uint64_t at, uint64_t n) {
-    const int wr = dev_->write(dev_off, buf.data() + at, n);
+    const int wr = dev_->write(dev_off, src + at, n);
     if (wr < 0) *why = fmt::format("kvfs: write of inode {} at {:#x} failed: {}", node->ino, dev_off, strerror(-wr));
     return wr;
   });
   if (r < 0) return r;
   node->written = upto;
-  node->buffer.erase(0, from_buffer);
+  node->buffer.erase_front(from_buffer);
   return 0;
 }
 
@@ -200,7 +243,7 @@ KvUpdate KvFs::update_of(const KvFsNode& node, KvTailKind tail_kind) const {
   u.keep = node.logged_extents;
   u.extents.assign(node.extents.begin() + node.logged_extents, node.extents.end());
   u.tail_kind = node.size % geo_.block == 0 ? KvTailKind::kNone : tail_kind;
-  if (u.tail_kind == KvTailKind::kInline) u.tail = node.buffer;
+  if (u.tail_kind == KvTailKind::kInline) u.tail = node.buffer.str();
   return u;
 }
 
@@ -235,6 +278,7 @@ int KvFs::sync_file(KvFsNode* node, std::string* why) {
 int KvFs::close_writer(KvFsNode* node, std::string* why) {
   std::lock_guard<std::mutex> l(node->mutex);
   if (int r = write_blocks(node, align_up(node->size, geo_.block), why); r < 0) return r;
+  node->buffer.release();
   const uint64_t need = align_up(node->size, geo_.alloc_unit);
   std::vector<KvFsExtent> kept, released_logged;
   std::vector<Interval> released_unlogged;

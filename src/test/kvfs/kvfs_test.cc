@@ -66,6 +66,47 @@ struct Mounted {
 
 }  // namespace
 
+// The write buffer against a std::string doing the same, seeded: appends of
+// random sizes, write-outs of the whole blocks from the front, resizes, and
+// the padding of the last block; its memory stays block-aligned.
+TEST(KvFsWriteBuffer, BehavesAsAStringAndStaysAligned) {
+  const unsigned seed = 55;
+  SCOPED_TRACE(fmt::format("seed {}", seed));
+  std::mt19937 rng(seed);
+  KvFsWriteBuffer buf;
+  std::string model;
+  EXPECT_TRUE(buf.empty());
+  for (int step = 0; step < 3000; ++step) {
+    const int op = static_cast<int>(rng() % 10);
+    if (op < 6) {
+      std::string piece(rng() % 9000, '\0');
+      for (char& c : piece) c = static_cast<char>(rng());
+      buf.append(piece.data(), piece.size());
+      model += piece;
+    } else if (op < 8) {
+      const size_t whole = model.size() / 4096 * 4096;
+      buf.erase_front(whole);
+      model.erase(0, whole);
+    } else if (op == 8) {
+      const size_t n = rng() % (model.size() + 5000);
+      buf.resize(n);
+      model.resize(n);
+    } else {
+      const size_t len = (model.size() + 4095) / 4096 * 4096;
+      const char* p = buf.padded(len);
+      ASSERT_EQ(0u, reinterpret_cast<uintptr_t>(p) % 4096);
+      ASSERT_EQ(std::string(p, model.size()), model);
+      ASSERT_EQ(std::string(p + model.size(), len - model.size()), std::string(len - model.size(), '\0'));
+    }
+    ASSERT_EQ(buf.size(), model.size()) << "step " << step;
+    ASSERT_EQ(buf.str(), model) << "step " << step;
+  }
+  buf = std::string_view("tail");
+  EXPECT_EQ("tail", buf.str());
+  buf.release();
+  EXPECT_TRUE(buf.empty());
+}
+
 TEST(KvFs, FormatThenMountHasTheDirsAndTheFreeSpace) {
   Mounted m;
   ASSERT_TRUE(m.fs);
