@@ -130,7 +130,8 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "0", ""});
   v->push_back({"hybridstore_kv_block_cache_size", T::kSize, "128M",
                 "RocksDB block cache (LRU, grows as used): table blocks of onodes and omap the onode "
-                "cache misses (RocksDB's own default is 8 MiB)",
+                "cache misses (RocksDB's own default is 8 MiB); left at its default, 1 GiB for a store "
+                "whose RocksDB is on the device, where the kernel's page cache no longer holds its tables",
                 "1M", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,
                 "write_buffer_size=64M;max_write_buffer_number=4;compression=kNoCompression",
