@@ -23,8 +23,10 @@
 #           inconsistent and lists the object with an error on osd.0's shard;
 #   repair  `ceph pg repair` clears it; the next deep scrub is clean; the
 #           object reads back as written.
-# And, for hybridstore only (BlueStore keeps RocksDB inside its block device,
-# in BlueFS, with no file to corrupt here): RocksDB corruption. osd.0 is
+# And, for hybridstore only, made with `hybridstore kv location = directory`
+# (BlueStore keeps RocksDB inside its block device, in BlueFS, and so does
+# hybridstore by default, in its kvfs: no file to corrupt here): RocksDB
+# corruption. osd.0 is
 # stopped, the last 4 KiB of its largest SST file (the table's index, meta
 # index and footer) inverted, and the OSD must refuse to start, its log naming
 # the store and the corruption, and `hybridstore-tool fsck` must fail saying
@@ -225,6 +227,9 @@ run_store() {
     CEPH_MON=127.0.0.1:$(pick_mon_port 18900) || return 1
     export CEPH_MON
     setup "$dir" || return 1
+    # RocksDB in the data directory (not the default, which puts it in the
+    # kvfs on the SSD): the SST case below corrupts a table file there.
+    [ "$store" = hybridstore ] && conf_set "$dir" osd "hybridstore kv location" directory
     conf_render "$dir"
     log "=== $store: $release, 3 OSDs (file devices), pool $POOL size 3 min_size 2"
     run_cluster "$dir" 3 || { fail "$store: cluster did not start"; return 1; }

@@ -134,6 +134,10 @@ run_store() {
     CEPH_MON=127.0.0.1:$(pick_mon_port 19100) || return 1
     export CEPH_MON
     setup "$dir" || return 1
+    # RocksDB in the data directory, not on the SSD (the default): a 256 MiB
+    # SSD is too small for a kvfs under RocksDB's 64 MiB memtables
+    # (docs/kvfs.md 2.4, 8.6), and what this checks is the tiers filling.
+    [ "$store" = hybridstore ] && conf_set "$dir" osd "hybridstore kv location" directory
     conf_render "$dir"
     HS_HDD_SIZE=$hdd_size
     log "=== $store: $release, 3 OSDs (file devices), pool $POOL size 3 min_size 2, full ratio $HS_FULL_RATIO"

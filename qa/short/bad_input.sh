@@ -68,7 +68,10 @@ flip() {
   printf "$(printf '\\%03o' $((255 - b)))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
 }
 
-SIZES="--set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M"
+# $S and $S2 keep RocksDB in their directories (format 3's layout, no longer
+# the default): the move-kv and kvfs refusals below need a directory store,
+# and a 64 MiB SSD is too small for a kvfs. $K further down is on its device.
+SIZES="--set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M --set hybridstore_kv_location=directory"
 # shellcheck disable=SC2086
 "$TOOL" --path "$S" $SIZES mkfs >/dev/null
 # shellcheck disable=SC2086

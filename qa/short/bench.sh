@@ -13,7 +13,7 @@ TOOL="$BIN/hybridstore-tool"
 W=$(mktemp -d "${TMPDIR:-/tmp}/hs-bench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 S="$W/store"
-SMALL="--set hybridstore_ssd_size=256M --set hybridstore_hdd_size=2G"
+SMALL="--set hybridstore_ssd_size=512M --set hybridstore_hdd_size=2G"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # refused RC WORDS CMD...: CMD exits with RC and says WORDS on stderr.

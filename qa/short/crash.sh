@@ -15,10 +15,13 @@
 # is what these rounds check. Then 8 power-cut rounds (HS_CRASH_KEEP_ROUNDS) in
 # which the cut destages a random half of each device's cached 4 KiB blocks
 # instead of dropping them all (hybridstore_debug_powercut_keep=random): a
-# commit must not rely on the write cache keeping its order. Last, 10 rounds
-# (HS_CRASH_KVDEV_ROUNDS) of kills and cuts of a store whose RocksDB and
-# journal are in the KV file system on its SSD (hybridstore_kv_location=
-# device), where the cut drops RocksDB's unflushed writes with the tier's.
+# commit must not rely on the write cache keeping its order. All of these
+# run on stores made with the defaults, whose RocksDB and journal are in the
+# KV file system on the SSD (hybridstore_kv_location=device), where a cut
+# drops RocksDB's unflushed writes with the tier's. Last, 10 rounds
+# (HS_CRASH_DIRKV_ROUNDS) of kills and cuts of a store that keeps them in its
+# directory (hybridstore_kv_location=directory, format 3's layout, which
+# stores made before the default changed still have).
 set -eu
 BUILD=${1:-build}
 SEED=${HS_CRASH_SEED:-${HS_QA_SEED:-1}}
@@ -41,8 +44,8 @@ if [ $rc -eq 0 ]; then
 fi
 if [ $rc -eq 0 ]; then
     rm -rf "$W"
-    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_KVDEV_ROUNDS:-10}" --mode mixed \
-        --seed "$((SEED + 3000))" --set hybridstore_kv_location=device
+    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_DIRKV_ROUNDS:-10}" --mode mixed \
+        --seed "$((SEED + 3000))" --set hybridstore_kv_location=directory
     rc=$?
 fi
 set -e

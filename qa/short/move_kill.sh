@@ -23,7 +23,8 @@ trap 'rm -rf "$W"' EXIT
 fail() { echo "FAIL (seed $SEED, round ${round:-none}): $*" >&2; exit 1; }
 
 T="$W/template"
-"$TOOL" --path "$T" --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=1G mkfs >/dev/null
+# A directory store (not the default), which move-kv moves.
+"$TOOL" --path "$T" --set hybridstore_kv_location=directory --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=1G mkfs >/dev/null
 python3 - "$W/t.json" << 'PY'
 import json, sys
 ops = [{"op": "mkcoll", "coll": "1.0_head"}]

@@ -11,8 +11,10 @@ S="$W/store"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 expect_fail() { if "$@" >/dev/null 2>"$W/err"; then fail "expected failure: $*"; fi; }
 
+# The defaults' store: RocksDB and the journal on the SSD tier.
 "$TOOL" --path "$S" --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=1G mkfs >/dev/null
 "$TOOL" --path "$S" mkfs >/dev/null || fail "second mkfs must be harmless"
+[ ! -e "$S/db" ] && [ ! -e "$S/journal" ] || fail "the default store has a db or journal in its directory"
 "$TOOL" --help | grep -q "txn" || fail "--help lists commands"
 "$TOOL" txn --help | grep -q "JSON" || fail "txn --help"
 
@@ -78,6 +80,7 @@ expect_fail "$TOOL" --path "$W/nothing" df
 expect_fail "$TOOL" df
 
 "$TOOL" --path "$S" df | grep -q "^ssd" || fail "df"
+"$TOOL" --path "$S" df | grep -q "rocksdb: on the ssd tier" || fail "df: the default store's RocksDB"
 "$TOOL" --path "$S" df --json | grep -q '"objects": 4' || fail "df --json objects"
 "$TOOL" --path "$S" fsck --deep | grep -q "clean" || fail "fsck --deep"
 "$TOOL" --path "$S" show-label | grep -q '"role": "hdd"' || fail "show-label"
@@ -110,8 +113,6 @@ rm -rf "$K/osd"
 grep -q "block.hdd -> $K/devs/hdd" "$W/prime.out" || fail "prime-osd-dir finds the hdd by the label's hint"
 [ "$("$TOOL" --path "$K/osd" cat --coll 1.0_head --oid g)" = "blob-from-file" ] || fail "kvdev: object after prime"
 "$TOOL" --path "$K/osd" fsck --deep >/dev/null || fail "kvdev: fsck after prime"
-expect_fail "$TOOL" --path "$W/primed-dir" prime-osd-dir --dev "$S/block.ssd"
-grep -q "keeps its RocksDB in its directory" "$W/err" || fail "prime of a directory store: $(cat "$W/err")"
 # The kvfs from outside (docs/kvfs.md 5.5): read from the SSD of a store not
 # mounted, never written; its files exported whole.
 "$TOOL" kvfs --help | grep -q "log-dump" || fail "kvfs --help lists log-dump"
@@ -139,15 +140,22 @@ md5sum <"$K/devs/ssd" | cmp -s - "$W/kv-before" || fail "a kvfs command wrote to
 "$TOOL" --path "$K/osd" fsck --json >"$W/kvfsck.json" || fail "kvdev: fsck after the kvfs commands"
 grep -q '"kvfs_orphans": 0' "$W/kvfsck.json" && grep -q '"kvfs_ring_records": [1-9]' "$W/kvfsck.json" ||
   fail "kvdev: fsck --json lacks the kvfs rows: $(cat "$W/kvfsck.json")"
-expect_fail "$TOOL" --path "$S" kvfs ls
-grep -q "this store keeps RocksDB in $S/db, not on the device" "$W/err" || fail "kvfs on a directory store: $(cat "$W/err")"
 
 # move-kv (docs/kvfs.md 7.3): a directory store's RocksDB and journal onto
 # its SSD, kept in the directory as *.format3-moved until the first
 # read-write mount; move-kv-rollback undoes it until then, and refuses after.
+# A store made with RocksDB in its directory, as before the default changed.
 M="$W/move"
-"$TOOL" --path "$M" --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=1G mkfs >/dev/null
+"$TOOL" --path "$M" --set hybridstore_kv_location=directory --set hybridstore_ssd_size=256M \
+  --set hybridstore_hdd_size=1G mkfs >/dev/null
 "$TOOL" --path "$M" txn "$W/t1.json" >/dev/null || fail "move: txn"
+[ -e "$M/db/CURRENT" ] && [ -e "$M/journal" ] || fail "hybridstore_kv_location=directory: no db or journal"
+"$TOOL" --path "$M" mkfs >/dev/null || fail "mkfs of a directory store under the device default"
+"$TOOL" --path "$M" df | grep -q "rocksdb: on the ssd tier" && fail "df of a directory store says on the ssd tier"
+expect_fail "$TOOL" --path "$M" kvfs ls
+grep -q "this store keeps RocksDB in $M/db, not on the device" "$W/err" || fail "kvfs on a directory store: $(cat "$W/err")"
+expect_fail "$TOOL" --path "$W/primed-dir" prime-osd-dir --dev "$M/block.ssd"
+grep -q "keeps its RocksDB in its directory" "$W/err" || fail "prime of a directory store: $(cat "$W/err")"
 echo 3 > "$M/whoami"
 "$TOOL" move-kv --help | grep -q -- "--verify" || fail "move-kv --help"
 "$TOOL" move-kv-rollback --help | grep -q "undo move-kv" || fail "move-kv-rollback --help"
@@ -199,9 +207,10 @@ grep -q "no meta key 'ceph_fsid'" "$W/err" || fail "get-label-key of a removed k
 "$TOOL" --path "$S" show-label | grep -q '"state": "intact"' || fail "the pair is intact after the changes"
 
 # zap: both label copies and both kvfs slots zeroed, nothing past the head.
+# The store has its RocksDB on the SSD (the default), so there are slots.
 Z="$W/zapped"
 "$TOOL" --path "$Z" --set hybridstore_ssd_path="$W/zssd" --set hybridstore_hdd_path="$W/zhdd" \
-  --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M mkfs >/dev/null
+  --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=64M mkfs >/dev/null
 "$TOOL" --path "$Z" txn "$W/t1.json" >/dev/null || fail "txn on the store to zap"
 H=$("$TOOL" show-label --dev "$W/zhdd" | sed -n 's/^ *"head": \([0-9]*\),*$/\1/p' | head -1)
 [ "$H" -ge 65536 ] || fail "the hdd label's head: '$H'"
@@ -216,7 +225,7 @@ grep -q "no hybridstore label" "$W/err" || fail "show-label after zap: $(cat "$W
 "$TOOL" zap --dev "$W/zssd" | grep -q "no label .*zapped anyway" || fail "zap of a zapped device"
 rm -rf "$Z"
 "$TOOL" --path "$Z" --set hybridstore_ssd_path="$W/zssd" --set hybridstore_hdd_path="$W/zhdd" \
-  --set hybridstore_ssd_size=64M --set hybridstore_hdd_size=64M mkfs >/dev/null || fail "mkfs after zap"
+  --set hybridstore_ssd_size=256M --set hybridstore_hdd_size=64M mkfs >/dev/null || fail "mkfs after zap"
 "$TOOL" --path "$Z" fsck | grep -q "clean" || fail "fsck of the store made after zap"
 
 echo "tool checks passed"

@@ -7,11 +7,12 @@ namespace hybridstore {
 
 void add_kvfs_options(std::vector<OptionSpec>* v) {
   using T = OptionType;
-  v->push_back({"hybridstore_kv_location", T::kString, "directory",
-                "where mkfs puts RocksDB and the commit journal: directory (<store>/db and "
-                "<store>/journal, on the filesystem holding the store directory) or device (in the KV "
-                "file system on the fastest tier, beside object data; the directory then holds only "
-                "links and Ceph's meta files)",
+  v->push_back({"hybridstore_kv_location", T::kString, "device",
+                "where mkfs puts RocksDB and the commit journal: device, the default (in the KV file "
+                "system on the fastest tier, beside object data; the directory then holds only links "
+                "and Ceph's meta files; the tier needs room for it, about 100 MiB at least), or "
+                "directory (<store>/db and <store>/journal, on the filesystem holding the store "
+                "directory). A store keeps the place it was made with whatever this says later",
                 "", "", {"directory", "device"}, true});
   v->push_back({"hybridstore_kv_move_on_mount", T::kBool, "false",
                 "a read-write mount of a store whose RocksDB is in its directory first moves it, with the "

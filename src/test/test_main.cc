@@ -58,13 +58,30 @@ int main(int argc, char** argv) {
     if (std::string(argv[i]).rfind("--hs-stacks-after=", 0) == 0) stacks_after = atof(argv[i] + 18);
   start_stack_watchdog(stacks_after);
   // --hs-set=key=value (repeatable) runs the suite under other store options:
-  // gathered into HS_TEST_SET for small_store_config().
+  // gathered into HS_TEST_SET for small_store_config() (store_helpers.cc).
   std::string sets;
+  bool kv_location_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a.rfind("--hs-set=", 0) == 0) sets += (sets.empty() ? "" : " ") + a.substr(9);
+    if (a.rfind("--hs-set=", 0) != 0) continue;
+    sets += (sets.empty() ? "" : " ") + a.substr(9);
+    if (a.rfind("--hs-set=hybridstore_kv_location=", 0) == 0) kv_location_given = true;
   }
-  if (!sets.empty()) setenv("HS_TEST_SET", sets.c_str(), 1);
+  if (const char* e = getenv("HS_TEST_SET"); sets.empty() && e) {
+    sets = e;  // set by hand, without --hs-set: as given
+    kv_location_given = sets.find("hybridstore_kv_location=") != std::string::npos;
+  }
+  // The product's default is hybridstore_kv_location=device (RocksDB and the
+  // journal in the kvfs on the SSD tier). The plain runs pin directory, the
+  // format-3 layout, unless an --hs-set names the option: a device store's
+  // mkfs lends and formats the kvfs, which would slow the whole suite on
+  // CI's 2 cores, and many tests reach into <store>/db or <store>/journal
+  // (fault injection into RocksDB's syncs, corrupt journals, table footers).
+  // The .kvdev and .nandkv ctest variants (src/test/CMakeLists.txt) pass
+  // device, and tests of device stores (kv_on_device_test, ...) set it
+  // themselves. First, so that a later k=v of the same run wins.
+  if (!kv_location_given) sets = "hybridstore_kv_location=directory" + (sets.empty() ? "" : " " + sets);
+  setenv("HS_TEST_SET", sets.c_str(), 1);
   // Quiet by default; HS_TEST_LOG=warn|info|debug when chasing a failure.
   hybridstore::LogLevel level = hybridstore::LogLevel::kError;
   if (const char* l = std::getenv("HS_TEST_LOG")) hybridstore::parse_log_level(l, &level);

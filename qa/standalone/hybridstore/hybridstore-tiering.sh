@@ -30,6 +30,10 @@ TEST_ssd_full_spills_to_hdd() {
     # and such objects go straight to the HDD.
     conf_set "$dir" osd "hybridstore ssd size" 256M
     conf_set "$dir" osd "hybridstore hdd size" 4G
+    # RocksDB in the data directory, not the default kvfs on the SSD: 256 MiB
+    # is too small for one under RocksDB's 64 MiB memtables (docs/kvfs.md
+    # 2.4), and the SSD's space is what this fills.
+    conf_set "$dir" osd "hybridstore kv location" directory
     conf_render "$dir"
     run_cluster "$dir" 1 || return 1
     create_pool fill 8 || return 1

@@ -371,12 +371,18 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
   for (Tier t : tier_ids(sb.tiers())) sb.tier[t].layout = tier_layout(t, sb.mkfs_options);
   Uuid kvfs_uuid{};
   if (kv_location_is_device(cfg)) {
-    if (std::string why = kv_on_device_unsupported(sb); !why.empty()) {
+    if (std::string why = kv_on_device_unsupported(sb); why.empty()) {
+      sb.kv_location = KvLocation::kDevice;
+      kvfs_uuid = generate_uuid();
+    } else if (cfg.is_default("hybridstore_kv_location")) {
+      // device is only the default: a build without the kvfs (Pacific's
+      // RocksDB 6.8) still makes stores, in the directory as before.
+      HS_INFO("mkfs of {}: RocksDB and the commit journal go in the directory: {}", path, why);
+      sb.mkfs_options["hybridstore_kv_location"] = "directory";
+    } else {
       *error = "hybridstore_kv_location=device: " + why;
       return -EOPNOTSUPP;
     }
-    sb.kv_location = KvLocation::kDevice;
-    kvfs_uuid = generate_uuid();
   }
   // Held open (and locked) until the labels commit the store.
   PerTier<std::unique_ptr<BlockDevice>> owned;

@@ -31,6 +31,7 @@
 #include "hybridstore/space/tier_device.h"
 #include "hybridstore/space/tier_space.h"
 #include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/store_kvfs.h"
 
 namespace hybridstore {
 
@@ -189,9 +190,17 @@ int HybridStore::probe(const std::string& path, const Config& cfg, StoreProbe* o
   // RocksDB on the SSD runs on its media; in a directory, on that of the
   // filesystem holding it.
   std::string kv_dir = fs::exists(path + "/db", ec) ? path + "/db" : path;
-  if (have_super && sb.kv_location == KvLocation::kDevice) {
+  // Before mkfs, where mkfs would put it (by default the SSD, when the
+  // build has the kvfs).
+  bool kv_on_device = have_super && sb.kv_location == KvLocation::kDevice;
+  if (!have_super && kv_location_is_device(cfg)) {
+    Superblock would;
+    would.order = TierOrder::made_by_mkfs(out->tiers);
+    kv_on_device = kv_on_device_unsupported(would).empty();
+  }
+  if (kv_on_device) {
     out->kv_rotational = out->tier[Tier::kSsd].rotational;
-    return 0;
+    return out->exists ? 0 : -ENOENT;
   }
   if (::stat(kv_dir.c_str(), &st) == 0) {
     std::string dir = sys_block_dir_of(st.st_dev);

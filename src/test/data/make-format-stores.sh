@@ -8,10 +8,12 @@
 #
 # KEY=VALUE options go to every mkfs (format 4: hybridstore_kv_location=device
 # made the fixture of a store whose RocksDB and journal are on its SSD; its
-# SSD is 128 MiB, as 64 MiB cannot hold RocksDB beside object data).
+# SSD is 128 MiB, as 64 MiB cannot hold RocksDB beside object data). Since
+# device is the default, a store of the format-3 layout needs
+# hybridstore_kv_location=directory, which also brings the SSD back to 64 MiB.
 #
-# OUTDIR/store.tar.gz (sparse, gzip) holds one store: 64 MiB SSD, 128 MiB
-# HDD; a 12 KiB object on the SSD overwritten in its middle block and
+# OUTDIR/store.tar.gz (sparse, gzip) holds one store: 128 MiB SSD (64 MiB
+# with RocksDB in the directory), 128 MiB HDD; a 12 KiB object on the SSD overwritten in its middle block and
 # cloned before that, a 3 MiB HDD object (sequential hint, then truncated),
 # attributes, an omap with a header.
 #
@@ -29,10 +31,13 @@ tool=$(readlink -f "$1")
 out=$(readlink -f -m "$2")
 shift 2
 sets=()
-ssd=64M
+ssd=128M
 for kv in "$@"; do
     sets+=(--set "$kv")
-    [ "$kv" = hybridstore_kv_location=device ] && ssd=128M
+    case $kv in
+    hybridstore_kv_location=directory) ssd=64M ;;
+    hybridstore_kv_location=*) ssd=128M ;;
+    esac
 done
 crashtest=$(dirname "$tool")/hybridstore-crashtest
 [ -x "$crashtest" ] || { echo "$0: no $crashtest beside $tool" >&2; exit 2; }

@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <string>
+#include <vector>
 
+#include "hscommon/log.h"
 #include "hsio/block_device.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/store/hybrid_store.h"
@@ -392,6 +395,76 @@ TEST(FormatCompat, AFormat3StoreIsUpgradedToFormat4AtItsFirstReadWriteMount) {
   // A mount of a format-4 store rewrites no label.
   EXPECT_EQ(read_tier_labels(path, Tier::kSsd).label.generation, gen);
   expect_clean_fsck(store, 4);
+}
+
+// hybridstore_kv_location=device is the default, and a ceph.conf may say it
+// for every OSD of a host: a store made with its RocksDB in its directory
+// mounts under either, without a warning, and keeps RocksDB and the journal
+// where they are (the place is the superblock's, read at mount; only mkfs
+// and the move read the option, and the move on mount stays off).
+TEST(FormatCompat, AFormat3DirectoryStoreMountsUnderTheDeviceDefaultAndStaysInItsDirectory) {
+  const Config defaults;
+  ASSERT_EQ(defaults.get_str("hybridstore_kv_location"), "device");
+  ASSERT_TRUE(defaults.is_default("hybridstore_kv_location"));
+  ASSERT_FALSE(defaults.get_bool("hybridstore_kv_move_on_mount"));
+  Config said = defaults;
+  std::string err;
+  ASSERT_EQ(said.set("hybridstore_kv_location", "device", &err), 0) << err;
+  ASSERT_FALSE(said.is_default("hybridstore_kv_location"));
+  const Config* configs[] = {&defaults, &said};
+  for (const Config* cfg : configs) {
+    SCOPED_TRACE(cfg == &defaults ? "default" : "set to device");
+    TempDir dir("fmt3-devdefault");
+    const std::string path = unpack("format3-20261129/store.tar.gz", dir);
+    // Every warning and error of the mounts (from any of the store's
+    // threads), gathered until the scope ends.
+    struct Complaints {
+      std::mutex mu;
+      std::vector<std::string> lines;
+      LogLevel level = log_level();
+      Complaints() {
+        set_log_level(LogLevel::kWarn);
+        set_log_sink([this](LogLevel, const std::string& msg) {
+          std::lock_guard<std::mutex> l(mu);
+          lines.push_back(msg);
+        });
+      }
+      ~Complaints() {
+        set_log_sink(nullptr);
+        set_log_level(level);
+      }
+    };
+    std::vector<std::string> complaints;
+    {
+      Complaints gathered;
+      HybridStore store(path, *cfg);
+      ASSERT_EQ(store.mount(&err), 0) << err;
+      StoreStats st;
+      ASSERT_EQ(store.statfs(&st), 0);
+      EXPECT_FALSE(st.kv_on_device);
+      EXPECT_EQ(st.format_version, 4u);  // upgraded in place, not moved
+      expect_fixture_content(store);
+      Transaction t;
+      t.write("1.0_head", oid("after", "1.0_head"), 0, "written under the device default");
+      TxnError terr;
+      ASSERT_EQ(store.apply_transaction(std::move(t), &terr), 0) << terr.message;
+      ASSERT_EQ(store.umount(), 0);
+      ASSERT_EQ(store.mount(&err), 0) << err;
+      EXPECT_EQ(read_all(store, "1.0_head", oid("after", "1.0_head")), "written under the device default");
+      ASSERT_EQ(store.umount(), 0);
+      set_log_sink(nullptr);  // no line can come in while they are copied
+      complaints = gathered.lines;
+    }
+    for (const auto& c : complaints) ADD_FAILURE() << "mount complained: " << c;
+    EXPECT_TRUE(std::filesystem::exists(path + "/db/CURRENT"));
+    EXPECT_TRUE(std::filesystem::exists(path + "/journal"));
+    EXPECT_FALSE(std::filesystem::exists(path + "/db.format3-moved"));
+    StoreProbe probe;
+    ASSERT_EQ(HybridStore::probe(path, *cfg, &probe, nullptr), 0);
+    EXPECT_EQ(probe.format_version, 4u);
+    HybridStore store(path, *cfg);
+    expect_clean_fsck(store, 5);
+  }
 }
 
 // A crash between the two steps of the upgrade: the superblock says format

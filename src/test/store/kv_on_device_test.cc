@@ -352,6 +352,32 @@ TEST(KvOnDevice, ADirectoryStoreIsUnchanged) {
   EXPECT_EQ(s.umount(), 0);
 }
 
+// Before mkfs, probe answers for where mkfs would put RocksDB (the Ceph
+// adapter's is_db_rotational): by default, as when asked for, the SSD's
+// media; in the directory, that of the filesystem holding it. After mkfs,
+// where the store has it.
+TEST(KvOnDevice, ProbeBeforeMkfsAnswersForTheDeviceByDefault) {
+  TempDir dir("kvdev-probe");
+  std::string err;
+  // Config(): the product's defaults, not the test runs' pin (test_main.cc).
+  ASSERT_EQ(Config().get_str("hybridstore_kv_location"), "device");
+  for (const Config& c : {Config(), device_config()}) {
+    StoreProbe p;
+    EXPECT_EQ(HybridStore::probe(dir.file("store"), c, &p, &err), -ENOENT);
+    EXPECT_FALSE(p.exists);
+    // No file yet: the SSD is taken for the role it plays, not for the
+    // disk of the directory (rotational on CI's virtual disks).
+    EXPECT_FALSE(p.tier[Tier::kSsd].rotational);
+    EXPECT_FALSE(p.kv_rotational);
+  }
+  // Made: the store's own place, whatever the configuration says.
+  HybridStore s(dir.file("store"), device_config());
+  ASSERT_EQ(s.mkfs(&err), 0) << err;
+  StoreProbe made;
+  ASSERT_EQ(HybridStore::probe(dir.file("store"), small_store_config(), &made, &err), 0) << err;
+  EXPECT_EQ(made.kv_rotational, made.tier[Tier::kSsd].rotational);
+}
+
 // The devices outside the directory, as a real OSD's are: the directory can
 // go and be made again from them (docs/kvfs.md 5.5).
 class KvOnDevicePrimeTest : public KvOnDeviceTest {

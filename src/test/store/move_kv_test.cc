@@ -381,7 +381,11 @@ class MoveKvPowerCutTest : public MoveKvTest {
 class MoveKvFixturePowerCutTest : public MoveKvPowerCutTest {
  protected:
   Config config() override {
-    Config c = with(Config(), "hybridstore_commit_journal_size", "4M");
+    // Directory, as the base class says: SetUp's mkfs (whose store the
+    // fixture then replaces) would otherwise lend a kvfs of the default
+    // 8 GiB SSD.
+    Config c = with(Config(), "hybridstore_kv_location", "directory");
+    c = with(c, "hybridstore_commit_journal_size", "4M");
     c = with(c, "hybridstore_kvfs_log_segment", "1M");
     return with(c, "hybridstore_kvfs_reserve", "4M");
   }

@@ -20,12 +20,24 @@
 #include <thread>
 
 #include "bench_command.h"
+#include "hscommon/config.h"
 #include "hybridstore/tier/migrator.h"
 #include "rados_common.h"
 #include "testing/workload_profiles.h"
 
 namespace hybridstore::bench {
 namespace {
+
+// Whether a store made with the run's --conf and --set options keeps
+// RocksDB on its SSD (hybridstore_kv_location, device by default). A bad
+// option is refused later, where the store is made.
+bool kv_on_ssd(const RadosArgs& a) {
+  Config c;
+  std::string err;
+  if (!a.conf.empty()) c.load_ini(a.conf, &err);
+  for (const auto& kv : a.sets) c.set_from_arg(kv, &err);
+  return c.get_str("hybridstore_kv_location") == "device";
+}
 
 // Runs migration passes on demand, one at a time, off the request path.
 class PassRunner {
@@ -138,6 +150,11 @@ int run_mixed(RadosArgs* args, ModeRun* mr) {
   // A fresh store gets an SSD a fifth of the data set (at least 64 MiB), so
   // that the planner has to choose and the SSD fills up enough to clean.
   uint64_t ssd = std::max<uint64_t>(64ull << 20, (gen.dataset_bytes() / 5 + (16 << 20) - 1) / (16 << 20) * (16 << 20));
+  // With RocksDB on the SSD (the default) the kvfs takes its share of the
+  // tier first, which the data's fifth comes on top of: its initial size
+  // (1/16, at least 64 MiB), the reserve (1/32) and allocation slack
+  // (docs/kvfs.md 2.4), about an eighth and at least 128 MiB.
+  if (kv_on_ssd(a)) ssd += std::max<uint64_t>(128ull << 20, (ssd / 7 + (16 << 20) - 1) / (16 << 20) * (16 << 20));
   ModeRun& m = *mr;
   if (int rc = begin_mode(&m, true, {"hybridstore_ssd_size=" + std::to_string(ssd)}); rc) return rc;
   HybridStore* s = m.t.store.get();
