@@ -39,6 +39,19 @@ bool kv_on_ssd(const RadosArgs& a) {
   return c.get_str("hybridstore_kv_location") == "device";
 }
 
+// A fresh store gets an SSD a fifth of the data set (at least 64 MiB), so
+// that the planner has to choose and the SSD fills up enough to clean. With
+// RocksDB on the SSD (the default) the kvfs takes its share of the tier
+// first, which the data's fifth comes on top of: its initial size (1/16, at
+// least 64 MiB), the reserve (1/32) and allocation slack (docs/kvfs.md 2.4),
+// about an eighth and at least 128 MiB.
+uint64_t fresh_ssd_size(const RadosArgs& a, uint64_t dataset_bytes) {
+  const uint64_t unit = 16 << 20;
+  uint64_t ssd = std::max<uint64_t>(64ull << 20, (dataset_bytes / 5 + unit - 1) / unit * unit);
+  if (kv_on_ssd(a)) ssd += std::max<uint64_t>(128ull << 20, (ssd / 7 + unit - 1) / unit * unit);
+  return ssd;
+}
+
 // Runs migration passes on demand, one at a time, off the request path.
 class PassRunner {
  public:
@@ -147,14 +160,7 @@ int run_mixed(RadosArgs* args, ModeRun* mr) {
   wo.days = a.days;
   WorkloadGenerator gen(prof, wo);
   const auto& sizes = gen.object_sizes();
-  // A fresh store gets an SSD a fifth of the data set (at least 64 MiB), so
-  // that the planner has to choose and the SSD fills up enough to clean.
-  uint64_t ssd = std::max<uint64_t>(64ull << 20, (gen.dataset_bytes() / 5 + (16 << 20) - 1) / (16 << 20) * (16 << 20));
-  // With RocksDB on the SSD (the default) the kvfs takes its share of the
-  // tier first, which the data's fifth comes on top of: its initial size
-  // (1/16, at least 64 MiB), the reserve (1/32) and allocation slack
-  // (docs/kvfs.md 2.4), about an eighth and at least 128 MiB.
-  if (kv_on_ssd(a)) ssd += std::max<uint64_t>(128ull << 20, (ssd / 7 + (16 << 20) - 1) / (16 << 20) * (16 << 20));
+  const uint64_t ssd = fresh_ssd_size(a, gen.dataset_bytes());
   ModeRun& m = *mr;
   if (int rc = begin_mode(&m, true, {"hybridstore_ssd_size=" + std::to_string(ssd)}); rc) return rc;
   HybridStore* s = m.t.store.get();
