@@ -54,6 +54,20 @@ std::string read_all(HybridStore& s, const std::string& coll, const ObjectId& o)
 }
 
 // What make-format-stores.sh wrote, as the store shows it.
+// Still a working store: a write lands and survives a remount (the store
+// is mounted on entry and left unmounted).
+void expect_write_survives_remount(HybridStore& store, const std::string& text) {
+  Transaction t;
+  t.write("1.0_head", oid("after", "1.0_head"), 0, text);
+  TxnError terr;
+  ASSERT_EQ(store.apply_transaction(std::move(t), &terr), 0) << terr.message;
+  ASSERT_EQ(store.umount(), 0);
+  std::string err;
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  EXPECT_EQ(read_all(store, "1.0_head", oid("after", "1.0_head")), text);
+  ASSERT_EQ(store.umount(), 0);
+}
+
 void expect_fixture_content(HybridStore& store) {
   std::vector<CollectionId> colls = store.list_collections();
   ASSERT_EQ(colls.size(), 2u);
@@ -191,15 +205,8 @@ TEST(FormatCompat, AFormat1StoreOfMainOn20261128OpensReadsAndChecksClean) {
 
   expect_fixture_content(store);
 
-  // Still a working store: a write lands and survives a remount.
-  Transaction t;
-  t.write("1.0_head", oid("after", "1.0_head"), 0, "written by today's engine");
-  TxnError terr;
-  ASSERT_EQ(store.apply_transaction(std::move(t), &terr), 0) << terr.message;
-  ASSERT_EQ(store.umount(), 0);
-  ASSERT_EQ(store.mount(&err), 0) << err;
-  EXPECT_EQ(read_all(store, "1.0_head", oid("after", "1.0_head")), "written by today's engine");
-  ASSERT_EQ(store.umount(), 0);
+  expect_write_survives_remount(store, "written by today's engine");
+  if (HasFatalFailure()) return;
 
   FsckReport report;
   EXPECT_EQ(store.fsck(/*deep=*/true, &report), 0);
@@ -444,14 +451,7 @@ TEST(FormatCompat, AFormat3DirectoryStoreMountsUnderTheDeviceDefaultAndStaysInIt
       EXPECT_FALSE(st.kv_on_device);
       EXPECT_EQ(st.format_version, 4u);  // upgraded in place, not moved
       expect_fixture_content(store);
-      Transaction t;
-      t.write("1.0_head", oid("after", "1.0_head"), 0, "written under the device default");
-      TxnError terr;
-      ASSERT_EQ(store.apply_transaction(std::move(t), &terr), 0) << terr.message;
-      ASSERT_EQ(store.umount(), 0);
-      ASSERT_EQ(store.mount(&err), 0) << err;
-      EXPECT_EQ(read_all(store, "1.0_head", oid("after", "1.0_head")), "written under the device default");
-      ASSERT_EQ(store.umount(), 0);
+      expect_write_survives_remount(store, "written under the device default");
       set_log_sink(nullptr);  // no line can come in while they are copied
       complaints = gathered.lines;
     }
