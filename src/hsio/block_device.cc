@@ -161,6 +161,12 @@ std::string sys_block_dir_of(uint64_t dev) {
   return p.string();
 }
 
+bool written_out(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
+  return static_cast<uint64_t>(st.st_blocks) * 512 >= static_cast<uint64_t>(st.st_size);
+}
+
 Media media_of(int fd) {
   struct stat st;
   if (::fstat(fd, &st) < 0) return Media::kUnknown;

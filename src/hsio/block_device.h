@@ -71,6 +71,8 @@ const char* media_name(Media m);  // "unknown", "solid-state", "rotational"
 // queue of the disk holding the file (a partition answers for its disk).
 // kUnknown where there is no such disk (tmpfs, FUSE, overlay).
 Media media_of(int fd);
+// A regular file with a block allocated behind every byte of its size.
+bool written_out(int fd);
 // The sysfs directory of the whole disk holding device number `dev`
 // (/sys/devices/.../vda), or "" when there is none.
 std::string sys_block_dir_of(uint64_t dev);

@@ -120,6 +120,11 @@ int FileDeviceBase::write_durable(uint64_t offset, const char* buf, uint64_t len
 }
 
 int FileDeviceBase::discard(uint64_t offset, uint64_t len) {
+  // A written-out file was laid out so that no write changes filesystem
+  // metadata (hybridstore_block_preallocate); a hole punched in it would make
+  // the next write there allocate again, and every DSYNC write to the file
+  // wait for that (the kvfs's ring beside RocksDB's deleted tables).
+  if (written_out_) return 0;
   // Punching a hole gives the space back to the filesystem for sparse files;
   // block devices ignore it. Failure is harmless: discard is advisory.
   (void)::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),

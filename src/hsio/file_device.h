@@ -70,7 +70,7 @@ class FileDeviceBase : public BlockDevice {
  public:
   FileDeviceBase(int fd, std::string path, uint64_t size, bool direct, uint64_t max_transfer)
       : fd_(fd), path_(std::move(path)), size_(size), direct_(direct), max_transfer_(max_transfer),
-        media_(media_of(fd)) {}
+        media_(media_of(fd)), written_out_(written_out(fd)) {}
   Media media() const override { return media_; }
   ~FileDeviceBase() override {
     if (fd_ >= 0) ::close(fd_);
@@ -110,6 +110,9 @@ class FileDeviceBase : public BlockDevice {
   bool direct_;
   uint64_t max_transfer_;  // DeviceOpenOptions::debug_max_transfer
   Media media_;
+  // A regular file with a block behind every byte (laid out with zeros, or
+  // filled since): discard leaves it so, see discard().
+  bool written_out_;
   std::atomic<uint64_t> requests_{0}, device_ios_{0}, short_transfers_{0}, max_in_flight_{0};
   std::atomic<bool> dsync_writes_{true};  // false once the kernel refused RWF_DSYNC
 };

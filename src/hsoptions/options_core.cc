@@ -16,11 +16,13 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "mkfs writes over devices that carry a store already (a label of a finished mkfs); "
                 "without it mkfs refuses them, so a data directory made again cannot wipe a live store's "
                 "devices (hybridstore-tool zap clears a device)"});
-  v->push_back({"hybridstore_block_preallocate", T::kString, "none",
+  v->push_back({"hybridstore_block_preallocate", T::kString, "auto",
                 "how mkfs lays out a device file it creates: none (sparse), fallocate (blocks "
-                "reserved, unwritten) or zero (written with zeros, as fio lays out its files; "
+                "reserved, unwritten), zero (written with zeros, as fio lays out its files; "
                 "the first write to a block then changes no filesystem metadata, so a flush "
-                "after it is a plain device flush)", "", "", {"none", "fallocate", "zero"}});
+                "after it is a plain device flush), or auto: zero for the file that will hold "
+                "RocksDB and the commit journal (hybridstore_kv_location=device), none for "
+                "the others", "", "", {"auto", "none", "fallocate", "zero"}});
   v->push_back({"hybridstore_ssd_size", T::kSize, "8G",
                 "size of a device file mkfs creates for the SSD tier", "64M", "", {}, true});
   v->push_back({"hybridstore_hdd_size", T::kSize, "64G",

@@ -149,7 +149,20 @@ int make_tier_device(const std::string& path, const Config& cfg, Tier tier, uint
   o.create = cfg.get_bool("hybridstore_block_create");
   o.exclusive = true;  // never write labels over the devices of a mounted store
   o.create_size = cfg.get_size(tier_option(tier, "size"));
-  parse_file_layout(cfg.get_str("hybridstore_block_preallocate"), &o.create_layout);
+  const std::string layout = cfg.get_str("hybridstore_block_preallocate");
+  if (layout == "auto") {
+    // The kvfs's journal ring is written with RWF_DSYNC into the same file
+    // as the tier's data. On ext4 a direct write into a hole takes the file's
+    // inode lock exclusively and leaves metadata that the next DSYNC write
+    // must commit, so on a sparse file every ring sync waits behind data
+    // writes filling holes elsewhere in it (fio: 4 KiB DSYNC writes at 222/s
+    // beside 1 MiB writes into holes of the same file, 790/s beside them in
+    // another file, 737/s in the same file written out). Written zeros make
+    // every later write an overwrite.
+    o.create_layout = kvfs_uuid != Uuid{} ? FileLayout::kZeros : FileLayout::kSparse;
+  } else {
+    parse_file_layout(layout, &o.create_layout);
+  }
   o.direct_io = false;
   if (dev_path != link) {
     fs::remove(link, ec);

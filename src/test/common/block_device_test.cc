@@ -284,6 +284,54 @@ TEST(BlockDevice, CreatedFileLayouts) {
   EXPECT_FALSE(parse_file_layout("zeros!", &l));
 }
 
+// Discard punches a hole in a sparse file (the space goes back to the
+// filesystem) and leaves a written-out one as it is: a hole there would make
+// the next write allocate, and every DSYNC write to the file wait for it.
+TEST(BlockDevice, DiscardPunchesSparseFilesAndLeavesWrittenOutOnes) {
+  TempDir dir;
+  const uint64_t size = 8 << 20;
+  auto allocated = [&](const std::string& name) {
+    struct stat st;
+    EXPECT_EQ(::stat(dir.file(name).c_str(), &st), 0);
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+  };
+  for (auto [layout, name] : {std::pair{FileLayout::kSparse, "sparse"}, {FileLayout::kZeros, "zeros"}}) {
+    DeviceOpenOptions o;
+    o.create = true;
+    o.create_size = size;
+    o.create_layout = layout;
+    o.direct_io = false;
+    std::string err;
+    auto d = open_block_device(dir.file(name), o, &err);
+    ASSERT_TRUE(d) << err;
+    std::string ones(size, '\1');
+    ASSERT_EQ(d->write(0, ones.data(), size), 0);
+    ASSERT_EQ(d->flush(), 0);
+    const uint64_t before = allocated(name);
+    EXPECT_EQ(d->discard(1 << 20, 4 << 20), 0);
+    if (layout == FileLayout::kZeros) {
+      EXPECT_EQ(allocated(name), before) << name;
+    } else {
+      EXPECT_LE(allocated(name) + (4 << 20), before) << name;
+    }
+  }
+  // A sparse file filled by writes counts as written out when opened again.
+  DeviceOpenOptions o;
+  o.direct_io = false;
+  std::string err;
+  auto again = open_block_device(dir.file("sparse"), o, &err);
+  ASSERT_TRUE(again) << err;
+  std::string ones(4 << 20, '\1');
+  ASSERT_EQ(again->write(1 << 20, ones.data(), ones.size()), 0);
+  ASSERT_EQ(again->flush(), 0);
+  again.reset();
+  again = open_block_device(dir.file("sparse"), o, &err);
+  ASSERT_TRUE(again) << err;
+  const uint64_t full = allocated("sparse");
+  EXPECT_EQ(again->discard(1 << 20, 4 << 20), 0);
+  EXPECT_EQ(allocated("sparse"), full);
+}
+
 TEST(BlockDeviceLock, AnExclusiveOpenIsRefusedWhileAnotherHoldsTheDevice) {
   TempDir dir("lock");
   const std::string path = dir.file("dev");

@@ -11,6 +11,8 @@
 #include <set>
 #include <tuple>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 #include "hscommon/encoding.h"
@@ -350,6 +352,52 @@ TEST(KvOnDevice, ADirectoryStoreIsUnchanged) {
   EXPECT_FALSE(l.flags & kLabelKvOnDevice);
   ASSERT_EQ(s.mount(&err), 0) << err;
   EXPECT_EQ(s.umount(), 0);
+}
+
+// hybridstore_block_preallocate=auto writes out the SSD file that will hold
+// the kvfs (its journal ring's DSYNC writes would otherwise wait behind
+// writes filling holes elsewhere in the file) and leaves every other file
+// mkfs creates sparse; a layout asked for by name is kept.
+TEST(KvOnDevice, MkfsWritesOutTheFileThatHoldsTheKvfsAndNoOther) {
+  TempDir dir("kvdev-layout");
+  auto allocated = [](const std::string& path) {
+    struct stat st;
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+  };
+  struct Case {
+    const char* name;
+    bool device;
+    const char* layout;
+    bool ssd_written;
+  };
+  for (const Case& c : {Case{"device-auto", true, nullptr, true}, Case{"directory-auto", false, nullptr, false},
+                        Case{"device-none", true, "none", false}, Case{"directory-zero", false, "zero", true}}) {
+    SCOPED_TRACE(c.name);
+    Config cfg = c.device ? device_config() : small_store_config();
+    std::string err;
+    if (c.layout) {
+      ASSERT_EQ(cfg.set("hybridstore_block_preallocate", c.layout, &err), 0) << err;
+    }
+    const std::string store = dir.file(c.name);
+    HybridStore s(store, cfg);
+    ASSERT_EQ(s.mkfs(&err), 0) << err;
+    const uint64_t ssd = cfg.get_size("hybridstore_ssd_size"), hdd = cfg.get_size("hybridstore_hdd_size");
+    if (c.ssd_written) {
+      EXPECT_GE(allocated(store + "/block.ssd"), ssd);
+    } else {
+      EXPECT_LT(allocated(store + "/block.ssd"), ssd / 2);
+    }
+    // zero asked for by name lays out every file; auto never the HDD's.
+    if (c.layout && std::string(c.layout) == "zero") {
+      EXPECT_GE(allocated(store + "/block.hdd"), hdd);
+    } else {
+      EXPECT_LT(allocated(store + "/block.hdd"), hdd / 2);
+    }
+  }
+  Config bad = small_store_config();
+  std::string err;
+  EXPECT_NE(bad.set("hybridstore_block_preallocate", "zeros", &err), 0);
 }
 
 // Before mkfs, probe answers for where mkfs would put RocksDB (the Ceph
