@@ -53,6 +53,15 @@
 #                            sequential rows use (split over the threads)
 #   HS_FIO_NEW_OBJECTS [160000]  4 KiB objects the create rows may make (all threads)
 #   HS_FIO_SSD_SIZE [8G], HS_FIO_HDD_SIZE [16G]  the devices (sparse)
+#   HS_FIO_SSD_LAYOUT [zero] the SSD role's file (HS_FIO_DEVICES=file): zero
+#                            (written with zeros before each run, as an SSD's
+#                            blocks all exist) or sparse. On a sparse file a
+#                            write into a hole takes ext4's inode lock
+#                            exclusively and the next DSYNC write to the file
+#                            commits the allocation, which a store keeping
+#                            its RocksDB and journal on that device pays and
+#                            one keeping them in the directory does not
+#                            (docs/benchmarks.md). The HDD role stays sparse.
 #   HS_FIO_DEVICES [file]    file (sparse files in the run directory) or loop
 #                            (root: loop devices with direct I/O over sparse
 #                            images, the HDD role rotational=1, the SSD role 0).
@@ -119,6 +128,7 @@ HS_FIO_NEW_OBJECTS=${HS_FIO_NEW_OBJECTS:-160000}
 HS_FIO_SSD_SIZE=${HS_FIO_SSD_SIZE:-8G}
 HS_FIO_HDD_SIZE=${HS_FIO_HDD_SIZE:-16G}
 HS_FIO_DEVICES=${HS_FIO_DEVICES:-file}
+HS_FIO_SSD_LAYOUT=${HS_FIO_SSD_LAYOUT:-zero}
 HS_FIO_CLASSES=${HS_FIO_CLASSES:-0}
 HS_FIO_KEEP=${HS_FIO_KEEP:-0}
 HS_FIO_HS_OPTIONS=${HS_FIO_HS_OPTIONS:-}
@@ -167,10 +177,11 @@ else
     fi
     case $devices in
     loop) devices_text="loop devices over sparse images, direct I/O, HDD role rotational=1, SSD role rotational=0 (no device classes)" ;;
-    file) devices_text="sparse files on the filesystem of OUTDIR (no device classes)" ;;
+    file) devices_text="files on the filesystem of OUTDIR, the SSD role's $([ "$HS_FIO_SSD_LAYOUT" = zero ] && echo "written with zeros" || echo sparse), the HDD role's sparse (no device classes)" ;;
     *) echo "HS_FIO_DEVICES must be auto, loop or file" >&2; exit 2 ;;
     esac
 fi
+case $HS_FIO_SSD_LAYOUT in zero | sparse) ;; *) echo "HS_FIO_SSD_LAYOUT must be zero or sparse" >&2; exit 2 ;; esac
 
 # ---------------------------------------------------------------- matrix
 # NAME JOBFILE BS IODEPTH NUMJOBS PGLOG(1, 0, or - for reads)
@@ -241,7 +252,11 @@ make_devices() {
         [ "$role" = hdd ] && size=$HS_FIO_HDD_SIZE rot=1
         case $devices in
         file)
-            truncate -s "$size" "$d/$role" || return 1 ;;
+            truncate -s "$size" "$d/$role" || return 1
+            if [ "$role" = ssd ] && [ "$HS_FIO_SSD_LAYOUT" = zero ]; then
+                dd if=/dev/zero of="$d/$role" bs=4M conv=notrunc oflag=direct status=none \
+                    count=$(($(stat -c %s "$d/$role") / 4194304)) || return 1
+            fi ;;
         loop)
             if [ "$HS_FIO_CLASSES" = 1 ] && [ "$role" = hdd ]; then
                 dev=$(devclass_attach "$d" hdd hdd "$size") || return 1
