@@ -32,8 +32,9 @@
 #
 # PROFILE is a section of qa/devclass/profiles.conf run by hybridstore-diskmodel
 # through FUSE (hdd, ssd; fuse-none is the same FUSE path with no delay, to
-# measure its floor), or none/raw: the sparse image attached directly, as fast
-# as the VM's disk. Every loop device is attached with --direct-io=on, so no
+# measure its floor), or none/raw: the image attached directly, as fast as the
+# VM's disk (none sparse; raw, the SSD, written out with zeros first unless
+# DEVCLASS_RAW_SPARSE=1). Every loop device is attached with --direct-io=on, so no
 # page cache sits between it and the model; attach fails when the kernel did
 # not grant direct I/O (/sys/block/loopN/loop/dio).
 #
@@ -136,6 +137,13 @@ devclass_attach() {
   case $profile in
     none | raw)
       truncate -s "$bytes" "$img" || return 1
+      # raw stands for an SSD, which has all its blocks: written out, the
+      # image's holes cannot make a DSYNC write through the loop device wait
+      # for the host filesystem's allocations (docs/benchmarks.md, "RocksDB
+      # on the device"). DEVCLASS_RAW_SPARSE=1 keeps it sparse.
+      if [[ $profile == raw && ${DEVCLASS_RAW_SPARSE:-0} != 1 ]]; then
+        dd if=/dev/zero of="$img" bs=1M count=$((bytes >> 20)) conv=notrunc oflag=direct status=none || return 1
+      fi
       loop=$(losetup --find --show --direct-io=on "$img") || {
         _devclass_err "losetup on $img failed"
         _devclass_attach_fail
