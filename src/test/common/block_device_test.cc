@@ -237,24 +237,36 @@ TEST(BlockDevice, DirectoryIsNotADevice) {
   EXPECT_FALSE(d);
 }
 
+namespace {
+
+std::unique_ptr<BlockDevice> create_laid_out(const std::string& path, uint64_t size, FileLayout layout,
+                                             std::string* err) {
+  DeviceOpenOptions o;
+  o.create = true;
+  o.create_size = size;
+  o.create_layout = layout;
+  o.direct_io = false;
+  return open_block_device(path, o, err);
+}
+
+// Bytes the filesystem holds for the file (st_blocks).
+uint64_t allocated_bytes(const std::string& path) {
+  struct stat st;
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+}  // namespace
+
 // What hybridstore_block_preallocate asks mkfs for: blocks the filesystem
 // holds before the first write (st_blocks), and for `zero` written zeros.
 TEST(BlockDevice, CreatedFileLayouts) {
   TempDir dir;
   const uint64_t size = 8 << 20;
   auto create = [&](FileLayout layout, const std::string& name, std::string* err) {
-    DeviceOpenOptions o;
-    o.create = true;
-    o.create_size = size;
-    o.create_layout = layout;
-    o.direct_io = false;
-    return open_block_device(dir.file(name), o, err);
+    return create_laid_out(dir.file(name), size, layout, err);
   };
-  auto allocated = [&](const std::string& name) {
-    struct stat st;
-    EXPECT_EQ(::stat(dir.file(name).c_str(), &st), 0);
-    return static_cast<uint64_t>(st.st_blocks) * 512;
-  };
+  auto allocated = [&](const std::string& name) { return allocated_bytes(dir.file(name)); };
   for (auto [layout, name] : {std::pair{FileLayout::kSparse, "sparse"}, {FileLayout::kZeros, "zeros"}}) {
     std::string err;
     auto d = create(layout, name, &err);
@@ -290,19 +302,10 @@ TEST(BlockDevice, CreatedFileLayouts) {
 TEST(BlockDevice, DiscardPunchesSparseFilesAndLeavesWrittenOutOnes) {
   TempDir dir;
   const uint64_t size = 8 << 20;
-  auto allocated = [&](const std::string& name) {
-    struct stat st;
-    EXPECT_EQ(::stat(dir.file(name).c_str(), &st), 0);
-    return static_cast<uint64_t>(st.st_blocks) * 512;
-  };
+  auto allocated = [&](const std::string& name) { return allocated_bytes(dir.file(name)); };
   for (auto [layout, name] : {std::pair{FileLayout::kSparse, "sparse"}, {FileLayout::kZeros, "zeros"}}) {
-    DeviceOpenOptions o;
-    o.create = true;
-    o.create_size = size;
-    o.create_layout = layout;
-    o.direct_io = false;
     std::string err;
-    auto d = open_block_device(dir.file(name), o, &err);
+    auto d = create_laid_out(dir.file(name), size, layout, &err);
     ASSERT_TRUE(d) << err;
     std::string ones(size, '\1');
     ASSERT_EQ(d->write(0, ones.data(), size), 0);
