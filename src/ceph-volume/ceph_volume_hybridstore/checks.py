@@ -82,6 +82,7 @@ def check_pair(ssd: Optional[str], hdd: Optional[str], command: str = 'prepare')
                       'RocksDB and the commit journal); --data %s is the HDD' % (command, hdd))
     check_exists(hdd, '--data')
     check_exists(ssd, '--block.ssd')
+    tool.require()
     if os.path.realpath(ssd) == os.path.realpath(hdd):
         raise Refused('--block.ssd and --data are the same device (%s): a hybridstore OSD needs two'
                       % os.path.realpath(hdd))

@@ -26,7 +26,7 @@ from ceph_volume.systemd import systemctl
 from ceph_volume.util import prepare as prepare_utils
 from ceph_volume.util import system
 
-from . import checks, common
+from . import checks, common, tool
 
 if TYPE_CHECKING:
     import argparse
@@ -74,6 +74,7 @@ class HybridLvm(Lvm):
         if not ssd:
             raise checks.Refused('ceph-volume lvm prepare --objectstore hybridstore needs --block.ssd SSD (an LV as '
                                  'vg/lv, or a device; the fast tier); --data %s is the HDD' % data)
+        tool.require()
         hdd_path = self._check_one(data, '--data')
         ssd_path = self._check_one(ssd, '--block.ssd')
         if os.path.realpath(hdd_path) == os.path.realpath(ssd_path):

@@ -20,7 +20,7 @@ from ceph_volume.objectstore.baseobjectstore import BaseObjectStore
 from ceph_volume.util import prepare as prepare_utils
 from ceph_volume.util import system
 
-from . import checks, common, report
+from . import checks, common, report, tool
 
 if TYPE_CHECKING:
     import argparse
@@ -106,6 +106,7 @@ class HybridRaw(BaseObjectStore):
     def activate(self) -> None:
         if not (self.devices or self.osd_id or self.osd_fsid or getattr(self.args, 'activate_all', False)):
             raise RuntimeError('raw activate needs --osd-id and --osd-uuid, --device(s), or --all')
+        tool.require()
         found = self.find()
         if not found:
             raise RuntimeError('did not find any matching hybridstore OSD to activate')

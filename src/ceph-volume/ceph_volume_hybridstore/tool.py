@@ -8,6 +8,7 @@ to the log: the SSD label carries the OSD's secret (`osd_key`).
 import json
 import logging
 import os
+import shutil
 from typing import Any, Dict, List, Optional
 
 from ceph_volume import process
@@ -23,6 +24,15 @@ TIERS = ('ssd', 'tier2', 'tier3', 'hdd')
 
 def tool() -> str:
     return os.environ.get(TOOL_ENV, 'hybridstore-tool')
+
+
+def require() -> str:
+    """The tool's path, or RuntimeError saying how to get one."""
+    path = shutil.which(tool())
+    if not path:
+        raise RuntimeError('%s not found: install hybridstore-tools, or set %s to its path'
+                           % (tool(), TOOL_ENV))
+    return path
 
 
 class Label(object):

@@ -8,6 +8,10 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+
+def pytest_configure(config):
+    config.addinivalue_line('markers', 'real_require: tool.require is not stubbed')
+
 sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), '..')))
 
 
@@ -67,6 +71,14 @@ def label(fsid: str, role: str, meta: Optional[Dict[str, str]] = None, done: boo
     if role == 'ssd':
         d['tiers'] = [{'tier': t} for t in tiers]
     return d
+
+
+@pytest.fixture(autouse=True)
+def tool_installed(monkeypatch, request):
+    """hybridstore-tool counts as installed (its calls are answered by
+    fake_process), except for the tests of tool.require itself."""
+    if 'real_require' not in request.keywords:
+        monkeypatch.setattr('ceph_volume_hybridstore.tool.require', lambda: '/usr/bin/hybridstore-tool')
 
 
 @pytest.fixture

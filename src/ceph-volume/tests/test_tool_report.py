@@ -72,6 +72,28 @@ class TestTool(object):
         assert fake_process.calls == [['hybridstore-tool', '--path', '/var/lib/ceph/osd/ceph-3', 'prime-osd-dir',
                                        '--dev', '/dev/ssd', '--dev', '/dev/hdd']]
 
+    @pytest.mark.real_require
+    def test_require_says_how_to_get_the_tool(self, monkeypatch, tmp_path):
+        monkeypatch.setenv(tool.TOOL_ENV, str(tmp_path / 'no-such-tool'))
+        with pytest.raises(RuntimeError, match='not found: install hybridstore-tools, or set '
+                                               'CEPH_VOLUME_HYBRIDSTORE_TOOL'):
+            tool.require()
+        exe = tmp_path / 'hybridstore-tool'
+        exe.write_text('#!/bin/sh\n')
+        exe.chmod(0o755)
+        monkeypatch.setenv(tool.TOOL_ENV, str(exe))
+        assert tool.require() == str(exe)
+
+    @pytest.mark.real_require
+    def test_prepare_without_the_tool_is_refused_before_anything(self, monkeypatch, tmp_path, fake_process):
+        from ceph_volume_hybridstore import checks
+        monkeypatch.setenv(tool.TOOL_ENV, str(tmp_path / 'no-such-tool'))
+        (tmp_path / 'a').write_text('x')
+        (tmp_path / 'b').write_text('y')
+        with pytest.raises(RuntimeError, match='not found'):
+            checks.check_pair(str(tmp_path / 'a'), str(tmp_path / 'b'))
+        assert fake_process.calls == []
+
     def test_tool_from_environment(self, monkeypatch):
         monkeypatch.setenv(tool.TOOL_ENV, '/opt/hs/bin/hybridstore-tool')
         assert tool.tool() == '/opt/hs/bin/hybridstore-tool'
