@@ -141,7 +141,12 @@ cv() {
 
 osd_ids() { ceph_cli osd ls -f json | jq -c 'sort'; }
 
-label_of() { hybridstore_tool show-label --dev "$1" 2> /dev/null | jq -c --arg d "$1" '.[$d] | {fsid, role, flags, generation}'; }
+# label_of DEV: the device's label in one line (fsid, role, flags,
+# generation), nothing when it has none
+label_of() {
+    hybridstore_tool show-label --dev "$1" 2> /dev/null |
+        jq -c --arg d "$1" '.[$d] | select(.fsid != null) | {fsid, role, flags, generation}'
+}
 
 # refused WHAT ARGS...: ceph-volume ARGS must fail, print WHAT, and leave the
 # OSD map and both devices' labels as they were.
