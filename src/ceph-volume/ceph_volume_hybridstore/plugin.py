@@ -14,7 +14,6 @@ import shutil
 from textwrap import dedent
 
 from ceph_volume import conf, terminal
-from ceph_volume.util import system
 
 from . import common, register, tool
 
@@ -70,6 +69,7 @@ class Hybridstore(object):
 
     @staticmethod
     def deactivate(osd_id):
+        from ceph_volume.util import system
         if osd_id is None:
             raise SystemExit('ceph-volume hybridstore deactivate needs --osd-id N')
         path = common.osd_path(osd_id)
