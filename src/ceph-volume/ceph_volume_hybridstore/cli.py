@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional
 from ceph_volume import objectstore, terminal
 from ceph_volume.api import lvm as api
 from ceph_volume.devices.lvm import activate as lvm_activate
+from ceph_volume.devices.lvm import batch as lvm_batch
 from ceph_volume.devices.lvm import common as lvm_common
 from ceph_volume.devices.lvm import create as lvm_create
 from ceph_volume.devices.lvm import prepare as lvm_prepare
@@ -28,7 +29,7 @@ from ceph_volume.systemd import systemctl
 from ceph_volume.util import arg_validators, disk
 from ceph_volume.util.device import Device
 
-from . import common, report
+from . import batch, common, report
 from .lvm import HybridLvm, is_hybridstore_lv, lvm_osds
 from .raw import HybridRaw
 
@@ -324,6 +325,51 @@ class LvmActivate(lvm_activate.Activate):
                 theirs.objectstore = o['objectstore']
                 objectstore.mapping['LVM'][o['objectstore']](args=theirs).activate(theirs, osd_id=osd_id,
                                                                                    osd_fsid=osd_fsid)
+
+
+BATCH_HELP = dedent("""
+    Make hybridstore OSDs on several HDDs that share SSDs: each SSD split
+    into one LV per HDD it serves (the HDDs given to the SSDs in order, as
+    evenly as they go), each HDD an LV of its own; every device checked
+    before anything is made. --report prints the plan and changes nothing.
+
+        ceph-volume lvm batch --objectstore hybridstore --ssd-devices /dev/nvme0n1 /dev/sdb /dev/sdc
+    """)
+
+
+def batch_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='ceph-volume lvm batch', formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description=BATCH_HELP)
+    parser.add_argument('devices', metavar='HDD', nargs='*', default=[], help='the HDDs, one OSD each')
+    parser.add_argument('--ssd-devices', nargs='*', default=[], help='the SSDs the HDDs share')
+    parser.add_argument('--objectstore', dest='objectstore', default=common.OBJECTSTORE, choices=STORES)
+    parser.add_argument('--report', action='store_true', help='print the plan only')
+    parser.add_argument('--yes', action='store_true', help='make the OSDs without asking')
+    parser.add_argument('--format', default='pretty', choices=['json', 'pretty'], help='--report format')
+    parser.add_argument('--crush-device-class', dest='crush_device_class', default='', help='for every OSD')
+    parser.add_argument('--no-systemd', dest='no_systemd', action='store_true',
+                        help='Skip creating and enabling systemd units and starting OSD services')
+    parser.add_argument('--prepare', action='store_true', help='only prepare the OSDs, do not activate them')
+    return parser
+
+
+class LvmBatch(lvm_batch.Batch):
+    """Ceph's Batch parses (and validates its devices) as it is made, with
+    bluestore and seastore as the only stores: for hybridstore, nothing of
+    it runs."""
+
+    def __init__(self, argv: List[str]) -> None:
+        self.argv = argv
+        self.hybridstore = requested_objectstore(argv) == common.OBJECTSTORE
+        if not self.hybridstore:
+            ceph_main_with_note(lambda: super(LvmBatch, self).__init__(argv), argv,
+                                hybridstore_note('ceph-volume lvm batch'))
+
+    def main(self) -> None:
+        if not self.hybridstore:
+            return super().main()
+        self.args = batch_parser().parse_args(self.argv)
+        batch.run(self.args)
 
 
 class Zap(lvm_zap.Zap):

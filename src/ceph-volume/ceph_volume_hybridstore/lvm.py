@@ -45,6 +45,8 @@ class HybridLvm(Lvm):
         super().__init__(args)
         self.objectstore = common.OBJECTSTORE
         self.ssd_device_path: str = ''
+        # set by lvm batch, whose plan checked every device first
+        self.checked = False
 
     # --- prepare --------------------------------------------------------------
 
@@ -70,6 +72,8 @@ class HybridLvm(Lvm):
     def check(self) -> None:
         if getattr(self.args, 'dmcrypt', False):
             raise checks.Refused('--dmcrypt is not supported with --objectstore hybridstore')
+        if self.checked:
+            return
         data, ssd = getattr(self.args, 'data', None), getattr(self.args, 'block_ssd', None)
         if not ssd:
             raise checks.Refused('ceph-volume lvm prepare --objectstore hybridstore needs --block.ssd SSD (an LV as '

@@ -8,7 +8,7 @@ the string keys added here are all the lookup needs; the enum is only the
 mapping's key type and nothing else reads it, so it is left as Debian ships
 it. Ceph's argument parsers list `bluestore` and `seastore` as the only
 choices, so the subcommands that take `--objectstore` (raw prepare/activate,
-lvm prepare/create/activate) and those that must see hybridstore devices
+lvm prepare/create/activate/batch) and those that must see hybridstore devices
 (raw list, lvm zap, `ceph-volume activate`) get this package's subclasses
 in their mappers (cli.py), which hand every other store to Ceph's code.
 
@@ -40,7 +40,7 @@ def register() -> None:
     objectstore.mapping['LVM'][common.OBJECTSTORE] = HybridLvm
     Raw.mapper.update({'prepare': cli.RawPrepare, 'activate': cli.RawActivate, 'list': cli.RawList})
     LVM.mapper.update({'prepare': cli.LvmPrepare, 'create': cli.LvmCreate, 'activate': cli.LvmActivate,
-                       'zap': cli.Zap})
+                       'batch': cli.LvmBatch, 'zap': cli.Zap})
     top_activate.RAWActivate = cli.AnyRawActivate
     top_activate.LVMActivate = cli.AnyLvmActivate
     _registered = True

@@ -31,7 +31,8 @@ class TestRegister(object):
         assert Raw.mapper['list'] is cli.RawList
         assert LVM.mapper['prepare'] is cli.LvmPrepare and LVM.mapper['create'] is cli.LvmCreate
         assert LVM.mapper['activate'] is cli.LvmActivate and LVM.mapper['zap'] is cli.Zap
-        assert LVM.mapper['batch'].__module__ == 'ceph_volume.devices.lvm.batch'
+        assert LVM.mapper['batch'] is cli.LvmBatch
+        assert LVM.mapper['migrate'].__module__ == 'ceph_volume.devices.lvm.migrate'
         assert top.RAWActivate is cli.AnyRawActivate and top.LVMActivate is cli.AnyLvmActivate
 
     def test_idempotent(self, registered):
@@ -263,3 +264,20 @@ def test_common_osd_path(monkeypatch):
     assert common.osd_path('3') == '/var/lib/ceph/osd/ceph-3'
     assert common.mkfs_device_options('/dev/a', '/dev/b') == ['--hybridstore-ssd-path', '/dev/a',
                                                               '--hybridstore-hdd-path', '/dev/b']
+
+
+class TestBatch(object):
+    def test_other_stores_are_cephs(self, registered, monkeypatch):
+        seen = []
+        monkeypatch.setattr('ceph_volume.devices.lvm.batch.Batch.__init__', lambda self, argv: seen.append(argv))
+        monkeypatch.setattr('ceph_volume.devices.lvm.batch.Batch.main', lambda self: seen.append('main'))
+        cli.LvmBatch(['/dev/sdb']).main()
+        assert seen == [['/dev/sdb'], 'main']
+
+    def test_hybridstore_is_ours(self, registered, monkeypatch):
+        seen = []
+        monkeypatch.setattr('ceph_volume.devices.lvm.batch.Batch.__init__', lambda self, argv: seen.append('ceph'))
+        monkeypatch.setattr(cli.batch, 'run', lambda args: seen.append((args.devices, args.ssd_devices, args.report)))
+        cli.LvmBatch(['--objectstore', 'hybridstore', '--ssd-devices', '/dev/nvme0n1', '--report',
+                      '/dev/sdb', '/dev/sdc']).main()
+        assert seen == [(['/dev/sdb', '/dev/sdc'], ['/dev/nvme0n1'], True)]

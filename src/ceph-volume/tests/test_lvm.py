@@ -90,6 +90,29 @@ class TestPrepare(object):
         assert mkfs_labels.commands('ln') == []
         assert osd_setup['create_osd_path'] == [('7', True)]
 
+    def test_prepare_on_devices_makes_lvs_ssd_in_slots(self, root, lvs, mkfs_labels, no_bluestore, osd_setup,
+                                                      ceph_conf, monkeypatch, tmp_path):
+        made = []
+
+        def create_lv(name_prefix, uuid, vg=None, device=None, slots=None, extents=None, size=None, tags=None):
+            lv = FakeLV('ceph-vg', '%s-%s' % (name_prefix, uuid), tags=tags, path=str(tmp_path / name_prefix))
+            with open(lv.lv_path, 'wb') as f:
+                f.truncate(1 << 30)
+            made.append((name_prefix, device, slots))
+            return lv
+        monkeypatch.setattr('ceph_volume.api.lvm.create_lv', create_lv)
+        monkeypatch.setattr('ceph_volume.util.disk.is_device', lambda d: d.startswith('/dev/sd') or d.startswith('/dev/nvme'))
+        monkeypatch.setattr('ceph_volume.util.disk.is_partition', lambda d: False)
+        monkeypatch.setattr('ceph_volume.api.lvm.get_device_vgs', lambda d, p='': [])
+        store = lvm.HybridLvm(args(data='/dev/sdb', block_ssd='/dev/nvme0n1', block_ssd_slots=3))
+        store.checked = True          # as lvm batch does: its plan was checked
+        store.safe_prepare()
+        assert made == [('osd-block', '/dev/sdb', 1), ('osd-ssd', '/dev/nvme0n1', 3)]
+        assert store.tags['ceph.ssd_device'] == str(tmp_path / 'osd-ssd')
+        cmd = mkfs_labels.commands('ceph-osd')[0]
+        assert cmd[cmd.index('--hybridstore-ssd-path') + 1] == str(tmp_path / 'osd-ssd')
+        assert cmd[cmd.index('--hybridstore-hdd-path') + 1] == str(tmp_path / 'osd-block')
+
     def test_missing_ssd(self, root, lvs, fake_process, no_bluestore, osd_setup):
         with pytest.raises(checks.Refused, match='needs --block.ssd'):
             lvm.HybridLvm(args(block_ssd=None)).safe_prepare()
