@@ -19,8 +19,8 @@
 #   2. `ceph-volume raw prepare --objectstore hybridstore --data HDD
 #      --block.ssd SSD`: osd new, a tmpfs data directory, mkfs; the SSD label
 #      holds whoami, ceph_fsid and osd_key;
-#   3. `ceph-volume raw activate --osd-id --osd-uuid --no-systemd`, the OSD
-#      started on that directory: it joins, `ceph osd metadata` says
+#   3. `ceph-volume raw activate --osd-id --osd-uuid --no-systemd` over what
+#      prepare left in the directory, the OSD started on it: it joins, `ceph osd metadata` says
 #      osd_objectstore hybridstore; objects written;
 #   4. `ceph-volume raw list`: the OSD with both devices and its store;
 #   5. refusals on a live OSD: prepare on its devices (they hold an OSD), zap
@@ -243,9 +243,7 @@ run() {
         [ "$(echo "$meta" | jq -r .ceph_fsid)" = "$(cat "$dir/fsid")" ] || { fail "the SSD label's meta: $meta"; return 1; }
     row "raw prepare: osd.$osd_id ($uuid), $(osd_data) a tmpfs holding: $(cd "$(osd_data)" && ls | tr '\n' ' '); SSD label meta $meta"
 
-    log "--- 3. raw activate, the OSD started"
-    stop_osd "$dir" "$osd_id" TERM
-    umount "$(osd_data)" || { fail "umount after prepare"; return 1; }
+    log "--- 3. raw activate (over what prepare left, as cephadm runs it), the OSD started"
     cv raw activate --osd-id "$osd_id" --osd-uuid "$uuid" --no-systemd || { fail "ceph-volume raw activate"; return 1; }
     start_osd_vol || return 1
     got=$(osd_metadata_field "$osd_id" osd_objectstore)
