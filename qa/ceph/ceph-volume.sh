@@ -24,13 +24,16 @@
 #      osd_objectstore hybridstore; objects written;
 #   4. `ceph-volume raw list`: the OSD with both devices and its store;
 #   5. refusals on a live OSD: prepare on its devices (they hold an OSD), zap
-#      of its devices (in use; nothing zapped);
+#      of its devices (`ceph-volume hybridstore zap`: in use, nothing zapped);
 #   6. deactivate (the OSD stopped, `ceph-volume hybridstore deactivate`: the
 #      tmpfs unmounted) and `ceph-volume activate --osd-id --osd-uuid
 #      --no-systemd` (what cephadm runs) from the labels alone: the OSD back
-#      with every object; then `raw activate --all` after another deactivate;
+#      with every object; then `raw activate --devices SSD HDD` after another
+#      deactivate (not --all, which would take other runs' OSDs on this host);
 #   7. the OSD stopped and deactivated, `ceph-volume lvm zap --destroy SSD
-#      HDD`: no label left on either; `ceph osd purge`.
+#      HDD` (or, where ceph-volume finds no udev data to inspect devices
+#      with, `ceph-volume hybridstore zap SSD HDD`): no label left on either;
+#      `ceph osd purge`.
 # ceph-volume runs with a cluster name of its own (--cluster hsvolN), so its
 # fixed paths (/var/lib/ceph/osd/hsvolN-ID, /var/lib/ceph/bootstrap-osd/
 # hsvolN.keyring) are this run's alone and removed at the end; its log goes to
@@ -60,6 +63,7 @@ if [ "${1:-}" = --in-root ]; then
     fi
     exec "$HS_TOP/src/tools/ceph-chroot" "${args[@]}" -- \
         env HYBRIDSTORE_TOOL="${HYBRIDSTORE_TOOL:-/usr/bin/hybridstore-tool}" HS_SSD_SIZE="$HS_SSD_SIZE" \
+        HS_SOURCE_COMMIT="$(git -C "$HS_TOP" rev-parse --short HEAD 2> /dev/null)" \
         HS_HDD_SIZE="$HS_HDD_SIZE" HS_TIMEOUT="$HS_TIMEOUT" HS_KEEP="${HS_KEEP:-}" \
         bash "$HS_TOP/qa/ceph/ceph-volume.sh" "${report_arg[@]}"
 fi
@@ -110,10 +114,10 @@ cleanup() {
         rmdir "$m" 2> /dev/null || log "kept $m (not empty)"
     done
     rm -f "$bootstrap"
-    # ceph-volume gave the devices to the ceph user: back to root before
-    # they are detached (the device nodes are the host's)
-    if [ -s "$dir/loops" ]; then
-        while read -r d; do chown root:disk "$d" 2> /dev/null; done < "$dir/loops"
+    # ceph-volume gave the devices to the ceph user: back to their owner
+    # before they are detached (the device nodes are the host's)
+    if [ -s "$base/owners" ]; then
+        while read -r d o; do chown "$o" "$d" 2> /dev/null; done < "$base/owners"
     fi
     teardown "$dir" "$failed"
     [ -n "$failed" ] || [ -n "${HS_KEEP:-}" ] || rm -rf "$base"
@@ -127,7 +131,7 @@ if python3 -c 'import importlib.metadata as m, sys; sys.exit(0 if any(e.name == 
 else
     python3 "$HS_TOP/src/tools/ceph-package" volume-tree --out "$base/module" > /dev/null || { failed=1; fail "ceph-package volume-tree"; exit 1; }
     export PYTHONPATH=$base/module/usr/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}
-    module="this tree's src/ceph-volume at $(git -C "$HS_TOP" rev-parse --short HEAD 2> /dev/null) (PYTHONPATH)"
+    module="this tree's src/ceph-volume at ${HS_SOURCE_COMMIT:-$(git -C "$HS_TOP" rev-parse --short HEAD 2> /dev/null)} (PYTHONPATH)"
 fi
 
 # cv ARGS...: ceph-volume of this run's cluster, its standard output in
@@ -217,6 +221,8 @@ run() {
         truncate -s "$HS_HDD_SIZE" "$dir/big.img" || return 1
     ssd=$(loop_attach "$dir" "$dir/ssd.img" 0) && hdd=$(loop_attach "$dir" "$dir/hdd.img" 1) &&
         big=$(loop_attach "$dir" "$dir/big.img" 0) || return 1
+    local d
+    for d in "$ssd" "$hdd" "$big"; do echo "$d $(stat -c %u:%g "$d")" >> "$base/owners"; done
     log "devices: ssd $ssd ($HS_SSD_SIZE), hdd $hdd ($HS_HDD_SIZE), spare $big ($HS_HDD_SIZE)"
 
     log "--- 1. refusals"
@@ -224,6 +230,7 @@ run() {
     truncate -s "$HS_SSD_SIZE" "$dir/small.img" || return 1
     local small
     small=$(loop_attach "$dir" "$dir/small.img" 1) || return 1
+    echo "$small $(stat -c %u:%g "$small")" >> "$base/owners"
     refused "is larger than --data" raw prepare --objectstore hybridstore --data "$small" --block.ssd "$big" || return 1
     refused "same device" raw prepare --objectstore hybridstore --data "$hdd" --block.ssd "$hdd" || return 1
     python3 -c 'import os, sys, time; fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL); print("held", flush=True); time.sleep(3600)' \
@@ -260,7 +267,7 @@ run() {
 
     log "--- 5. refusals on the live OSD"
     refused "already holds a hybridstore" raw prepare --objectstore hybridstore --data "$hdd" --block.ssd "$big" || return 1
-    refused "nothing zapped" lvm zap --destroy --no-systemd "$ssd" "$hdd" || return 1
+    refused "nothing zapped" hybridstore zap "$ssd" "$hdd" || return 1
 
     log "--- 6. deactivate, activate from the labels alone"
     deactivate || return 1
@@ -269,21 +276,30 @@ run() {
     check_objects "after ceph-volume activate" || return 1
     row "deactivate (the OSD stopped, the tmpfs unmounted), \`ceph-volume activate --osd-id $osd_id --osd-uuid ... --no-systemd\`: the OSD back with its 8 objects"
     deactivate || return 1
-    cv raw activate --all || { fail "ceph-volume raw activate --all"; return 1; }
+    # by its devices, not --all: other runs' hybridstore OSDs may be on this host
+    cv raw activate --devices "$ssd" "$hdd" || { fail "ceph-volume raw activate --devices"; return 1; }
     start_osd_vol || return 1
-    check_objects "after raw activate --all" || return 1
-    row "deactivate again, \`ceph-volume raw activate --all\`: the OSD back with its 8 objects"
+    check_objects "after raw activate --devices" || return 1
+    row "deactivate again, \`ceph-volume raw activate --devices $ssd $hdd\`: the OSD back with its 8 objects"
 
     log "--- 7. zap"
     deactivate || return 1
-    cv lvm zap --destroy --no-systemd "$ssd" "$hdd" || { fail "ceph-volume lvm zap --destroy"; return 1; }
+    local how="lvm zap --destroy"
+    if ! cv lvm zap --destroy --no-systemd "$ssd" "$hdd"; then
+        # ceph-volume's device inspection needs udev's data, which a host
+        # without udev lacks: the module's zap does the same to raw devices
+        grep -q "No udev data" "$dir/cv.err" || { fail "ceph-volume lvm zap --destroy"; return 1; }
+        row "lvm zap --destroy: not possible here, ceph-volume's Device() fails before any zap: $(grep -m1 'No udev data' "$dir/cv.err" | sed 's/^ *//')"
+        how="hybridstore zap"
+        cv hybridstore zap "$ssd" "$hdd" || { fail "ceph-volume hybridstore zap"; return 1; }
+    fi
     labels="$(label_of "$ssd")$(label_of "$hdd")"
     [ -z "$labels" ] || { fail "labels left after zap: $labels"; return 1; }
     cv raw list || { fail "raw list after zap"; return 1; }
     jq . "$dir/cv.out" > "$dir/list.json" || { fail "raw list printed no JSON"; return 1; }
     [ "$(jq -r --arg u "$uuid" '.[$u] // empty' "$dir/list.json")" = "" ] || { fail "raw list still shows $uuid"; return 1; }
     ceph_cli osd purge "$osd_id" --yes-i-really-mean-it > /dev/null 2>&1 || { fail "osd purge"; return 1; }
-    row "lvm zap --destroy $ssd $hdd: no label on either, raw list empty of it; osd.$osd_id purged"
+    row "$how $ssd $hdd: no label on either, raw list empty of it; osd.$osd_id purged"
 }
 
 if ! run; then

@@ -6,6 +6,7 @@ ceph-volume has no command for in raw mode:
 
     ceph-volume hybridstore status
     ceph-volume hybridstore deactivate --osd-id N   (raw mode: unmount the tmpfs data directory)
+    ceph-volume hybridstore zap DEV...              (raw devices, where lvm zap cannot inspect them)
 """
 import argparse
 import logging
@@ -40,6 +41,13 @@ class Hybridstore(object):
         status      what is registered, and the hybridstore-tool used
         deactivate  --osd-id N: unmount a raw-mode OSD's tmpfs data directory
                     (stop the OSD first; lvm deactivate does this for LVM OSDs)
+        zap         DEV...: raw devices zapped as lvm zap zaps them
+                    (hybridstore-tool zap of those with a hybridstore label,
+                    refused with nothing zapped when one is in use; then
+                    wipefs and 10 MiB of zeros each), without ceph-volume's
+                    device inspection, which needs udev's data (a host or
+                    container without udev: lvm zap fails there with "No
+                    udev data could be retrieved")
     """)
 
     def __init__(self, argv):
@@ -49,12 +57,32 @@ class Hybridstore(object):
         parser = argparse.ArgumentParser(prog='ceph-volume hybridstore',
                                          formatter_class=argparse.RawDescriptionHelpFormatter,
                                          description=self._help)
-        parser.add_argument('command', nargs='?', default='status', choices=['status', 'deactivate'])
+        parser.add_argument('command', nargs='?', default='status', choices=['status', 'deactivate', 'zap'])
+        parser.add_argument('devices', nargs='*', default=[], help='zap: the raw devices')
         parser.add_argument('--osd-id', help='the OSD to deactivate')
         args = parser.parse_args(self.argv)
         if args.command == 'deactivate':
             return self.deactivate(args.osd_id)
+        if args.command == 'zap':
+            return self.zap(args.devices)
         return self.status()
+
+    @staticmethod
+    def zap(devices):
+        from ceph_volume.devices.lvm.zap import zap_device
+        if not devices:
+            raise SystemExit('ceph-volume hybridstore zap needs the devices to zap')
+        for d in devices:
+            if not os.path.exists(d):
+                raise SystemExit('%s does not exist' % d)
+        tool.require()
+        labelled = [d for d in devices if tool.show_label(d) is not None]
+        if labelled:
+            terminal.info('Zapping the hybridstore labels of %s' % ', '.join(labelled))
+            tool.zap(labelled)
+        for d in devices:
+            zap_device(d)
+        terminal.success('Zapping successful for: %s' % ', '.join(devices))
 
     @staticmethod
     def status():

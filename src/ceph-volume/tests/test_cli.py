@@ -281,3 +281,29 @@ class TestBatch(object):
         cli.LvmBatch(['--objectstore', 'hybridstore', '--ssd-devices', '/dev/nvme0n1', '--report',
                       '/dev/sdb', '/dev/sdc']).main()
         assert seen == [(['/dev/sdb', '/dev/sdc'], ['/dev/nvme0n1'], True)]
+
+
+class TestPluginZap(object):
+    def test_labels_then_wipe(self, registered, fake_process, tmp_path, monkeypatch):
+        from ceph_volume_hybridstore import plugin
+        from conftest import label
+        a, b = str(tmp_path / 'a'), str(tmp_path / 'b')
+        for p in (a, b):
+            open(p, 'w').close()
+        fake_process.labels[a] = label(OSD, 'ssd')
+        monkeypatch.setattr('ceph_volume.util.disk.has_bluestore_label', lambda p: False)
+        plugin.Hybridstore(['zap', a, b]).main()
+        assert fake_process.commands('hybridstore-tool', 'zap') == [['hybridstore-tool', 'zap', '--dev', a]]
+        assert [c[-1] for c in fake_process.commands('wipefs')] == [a, b]
+        assert len(fake_process.commands('dd')) == 2
+
+    def test_in_use_zaps_nothing(self, registered, fake_process, tmp_path, monkeypatch):
+        from ceph_volume_hybridstore import plugin
+        from conftest import label
+        a = str(tmp_path / 'a')
+        open(a, 'w').close()
+        fake_process.labels[a] = label(OSD, 'ssd')
+        fake_process.rc['hybridstore-tool zap'] = 1
+        with pytest.raises(RuntimeError, match='nothing zapped'):
+            plugin.Hybridstore(['zap', a]).main()
+        assert fake_process.commands('wipefs') == [] and fake_process.commands('dd') == []
