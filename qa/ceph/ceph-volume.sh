@@ -57,15 +57,22 @@ if [ "${1:-}" = --in-root ]; then
     [ -d "$root" ] || { echo "SKIPPED: no Debian root at $root (make ceph-packages)"; exit 77; }
     args=(run --root "$root" --bind "$HS_TOP")
     report_arg=()
+    made_mount_point=
     if [ -n "${1:-}" ]; then
         report_arg=("$(realpath -m "$1")")
         mkdir -p "$(dirname "${report_arg[0]}")" && args+=(--bind "$(dirname "${report_arg[0]}")")
+        [ -e "$root$(dirname "${report_arg[0]}")" ] || made_mount_point=$root$(dirname "${report_arg[0]}")
     fi
-    exec "$HS_TOP/src/tools/ceph-chroot" "${args[@]}" -- \
+    # not exec: the report directory's mount point, which ceph-chroot makes
+    # inside the root, is removed after (when empty)
+    "$HS_TOP/src/tools/ceph-chroot" "${args[@]}" -- \
         env HYBRIDSTORE_TOOL="${HYBRIDSTORE_TOOL:-/usr/bin/hybridstore-tool}" HS_SSD_SIZE="$HS_SSD_SIZE" \
         HS_SOURCE_COMMIT="$(git -C "$HS_TOP" rev-parse --short HEAD 2> /dev/null)" \
         HS_HDD_SIZE="$HS_HDD_SIZE" HS_TIMEOUT="$HS_TIMEOUT" HS_KEEP="${HS_KEEP:-}" \
         bash "$HS_TOP/qa/ceph/ceph-volume.sh" "${report_arg[@]}"
+    rc=$?
+    [ -n "$made_mount_point" ] && rmdir "$made_mount_point" 2> /dev/null
+    exit $rc
 fi
 CEPH_BUILD=${CEPH_BUILD:-installed}
 export CEPH_BUILD

@@ -48,7 +48,10 @@ in_root --cwd "$here" -- python3 -m pytest -q -p no:cacheprovider tests "$@" || 
 
 if [ -n "$ceph_suite" ]; then
     scratch=$(mktemp -d "${TMPDIR:-/tmp}/hs-ceph-volume-suite.XXXXXX")
-    trap 'rm -rf "$scratch"' EXIT
+    # ceph-chroot makes the bind's mount point inside the root: removed too
+    trap 'rm -rf "$scratch"; [ -n "$made" ] && rmdir "$made" 2> /dev/null' EXIT
+    made=
+    [ -e "$root$scratch" ] || made=$root$scratch
     cp -a "$ceph_suite/." "$scratch/" || exit 1
     # the suite imports ceph_volume from its own tree: the module must load
     # against the same one
