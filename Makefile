@@ -42,6 +42,8 @@ help:
 	@echo "make ceph-full CEPH_BUILD=DIR  a cluster filled past its full ratio: writes held, no ENOSPC crash, deletes and writes resume"
 	@echo "make ceph-tmpfs-dir CEPH_BUILD=DIR  an OSD on a tmpfs data directory rebooted and its disks moved to another host, primed from the labels; HybridStore then BlueStore (root)"
 	@echo "make ceph-powercut CEPH_BUILD=DIR  power cuts of an OSD's SSD and HDD models under load, HS_POWERCUT_ROUNDS (50) seeded rounds; HybridStore then BlueStore (root, FUSE)"
+	@echo "make ceph-volume-test  the ceph-volume hybridstore module's unit tests in the sid root (root; SKIPPED without the root or its ceph-volume)"
+	@echo "make ceph-volume CEPH_VOLUME_REPORT=FILE  ceph-volume raw prepare/activate/list/zap of a hybridstore OSD on loop devices in the sid root (root)"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 	@echo "make ceph-packages [DEBIAN_SUITE=sid|trixie]  Debian's Ceph source built with HybridStore in a root of that release, packaged, installed there"
 	@echo "make ceph-debian-proof [DEBIAN_SUITE=sid|trixie]  the same, then store_test, the cluster, tmpfs, standalone, hardware, thrash and power-cut proofs on the installed packages"
@@ -137,10 +139,10 @@ qa-validate: qa-venv
 	HS_QA_PYTHON=$(QA_VENV)/bin/python qa/validate-suites
 	cd qa && ../$(QA_VENV)/bin/python -m unittest discover -s runlocal/tests -t .
 	cd qa/tasks && ../../$(QA_VENV)/bin/python -m unittest discover -s tests -t .
-	$(QA_VENV)/bin/pyflakes qa/runlocal qa/tasks qa/workunits/hybridstore/rados-model.py
+	$(QA_VENV)/bin/pyflakes qa/runlocal qa/tasks qa/workunits/hybridstore/rados-model.py src/ceph-volume
 	shellcheck -S warning -x -P SCRIPTDIR:. qa/standalone/*.sh qa/standalone/hybridstore/*.sh \
 	  qa/workunits/hybridstore/*.sh qa/run-local qa/validate-suites ansible/tests/*.sh \
-	  qa/ceph/*.sh qa/devclass/*.sh qa/short/*.sh qa/demo.sh
+	  qa/ceph/*.sh qa/devclass/*.sh qa/short/*.sh qa/demo.sh src/ceph-volume/*.sh
 
 qa-standalone: build qa-deps
 	HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool qa/standalone/run-standalone.sh
@@ -270,6 +272,23 @@ ceph-powercut: build qa-deps
 	@HYBRIDSTORE_TOOL=$${HYBRIDSTORE_TOOL:-$(CURDIR)/$(BUILD)/bin/hybridstore-tool} \
 	  DEVCLASS_TOOL=$${DEVCLASS_TOOL:-$(CURDIR)/$(BUILD)/bin/hybridstore-diskmodel} \
 	  qa/ceph/powercut.sh both $(POWERCUT_OUT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# ceph-volume's hybridstore module (src/ceph-volume): its unit tests (every
+# process call mocked) by the Python of the sid root, whose ceph-volume is
+# Debian's 20.2.4. CEPH_VOLUME_TEST_ARGS="--ceph-suite DIR" also runs
+# ceph-volume's own tests from DIR (Ceph's src/ceph-volume), as they are and
+# with the module registered. Root and the root needed; SKIPPED otherwise.
+# Not in `make test`: CI has no sid root.
+.PHONY: ceph-volume-test ceph-volume
+ceph-volume-test:
+	@src/ceph-volume/run-tests.sh $(CEPH_VOLUME_TEST_ARGS); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# ceph-volume on loop devices in the sid root with the installed packages
+# (qa/ceph/ceph-volume.sh): raw prepare, activate, the OSD joins, list,
+# deactivate and reactivate, zap, and the refusals. Root; SKIPPED otherwise.
+CEPH_VOLUME_REPORT ?= ceph-volume-report.md
+ceph-volume:
+	@qa/ceph/ceph-volume.sh --in-root $(CEPH_VOLUME_REPORT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 # HybridStore on a Debian release's Ceph (sid: Tentacle 20.2, the default;

@@ -17,8 +17,9 @@
 #               debian/rules' options (--profile debian), builds ceph-osd,
 #               ceph-objectstore-tool, libceph-common and ceph_test_objectstore
 #   tools       the project's tools built in the root with its compiler
-#   package     src/tools/ceph-package: ceph-osd V+hybridstoreN (N: commits) and
-#               hybridstore-tools, with a flat apt repository, into
+#   package     src/tools/ceph-package: ceph-osd V+hybridstoreN (N: commits),
+#               hybridstore-tools and (sid) ceph-volume-hybridstore, with a
+#               flat apt repository, into
 #               $HS_REPO_DIR/SUITE (lintian must find no errors)
 #   install     the packages installed by name from that repository over
 #               Debian's in the root; the downgrade back to Debian's and the
@@ -35,6 +36,10 @@
 #   tmpfs       qa/ceph/tmpfs-dir.sh: an OSD on a tmpfs data directory
 #               rebooted and its disks moved to another host, primed from
 #               the labels (both stores)
+#   ceph-volume (sid) the ceph-volume module's unit tests
+#               (src/ceph-volume/run-tests.sh), then qa/ceph/ceph-volume.sh:
+#               ceph-volume raw prepare/activate/list/zap of a hybridstore
+#               OSD on loop devices, and the refusals
 #   standalone  Ceph's standalone scripts of that release (qa/ceph/ceph-standalone.sh)
 #   hardware    qa/ceph/hybrid-hardware.sh, Debian's stock ceph-osd as the
 #               BlueStore row (needs FUSE for the disk model)
@@ -55,7 +60,7 @@
 set -u
 HS_TOP=$(cd "$(dirname "$0")/../.." && pwd)
 suite=sid
-parts=chroot,source,build,tools,package,install,store-test,objectstore-fio,cluster,tmpfs,standalone,hardware,thrash,powercut
+parts=chroot,source,build,tools,package,install,store-test,objectstore-fio,cluster,tmpfs,ceph-volume,standalone,hardware,thrash,powercut
 out=
 jobs=2
 while [ $# -gt 0 ]; do
@@ -69,7 +74,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case $suite in sid | trixie) ;; *) echo "unknown suite $suite (sid or trixie)" >&2; exit 2 ;; esac
-known=",chroot,source,build,tools,package,install,store-test,objectstore-fio,cluster,tmpfs,standalone,hardware,thrash,powercut,"
+known=",chroot,source,build,tools,package,install,store-test,objectstore-fio,cluster,tmpfs,ceph-volume,standalone,hardware,thrash,powercut,"
 for p in ${parts//,/ }; do
     case $known in *",$p,"*) ;; *) echo "unknown part $p" >&2; exit 2 ;; esac
 done
@@ -189,19 +194,27 @@ part_package() {
     in_root python3 "$HS_TOP/src/tools/ceph-package" osd --ceph-build "$(build_in_root)" --debian-deb "$deb" --out "$repo" \
         --revision "$rev" && echo "$v+hybridstore$rev" > "$repo/ceph-osd.version" &&
         in_root python3 "$HS_TOP/src/tools/ceph-package" tools --tools-build "$tools_build" --out "$repo" \
+            --version "$(python3 "$HS_TOP/src/tools/ceph-package" version)" || return 1
+    # ceph-volume's hybridstore module is written against Tentacle's
+    # ceph-volume (its objectstore seam); trixie's 18.2.7 has none
+    if [ "$suite" = sid ]; then
+        in_root python3 "$HS_TOP/src/tools/ceph-package" volume --out "$repo" \
             --version "$(python3 "$HS_TOP/src/tools/ceph-package" version)"
+    fi
 }
 
 part_install() {
-    local v hv
+    local v hv volume_pkg=
+    [ -e "$repo/ceph-volume-hybridstore_$(python3 "$HS_TOP/src/tools/ceph-package" version)_all.deb" ] &&
+        volume_pkg=ceph-volume-hybridstore
     v=$(cat "$src_dir/VERSION")
     hv=$(cat "$repo/ceph-osd.version" 2> /dev/null) || { echo "no $repo/ceph-osd.version: run the package part first"; return 1; }
     in_root sh -c "
 set -e
 echo 'deb [trusted=yes] file:$repo ./' > /etc/apt/sources.list.d/hybridstore.list
 apt-get -o Acquire::Check-Valid-Until=false update -q
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$hv hybridstore-tools
-dpkg-query -W ceph-osd hybridstore-tools
+DEBIAN_FRONTEND=noninteractive apt-get install -y -q ceph-osd=$hv hybridstore-tools $volume_pkg
+dpkg-query -W ceph-osd hybridstore-tools $volume_pkg
 ceph-osd --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore | grep -qx hybridstore
 echo 'installed: ceph-osd knows hybridstore'
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --allow-downgrades ceph-osd=$v
@@ -231,6 +244,14 @@ part_tmpfs() {
     in_root env CEPH_BUILD=installed HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
         bash "$HS_TOP/qa/ceph/tmpfs-dir.sh" both "$out/tmpfs-report.md"
 }
+part_ceph_volume() {
+    [ "$suite" = sid ] || { echo "SKIPPED: the ceph-volume module is written against Tentacle's ceph-volume (20.2); $suite has another"; return 77; }
+    local rc=0
+    HS_CHROOT=$root HS_CHROOT_SUITE=$suite bash "$HS_TOP/src/ceph-volume/run-tests.sh" || rc=$?
+    [ $rc = 0 ] || [ $rc = 77 ] || return $rc
+    in_root env CEPH_BUILD=installed HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
+        bash "$HS_TOP/qa/ceph/ceph-volume.sh" "$out/ceph-volume-report.md"
+}
 part_standalone() {
     in_root env CEPH_OSD=/usr/bin/ceph-osd HS_CEPH_TREE="$(tree_in_root)" HYBRIDSTORE_TOOL=/usr/bin/hybridstore-tool \
         bash "$HS_TOP/qa/ceph/ceph-standalone.sh" "${HS_PROOF_STANDALONE_STORES:-both}" "$out/standalone"
@@ -249,7 +270,7 @@ part_powercut() {
 
 failed=0
 first=1
-for p in chroot source build tools package install store-test objectstore-fio cluster tmpfs standalone hardware thrash powercut; do
+for p in chroot source build tools package install store-test objectstore-fio cluster tmpfs ceph-volume standalone hardware thrash powercut; do
     wanted "$p" || continue
     run_part "$p" "part_${p//-/_}"
     rc=$?
