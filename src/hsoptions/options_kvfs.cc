@@ -34,6 +34,12 @@ void add_kvfs_options(std::vector<OptionSpec>* v) {
                 "grow into; 0 = 1/32 of the tier, at least two grow steps, at most 4 GiB and 1/8 of "
                 "the tier",
                 "0", ""});
+  v->push_back({"hybridstore_kvfs_give_back", T::kBool, "true",
+                "once a second the KV file system gives free space back to the tier when more than four "
+                "grow steps of it are free, keeping two steps free and never going below the size mkfs "
+                "lent (RocksDB's compactions and WALs leave such peaks behind); false keeps what it grew "
+                "to",
+                "", ""});
   v->push_back({"hybridstore_kvfs_alloc_unit", T::kSize, "64K",
                 "allocation unit of the KV file system: file extents and log segments are multiples "
                 "of it",

@@ -903,8 +903,53 @@ int KvFs::grow(uint64_t want, bool wait_if_refused, std::string* why) {
   return r < 0 ? r : 0;
 }
 
+int KvFs::give_back(uint64_t keep_free, uint64_t keep_owned, uint64_t* returned, std::string* why) {
+  *returned = 0;
+  KvFsLender* const lender = lender_.load(std::memory_order_acquire);
+  if (!lender) return 0;
+  const uint64_t unit = geo_.lend_unit;
+  std::vector<Interval> taken;
+  uint64_t ticket = 0, bytes = 0;
+  {
+    // Taken from the free map and logged under one hold of meta_mutex_, so a
+    // check's snapshot never sees a range that is neither free nor returned.
+    std::lock_guard<std::mutex> l(meta_mutex_);
+    if (log_error_ < 0) {
+      *why = "kvfs: the log failed earlier: " + log_error_why_;
+      return log_error_;
+    }
+    uint64_t owned = 0;
+    for (const auto& [start, length] : state_->chunks()) owned += length;
+    const uint64_t free = alloc_.free_bytes();
+    if (free <= keep_free || owned <= keep_owned) return 0;
+    const uint64_t want = std::min(free - keep_free, owned - keep_owned) / unit * unit;
+    if (want == 0) return 0;
+    if (int r = alloc_.allocate_aligned(want, unit, &taken); r < 0) return r == -ENOSPC ? 0 : r;
+    size_t queued = 0;
+    int r = 0;
+    for (; queued < taken.size(); ++queued) {
+      if ((r = queue_locked(KvReturn{{taken[queued].offset, taken[queued].length}}, &ticket, why)) < 0) break;
+      bytes += taken[queued].length;
+    }
+    if (r < 0) {
+      // What was not queued is the kvfs's still; what was is in the live
+      // state as returned and stays out of both until a remount reads the log.
+      alloc_.release(std::vector<Interval>(taken.begin() + queued, taken.end()));
+      return r;
+    }
+  }
+  if (int r = commit_through(ticket, why); r < 0) return r;
+  lender->take_back(taken);
+  *returned = bytes;
+  returns_.fetch_add(1, std::memory_order_relaxed);
+  return_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  return 0;
+}
+
 KvFs::Counts KvFs::take_counts() {
   Counts c;
+  c.returns = returns_.exchange(0, std::memory_order_relaxed);
+  c.return_bytes = return_bytes_.exchange(0, std::memory_order_relaxed);
   c.syncs = syncs_.exchange(0, std::memory_order_relaxed);
   c.log_flushes = log_flushes_.exchange(0, std::memory_order_relaxed);
   c.compactions = compactions_.exchange(0, std::memory_order_relaxed);

@@ -4,10 +4,11 @@
 // chunks the kvfs owns, growth through a KvFsLender, group commit and log
 // compaction. Plain C++: step 6 adapts it to rocksdb::FileSystem.
 //
-// Not yet here (docs/kvfs.md section 9): the balancer thread (growth happens
-// inline in the allocation that runs short, and nothing is returned), the
-// asynchronous write-behind (whole blocks are written synchronously by the
-// thread that fills them), and preallocation.
+// Not yet here (docs/kvfs.md section 9): a balancer thread of its own
+// (growth happens inline in the allocation that runs short; give_back is
+// called by the store's tick), the asynchronous write-behind (whole blocks
+// are written synchronously by the thread that fills them), and
+// preallocation.
 //
 // Lock order, outermost first; no path takes them the other way round:
 //   KvFsNode::mutex     (one file's data: its buffer, size, extents)
@@ -305,10 +306,18 @@ class KvFs {
   // Bytes asked of the lender per growth from now on (params.grow_step
   // until then): the store knows its tier's sizes only once it is loaded.
   void set_grow_step(uint64_t bytes) { grow_step_.store(bytes, std::memory_order_relaxed); }
+  // Gives whole free lend units back to the lender (docs/kvfs.md 2.5), as
+  // many as leave at least `keep_free` bytes free and `keep_owned` bytes
+  // owned; *returned says how many bytes went. RETURN is durable before the
+  // lender hears of a range: a crash in between leaves it owned by neither
+  // side, which a mount finds free in the tier. 0 with nothing returned
+  // when there is no lender or no whole free unit.
+  int give_back(uint64_t keep_free, uint64_t keep_owned, uint64_t* returned, std::string* why);
   // What the kvfs did since the last call, for the store's perf counters:
-  // file syncs asked for, log groups written, log compactions.
+  // file syncs asked for, log groups written, log compactions, bytes given
+  // back.
   struct Counts {
-    uint64_t syncs = 0, log_flushes = 0, compactions = 0;
+    uint64_t syncs = 0, log_flushes = 0, compactions = 0, returns = 0, return_bytes = 0;
   };
   Counts take_counts();
 
@@ -414,7 +423,7 @@ class KvFs {
   std::map<uint64_t, std::shared_ptr<KvFsNode>> open_;  // nodes with handles
   std::set<std::string> locks_;
   uint64_t next_ino_ = kKvFsFirstFileIno;
-  std::atomic<uint64_t> syncs_{0}, log_flushes_{0}, compactions_{0};
+  std::atomic<uint64_t> syncs_{0}, log_flushes_{0}, compactions_{0}, returns_{0}, return_bytes_{0};
 };
 
 }  // namespace hybridstore

@@ -232,6 +232,14 @@ void MountedStore::lend_to_kvfs() {
     sizing.grow_step = space.lend_unit();
     sizing.reserve = 0;
   }
+  // The size mkfs lent (the sizing of an empty kvfs): a kvfs that grew
+  // gives back its free peaks down to it, never below.
+  KvSizing at_mkfs;
+  if (cfg_->get_bool("hybridstore_kvfs_give_back") &&
+      kvfs_sizing(*cfg_, d.size, d.reserved, space.lend_unit(), d.alloc_unit, 0, &at_mkfs, &why) == 0) {
+    kvfs_give_back_step_ = sizing.grow_step;
+    kvfs_keep_owned_ = at_mkfs.initial;
+  }
   lender_ = std::make_unique<TierLender>(
       &space, TierLender::Counters{&perf_->set, perf_->kvfs_grows, perf_->kvfs_grow_bytes, perf_->kvfs_nospace});
   set_kvfs_gauges();
@@ -579,9 +587,29 @@ void MountedStore::set_kvfs_gauges() {
   perf_->set.inc(perf_->kvfs_syncs, c.syncs);
   perf_->set.inc(perf_->kvfs_log_flushes, c.log_flushes);
   perf_->set.inc(perf_->kvfs_compactions, c.compactions);
+  perf_->set.inc(perf_->kvfs_returns, c.returns);
+  perf_->set.inc(perf_->kvfs_return_bytes, c.return_bytes);
+}
+
+void MountedStore::balance_kvfs() {
+  if (!kv_ || !lender_ || kvfs_give_back_step_ == 0) return;
+  std::unique_lock<std::mutex> l(kvfs_balance_mutex_, std::try_to_lock);
+  if (!l.owns_lock()) return;  // fsck or repair is comparing the kvfs with the tier
+  const uint64_t step = kvfs_give_back_step_;
+  // Hysteresis: the next compaction's peak finds two steps free, and a
+  // return follows only a peak twice that.
+  if (kv_->fs().free_bytes() <= 4 * step || kv_->fs().owned_bytes() <= kvfs_keep_owned_) return;
+  uint64_t returned = 0;
+  std::string why;
+  if (int r = kv_->fs().give_back(2 * step, kvfs_keep_owned_, &returned, &why); r < 0)
+    HS_WARN("store {}: the KV file system kept its free space: {}", uuid_to_string(super_.fsid), why);
+  else if (returned)
+    HS_DEBUG("store {}: the KV file system gave {} bytes back to the ssd tier", uuid_to_string(super_.fsid),
+             returned);
 }
 
 void MountedStore::tick() {
+  balance_kvfs();
   set_kvfs_gauges();
   if (committer_->error()) return;
   submit_staged_state(TierSpace::Drain::kTick);
@@ -648,6 +676,7 @@ int MountedStore::statfs(StoreStats* st) {
 int MountedStore::fsck(bool deep, FsckReport* report, const PerTier<std::vector<Interval>>* lent) {
   *report = FsckReport();
   if (int r = flush(); r < 0) return r;
+  std::lock_guard<std::mutex> held(kvfs_balance_mutex_);
   StoreFsck f(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get());
   const PerTier<std::vector<Interval>> own = kvfs_chunks();
   if (!lent && kv_) lent = &own;
@@ -679,6 +708,7 @@ void MountedStore::check_kvfs(FsckReport* report, bool deep) {
 int MountedStore::repair(FsckReport* report, std::vector<std::string>* changes) {
   *report = FsckReport();
   if (int r = flush(); r < 0) return r;
+  std::lock_guard<std::mutex> held(kvfs_balance_mutex_);
   StoreFsck f(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get());
   const PerTier<std::vector<Interval>> lent = kvfs_chunks();
   for (Tier t : tiers_->ids()) f.set_lent(t, lent[t]);

@@ -140,6 +140,8 @@ class MountedStore {
   // The kvfs's owned and used bytes into the perf gauges, and what it did
   // since into the counters (once a second).
   void set_kvfs_gauges();
+  // Gives the kvfs's free peaks back to the SSD tier (from tick()).
+  void balance_kvfs();
   void start_writers(uint64_t next_journal_seq);
   // The gauges of objects per tier (counted once for a store made before
   // they were kept).
@@ -172,6 +174,13 @@ class MountedStore {
   uint64_t journal_discard_span_ = 0;
   std::unique_ptr<KvDevice> kv_;
   std::unique_ptr<KvFsLender> lender_;
+  // What the tick gives back from the kvfs (docs/kvfs.md 2.5): above
+  // 4 x step free, down to 2 x step free, never below what mkfs lent; zero
+  // step when hybridstore_kvfs_give_back is off. fsck and repair hold the
+  // mutex, so no range leaves the kvfs while they compare it with the tier.
+  uint64_t kvfs_give_back_step_ = 0;
+  uint64_t kvfs_keep_owned_ = 0;
+  std::mutex kvfs_balance_mutex_;
   // RocksDB opened with its automatic compactions off until the kvfs has its
   // lender (open_store_db); lend_to_kvfs turns them back on.
   bool compactions_held_ = false;

@@ -50,6 +50,8 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   kvfs_syncs = c("kvfs_syncs", "file syncs RocksDB asked of the KV file system (added once a second)");
   kvfs_log_flushes = c("kvfs_log_flushes", "groups of records the KV file system wrote to its log (added once a second)");
   kvfs_compactions = c("kvfs_compactions", "compactions of the KV file system's log (added once a second)");
+  kvfs_returns = c("kvfs_returns", "times the KV file system gave free space back to the fastest tier");
+  kvfs_return_bytes = c("kvfs_return_bytes", "bytes the KV file system gave back to the fastest tier");
 
   // The Ceph bridge takes the counter names when the store object is made,
   // before mount: the caller counts the tiers then (counted_tiers).

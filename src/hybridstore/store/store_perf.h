@@ -58,7 +58,7 @@ struct StorePerf {
   // what it owns and uses (gauges), and its growth into the tier.
   int kvfs_owned_bytes, kvfs_used_bytes, kvfs_grows, kvfs_grow_bytes, kvfs_nospace;
   // Counted by the kvfs, added once a second.
-  int kvfs_syncs, kvfs_log_flushes, kvfs_compactions;
+  int kvfs_syncs, kvfs_log_flushes, kvfs_compactions, kvfs_returns, kvfs_return_bytes;
   // Raw NAND under the embedded FTL.
   int ftl_merges, ftl_erases, ftl_pages_copied, ftl_host_pages_written;
 

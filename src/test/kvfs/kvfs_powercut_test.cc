@@ -1,6 +1,7 @@
 // Power cuts under a KvFs (docs/kvfs.md 3.7, 8.2): a scripted workload of
 // creates, appends, syncs, renames over names, unlinks, the commit
-// journal's ring made, growth through the lender and a compaction, cut at
+// journal's ring made, growth through the lender, a compaction and free
+// space given back (a RETURN), cut at
 // every device write (with the cache lost,
 // kept at random, or the cut write torn). After the cut the
 // kvfs must check clean (but for a torn superblock slot that is not
@@ -65,6 +66,7 @@ class Script {
   const std::vector<KvFsExtent>& ring() const { return ring_; }
   size_t ring_op() const { return ring_op_; }
   bool finished() const { return ok_; }
+  uint64_t returned() const { return returned_; }
   const std::string& failure() const { return failure_; }
 
  private:
@@ -97,6 +99,24 @@ class Script {
     append(0, 100);
     close(0);
     if (round == 4) step([&](std::string* why) { return fs_->sync_log(why); }, true);
+    if (round == 4) {
+      // A table that grows the kvfs and goes, as a compaction's input does:
+      // what it took is free in whole units, and goes back.
+      open(1, "big.sst");
+      for (int i = 0; i < 8 && ok_; ++i) append(1, 256 * kB);
+      sync(1);
+      close(1);
+      unlink("big.sst");
+      step([&](std::string* why) { return fs_->sync_log(why); }, true);
+      step(
+          [&](std::string* why) {
+            uint64_t returned = 0;
+            const int r = fs_->give_back(0, kG, &returned, why);
+            returned_ += returned;
+            return r;
+          },
+          true);
+    }
   }
 
   // One operation: `commits` says a 0 from it makes everything before it
@@ -201,6 +221,7 @@ class Script {
   std::string failure_;
   std::vector<KvFsExtent> ring_;
   size_t ring_op_ = SIZE_MAX;
+  uint64_t returned_ = 0;
 };
 
 KvFsParams cut_params() {
@@ -238,7 +259,7 @@ uint64_t script_writes(uint64_t seed) {
   fs.enabled = true;
   auto injector = std::make_shared<FaultInjector>(dir.path(), fs);
   FaultInjectionDevice dev(open_kvfs_media(dir.file("dev")), injector);
-  FakeLender lender(6 * kG);
+  FakeLender lender(12 * kG);
   auto kvfs = format_and_mount(&dev, &lender, cut_params());
   const uint64_t before = injector->counters().device_writes;
   Script script(kvfs.get(), seed);
@@ -246,6 +267,8 @@ uint64_t script_writes(uint64_t seed) {
   EXPECT_TRUE(script.finished()) << script.failure();
   EXPECT_GE(lender.lent(), 2 * kG) << "the script must grow the kvfs";
   EXPECT_GE(kvfs->generation(), 1u) << "the script must compact the log";
+  EXPECT_GT(script.returned(), 0u) << "the script must give space back";
+  EXPECT_EQ(lender.taken_back(), script.returned());
   return injector->counters().device_writes - before;
 }
 
@@ -276,7 +299,7 @@ void cut_at_every_write(bool keep_random, bool tear) {
     auto injector = std::make_shared<FaultInjector>(dir.path(), fs);
     injector->keep_cached_writes_at_random(keep_random);
     auto dev = std::make_unique<FaultInjectionDevice>(open_kvfs_media(dir.file("dev")), injector);
-    FakeLender lender(6 * kG);
+    FakeLender lender(12 * kG);
     auto kvfs = format_and_mount(dev.get(), &lender, cut_params());
     ASSERT_TRUE(kvfs);
     injector->powercut_after_writes(n, tear);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common_helpers.h"
+#include "hybridstore/kvfs/kvfs_check.h"
 #include "kvfs/kvfs_fs_util.h"
 
 using namespace hybridstore;
@@ -380,6 +381,51 @@ TEST(KvFs, GrowthThroughTheLenderThenNoSpace) {
   EXPECT_EQ(m.fs->owned_bytes(), 6 * kG);
   // The space of the file that never got logged is free again.
   EXPECT_EQ(m.fs->free_bytes(), 6 * kG - m.params.log_segment);
+}
+
+// A kvfs that grew for files since deleted gives whole free units back,
+// keeping what it is told to keep; RETURN is durable before the lender
+// hears of a range (a remount owns what was left), the files that stayed
+// read back, and the mounted check is clean after it.
+TEST(KvFs, GiveBackReturnsWholeFreeUnitsDurably) {
+  Mounted m(40 * kG);
+  const std::string keep = pattern(3 * kG + 5 * kB, 11);
+  write_file(m.fs.get(), "keep", keep);
+  for (int i = 0; i < 3; ++i) write_file(m.fs.get(), fmt::format("gone{}", i), pattern(2 * kG, 20 + i));
+  const uint64_t grown = m.fs->owned_bytes();
+  ASSERT_GT(grown, 9 * kG);
+  std::string why;
+  uint64_t returned = 0;
+  // Nothing free yet beyond a unit's worth: nothing goes.
+  ASSERT_EQ(m.fs->give_back(0, 4 * kG, &returned, &why), 0) << why;
+  const uint64_t slack = returned;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(m.fs->unlink("db", fmt::format("gone{}", i), &why), 0) << why;
+  ASSERT_EQ(m.fs->sync_log(&why), 0) << why;
+  const uint64_t free_before = m.fs->free_bytes();
+  ASSERT_GE(free_before, 6 * kG);
+  ASSERT_EQ(m.fs->give_back(kG, 4 * kG, &returned, &why), 0) << why;
+  EXPECT_GT(returned, 4 * kG);
+  EXPECT_EQ(returned % kG, 0u);
+  EXPECT_GE(m.fs->free_bytes(), kG);
+  EXPECT_GE(m.fs->owned_bytes(), 4 * kG);
+  EXPECT_EQ(m.fs->owned_bytes(), grown - slack - returned);
+  EXPECT_EQ(m.lender.taken_back(), slack + returned);
+  for (const Interval& c : m.fs->chunks()) EXPECT_EQ(c.offset % kG, 0u);
+  KvFsCheckReport rep;
+  EXPECT_EQ(check_mounted_kvfs(m.fs.get(), KvFsCheckOptions{kG, 0}, &rep), 0);
+  EXPECT_EQ(rep.errors, 0u) << fmt::format("{}", fmt::join(rep.problems, "\n"));
+  // Told to keep more than it owns, or more free than it has: nothing.
+  uint64_t again = 0;
+  ASSERT_EQ(m.fs->give_back(0, m.fs->owned_bytes(), &again, &why), 0) << why;
+  ASSERT_EQ(m.fs->give_back(m.fs->free_bytes(), 0, &again, &why), 0) << why;
+  EXPECT_EQ(again, 0u);
+  const uint64_t owned = m.fs->owned_bytes();
+  m.remount();
+  EXPECT_EQ(m.fs->owned_bytes(), owned);
+  EXPECT_EQ(read_all(m.fs.get(), "db", "keep"), keep);
+  // It grows again from the lender when it needs to.
+  write_file(m.fs.get(), "again", pattern(6 * kG, 31));
+  EXPECT_GT(m.fs->owned_bytes(), owned);
 }
 
 // A refused lend is retried once after grow_wait: a tier that lends by

@@ -5,10 +5,12 @@
 // power cuts run on such a store too (their ".kvdev" variants).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include <sys/stat.h>
@@ -598,6 +600,95 @@ TEST_F(KvOnDeviceGrowthTest, RocksDBGrowsIntoTheTierAndKeepsWhatItTookAcrossARem
   ASSERT_EQ(store_->omap_get_values(coll_, obj("omap-heavy"), {"k000000", "k047999"}, &got), 0);
   EXPECT_EQ(got.size(), 2u);
   EXPECT_EQ(fsck_errors(true), 0);
+}
+
+// What RocksDB grew into and no longer uses goes back to the tier at the
+// store's tick once its tables are compacted away (docs/kvfs.md 2.5): the
+// kvfs keeps two grow steps free and the size mkfs lent, the tier's free
+// space rises by what came back, the RETURN holds across a remount, and
+// fsck is clean. With hybridstore_kvfs_give_back off it keeps all of it.
+TEST_F(KvOnDeviceGrowthTest, WhatRocksDBNoLongerUsesGoesBackToTheTier) {
+  make_coll(coll_);
+  const std::string value(1024, 'g');
+  for (int i = 0; i < 480; ++i) {
+    Transaction t;
+    std::map<std::string, std::string> kv;
+    for (int k = 0; k < 100; ++k) kv[fmt::format("k{:06}", i * 100 + k)] = value;
+    if (i == 0) t.touch(coll_, obj("omap-heavy"));
+    t.omap_setkeys(coll_, obj("omap-heavy"), kv);
+    apply(std::move(t));
+  }
+  write_objects(8, "stays-");
+  StoreStats grown;
+  ASSERT_EQ(store_->statfs(&grown), 0);
+  ASSERT_GT(grown.kvfs_owned, 64ull << 20);
+  Transaction rm;
+  rm.remove(coll_, obj("omap-heavy"));
+  apply(std::move(rm));
+  ASSERT_EQ(store_->compact(), 0);
+  // RocksDB deletes the compacted tables in the background, and the store
+  // ticks on its own too: tick until no more than four steps (4 MiB each
+  // on this 256 MiB SSD) are free, for 5 s at most.
+  StoreStats now;
+  for (int i = 0; i < 100; ++i) {
+    StoreTestHooks::tick(*store_);
+    ASSERT_EQ(store_->statfs(&now), 0);
+    if (counter("kvfs_returns") > 0 && now.kvfs_owned - now.kvfs_used <= (16ull << 20)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const uint64_t returned = counter("kvfs_return_bytes");
+  StoreStats back;
+  ASSERT_EQ(store_->statfs(&back), 0);
+  EXPECT_GT(counter("kvfs_returns"), 0u);
+  EXPECT_GT(returned, 16ull << 20) << "owned " << grown.kvfs_owned << ", used " << back.kvfs_used;
+  // Every byte the kvfs owns is what mkfs lent plus what it grew by, less
+  // what it gave back.
+  EXPECT_EQ(back.kvfs_owned, (40ull << 20) + counter("kvfs_grow_bytes") - counter("kvfs_return_bytes"));
+  EXPECT_LT(back.kvfs_owned, grown.kvfs_owned);
+  EXPECT_GE(back.kvfs_owned, 40ull << 20) << "never below what mkfs lent";
+  EXPECT_LE(back.kvfs_owned - back.kvfs_used, 16ull << 20) << "at most four steps (4 MiB each here) stay free";
+  EXPECT_GT(back.tier[Tier::kSsd].free, grown.tier[Tier::kSsd].free) << "the tier has it back";
+  EXPECT_EQ(fsck_errors(true), 0);
+  remount();
+  StoreStats after;
+  ASSERT_EQ(store_->statfs(&after), 0);
+  EXPECT_LT(after.kvfs_owned, grown.kvfs_owned) << "the RETURNs hold across a remount";
+  expect_objects(8, "stays-");
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+class KvOnDeviceNoGiveBackTest : public KvOnDeviceGrowthTest {
+ protected:
+  Config config() override {
+    Config c = KvOnDeviceGrowthTest::config();
+    std::string err;
+    EXPECT_EQ(c.set("hybridstore_kvfs_give_back", "false", &err), 0) << err;
+    return c;
+  }
+};
+
+TEST_F(KvOnDeviceNoGiveBackTest, TheKvfsKeepsWhatItGrewTo) {
+  make_coll(coll_);
+  const std::string value(1024, 'n');
+  for (int i = 0; i < 480; ++i) {
+    Transaction t;
+    std::map<std::string, std::string> kv;
+    for (int k = 0; k < 100; ++k) kv[fmt::format("k{:06}", i * 100 + k)] = value;
+    if (i == 0) t.touch(coll_, obj("omap-heavy"));
+    t.omap_setkeys(coll_, obj("omap-heavy"), kv);
+    apply(std::move(t));
+  }
+  StoreStats grown;
+  ASSERT_EQ(store_->statfs(&grown), 0);
+  Transaction rm;
+  rm.remove(coll_, obj("omap-heavy"));
+  apply(std::move(rm));
+  ASSERT_EQ(store_->compact(), 0);
+  StoreTestHooks::tick(*store_);
+  StoreStats after;
+  ASSERT_EQ(store_->statfs(&after), 0);
+  EXPECT_EQ(counter("kvfs_returns"), 0u);
+  EXPECT_GE(after.kvfs_owned, grown.kvfs_owned);
 }
 
 // The kvfs's own work as perf counters (docs/kvfs.md 5.4): RocksDB's file
