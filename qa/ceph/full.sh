@@ -9,8 +9,10 @@
 #
 # For each store (default both): Debian's ceph-mon and ceph-mgr, cephx, three
 # OSDs of $CEPH_BUILD/bin/ceph-osd on small file devices (hybridstore: SSD
-# HS_SSD_SIZE 256M + HDD HS_HDD_SIZE 1G; BlueStore: one block file of
-# HS_SSD_SIZE + HS_HDD_SIZE), a replicated pool of size 3, min_size 2, and
+# HS_SSD_SIZE + HDD HS_HDD_SIZE 1G, RocksDB where HS_FULL_KV says: on the
+# SSD, `device`, the default, with a 512M SSD; in the data directory,
+# `directory`, with a 256M one; BlueStore: one block file of HS_SSD_SIZE +
+# HS_HDD_SIZE), a replicated pool of size 3, min_size 2, and
 # the cluster's ratios lowered so that the run is short and BlueStore's
 # RocksDB keeps room: nearfull 0.70, backfillfull 0.75, full 0.80
 # (HS_FULL_RATIO). Objects of 768 KiB (below hybridstore's HDD threshold, so
@@ -24,6 +26,8 @@
 #             of the full ratio or above it, below 100%);
 #   spill     (hybridstore) every OSD's SSD tier full to its target and
 #             objects on its HDD (perf: ssd_bytes_used, hdd_objects > 0);
+#             with RocksDB on the SSD, the kvfs never refused (kvfs_nospace
+#             0): the floor kept its room while object data filled the tier;
 #   alive     every OSD still running, no crash line in any OSD log;
 #   delete    `rados rm --force-full` of the first 40% of the objects clears
 #             OSD_FULL (HS_TIMEOUT);
@@ -33,7 +37,8 @@
 # OUTDIR (default ./full-<date>) gets REPORT.md (also printed), results.tsv
 # and every daemon's log. Exit 0: every hybridstore check passed (a BlueStore
 # failure is reported, and fails the run too); 1: a failure; 77: SKIPPED.
-# Environment: HS_SSD_SIZE/HS_HDD_SIZE (256M/1G), HS_FULL_RATIO (0.80),
+# Environment: HS_FULL_KV (device), HS_SSD_SIZE (512M with device, 256M with
+# directory), HS_HDD_SIZE (1G), HS_FULL_RATIO (0.80),
 # HS_FULL_PUT_TIMEOUT (20), HS_FULL_MAX_OBJECTS (4000), HS_TIMEOUT (300),
 # HS_KEEP=1 keeps the cluster directory.
 set -u
@@ -47,7 +52,13 @@ hybridstore | bluestore) stores=$which ;;
 esac
 out=${2:-$PWD/full-$(date +%Y%m%d-%H%M%S)}
 
-export HS_TIMEOUT=${HS_TIMEOUT:-300} HS_SSD_SIZE=${HS_SSD_SIZE:-256M} HS_HDD_SIZE=${HS_HDD_SIZE:-1G}
+HS_FULL_KV=${HS_FULL_KV:-device}
+case $HS_FULL_KV in
+device) ssd_default=512M ;;
+directory) ssd_default=256M ;;
+*) echo "HS_FULL_KV=$HS_FULL_KV: device or directory" >&2; exit 2 ;;
+esac
+export HS_TIMEOUT=${HS_TIMEOUT:-300} HS_SSD_SIZE=${HS_SSD_SIZE:-$ssd_default} HS_HDD_SIZE=${HS_HDD_SIZE:-1G}
 # shellcheck source=SCRIPTDIR/common.sh
 source "$(dirname "$0")/common.sh"
 # shellcheck source=SCRIPTDIR/../standalone/hybridstore-helpers.sh
@@ -134,10 +145,11 @@ run_store() {
     CEPH_MON=127.0.0.1:$(pick_mon_port 19100) || return 1
     export CEPH_MON
     setup "$dir" || return 1
-    # RocksDB in the data directory, not on the SSD (the default): a 256 MiB
-    # SSD is too small for a kvfs under RocksDB's 64 MiB memtables
-    # (docs/kvfs.md 2.4, 8.6), and what this checks is the tiers filling.
-    [ "$store" = hybridstore ] && conf_set "$dir" osd "hybridstore kv location" directory
+    # With RocksDB on the SSD the tier fills around the kvfs: the floor
+    # (hybridstore_kvfs_reserve) is what lets RocksDB go on writing once
+    # object data took the rest (docs/kvfs.md 2.5).
+    [ "$store" = hybridstore ] && conf_set "$dir" osd "hybridstore kv location" "$HS_FULL_KV"
+
     conf_render "$dir"
     HS_HDD_SIZE=$hdd_size
     log "=== $store: $release, 3 OSDs (file devices), pool $POOL size 3 min_size 2, full ratio $HS_FULL_RATIO"
@@ -197,9 +209,13 @@ run_store() {
     if [ "$store" = hybridstore ]; then
         local id p spill=passed detail=
         for id in 0 1 2; do
-            p=$(perf_dump "$id" | jq -c '.hybridstore | {ssd: .ssd_bytes_used, ssd_objects, hdd: .hdd_bytes_used, hdd_objects}')
+            p=$(perf_dump "$id" | jq -c '.hybridstore | {ssd: .ssd_bytes_used, ssd_objects, hdd: .hdd_bytes_used, hdd_objects,
+                kvfs: (.kvfs_owned_bytes // 0), kvfs_used: (.kvfs_used_bytes // 0), kvfs_nospace: (.kvfs_nospace // 0)}')
             detail+="osd.$id $p "
-            echo "$p" | jq -e '.hdd_objects > 0 and .ssd_objects > 0' > /dev/null || spill=FAILED
+            echo "$p" | jq -e '.hdd_objects > 0 and .ssd_objects > 0 and .kvfs_nospace == 0' > /dev/null || spill=FAILED
+            if [ "$HS_FULL_KV" = device ]; then
+                echo "$p" | jq -e '.kvfs > 0' > /dev/null || { spill=FAILED; detail+="(RocksDB is not on the SSD) "; }
+            fi
         done
         record spill "$spill" "$detail"
     fi
@@ -252,7 +268,7 @@ done
 {
     echo "# Full devices"
     echo
-    echo "$release; $(date -u +%F). \`qa/ceph/full.sh\` (see its header): SSD $HS_SSD_SIZE + HDD $HS_HDD_SIZE per OSD," \
+    echo "$release; $(date -u +%F). \`qa/ceph/full.sh\` (see its header): SSD $HS_SSD_SIZE + HDD $HS_HDD_SIZE per OSD, RocksDB of hybridstore: $HS_FULL_KV," \
         "full ratio $HS_FULL_RATIO, 768 KiB objects, pool size 3."
     echo
     echo "| store | check | result | detail |"

@@ -822,8 +822,9 @@ int KvFs::compact_locked(std::string* why) {
 // (kvfs_rocksdb_test), which fails every file at once. A file allocation
 // that cannot leave a segment for the log fails instead, with -ENOSPC:
 // RocksDB sees NoSpace for that write, and the log stays sound.
-int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why) {
+int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why, uint64_t need) {
   want = align_up(want, geo_.alloc_unit);
+  need = need ? std::min(align_up(need, geo_.alloc_unit), want) : want;
   if (!refill_spare_segments()) {
     std::string grow_why;
     const uint64_t missing = (kSpareSegments - spare_segments()) * params_.log_segment;
@@ -835,15 +836,34 @@ int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, s
       return -ENOSPC;
     }
   }
+  // With a lender, the mount headroom stays free: growth first, and a
+  // refusal fails the allocation instead of taking it.
+  const bool lending = lender_.load(std::memory_order_acquire) != nullptr;
+  const uint64_t headroom = lending ? mount_headroom_.load(std::memory_order_relaxed) : 0;
+  const auto fits = [&](uint64_t n) { return alloc_.free_bytes() >= n + headroom; };
+  std::string grow_why;
+  int grown = 1;  // 1: not tried
+  if (!fits(want)) {
+    // Waiting for the tier is worth it only when nothing else will do.
+    const bool must = !fits(need);
+    if ((grown = grow(want + headroom, must, &grow_why)) < 0 && must) {
+      *why = headroom ? fmt::format("{} (the kvfs keeps {} bytes for the next mount)", grow_why, headroom) : grow_why;
+      return -ENOSPC;
+    }
+  }
   std::vector<Interval> got;
-  int r = alloc_.allocate(want, hint, &got);
-  if (r == -ENOSPC) {
-    if ((r = grow(want, true, why)) < 0) return r;
+  int r = fits(want) ? alloc_.allocate(want, hint, &got) : -ENOSPC;
+  // What is free may lie in pieces the allocator cannot join into `want`,
+  // or the tier refused it: what the caller needs will do.
+  if (r == -ENOSPC && need < want && fits(need)) r = alloc_.allocate(need, hint, &got);
+  // Free pieces too small for even that: grow, unless the tier just refused.
+  if (r == -ENOSPC && grown >= 0) {
+    if ((r = grow(want + headroom, true, why)) < 0) return r;
     r = alloc_.allocate(want, hint, &got);
   }
   if (r < 0) {
-    *why = fmt::format("kvfs: no {} bytes free after growth ({} free): {}", want, alloc_.free_bytes(),
-                       strerror(-r));
+    *why = fmt::format("kvfs: no {} bytes free after growth ({} free{}): {}", need, alloc_.free_bytes(),
+                       headroom ? fmt::format(", {} kept for the next mount", headroom) : "", strerror(-r));
     return r;
   }
   for (const Interval& i : got) out->push_back(KvFsExtent{i.offset, i.length});

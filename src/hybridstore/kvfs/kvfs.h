@@ -306,6 +306,12 @@ class KvFs {
   // Bytes asked of the lender per growth from now on (params.grow_step
   // until then): the store knows its tier's sizes only once it is loaded.
   void set_grow_step(uint64_t bytes) { grow_step_.store(bytes, std::memory_order_relaxed); }
+  // Bytes a file allocation leaves free while there is a lender: it grows
+  // first, and fails with -ENOSPC rather than take them when the tier
+  // refuses. Without a lender (a mount, before the tier is loaded) they are
+  // there for RocksDB's open and the commit journal's replay, so a store
+  // whose RocksDB filled the tier still mounts (docs/kvfs.md 2.5).
+  void set_mount_headroom(uint64_t bytes) { mount_headroom_.store(bytes, std::memory_order_relaxed); }
   // Gives whole free lend units back to the lender (docs/kvfs.md 2.5), as
   // many as leave at least `keep_free` bytes free and `keep_owned` bytes
   // owned; *returned says how many bytes went. RETURN is durable before the
@@ -360,7 +366,9 @@ class KvFs {
   std::vector<KvRecord> snapshot_records() const;
 
   // ---- allocation (kvfs.cc)
-  int allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why);
+  // `need` (at most `want`): what the caller cannot do without; the rest of
+  // `want` is room to grow into, given up before the allocation fails.
+  int allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why, uint64_t need = 0);
   int grow(uint64_t want, bool wait_if_refused, std::string* why);
   bool take_contiguous_segment(KvFsExtent* segment);
   // Puts segments aside for the log until kSpareSegments are (no growth):
@@ -388,6 +396,7 @@ class KvFs {
   // (the store reads RocksDB first).
   std::atomic<KvFsLender*> lender_;
   std::atomic<uint64_t> grow_step_;
+  std::atomic<uint64_t> mount_headroom_{0};
   // b, A, G: fixed for the kvfs's life, so the file paths read them without
   // the lock that guards super_.
   const KvFsGeometry geo_;

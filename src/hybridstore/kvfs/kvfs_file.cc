@@ -218,7 +218,7 @@ int KvFs::write_blocks(KvFsNode* node, uint64_t upto, std::string* why) {
   if (have < upto) {
     const uint64_t want = std::max(upto - have, std::max<uint64_t>(geo_.alloc_unit, std::min(have, kMaxGrowth)));
     const uint64_t hint = node->extents.empty() ? 0 : node->extents.back().end();
-    if (int r = allocate(want, hint, &node->extents, why); r < 0) return r;
+    if (int r = allocate(want, hint, &node->extents, why, upto - have); r < 0) return r;
   }
   // Straight from the buffer (block-aligned); close's padding of the last
   // block is zeroed in place.

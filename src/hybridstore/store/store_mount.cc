@@ -244,6 +244,11 @@ void MountedStore::lend_to_kvfs() {
       &space, TierLender::Counters{&perf_->set, perf_->kvfs_grows, perf_->kvfs_grow_bytes, perf_->kvfs_nospace});
   set_kvfs_gauges();
   kv_->fs().set_grow_step(sizing.grow_step);
+  // What the next mount writes before it has a lender again: RocksDB's new
+  // MANIFEST, OPTIONS and WAL, and the ring's records replayed into that
+  // WAL (at most the ring's size).
+  kvfs_mount_headroom_ = (journal_ ? journal_->size() : 0) + (4ull << 20);
+  kv_->fs().set_mount_headroom(kvfs_mount_headroom_);
   space.set_floor(sizing.reserve);
   kv_->set_lender(lender_.get());
   if (compactions_held_) {
@@ -596,12 +601,14 @@ void MountedStore::balance_kvfs() {
   std::unique_lock<std::mutex> l(kvfs_balance_mutex_, std::try_to_lock);
   if (!l.owns_lock()) return;  // fsck or repair is comparing the kvfs with the tier
   const uint64_t step = kvfs_give_back_step_;
-  // Hysteresis: the next compaction's peak finds two steps free, and a
-  // return follows only a peak twice that.
-  if (kv_->fs().free_bytes() <= 4 * step || kv_->fs().owned_bytes() <= kvfs_keep_owned_) return;
+  // Hysteresis: the next compaction's peak finds two steps free (one on top
+  // of the mount headroom, which allocations keep free anyway), and a
+  // return follows only a peak two steps above that.
+  const uint64_t keep_free = std::max(2 * step, kvfs_mount_headroom_ + step);
+  if (kv_->fs().free_bytes() <= keep_free + 2 * step || kv_->fs().owned_bytes() <= kvfs_keep_owned_) return;
   uint64_t returned = 0;
   std::string why;
-  if (int r = kv_->fs().give_back(2 * step, kvfs_keep_owned_, &returned, &why); r < 0)
+  if (int r = kv_->fs().give_back(keep_free, kvfs_keep_owned_, &returned, &why); r < 0)
     HS_WARN("store {}: the KV file system kept its free space: {}", uuid_to_string(super_.fsid), why);
   else if (returned)
     HS_DEBUG("store {}: the KV file system gave {} bytes back to the ssd tier", uuid_to_string(super_.fsid),

@@ -174,12 +174,15 @@ class MountedStore {
   uint64_t journal_discard_span_ = 0;
   std::unique_ptr<KvDevice> kv_;
   std::unique_ptr<KvFsLender> lender_;
-  // What the tick gives back from the kvfs (docs/kvfs.md 2.5): above
-  // 4 x step free, down to 2 x step free, never below what mkfs lent; zero
+  // What the tick gives back from the kvfs (docs/kvfs.md 2.5): down to
+  // 2 x step free (or the mount headroom and a step), never below what mkfs
+  // lent, once two steps more are free; zero
   // step when hybridstore_kvfs_give_back is off. fsck and repair hold the
   // mutex, so no range leaves the kvfs while they compare it with the tier.
   uint64_t kvfs_give_back_step_ = 0;
   uint64_t kvfs_keep_owned_ = 0;
+  // Kept free in the kvfs for the next mount (KvFs::set_mount_headroom).
+  uint64_t kvfs_mount_headroom_ = 0;
   std::mutex kvfs_balance_mutex_;
   // RocksDB opened with its automatic compactions off until the kvfs has its
   // lender (open_store_db); lend_to_kvfs turns them back on.

@@ -657,6 +657,50 @@ TEST_F(KvOnDeviceGrowthTest, WhatRocksDBNoLongerUsesGoesBackToTheTier) {
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
+// RocksDB filling the whole SSD tier, floor included, turns the store
+// read-only with RocksDB's NoSpace (docs/kvfs.md 2.5): nothing more is
+// acknowledged, and what was stays. The next mount must still open RocksDB
+// and replay the ring before the tier can lend again, out of what the kvfs
+// kept free for it (its mount headroom), and read every acknowledged key.
+TEST_F(KvOnDeviceGrowthTest, RocksDBThatFilledTheTierStillMountsAndReadsBack) {
+  make_coll(coll_);
+  // Object data up to what the tier gives it, and past it to the HDD.
+  for (int i = 0; i < 60; ++i) {
+    Transaction t;
+    t.write(coll_, obj("big" + std::to_string(i)), 0, std::string(4 << 20, static_cast<char>('A' + i % 26)));
+    apply(std::move(t));
+  }
+  // Then omap until RocksDB can take no more.
+  int acked = 0, r = 0;
+  TxnError e;
+  for (int i = 0; i < 20000 && r == 0; ++i) {
+    Transaction t;
+    std::map<std::string, std::string> kv;
+    for (int k = 0; k < 64; ++k) kv[fmt::format("k{:06}-{:02}", i, k)] = std::string(4000, static_cast<char>('a' + i % 26));
+    if (i == 0) t.touch(coll_, obj("omap"));
+    t.omap_setkeys(coll_, obj("omap"), kv);
+    r = store_->apply_transaction(std::move(t), &e);  // durable when 0
+    if (r == 0) acked = i + 1;
+  }
+  ASSERT_NE(r, 0) << "the tier never filled: raise the load";
+  StoreStats st;
+  ASSERT_EQ(store_->statfs(&st), 0);
+  EXPECT_TRUE(st.read_only) << e.message;
+  store_->umount();
+  store_ = std::make_unique<HybridStore>(store_path(), config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  std::map<std::string, std::string> got;
+  ASSERT_EQ(store_->omap_get_values(coll_, obj("omap"), {fmt::format("k{:06}-63", acked - 1)}, &got), 0);
+  EXPECT_EQ(got.size(), 1u) << "the last acknowledged transaction, of " << acked;
+  EXPECT_EQ(read_all(coll_, obj("big59")), std::string(4 << 20, static_cast<char>('A' + 59 % 26)));
+  // The tier is as full as before: RocksDB's next flush may fail the same
+  // way and turn the store read-only again, which is the cure's business
+  // (objects moved off the tier), not this test's.
+  store_->umount();
+  store_.reset();
+}
+
 class KvOnDeviceNoGiveBackTest : public KvOnDeviceGrowthTest {
  protected:
   Config config() override {
