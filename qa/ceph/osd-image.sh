@@ -287,6 +287,9 @@ build() {
         --message "Debian sid, ceph-osd $hv with hybridstore" \
         "$tar" "$image_tag" > "$image_dir/import.log" 2>&1 || { cat "$image_dir/import.log" >&2; die "podman import"; }
     pm tag "$image_tag" "$image_name:latest" || return 1
+    # a rebuild of the same version leaves the previous image untagged: 661 MB
+    # each in vfs storage (this run's private storage only)
+    pm image prune -f > /dev/null
     rm -f "$image_dir/hybridstore-osd.oci.tar"
     pm save --format oci-archive -o "$image_dir/hybridstore-osd.oci.tar" "$image_tag" > /dev/null 2>&1 || die "podman save"
     local mt
