@@ -44,6 +44,7 @@ help:
 	@echo "make ceph-powercut CEPH_BUILD=DIR  power cuts of an OSD's SSD and HDD models under load, HS_POWERCUT_ROUNDS (50) seeded rounds; HybridStore then BlueStore (root, FUSE)"
 	@echo "make ceph-volume-test  the ceph-volume hybridstore module's unit tests in the sid root (root; SKIPPED without the root or its ceph-volume)"
 	@echo "make ceph-volume CEPH_VOLUME_REPORT=FILE  ceph-volume raw prepare/activate/list/zap of a hybridstore OSD on loop devices in the sid root (root)"
+	@echo "make osd-image [OSD_IMAGE_REPORT=FILE]  an OCI image of a hybridstore OSD (Debian sid + our packages), podman run of it joining the sid root's cluster (root, podman)"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 	@echo "make ceph-packages [DEBIAN_SUITE=sid|trixie]  Debian's Ceph source built with HybridStore in a root of that release, packaged, installed there"
 	@echo "make ceph-debian-proof [DEBIAN_SUITE=sid|trixie]  the same, then store_test, the cluster, tmpfs, standalone, hardware, thrash and power-cut proofs on the installed packages"
@@ -289,6 +290,17 @@ ceph-volume-test:
 CEPH_VOLUME_REPORT ?= ceph-volume-report.md
 ceph-volume:
 	@qa/ceph/ceph-volume.sh --in-root $(CEPH_VOLUME_REPORT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# An OCI image of a hybridstore OSD (qa/ceph/osd-image.sh): a Debian sid root
+# with our packages from the package step's repository, imported by podman;
+# a container of it prepares, activates and runs an OSD that joins the sid
+# root's mon and mgr, checked with ceph osd metadata and rados bench. Root,
+# podman (and runc), the sid root and the packages; SKIPPED otherwise. Not in
+# `make test`.
+.PHONY: osd-image
+OSD_IMAGE_REPORT ?= osd-image-report.md
+osd-image:
+	@qa/ceph/osd-image.sh $(OSD_IMAGE_REPORT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The Debian packages a Ceph tree's build needs (src/tools/ceph-integrate).
 # HybridStore on a Debian release's Ceph (sid: Tentacle 20.2, the default;
