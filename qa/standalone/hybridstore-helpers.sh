@@ -455,12 +455,21 @@ wait_for_osd() {
 }
 
 # class_device DIR NAME CLASS SIZE ROTATIONAL: a loop device of the device
-# class CLASS: raw (a sparse image, direct I/O) or a profile of
-# qa/devclass/profiles.conf (hdd, ssd) served through the disk model.
+# class CLASS: raw (an image, direct I/O) or a profile of
+# qa/devclass/profiles.conf (hdd, ssd) served through the disk model. A raw
+# SSD's image is written out first, as qa/devclass's raw class does: an SSD
+# has all its blocks, and writes into a sparse image's holes make a synced
+# write through the loop device wait for the host filesystem's allocations
+# (docs/benchmarks.md). A raw HDD stays sparse; HS_RAW_SPARSE=1 keeps the
+# SSD sparse too.
 class_device() {
     local dir=$1 name=$2 class=$3 size=$4 rot=$5
     if [ "$class" = raw ]; then
         truncate -s "$size" "$dir/$name.img" || return 1
+        if [ "$rot" = 0 ] && [ "${HS_RAW_SPARSE:-0}" != 1 ]; then
+            local mib=$(($(size_bytes "$size") >> 20))
+            dd if=/dev/zero of="$dir/$name.img" bs=1M count="$mib" conv=notrunc oflag=direct status=none || return 1
+        fi
         loop_attach "$dir" "$dir/$name.img" "$rot"
     else
         # shellcheck source=qa/devclass/devclass.sh
