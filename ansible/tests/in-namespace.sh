@@ -4,6 +4,10 @@
 # mode, verify, purge. Everything written to the ceph directories lands in
 # tmpfs and vanishes with the namespace.
 #   in-namespace.sh WORK SCENARIO START_OSDS RESULTS_FILE
+# TARGET_ROOT (tentacle.sh): the managed host is that root (the sid root's
+# overlay, reached through a chroot python3): no tmpfs over this machine's
+# ceph directories, and verify.sh and the state checks run in that root.
+# OBJECTSTORE: the store verify.sh expects (default: SCENARIO).
 set -uo pipefail
 work=$1
 scenario=$2
@@ -20,10 +24,14 @@ result() {
     return 0
 }
 
-for d in /etc/ceph /var/lib/ceph /var/log/ceph /run/ceph; do
-    mkdir -p "$d"  # (they exist once Debian's ceph packages are installed)
-    mount -t tmpfs -o mode=0755 "hs-ansible-test" "$d" || { result FAILED namespace "tmpfs on $d"; exit 1; }
-done
+troot=${TARGET_ROOT:-}
+in_target() { if [ -n "$troot" ]; then chroot "$troot" "$@"; else "$@"; fi; }
+if [ -z "$troot" ]; then
+    for d in /etc/ceph /var/lib/ceph /var/log/ceph /run/ceph; do
+        mkdir -p "$d"  # (they exist once Debian's ceph packages are installed)
+        mount -t tmpfs -o mode=0755 "hs-ansible-test" "$d" || { result FAILED namespace "tmpfs on $d"; exit 1; }
+    done
+fi
 
 playbook() {  # playbook LOG PLAYBOOK [ARGS...]
     local log=$work/$1
@@ -81,14 +89,15 @@ if [ "$converged" = 1 ] && [ "${QUICK:-0}" != 1 ]; then
 fi
 if [ "$converged" = 1 ]; then
     # --- the cluster as deployed
-    bash "$here/verify.sh" "$work" "$scenario" "$start" "$results" > "$work/verify.log" 2>&1 || failed=1
+    in_target bash "$here/verify.sh" "$work" "$scenario" "$start" "$results" "${OBJECTSTORE:-$scenario}" \
+        > "$work/verify.log" 2>&1 || failed=1
     grep -E '^(passed|FAILED|SKIPPED):' "$work/verify.log"
 fi
 
 # --- purge: stops the daemons by their pid files and removes the state
 if playbook purge.log infrastructure-playbooks/purge-cluster.yml -e ireallymeanit=yes; then
     left=$(ps -eo pid=,comm= | awk '$2 ~ /^ceph-(mon|mgr|osd)$/' | wc -l)
-    if [ "$left" = 0 ] && [ ! -e "/etc/ceph/ceph.conf" ] && [ -z "$(ls /var/lib/ceph/osd 2> /dev/null)" ]; then
+    if [ "$left" = 0 ] && [ ! -e "$troot/etc/ceph/ceph.conf" ] && [ -z "$(ls "$troot"/var/lib/ceph/osd 2> /dev/null)" ]; then
         result passed purge "daemons stopped by pid file, state removed"
     else
         result FAILED purge "$left ceph daemons still running or state left, log: purge.log"
