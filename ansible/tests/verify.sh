@@ -92,9 +92,14 @@ if [ "$scenario" = tentacle ]; then
     }
     check "packages" "ceph-osd +hybridstore (pinned, priority 1001), hybridstore-tools, ceph-volume-hybridstore installed" packages_ok
     raw_list_ok() {
+        local fsid
+        fsid=$(timeout 60 ceph fsid) || return 1
         ceph-volume raw list --format json > "$work/raw-list.json" 2> /dev/null || return 1
         cat "$work/raw-list.json"
-        [ "$(jq '[.[] | select(.type == "hybridstore" and .device_ssd != null)] | length' "$work/raw-list.json")" = 2 ]
+        # (raw list shows every labelled device of the machine: other
+        # clusters' too)
+        [ "$(jq --arg f "$fsid" '[.[] | select(.ceph_fsid == $f and .type == "hybridstore" and .device_ssd != null)]
+               | length' "$work/raw-list.json")" = 2 ]
     }
     check "ceph-volume raw list" "2 hybridstore OSDs, each an HDD and an SSD" raw_list_ok
     tmpfs_ok() {
