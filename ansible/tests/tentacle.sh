@@ -22,7 +22,10 @@
 # systemd), a second converge (changed=0), a --check run, verify.sh
 # (quorum, OSDs up, osd_objectstore hybridstore, the smoke bench, the
 # packages and pin, raw list, tmpfs data directories, 20.2.4 everywhere),
-# purge-cluster.yml; then no process, mount or loop device left.
+# day 2 (replace-osd.yml moves osd.1 onto a spare pair keeping its id, a
+# second replace-osd and site.yml change nothing, add-osd.yml makes osd.2
+# on the old pair, shrink-osd.yml removes osd.1), purge-cluster.yml; then
+# no process, mount or loop device left.
 #
 #   ansible/tests/tentacle.sh [RESULTS_FILE]
 # Exit 0 passed, 1 failed, 77 SKIPPED (with the reason: not root, no sid
@@ -71,7 +74,8 @@ if [ "${1:-}" = --in-namespace ]; then
     grep -v -e '^(Reading database' -e '^Selecting\|^Preparing\|^Unpacking\|^Setting up\|^Processing' "$work/host-before.log"
     python3 -m http.server "$hport" --bind 127.0.0.1 --directory "$work/repo" > "$work/http.log" 2>&1 &
     for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$hport") 2> /dev/null && break; sleep 0.2; done
-    TARGET_ROOT=$root OBJECTSTORE=hybridstore ANSIBLE_REMOTE_TMP=$work/ansible-tmp ANSIBLE_PIPELINING=True \
+    # -v: the logs keep what ceph-volume and apt printed on the host
+    TARGET_ROOT=$root OBJECTSTORE=hybridstore ANSIBLE_REMOTE_TMP=$work/ansible-tmp ANSIBLE_PIPELINING=True ANSIBLE_VERBOSITY=1 \
         bash "$here/in-namespace.sh" "$work" "$scenario" true "$results"
     exit $?
 fi
@@ -169,14 +173,19 @@ echo "tentacle.sh: repository $work/repo: $(cd "$work/repo" && echo ./*.deb)"
 devices_json="["
 exec 9> "$archive/.losetup.lock"
 flock -w 120 9
-for i in 0 1; do
+for i in 0 1 2; do
     truncate -s 1G "$work/osd$i-ssd.img" && truncate -s 4G "$work/osd$i-hdd.img" || exit 1
     ssd=$(losetup --find --show --direct-io=on "$work/osd$i-ssd.img") && loops+=("$ssd") || exit 1
     hdd=$(losetup --find --show --direct-io=on "$work/osd$i-hdd.img") && loops+=("$hdd") || exit 1
     echo 0 > "/sys/block/$(basename "$ssd")/queue/rotational"
     echo 1 > "/sys/block/$(basename "$hdd")/queue/rotational"
-    devices_json+="{\"ssd\": \"$ssd\", \"hdd\": \"$hdd\"}"
-    [ $i = 0 ] && devices_json+=", "
+    # the third pair is the spare one the day-2 step replaces osd.1 onto
+    if [ $i = 2 ]; then
+        spare_json="{\"ssd\": \"$ssd\", \"hdd\": \"$hdd\"}"
+    else
+        devices_json+="{\"ssd\": \"$ssd\", \"hdd\": \"$hdd\"}"
+        [ $i = 0 ] && devices_json+=", "
+    fi
 done
 devices_json+="]"
 flock -u 9
@@ -230,7 +239,7 @@ EOF
 
 echo "tentacle.sh: $work (root $HS_CHROOT, mon port $port, repository http://127.0.0.1:$hport/, devices $devices_json)"
 unshare --mount --pid --fork --mount-proc --propagation private \
-    env PATH="$venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible/ansible.cfg" HS_CHROOT="$HS_CHROOT" \
+    env PATH="$venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible/ansible.cfg" HS_CHROOT="$HS_CHROOT" DAY2_SPARE="$spare_json" \
     bash "$here/tentacle.sh" --in-namespace "$work" "$results" "$hport"
 rc=$?
 
