@@ -14,7 +14,9 @@
 # /srv/hs-repo/sid, what `ceph-package osd`/`tools` wrote) plus
 # ceph-volume-hybridstore built from this tree (`ceph-package volume`),
 # indexed as a flat repository and served over http on 127.0.0.1 to the
-# host (hybridstore_apt_repo: http://127.0.0.1:PORT/).
+# host (hybridstore_apt_repo: http://127.0.0.1:PORT/), or with
+# HS_APT_REPO_SERVE=path given as that directory's path, which is bound into
+# the root at the same place (hybridstore_apt_repo: /.../repo, a file: source).
 #
 # Steps, each a result row: converge (the packages installed from the
 # repository with the pin, OSDs made by ceph-volume raw prepare + raw
@@ -30,7 +32,7 @@
 #   ansible/tests/tentacle.sh [RESULTS_FILE]
 # Exit 0 passed, 1 failed, 77 SKIPPED (with the reason: not root, no sid
 # root, no repository, no loop devices, no overlayfs, no ansible venv).
-# Environment: HS_CHROOT, HS_APT_REPO_DIR, ANSIBLE_VENV, HS_WORK_DIR (the
+# Environment: HS_CHROOT, HS_APT_REPO_DIR, HS_APT_REPO_SERVE, ANSIBLE_VENV, HS_WORK_DIR (the
 # run's directory is made under it; default /tmp), KEEP_WORK,
 # ANSIBLE_TEST_ARCHIVE (logs kept in <it>/tentacle; default build/ansible-test).
 set -uo pipefail
@@ -72,8 +74,10 @@ if [ "${1:-}" = --in-namespace ]; then
             -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore 2>&1 | tail -1)"
     } > "$work/host-before.log" 2>&1 || { tail -20 "$work/host-before.log"; failed host "preparing the host, log: host-before.log"; }
     grep -v -e '^(Reading database' -e '^Selecting\|^Preparing\|^Unpacking\|^Setting up\|^Processing' "$work/host-before.log"
-    python3 -m http.server "$hport" --bind 127.0.0.1 --directory "$work/repo" > "$work/http.log" 2>&1 &
-    for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$hport") 2> /dev/null && break; sleep 0.2; done
+    if [ "$hport" != path ]; then
+        python3 -m http.server "$hport" --bind 127.0.0.1 --directory "$work/repo" > "$work/http.log" 2>&1 &
+        for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$hport") 2> /dev/null && break; sleep 0.2; done
+    fi
     # -v: the logs keep what ceph-volume and apt printed on the host
     TARGET_ROOT=$root OBJECTSTORE=hybridstore ANSIBLE_REMOTE_TMP=$work/ansible-tmp ANSIBLE_PIPELINING=True ANSIBLE_VERBOSITY=1 \
         bash "$here/in-namespace.sh" "$work" "$scenario" true "$results"
@@ -191,6 +195,15 @@ devices_json+="]"
 flock -u 9
 
 port=$(pick_port 47100 2) && hport=$(pick_port 47300 1) || { result FAILED setup "no free port"; exit 1; }
+case ${HS_APT_REPO_SERVE:-http} in
+http) repo_url=http://127.0.0.1:$hport/ ;;
+path)
+    repo_url=$work/repo hport=path
+    # apt reads file: sources as its _apt user: mktemp's 0700 made it fall
+    # back to root with a "Permission denied" warning
+    chmod 0755 "$work" ;;
+*) echo "tentacle.sh: HS_APT_REPO_SERVE is http or path" >&2; exit 2 ;;
+esac
 cat > "$work/python3-in-root" <<EOF
 #!/bin/sh
 # ansible's modules run on the managed host: the sid root
@@ -218,7 +231,7 @@ public_network: 127.0.0.0/8
 mon_port: $port
 mon_port_v1: $((port + 1))
 ceph_origin: distro
-hybridstore_apt_repo: http://127.0.0.1:$hport/
+hybridstore_apt_repo: $repo_url
 ceph_service_manager: direct
 osd_objectstore: hybridstore
 osd_provisioner: ceph-volume
@@ -237,7 +250,7 @@ ceph_conf_overrides:
     osd memory target: 939524096
 EOF
 
-echo "tentacle.sh: $work (root $HS_CHROOT, mon port $port, repository http://127.0.0.1:$hport/, devices $devices_json)"
+echo "tentacle.sh: $work (root $HS_CHROOT, mon port $port, repository $repo_url, devices $devices_json)"
 unshare --mount --pid --fork --mount-proc --propagation private \
     env PATH="$venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible/ansible.cfg" HS_CHROOT="$HS_CHROOT" DAY2_SPARE="$spare_json" \
     bash "$here/tentacle.sh" --in-namespace "$work" "$results" "$hport"
