@@ -251,10 +251,17 @@ ceph_conf_overrides:
 EOF
 
 echo "tentacle.sh: $work (root $HS_CHROOT, mon port $port, repository $repo_url, devices $devices_json)"
-unshare --mount --pid --fork --mount-proc --propagation private \
+# --kill-child and the trap: stopped (a timeout, ^C), the namespace's first
+# process is killed with this script, and with it every daemon of the
+# namespace, before the loop devices are detached
+unshare --mount --pid --fork --kill-child --mount-proc --propagation private \
     env PATH="$venv/bin:$PATH" ANSIBLE_CONFIG="$top/ansible/ansible.cfg" HS_CHROOT="$HS_CHROOT" DAY2_SPARE="$spare_json" \
-    bash "$here/tentacle.sh" --in-namespace "$work" "$results" "$hport"
+    bash "$here/tentacle.sh" --in-namespace "$work" "$results" "$hport" &
+ns_pid=$!
+trap 'kill "$ns_pid" 2> /dev/null; wait "$ns_pid"; result FAILED run "stopped by a signal (a timeout, ^C)"; exit 1' INT TERM
+wait "$ns_pid"
 rc=$?
+trap 'exit 1' INT TERM
 
 # --- after the namespace: nothing of it may be left
 leftover=$(ps -eo pid,args | grep -F "$work" | grep -v grep || true)
