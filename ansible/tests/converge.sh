@@ -138,6 +138,10 @@ mon_port_v1: $((port + 1))
 ceph_origin: distro
 ceph_service_manager: direct
 osd_objectstore: $objectstore
+# bookworm's Pacific: its ceph-volume has no hybridstore module, and the
+# hybridstore ceph-osd (CEPH_OSD) is a build tree; tentacle.sh runs the
+# packaged ceph-volume path on Tentacle
+osd_provisioner: manual
 ceph_osd_binary: $ceph_osd
 hybridstore_prepare_only: $([ "$start" = true ] && echo false || echo true)
 hybridstore_tool_binary: $tool

@@ -302,6 +302,9 @@ public_network: $subnet.0/24
 ceph_origin: none
 ceph_service_manager: direct
 osd_objectstore: hybridstore
+# a Pacific build tree's ceph-osd, not packaged, on bookworm hosts (whose
+# ceph-volume 16.2 has no hybridstore module): the expert manual way
+osd_provisioner: manual
 ceph_osd_binary: $ceph_osd
 osd_pool_default_size: 3
 osd_pool_default_min_size: 2

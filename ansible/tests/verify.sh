@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Checks the cluster converge.sh deployed (runs in its namespace):
-#   verify.sh WORK SCENARIO START_OSDS RESULTS_FILE
+# Checks the cluster converge.sh (or tentacle.sh) deployed (runs in its
+# namespace, or in the managed root):
+#   verify.sh WORK SCENARIO START_OSDS RESULTS_FILE [OBJECTSTORE]
+# OBJECTSTORE defaults to SCENARIO. Scenario tentacle (tentacle.sh): the
+# packages came from the HybridStore repository and ceph-volume made the
+# OSDs; that is checked too.
 set -uo pipefail
 work=$1
 scenario=$2
 start=$3
 results=$4
+objectstore=${5:-$scenario}
 failed=0
 tool=$(sed -n 's/^hybridstore_tool_binary: //p' "$work/vars.yml")
 
@@ -32,7 +37,7 @@ check "OSDs registered" "ceph osd new for each SSD/HDD pair" \
 osd_dirs_ok() {
     local d n=0
     for d in /var/lib/ceph/osd/ceph-*; do
-        [ "$(cat "$d/type")" = "$scenario" ] || { echo "$d/type: $(cat "$d/type")"; return 1; }
+        [ "$(cat "$d/type")" = "$objectstore" ] || { echo "$d/type: $(cat "$d/type")"; return 1; }
         [ -s "$d/keyring" ] || { echo "$d: no keyring"; return 1; }
         n=$((n + 1))
     done
@@ -53,7 +58,7 @@ fsck_ok() {
     for d in /var/lib/ceph/osd/ceph-*; do "$tool" --path "$d" fsck > /dev/null || return 1; done
 }
 
-if [ "$scenario" = hybridstore ] && [ "$start" != true ]; then
+if [ "$objectstore" = hybridstore ] && [ "$start" != true ]; then
     check "device labels" "hybridstore-tool show-label: an ssd and an hdd label of one store per OSD" labels_ok
     check "store fsck" "hybridstore-tool fsck" fsck_ok
     result SKIPPED "OSDs start, rados bench" \
@@ -61,16 +66,55 @@ if [ "$scenario" = hybridstore ] && [ "$start" != true ]; then
 else
     check "OSDs up" "2 of 2" test "$(c osd stat -f json | jq .num_up_osds)" = 2
     for id in $(c osd ls -f json | jq '.[]'); do
-        check "osd.$id objectstore" "ceph osd metadata: $scenario" \
-            test "$(c osd metadata "$id" -f json | jq -r .osd_objectstore)" = "$scenario"
+        check "osd.$id objectstore" "ceph osd metadata: $objectstore" \
+            test "$(c osd metadata "$id" -f json | jq -r .osd_objectstore)" = "$objectstore"
     done
     check "rados bench" "smoke test of the ceph-client role ran" grep -q 'Bandwidth' "$work/converge.log"
-    if [ "$scenario" = bluestore ]; then
+    if [ "$objectstore" = bluestore ]; then
         check "device roles" "block.db on the rotational=0 SSD, block on the HDD" \
             test "$(c osd metadata 0 -f json | jq -r '.bluefs_db_rotational + .bluestore_bdev_rotational')" = 01
     else
         check "perf counters" "a hybridstore section in perf dump" \
             bash -c 'timeout 60 ceph daemon osd.0 perf dump | jq -e "has(\"hybridstore\")" > /dev/null'
     fi
+fi
+
+if [ "$scenario" = tentacle ]; then
+    # what the packages and ceph-volume left on the host
+    packages_ok() {
+        local v
+        v=$(dpkg-query -W -f '${Version}' ceph-osd) || return 1
+        echo "ceph-osd $v"
+        case $v in *+hybridstore*) ;; *) return 1 ;; esac
+        dpkg-query -W hybridstore-tools ceph-volume-hybridstore || return 1
+        # the installed version's line of the version table ends in its priority
+        apt-cache policy ceph-osd | grep -F "*** $v " | grep -q ' 1001$'
+    }
+    check "packages" "ceph-osd +hybridstore (pinned, priority 1001), hybridstore-tools, ceph-volume-hybridstore installed" packages_ok
+    raw_list_ok() {
+        local fsid
+        fsid=$(timeout 60 ceph fsid) || return 1
+        ceph-volume raw list --format json > "$work/raw-list.json" 2> /dev/null || return 1
+        cat "$work/raw-list.json"
+        # (raw list shows every labelled device of the machine: other
+        # clusters' too)
+        [ "$(jq --arg f "$fsid" '[.[] | select(.ceph_fsid == $f and .type == "hybridstore" and .device_ssd != null)]
+               | length' "$work/raw-list.json")" = 2 ]
+    }
+    check "ceph-volume raw list" "2 hybridstore OSDs, each an HDD and an SSD" raw_list_ok
+    tmpfs_ok() {
+        local d
+        for d in /var/lib/ceph/osd/ceph-*; do
+            [ "$(findmnt -n -o FSTYPE --target "$d")" = tmpfs ] || { echo "$d is not a tmpfs"; return 1; }
+        done
+    }
+    check "OSD data directories" "tmpfs mounts made by ceph-volume raw activate" tmpfs_ok
+    versions_ok() {
+        local v
+        v=$(timeout 60 ceph versions -f json | jq -r '.overall | keys[]') || return 1
+        echo "$v"
+        [ -n "$v" ] && ! echo "$v" | grep -qv '^ceph version 20\.2\.4 '
+    }
+    check "versions" "every daemon runs 20.2.4 (Tentacle)" versions_ok
 fi
 exit $failed
