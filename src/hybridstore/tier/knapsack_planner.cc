@@ -176,22 +176,26 @@ TierPlan plan_tiers(const std::vector<TierCandidate>& cands, const PlannerOption
 
 BoundedPlanner::BoundedPlanner(const PlannerOptions& opts) : opts_(opts) {}
 
-void BoundedPlanner::keep_best(std::vector<Held>* heap, size_t cap, Held h) {
-  if (cap == 0) return;
+bool BoundedPlanner::keep_best(std::vector<Held>* heap, size_t cap, Held h) {
+  if (cap == 0) return false;
   // a ranks before b: larger key, then earlier offer. The heap's top is the
   // entry that ranks last, the first to go.
   auto before = [](const Held& a, const Held& b) { return a.key != b.key ? a.key > b.key : a.seq < b.seq; };
   if (heap->size() < cap) {
     heap->push_back(std::move(h));
     std::push_heap(heap->begin(), heap->end(), before);
-  } else if (before(h, heap->front())) {
-    std::pop_heap(heap->begin(), heap->end(), before);
-    heap->back() = std::move(h);
-    std::push_heap(heap->begin(), heap->end(), before);
+    return true;
   }
+  if (!before(h, heap->front())) return false;
+  std::pop_heap(heap->begin(), heap->end(), before);
+  const uint64_t dropped = heap->back().id;
+  heap->back() = std::move(h);
+  std::push_heap(heap->begin(), heap->end(), before);
+  if (on_drop_) on_drop_(dropped);
+  return true;
 }
 
-void BoundedPlanner::offer(const TierCandidate& c, uint64_t id) {
+unsigned BoundedPlanner::offer(const TierCandidate& c, uint64_t id) {
   Held h;
   h.c = c;
   h.id = id;
@@ -199,21 +203,23 @@ void BoundedPlanner::offer(const TierCandidate& c, uint64_t id) {
   if (c.on_ssd) on_ssd_weight_ += knapsack_weight(c.size, opts_.alloc_unit);
   if (opts_.max_candidates == 0) {
     all_.push_back(h);
-    return;
+    return 1;
   }
+  unsigned kept = 0;
   const double score = policy_score(opts_.policy, c, opts_.alloc_unit);
   if (c.size > 0 && c.frequency > 0 && score > 0) {
     h.key = score;
-    keep_best(&best_, opts_.max_candidates, h);
+    kept += keep_best(&best_, opts_.max_candidates, h);
     if (opts_.policy == TierPolicy::kHro && opts_.repair_candidates > 0) {
       h.key = c.frequency * c.randomness;
-      keep_best(&valued_, opts_.repair_candidates, h);
+      kept += keep_best(&valued_, opts_.repair_candidates, h);
     }
   }
   if (c.on_ssd && c.size > 0) {
     h.key = -score;  // the coldest rank first
-    keep_best(&coldest_, opts_.max_candidates, h);
+    kept += keep_best(&coldest_, opts_.max_candidates, h);
   }
+  return kept;
 }
 
 size_t BoundedPlanner::kept() const { return best_.size() + valued_.size() + coldest_.size() + all_.size(); }
@@ -222,7 +228,7 @@ size_t BoundedPlanner::memory_bytes() const {
   return (best_.capacity() + valued_.capacity() + coldest_.capacity() + all_.capacity()) * sizeof(Held);
 }
 
-TierPlan BoundedPlanner::finish(std::vector<uint64_t>* ids) {
+void BoundedPlanner::take(std::vector<TierCandidate>* cands, std::vector<uint64_t>* ids) {
   std::vector<Held> held = std::move(all_);
   for (auto* v : {&best_, &valued_, &coldest_}) {
     held.insert(held.end(), v->begin(), v->end());
@@ -232,17 +238,26 @@ TierPlan BoundedPlanner::finish(std::vector<uint64_t>* ids) {
   std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.seq < b.seq; });
   held.erase(std::unique(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.seq == b.seq; }),
              held.end());
-  std::vector<TierCandidate> cands;
-  cands.reserve(held.size());
+  cands->clear();
+  cands->reserve(held.size());
   ids->clear();
   ids->reserve(held.size());
   for (const Held& h : held) {
-    cands.push_back(h.c);
+    cands->push_back(h.c);
     ids->push_back(h.id);
   }
   seq_ = 0;
   on_ssd_weight_ = 0;
-  return plan_tiers(cands, opts_);
+}
+
+TierPlan BoundedPlanner::finish(std::vector<uint64_t>* ids) { return finish(ids, opts_.ssd_budget); }
+
+TierPlan BoundedPlanner::finish(std::vector<uint64_t>* ids, uint64_t ssd_budget) {
+  std::vector<TierCandidate> cands;
+  take(&cands, ids);
+  PlannerOptions po = opts_;
+  po.ssd_budget = ssd_budget;
+  return plan_tiers(cands, po);
 }
 
 std::vector<KnapsackItem> hro_knapsack_items(const std::vector<TierCandidate>& cands,

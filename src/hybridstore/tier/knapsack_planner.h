@@ -36,6 +36,7 @@
 // Ties break by candidate index, so a plan is a pure function of its input.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -125,11 +126,21 @@ TierPlan plan_tiers(const std::vector<TierCandidate>& candidates, const PlannerO
 class BoundedPlanner {
  public:
   explicit BoundedPlanner(const PlannerOptions& opts);
+  // Called with an object's handle each time one of the kept sets lets go
+  // of it (a better object took its place); for a caller that holds the
+  // objects' identities only while some set keeps them.
+  void set_on_drop(std::function<void(uint64_t id)> fn) { on_drop_ = std::move(fn); }
   // An object; `id` is the caller's handle for it (e.g. its offer index).
-  void offer(const TierCandidate& c, uint64_t id);
-  // Plans over the kept objects. The plan's indices refer to *ids (the kept
-  // objects' handles, in offer order). The planner is empty afterwards.
+  // Returns how many of the kept sets took it (0 to 3; 1 with
+  // max_candidates 0); each will be matched by one on_drop or outlast it.
+  unsigned offer(const TierCandidate& c, uint64_t id);
+  // The kept objects, in offer order, with their handles; the planner is
+  // empty afterwards (on_drop is not called for them).
+  void take(std::vector<TierCandidate>* cands, std::vector<uint64_t>* ids);
+  // take(), then plan_tiers over the kept objects with `ssd_budget` (the
+  // options' when not given). The plan's indices refer to *ids.
   TierPlan finish(std::vector<uint64_t>* ids);
+  TierPlan finish(std::vector<uint64_t>* ids, uint64_t ssd_budget);
 
   size_t offered() const { return seq_; }
   size_t kept() const;
@@ -147,7 +158,7 @@ class BoundedPlanner {
   };
   // Keeps the `cap` entries with the largest key (ties: earlier seq) in a
   // min-heap whose top is the first to go.
-  static void keep_best(std::vector<Held>* heap, size_t cap, Held h);
+  bool keep_best(std::vector<Held>* heap, size_t cap, Held h);
   PlannerOptions opts_;
   std::vector<Held> best_;     // by score
   std::vector<Held> valued_;   // by f * R (hro repair)
@@ -155,6 +166,7 @@ class BoundedPlanner {
   std::vector<Held> all_;      // max_candidates == 0: everything
   uint64_t seq_ = 0;
   uint64_t on_ssd_weight_ = 0;
+  std::function<void(uint64_t)> on_drop_;
 };
 
 // ---- Generic 0-1 knapsack, for measuring the greedy against the optimum ----

@@ -413,7 +413,9 @@ TEST(BoundedPlanner, KeepsItsBoundAndNearlyAllOfTheGlobalPlansValue) {
                 global.demote.size());
     // Below the chosen count the kept set cannot fill the budget; at it
     // and above, only the gap-filling below the K-th density is lost.
-    if (mult >= 1) EXPECT_GE(ratio, mult == 1 ? 0.95 : 0.99);
+    if (mult >= 1) {
+      EXPECT_GE(ratio, mult == 1 ? 0.95 : 0.99);
+    }
   }
 }
 
