@@ -18,6 +18,13 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "fraction of the SSD tier the planner may fill with migrated objects (the rest "
                 "absorbs new writes between migrations)",
                 "0", "1"});
+  v->push_back({"hybridstore_tier_plan_max_candidates", T::kInt, "0",
+                "the bounded planner's candidate cap (docs/memory.md): a pass keeps at most this many "
+                "objects by benefit, as many of the coldest on the faster tier and a few of the most "
+                "valuable, about 64 bytes each, and plans over them, holding only those objects during the "
+                "pass; 0 = plan over every object (the default). The scan still reads every object "
+                "through the onode cache",
+                "0", "1000000000"});
   // Heat tracker.
   v->push_back({"hybridstore_tier_heat_max_objects", T::kInt, "1000000",
                 "objects whose heat is tracked; beyond it the coldest (lowest decayed access "

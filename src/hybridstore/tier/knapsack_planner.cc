@@ -37,6 +37,7 @@ PlannerOptions planner_options_from_config(const Config& conf, uint64_t ssd_capa
   double b = conf.get_double("hybridstore_tier_ssd_target_ratio") * static_cast<double>(ssd_capacity);
   uint64_t budget = b <= 0 ? 0 : static_cast<uint64_t>(b);
   o.ssd_budget = budget / o.alloc_unit * o.alloc_unit;
+  o.max_candidates = static_cast<size_t>(conf.get_int("hybridstore_tier_plan_max_candidates"));
   return o;
 }
 
@@ -171,6 +172,92 @@ TierPlan plan_tiers(const std::vector<TierCandidate>& cands, const PlannerOption
     }
   }
   return plan;
+}
+
+BoundedPlanner::BoundedPlanner(const PlannerOptions& opts) : opts_(opts) {}
+
+bool BoundedPlanner::keep_best(std::vector<Held>* heap, size_t cap, Held h) {
+  if (cap == 0) return false;
+  // a ranks before b: larger key, then earlier offer. The heap's top is the
+  // entry that ranks last, the first to go.
+  auto before = [](const Held& a, const Held& b) { return a.key != b.key ? a.key > b.key : a.seq < b.seq; };
+  if (heap->size() < cap) {
+    heap->push_back(std::move(h));
+    std::push_heap(heap->begin(), heap->end(), before);
+    return true;
+  }
+  if (!before(h, heap->front())) return false;
+  std::pop_heap(heap->begin(), heap->end(), before);
+  const uint64_t dropped = heap->back().id;
+  heap->back() = std::move(h);
+  std::push_heap(heap->begin(), heap->end(), before);
+  if (on_drop_) on_drop_(dropped);
+  return true;
+}
+
+unsigned BoundedPlanner::offer(const TierCandidate& c, uint64_t id) {
+  Held h;
+  h.c = c;
+  h.id = id;
+  h.seq = seq_++;
+  if (c.on_ssd) on_ssd_weight_ += knapsack_weight(c.size, opts_.alloc_unit);
+  if (opts_.max_candidates == 0) {
+    all_.push_back(h);
+    return 1;
+  }
+  unsigned kept = 0;
+  const double score = policy_score(opts_.policy, c, opts_.alloc_unit);
+  if (c.size > 0 && c.frequency > 0 && score > 0) {
+    h.key = score;
+    kept += keep_best(&best_, opts_.max_candidates, h);
+    if (opts_.policy == TierPolicy::kHro && opts_.repair_candidates > 0) {
+      h.key = c.frequency * c.randomness;
+      kept += keep_best(&valued_, opts_.repair_candidates, h);
+    }
+  }
+  if (c.on_ssd && c.size > 0) {
+    h.key = -score;  // the coldest rank first
+    kept += keep_best(&coldest_, opts_.max_candidates, h);
+  }
+  return kept;
+}
+
+size_t BoundedPlanner::kept() const { return best_.size() + valued_.size() + coldest_.size() + all_.size(); }
+
+size_t BoundedPlanner::memory_bytes() const {
+  return (best_.capacity() + valued_.capacity() + coldest_.capacity() + all_.capacity()) * sizeof(Held);
+}
+
+void BoundedPlanner::take(std::vector<TierCandidate>* cands, std::vector<uint64_t>* ids) {
+  std::vector<Held> held = std::move(all_);
+  for (auto* v : {&best_, &valued_, &coldest_}) {
+    held.insert(held.end(), v->begin(), v->end());
+    std::vector<Held>().swap(*v);
+  }
+  all_ = std::vector<Held>();
+  std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.seq < b.seq; });
+  held.erase(std::unique(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.seq == b.seq; }),
+             held.end());
+  cands->clear();
+  cands->reserve(held.size());
+  ids->clear();
+  ids->reserve(held.size());
+  for (const Held& h : held) {
+    cands->push_back(h.c);
+    ids->push_back(h.id);
+  }
+  seq_ = 0;
+  on_ssd_weight_ = 0;
+}
+
+TierPlan BoundedPlanner::finish(std::vector<uint64_t>* ids) { return finish(ids, opts_.ssd_budget); }
+
+TierPlan BoundedPlanner::finish(std::vector<uint64_t>* ids, uint64_t ssd_budget) {
+  std::vector<TierCandidate> cands;
+  take(&cands, ids);
+  PlannerOptions po = opts_;
+  po.ssd_budget = ssd_budget;
+  return plan_tiers(cands, po);
 }
 
 std::vector<KnapsackItem> hro_knapsack_items(const std::vector<TierCandidate>& cands,

@@ -36,6 +36,7 @@
 // Ties break by candidate index, so a plan is a pure function of its input.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -71,6 +72,9 @@ struct PlannerOptions {
   // the most valuable (f * R) objects the greedy left out, refilling greedily
   // after it, and keep the best plan. 0 = the paper's plain Algorithm 2.
   unsigned repair_candidates = 8;
+  // The bounded planner's candidate cap (BoundedPlanner,
+  // hybridstore_tier_plan_max_candidates); 0 = every object, today's pass.
+  size_t max_candidates = 0;
 };
 
 // From hybridstore_tier_policy and hybridstore_tier_ssd_target_ratio: the
@@ -97,6 +101,73 @@ double policy_score(TierPolicy p, const TierCandidate& c, uint64_t alloc_unit);
 
 // O(n log n + repair_candidates * n). Guarantees chosen_bytes <= ssd_budget.
 TierPlan plan_tiers(const std::vector<TierCandidate>& candidates, const PlannerOptions& opts);
+
+// ---- Bounded planning (docs/memory.md, issue 57) ----
+//
+// plan_tiers() needs every object at once. A BoundedPlanner is offered the
+// objects one by one (a streaming pass) and keeps at most about
+// 2 * max_candidates + repair_candidates of them:
+//  - the max_candidates best by the policy's score among the objects it
+//    could choose (size > 0, f > 0, score > 0);
+//  - for hro, the repair_candidates most valuable by f * R among those (the
+//    repair step's inputs, wherever they rank by density);
+//  - the max_candidates coldest (lowest score) objects on the SSD, the only
+//    ones it may demote.
+// finish() runs plan_tiers over the kept objects, in the order they were
+// offered, so with max_candidates >= the number offered the plan is
+// plan_tiers's over all of them (ids instead of indices). Below that, an
+// object on the SSD that was kept in neither set stays where it is, and
+// what is lost against the global greedy is (a) the gap-filling the global
+// greedy does below the max_candidates-th density once the budget is
+// nearly full, at most one object's weight times that density, and (b)
+// when the kept objects weigh less than the budget, the promotions of
+// lower-density objects, left for the next pass. Ties break by offer
+// order, as plan_tiers's by index. max_candidates = 0 keeps everything.
+class BoundedPlanner {
+ public:
+  explicit BoundedPlanner(const PlannerOptions& opts);
+  // Called with an object's handle each time one of the kept sets lets go
+  // of it (a better object took its place); for a caller that holds the
+  // objects' identities only while some set keeps them.
+  void set_on_drop(std::function<void(uint64_t id)> fn) { on_drop_ = std::move(fn); }
+  // An object; `id` is the caller's handle for it (e.g. its offer index).
+  // Returns how many of the kept sets took it (0 to 3; 1 with
+  // max_candidates 0); each will be matched by one on_drop or outlast it.
+  unsigned offer(const TierCandidate& c, uint64_t id);
+  // The kept objects, in offer order, with their handles; the planner is
+  // empty afterwards (on_drop is not called for them).
+  void take(std::vector<TierCandidate>* cands, std::vector<uint64_t>* ids);
+  // take(), then plan_tiers over the kept objects with `ssd_budget` (the
+  // options' when not given). The plan's indices refer to *ids.
+  TierPlan finish(std::vector<uint64_t>* ids);
+  TierPlan finish(std::vector<uint64_t>* ids, uint64_t ssd_budget);
+
+  size_t offered() const { return seq_; }
+  size_t kept() const;
+  // Weight (knapsack_weight) of every object offered with on_ssd, kept or not.
+  uint64_t on_ssd_weight() const { return on_ssd_weight_; }
+  // Bytes the kept sets hold (their vectors' capacity).
+  size_t memory_bytes() const;
+
+ private:
+  struct Held {
+    TierCandidate c;
+    uint64_t id = 0;
+    uint64_t seq = 0;   // offer order
+    double key = 0;     // the heap's ordering value
+  };
+  // Keeps the `cap` entries with the largest key (ties: earlier seq) in a
+  // min-heap whose top is the first to go.
+  bool keep_best(std::vector<Held>* heap, size_t cap, Held h);
+  PlannerOptions opts_;
+  std::vector<Held> best_;     // by score
+  std::vector<Held> valued_;   // by f * R (hro repair)
+  std::vector<Held> coldest_;  // on the SSD, by -score
+  std::vector<Held> all_;      // max_candidates == 0: everything
+  uint64_t seq_ = 0;
+  uint64_t on_ssd_weight_ = 0;
+  std::function<void(uint64_t)> on_drop_;
+};
 
 // ---- Generic 0-1 knapsack, for measuring the greedy against the optimum ----
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "hscommon/log.h"
@@ -84,6 +85,30 @@ struct Migrator::Pass {
   uint64_t absorbed_bytes = 0;  // fastest-tier bytes of objects that live on another tier
   std::vector<bool> moved;
   uint64_t arrived[kMaxTiers] = {};  // bytes moved onto each rank by this pass
+  uint64_t left[kMaxTiers] = {};     // bytes moved off each rank by this pass
+  // Bounded pass (hybridstore_tier_plan_max_candidates > 0, docs/memory.md):
+  // one planner per pair of neighbouring ranks, fed by the scan; `objs` is a
+  // slab holding only the objects some planner keeps (refs: how many of the
+  // planners' sets hold a slot; a slot at 0 is reused).
+  bool bounded = false;
+  std::vector<std::unique_ptr<BoundedPlanner>> planners;
+  std::vector<uint64_t> on_upper;  // per pair: weight on its faster tier, every object
+  std::vector<uint32_t> refs;
+  std::vector<size_t> free_slots;
+  size_t slot_for(Obj obj) {
+    if (!free_slots.empty()) {
+      size_t i = free_slots.back();
+      free_slots.pop_back();
+      objs[i] = std::move(obj);
+      return i;
+    }
+    objs.push_back(std::move(obj));
+    refs.push_back(0);
+    return objs.size() - 1;
+  }
+  void release(size_t i) {
+    if (--refs[i] == 0) free_slots.push_back(i);
+  }
 };
 
 int Migrator::run_once(MigrationReport* rep) {
@@ -117,6 +142,21 @@ int Migrator::run_once(MigrationReport* rep) {
 int Migrator::scan(Pass* pass) {
   HeatTracker* heat = store_->heat();
   std::vector<std::pair<CollectionId, ObjectId>> mixed;
+  const Config& cfg = store_->config();
+  const size_t max_candidates = static_cast<size_t>(cfg.get_int("hybridstore_tier_plan_max_candidates"));
+  pass->bounded = max_candidates > 0;
+  if (pass->bounded) {
+    for (int upper = 0; upper + 1 < pass->order.count(); ++upper) {
+      // The budget is set when the pair is planned (it depends on what the
+      // scan and the faster pairs leave); the kept sets do not depend on it.
+      PlannerOptions po = planner_options_from_config(cfg, 0, pass->fast_unit);
+      auto bp = std::make_unique<BoundedPlanner>(po);
+      bp->set_on_drop([pass](uint64_t slot) { pass->release(static_cast<size_t>(slot)); });
+      pass->planners.push_back(std::move(bp));
+    }
+    pass->on_upper.assign(pass->planners.size(), 0);
+  }
+  size_t offered = 0;
   int r = store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
     if (!s.allocated) return;  // nothing to place
     const int home = home_rank(s, pass->order);
@@ -133,11 +173,30 @@ int Migrator::scan(Pass* pass) {
       cand.randomness = h.randomness;
       cand.last_access_us = h.last_time_us;
     }
-    pass->objs.push_back({c, o, home, cand});
+    ++offered;
+    if (!pass->bounded) {
+      pass->objs.push_back({c, o, home, cand});
+      return;
+    }
+    // Offered to the pair it is the faster tier of, and to the pair it is
+    // the slower tier of, as plan_pair would see it.
+    const size_t slot = pass->slot_for({c, o, home, cand});
+    unsigned kept = 0;
+    for (int upper : {home, home - 1}) {
+      if (upper < 0 || upper + 1 >= pass->order.count()) continue;
+      TierCandidate pc = candidate_for_pair(cand, upper == home);
+      BoundedPlanner* bp = pass->planners[static_cast<size_t>(upper)].get();
+      if (pc.on_ssd) pass->on_upper[static_cast<size_t>(upper)] += knapsack_weight(pc.size, pass->fast_unit);
+      pass->refs[slot] += 1;  // held while offered, so a drop during the offer cannot free it
+      kept += bp->offer(pc, slot);
+      pass->refs[slot] -= 1;
+    }
+    pass->refs[slot] += kept;
+    if (pass->refs[slot] == 0) pass->free_slots.push_back(slot);
   });
   if (r < 0) return r;
   for (const auto& [c, o] : mixed) note_absorbed(c, o);
-  pass->rep->objects = pass->objs.size();
+  pass->rep->objects = offered;
   pass->moved.assign(pass->objs.size(), false);
   // Later accesses count in a new window; the plans use this one.
   heat->advance_to(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -164,6 +223,7 @@ void Migrator::move(Pass* pass, size_t idx, int to_rank, bool up) {
       rep->bytes_moved += obj.heat.size;
       pass->moved[idx] = true;
       pass->arrived[to_rank] += obj.heat.size;
+      if (obj.home >= 0) pass->left[obj.home] += obj.heat.size;
       throttle(rep->bytes_moved, pass->t0);
     } else {
       ++rep->skipped;
@@ -173,6 +233,21 @@ void Migrator::move(Pass* pass, size_t idx, int to_rank, bool up) {
     return;
   }
   ++rep->skipped;
+}
+
+TierCandidate Migrator::candidate_for_pair(const TierCandidate& heat, bool on_faster) const {
+  TierCandidate cand = heat;
+  cand.on_ssd = on_faster;
+  // Written once and not read since is not heat: filling the faster
+  // tier's budget with such objects (a pass soon after an RBD image was
+  // written) costs the slower tier a copy each and takes the room small
+  // writes need.
+  if (!cand.on_ssd && cand.frequency < min_accesses_) cand.frequency = 0;
+  // A pass that copied every 4 MiB object rados bench had just read once
+  // in order took 15% of the HDD's time from the reads that followed.
+  if (!cand.on_ssd && !random_requests_pay_for_copy(cand.randomness, cand.size, break_even_))
+    cand.frequency = 0;
+  return cand;
 }
 
 // The pair of ranks upper and upper + 1: the faster tier of the pair plays
@@ -194,22 +269,31 @@ int Migrator::plan_pair(Pass* pass, int upper) {
   if (upper == 0) pass->rep->ssd_budget = po.ssd_budget;
   std::vector<size_t> idx;
   std::vector<TierCandidate> cands;
-  for (size_t i = 0; i < pass->objs.size(); ++i) {
-    const Pass::Obj& obj = pass->objs[i];
-    if (pass->moved[i] || (obj.home != upper && obj.home != upper + 1)) continue;
-    TierCandidate cand = obj.heat;
-    cand.on_ssd = obj.home == upper;
-    // Written once and not read since is not heat: filling the faster
-    // tier's budget with such objects (a pass soon after an RBD image was
-    // written) costs the slower tier a copy each and takes the room small
-    // writes need.
-    if (!cand.on_ssd && cand.frequency < min_accesses_) cand.frequency = 0;
-    // A pass that copied every 4 MiB object rados bench had just read once
-    // in order took 15% of the HDD's time from the reads that followed.
-    if (!cand.on_ssd && !random_requests_pay_for_copy(cand.randomness, cand.size, break_even_))
-      cand.frequency = 0;
-    idx.push_back(i);
-    cands.push_back(cand);
+  uint64_t on_upper = 0;
+  if (pass->bounded) {
+    // The kept objects; those a faster pair moved meanwhile are left out,
+    // as below (they were planned with the rest, which only matters with
+    // three tiers or more). On the faster tier: every object the scan
+    // offered there, less what this pass moved off it.
+    std::vector<uint64_t> ids;
+    std::vector<TierCandidate> kept;
+    pass->planners[static_cast<size_t>(upper)]->take(&kept, &ids);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      if (pass->moved[ids[k]]) continue;
+      idx.push_back(static_cast<size_t>(ids[k]));
+      cands.push_back(kept[k]);
+    }
+    on_upper = pass->on_upper[static_cast<size_t>(upper)];
+    on_upper -= std::min(on_upper, pass->left[upper]);
+  } else {
+    for (size_t i = 0; i < pass->objs.size(); ++i) {
+      const Pass::Obj& obj = pass->objs[i];
+      if (pass->moved[i] || (obj.home != upper && obj.home != upper + 1)) continue;
+      idx.push_back(i);
+      cands.push_back(candidate_for_pair(obj.heat, obj.home == upper));
+    }
+    for (const auto& c : cands)
+      if (c.on_ssd) on_upper += knapsack_weight(c.size, po.alloc_unit);
   }
   if (cands.empty()) return 0;
   TierPlan plan = plan_tiers(cands, po);
@@ -217,9 +301,6 @@ int Migrator::plan_pair(Pass* pass, int upper) {
   // planner leaves out objects of no benefit even when the faster tier
   // has space for them, and moving those down would be I/O for nothing.
   // Demote first: it makes the room the promotions need.
-  uint64_t on_upper = 0;
-  for (const auto& c : cands)
-    if (c.on_ssd) on_upper += knapsack_weight(c.size, po.alloc_unit);
   uint64_t after = on_upper + plan.promote_bytes;
   std::vector<size_t> demote = plan.demote;
   std::sort(demote.begin(), demote.end(), [&](size_t a, size_t b) {

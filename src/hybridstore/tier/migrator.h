@@ -162,6 +162,9 @@ class Migrator {
   // each pair of neighbouring tiers planned and moved, fastest pair first.
   int scan(Pass* pass);
   int plan_pair(Pass* pass, int upper);
+  // An object's candidate in the pair where it lies on the faster tier
+  // (on_faster) or the slower, with the pass's promotion rules applied.
+  TierCandidate candidate_for_pair(const TierCandidate& heat, bool on_faster) const;
   // Moves one of the pass's objects to `to_rank`, retrying a copy the
   // object's writes spoiled.
   void move(Pass* pass, size_t idx, int to_rank, bool up);

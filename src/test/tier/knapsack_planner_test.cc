@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
 #include <random>
 #include <set>
+
+#include "hscommon/config.h"
 
 using namespace hybridstore;
 
@@ -311,4 +316,113 @@ TEST(KnapsackPlanner, PlansAreDeterministicUnderTies) {
   EXPECT_EQ(a.chosen, (std::vector<size_t>{0, 1, 2, 3, 4}));
   TierPlan b = plan_tiers(c, {TierPolicy::kLru, 3 * 4096, 4096});
   EXPECT_EQ(b.chosen, (std::vector<size_t>{0, 1, 2}));
+}
+
+// ---- BoundedPlanner (docs/memory.md, step 1) ----
+
+namespace {
+
+TierPlan bounded_plan(const std::vector<TierCandidate>& c, const PlannerOptions& po, size_t* kept = nullptr,
+                      size_t* mem = nullptr) {
+  BoundedPlanner bp(po);
+  for (size_t i = 0; i < c.size(); ++i) bp.offer(c[i], i);
+  if (kept) *kept = bp.kept();
+  if (mem) *mem = bp.memory_bytes();
+  std::vector<uint64_t> ids;
+  TierPlan p = bp.finish(&ids);
+  for (auto* v : {&p.chosen, &p.promote, &p.demote})
+    for (size_t& i : *v) i = ids[i];
+  return p;
+}
+
+// Heat as a store holds it: 4 KiB to 1 MiB objects, Zipf(0.9) accesses over
+// a random order, a quarter on the SSD; with the default scale most objects
+// have f = 0 (never read), with a large one every object has some heat.
+std::vector<TierCandidate> zipf_candidates(std::mt19937_64& rng, size_t n, double scale = 10000) {
+  std::vector<TierCandidate> c(n);
+  std::vector<size_t> rank(n);
+  std::iota(rank.begin(), rank.end(), 1);
+  std::shuffle(rank.begin(), rank.end(), rng);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (size_t i = 0; i < n; ++i) {
+    auto& x = c[i];
+    x.size = 4096 * static_cast<uint64_t>(std::pow(256.0, u(rng) * u(rng)));
+    x.frequency = std::floor(scale / std::pow(static_cast<double>(rank[i]), 0.9));
+    x.randomness = x.frequency > 0 ? 1 + std::floor(u(rng) * x.frequency) : 0;
+    x.on_ssd = rng() % 4 == 0;
+  }
+  return c;
+}
+
+}  // namespace
+
+TEST(BoundedPlanner, WithRoomForEveryObjectItIsPlanTiers) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 6; ++round) {
+    auto c = round % 2 ? random_candidates(rng, 3000) : zipf_candidates(rng, 3000);
+    uint64_t total = 0;
+    for (const auto& x : c) total += knapsack_weight(x.size, 4096);
+    for (TierPolicy pol : {TierPolicy::kHro, TierPolicy::kHot, TierPolicy::kLru}) {
+      PlannerOptions po;
+      po.policy = pol;
+      po.ssd_budget = total / (round + 2) / 4096 * 4096;
+      TierPlan want = plan_tiers(c, po);
+      for (size_t k : {size_t(0), c.size(), 10 * c.size()}) {
+        po.max_candidates = k;
+        TierPlan got = bounded_plan(c, po);
+        EXPECT_EQ(got.chosen, want.chosen) << "round " << round << " k " << k;
+        EXPECT_EQ(got.promote, want.promote);
+        EXPECT_EQ(got.demote, want.demote);
+        EXPECT_EQ(got.chosen_bytes, want.chosen_bytes);
+        EXPECT_DOUBLE_EQ(got.chosen_value, want.chosen_value);
+      }
+    }
+  }
+}
+
+TEST(BoundedPlanner, KeepsItsBoundAndNearlyAllOfTheGlobalPlansValue) {
+  std::mt19937_64 rng(7);
+  const size_t n = 100000;
+  auto c = zipf_candidates(rng, n, 1e7);  // every object has some heat: the kept set binds
+  uint64_t total = 0, on_ssd = 0;
+  for (const auto& x : c) {
+    total += knapsack_weight(x.size, 4096);
+    if (x.on_ssd) on_ssd += knapsack_weight(x.size, 4096);
+  }
+  PlannerOptions po;
+  po.ssd_budget = total / 20 / 4096 * 4096;  // the tier bench's 5%
+  const TierPlan global = plan_tiers(c, po);
+  const size_t m = global.chosen.size();
+  ASSERT_GT(m, 100u);
+  for (double mult : {0.5, 1.0, 2.0, 4.0}) {
+    po.max_candidates = static_cast<size_t>(mult * static_cast<double>(m));
+    size_t kept = 0, mem = 0;
+    BoundedPlanner probe(po);
+    for (size_t i = 0; i < n; ++i) probe.offer(c[i], i);
+    EXPECT_EQ(probe.on_ssd_weight(), on_ssd);
+    TierPlan p = bounded_plan(c, po, &kept, &mem);
+    EXPECT_LE(kept, 2 * po.max_candidates + po.repair_candidates);
+    EXPECT_LE(mem, 2 * (2 * po.max_candidates + po.repair_candidates) * 64 + 4096);
+    EXPECT_LE(p.chosen_bytes, po.ssd_budget);
+    for (size_t i : p.demote) EXPECT_TRUE(c[i].on_ssd);
+    for (size_t i : p.promote) EXPECT_FALSE(c[i].on_ssd);
+    const double ratio = p.chosen_value / global.chosen_value;
+    std::printf("bounded planner, %zu objects, K = %.1f x %zu chosen: kept %zu (%zu KiB), value %.5f of the global "
+                "plan's, %zu promotions vs %zu, %zu demotions vs %zu\n",
+                n, mult, m, kept, mem >> 10, ratio, p.promote.size(), global.promote.size(), p.demote.size(),
+                global.demote.size());
+    // Below the chosen count the kept set cannot fill the budget; at it
+    // and above, only the gap-filling below the K-th density is lost.
+    if (mult >= 1) {
+      EXPECT_GE(ratio, mult == 1 ? 0.95 : 0.99);
+    }
+  }
+}
+
+TEST(BoundedPlanner, OptionDefaultsToEveryObject) {
+  Config conf;
+  EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 0u);
+  std::string err;
+  ASSERT_EQ(conf.set("hybridstore_tier_plan_max_candidates", "5000", &err), 0) << err;
+  EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 5000u);
 }

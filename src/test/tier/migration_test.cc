@@ -288,3 +288,40 @@ TEST_F(MigrationTest, HeatHistorySurvivesRemount) {
 }
 
 }  // namespace
+
+// The same pass with the bounded planner (docs/memory.md): four candidates
+// kept per set are enough for four objects' worth of SSD, and the pass
+// holds only the objects some set keeps.
+class BoundedPlannedMigrationTest : public PlannedMigrationTest {
+ protected:
+  Config config() override {
+    Config c = PlannedMigrationTest::config();
+    std::string err;
+    c.set("hybridstore_tier_plan_max_candidates", "4", &err);
+    return c;
+  }
+};
+
+TEST_F(BoundedPlannedMigrationTest, HotRandomObjectsArePromotedAndColdOnesDemoted) {
+  for (int i = 0; i < 10; ++i) put_on_hdd(obj("p" + std::to_string(i)), std::string(256 << 10, 'p'));
+  std::mt19937_64 rng(1);
+  for (int n = 0; n < 400; ++n) {
+    std::string out;
+    store_->read(coll_, obj("p" + std::to_string(n % 4)), (rng() % 60) * 4096, 4096, &out);
+  }
+  for (int i = 4; i < 10; ++i) read_all(coll_, obj("p" + std::to_string(i)));
+  MigrationReport rep;
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  EXPECT_EQ(rep.objects, 10u);
+  EXPECT_GE(rep.promoted, 3u);
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(whole_on(obj("p" + std::to_string(i)), Tier::kSsd)) << i;
+  for (int i = 4; i < 10; ++i) EXPECT_TRUE(whole_on(obj("p" + std::to_string(i)), Tier::kHdd)) << i;
+  for (int n = 0; n < 2000; ++n) {
+    std::string out;
+    store_->read(coll_, obj("p" + std::to_string(6 + n % 4)), (rng() % 60) * 4096, 4096, &out);
+  }
+  ASSERT_EQ(store_->migrate_now(&rep), 0);
+  EXPECT_GE(rep.demoted, 1u);
+  EXPECT_TRUE(whole_on(obj("p7"), Tier::kSsd));
+  EXPECT_EQ(fsck_errors(), 0);
+}

@@ -32,6 +32,7 @@ struct TierReportArgs {
   double metadata_us = 50;  // modelled cost of a metadata op
   unsigned gap_samples = 12;
   unsigned gap_objects = 2000;
+  size_t plan_max_candidates = 0;  // > 0: the bounded planner (docs/memory.md)
   bool quick = false;
   std::string json;
 };
@@ -181,6 +182,7 @@ ProfileOut run_profile(const WorkloadProfile* p, const TierReportArgs& a,
     cfg.heat.decay = a.decay;
     cfg.heat.max_objects = 4000000;
     cfg.metadata_op_us = a.metadata_us;
+    cfg.plan_max_candidates = a.plan_max_candidates;
     cfg.on_day = [&](unsigned day) {
       double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fmt::print(stderr, "[{:>8} {:>8}] day {}/{} done ({:.0f} s elapsed)\n", p->name, cs.label,
@@ -356,7 +358,7 @@ int run_tier_report(TierReportArgs a) {
                 {"seed", a.seed},         {"ssd_fraction", a.ssd_fraction},
                 {"heat_decay", a.decay},  {"gap_samples", a.gap_samples},
                 {"zipf_override", a.zipf}, {"metadata_us", a.metadata_us},
-                {"gap_objects", a.gap_objects}};
+                {"gap_objects", a.gap_objects}, {"plan_max_candidates", a.plan_max_candidates}};
   {
     HddModel hdd;
     SsdModel ssd;
@@ -364,9 +366,12 @@ int run_tier_report(TierReportArgs a) {
     fmt::print("devices (modelled): {}\n                    {}\n", hdd.describe(), ssd.describe());
   }
   fmt::print("run: {} days, scale {}, seed {}, SSD = {:.0f}% of the data set, heat decay {}, "
-             "metadata op {} us{}\n\n",
+             "metadata op {} us{}{}\n\n",
              a.days, a.scale, a.seed, a.ssd_fraction * 100, a.decay, a.metadata_us,
-             a.zipf > 0 ? fmt::format(", zipf {} for every profile", a.zipf) : "");
+             a.zipf > 0 ? fmt::format(", zipf {} for every profile", a.zipf) : "",
+             a.plan_max_candidates > 0
+                 ? fmt::format(", bounded planner keeping {} candidates", a.plan_max_candidates)
+                 : "");
 
   auto t0 = std::chrono::steady_clock::now();
   std::vector<ProfileOut> outs;
@@ -427,6 +432,10 @@ BenchCommand tier_command(
       sub->add_option("--gap-objects", a->gap_objects, "objects per greedy-vs-exact sample")
           ->capture_default_str()
           ->check(CLI::Range(10u, 5000u));
+      sub->add_option("--plan-max-candidates", a->plan_max_candidates,
+                      "plan each migration with the bounded planner keeping this many candidates "
+                      "(docs/memory.md); 0 = every object, as the engine's pass does today")
+          ->capture_default_str();
       sub->add_flag("--quick", a->quick, "smoke run: scale <= 0.1, 3 days");
       sub->add_option("--json", a->json, "also write the results as JSON to this file");
       return [a] { return run_tier_report(*a); };

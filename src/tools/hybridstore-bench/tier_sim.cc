@@ -262,7 +262,19 @@ class Simulation {
       }
     }
     if (cfg_.on_plan) cfg_.on_plan(day, cands, budget_);
-    TierPlan plan = plan_tiers(cands, {cfg_.policy, budget_, cfg_.alloc_unit});
+    PlannerOptions po{cfg_.policy, budget_, cfg_.alloc_unit};
+    TierPlan plan;
+    if (cfg_.plan_max_candidates > 0) {
+      po.max_candidates = cfg_.plan_max_candidates;
+      BoundedPlanner bp(po);
+      for (size_t i = 0; i < cands.size(); ++i) bp.offer(cands[i], ids[i]);
+      std::vector<uint64_t> kept;
+      plan = bp.finish(&kept);
+      // The plan's indices refer to `kept`; make them this function's.
+      ids.assign(kept.begin(), kept.end());
+    } else {
+      plan = plan_tiers(cands, po);
+    }
     TierCounters mig;  // device counters of migration I/O are not foreground
     std::vector<uint32_t> demote, promote;
     for (size_t i : plan.demote) demote.push_back(ids[i]);

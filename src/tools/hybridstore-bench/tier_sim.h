@@ -49,6 +49,9 @@ struct TierSimConfig {
   SsdModelParams ssd;
   HeatTrackerOptions heat;
   uint64_t alloc_unit = 4096;
+  // > 0: plan each migration with a BoundedPlanner keeping this many
+  // candidates (docs/memory.md); 0: plan_tiers over every object.
+  size_t plan_max_candidates = 0;
   uint64_t readahead_min = 128 << 10;
   uint64_t readahead_max = 1 << 20;
   uint64_t writeback_extent_max = 1 << 20;
