@@ -568,6 +568,19 @@ class KvOnDeviceGrowthTest : public KvOnDeviceTest {
       EXPECT_EQ(c.set(k, v, &err), 0) << err;
     return c;
   }
+  // 48,000 omap keys of 1 KiB on one object, 100 a transaction: RocksDB
+  // outgrows the kvfs's 40 MiB.
+  void fill_omap(char fill) {
+    const std::string value(1024, fill);
+    for (int i = 0; i < 480; ++i) {
+      Transaction t;
+      std::map<std::string, std::string> kv;
+      for (int k = 0; k < 100; ++k) kv[fmt::format("k{:06}", i * 100 + k)] = value;
+      if (i == 0) t.touch(coll_, obj("omap-heavy"));
+      t.omap_setkeys(coll_, obj("omap-heavy"), kv);
+      apply(std::move(t));
+    }
+  }
   uint64_t counter(const std::string& name) {
     const int i = store_->perf().find(name);
     EXPECT_GE(i, 0) << name;
@@ -577,15 +590,7 @@ class KvOnDeviceGrowthTest : public KvOnDeviceTest {
 
 TEST_F(KvOnDeviceGrowthTest, RocksDBGrowsIntoTheTierAndKeepsWhatItTookAcrossARemount) {
   make_coll(coll_);
-  const std::string value(1024, 'w');
-  for (int i = 0; i < 480; ++i) {
-    Transaction t;
-    std::map<std::string, std::string> kv;
-    for (int k = 0; k < 100; ++k) kv[fmt::format("k{:06}", i * 100 + k)] = value;
-    if (i == 0) t.touch(coll_, obj("omap-heavy"));
-    t.omap_setkeys(coll_, obj("omap-heavy"), kv);
-    apply(std::move(t));
-  }
+  fill_omap('w');
   StoreStats st;
   ASSERT_EQ(store_->statfs(&st), 0);
   EXPECT_GT(st.kvfs_owned, 40ull << 20);
@@ -609,15 +614,7 @@ TEST_F(KvOnDeviceGrowthTest, RocksDBGrowsIntoTheTierAndKeepsWhatItTookAcrossARem
 // fsck is clean. With hybridstore_kvfs_give_back off it keeps all of it.
 TEST_F(KvOnDeviceGrowthTest, WhatRocksDBNoLongerUsesGoesBackToTheTier) {
   make_coll(coll_);
-  const std::string value(1024, 'g');
-  for (int i = 0; i < 480; ++i) {
-    Transaction t;
-    std::map<std::string, std::string> kv;
-    for (int k = 0; k < 100; ++k) kv[fmt::format("k{:06}", i * 100 + k)] = value;
-    if (i == 0) t.touch(coll_, obj("omap-heavy"));
-    t.omap_setkeys(coll_, obj("omap-heavy"), kv);
-    apply(std::move(t));
-  }
+  fill_omap('g');
   write_objects(8, "stays-");
   StoreStats grown;
   ASSERT_EQ(store_->statfs(&grown), 0);
@@ -713,15 +710,7 @@ class KvOnDeviceNoGiveBackTest : public KvOnDeviceGrowthTest {
 
 TEST_F(KvOnDeviceNoGiveBackTest, TheKvfsKeepsWhatItGrewTo) {
   make_coll(coll_);
-  const std::string value(1024, 'n');
-  for (int i = 0; i < 480; ++i) {
-    Transaction t;
-    std::map<std::string, std::string> kv;
-    for (int k = 0; k < 100; ++k) kv[fmt::format("k{:06}", i * 100 + k)] = value;
-    if (i == 0) t.touch(coll_, obj("omap-heavy"));
-    t.omap_setkeys(coll_, obj("omap-heavy"), kv);
-    apply(std::move(t));
-  }
+  fill_omap('n');
   StoreStats grown;
   ASSERT_EQ(store_->statfs(&grown), 0);
   Transaction rm;
