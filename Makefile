@@ -16,7 +16,7 @@ QA_SEED    ?= 1
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git python3 python3-matplotlib \
   librocksdb-dev liburing-dev libfmt-dev nlohmann-json3-dev libcli11-dev \
   libgtest-dev libgmock-dev clang libclang-rt-14-dev uuid-dev gdb fio libgoogle-perftools-dev \
-  libfuse3-dev fuse3
+  libfuse3-dev fuse3 python3-pytest python3-yaml python3-packaging
 
 .PHONY: all deps build test demo bench crash-long fuzz tsan clean help
 
@@ -44,6 +44,7 @@ help:
 	@echo "make ceph-tmpfs-dir CEPH_BUILD=DIR  an OSD on a tmpfs data directory rebooted and its disks moved to another host, primed from the labels; HybridStore then BlueStore (root)"
 	@echo "make ceph-powercut CEPH_BUILD=DIR  power cuts of an OSD's SSD and HDD models under load, HS_POWERCUT_ROUNDS (50) seeded rounds; HybridStore then BlueStore (root, FUSE)"
 	@echo "make ceph-volume-test  the ceph-volume hybridstore module's unit tests in the sid root (root; SKIPPED without the root or its ceph-volume)"
+	@echo "make ceph-volume-test-debs [CEPH_VOLUME_VERSION=V]  the same tests with this host's python3 against sid's ceph-volume downloaded into build/ (in make test; SKIPPED when sid is unreachable)"
 	@echo "make ceph-volume CEPH_VOLUME_REPORT=FILE  ceph-volume raw prepare/activate/list/zap of a hybridstore OSD on loop devices in the sid root (root)"
 	@echo "make osd-image [OSD_IMAGE_REPORT=FILE]  an OCI image of a hybridstore OSD (Debian sid + our packages), podman run of it joining the sid root's cluster (root, podman)"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
@@ -74,6 +75,7 @@ test: build
 	HS_QA_SEED=$(QA_SEED) qa/run-short.sh $(BUILD)
 	@$(MAKE) --no-print-directory qa-suites
 	@$(MAKE) --no-print-directory ceph-proof CEPH_PROOF_PARTS=store-test
+	@$(MAKE) --no-print-directory ceph-volume-test-debs
 
 demo: build
 	qa/demo.sh $(BUILD)
@@ -293,10 +295,18 @@ ceph-powercut: build qa-deps
 # Debian's 20.2.4. CEPH_VOLUME_TEST_ARGS="--ceph-suite DIR" also runs
 # ceph-volume's own tests from DIR (Ceph's src/ceph-volume), as they are and
 # with the module registered. Root and the root needed; SKIPPED otherwise.
-# Not in `make test`: CI has no sid root.
-.PHONY: ceph-volume-test ceph-volume
+# Not in `make test` (CI has no sid root); ceph-volume-test-debs is.
+.PHONY: ceph-volume-test ceph-volume-test-debs ceph-volume
 ceph-volume-test:
 	@src/ceph-volume/run-tests.sh $(CEPH_VOLUME_TEST_ARGS); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+# The same tests without the root (part of `make test`, CI): bookworm's
+# python3 against sid's ceph-volume and python3-ceph-common at
+# CEPH_VOLUME_VERSION, downloaded once into $(BUILD)/ceph-volume-debs;
+# SKIPPED when sid or that version is unreachable.
+CEPH_VOLUME_VERSION ?= 20.2.4+ds-2
+ceph-volume-test-debs:
+	@HS_CEPH_VOLUME_VERSION=$(CEPH_VOLUME_VERSION) HS_CEPH_VOLUME_DEBS_DIR=$(CURDIR)/$(BUILD)/ceph-volume-debs \
+	  src/ceph-volume/run-tests.sh --debs; r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # ceph-volume on loop devices in the sid root with the installed packages
 # (qa/ceph/ceph-volume.sh): raw prepare, activate, the OSD joins, list,
