@@ -305,7 +305,7 @@ ceph-volume-test:
 # SKIPPED when sid or that version is unreachable.
 CEPH_VOLUME_VERSION ?= 20.2.4+ds-2
 ceph-volume-test-debs:
-	@HS_CEPH_VOLUME_VERSION=$(CEPH_VOLUME_VERSION) HS_CEPH_VOLUME_DEBS_DIR=$(CURDIR)/$(BUILD)/ceph-volume-debs \
+	@HS_CEPH_VOLUME_VERSION=$(CEPH_VOLUME_VERSION) HS_CEPH_VOLUME_DEBS_DIR=$(abspath $(BUILD))/ceph-volume-debs \
 	  src/ceph-volume/run-tests.sh --debs; r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # ceph-volume on loop devices in the sid root with the installed packages
