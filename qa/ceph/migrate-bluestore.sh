@@ -104,7 +104,7 @@ require_ceph_build ceph-osd
 export CEPH_OSD=$CEPH_BUILD/bin/ceph-osd
 [ "$(id -u)" = 0 ] || skip "tmpfs mounts and loop devices need root"
 [ -e /dev/loop-control ] || skip "no /dev/loop-control: loop devices are unavailable"
-for b in ceph-volume ceph-mon ceph-mgr ceph rados uuidgen jq ceph-authtool losetup wipefs findmnt python3; do
+for b in ceph-volume ceph-mon ceph-mgr ceph rados uuidgen jq ceph-authtool losetup wipefs findmnt python3 ss; do
     command -v "$b" > /dev/null || skip "$b is not installed"
 done
 osd_knows_hybridstore "$CEPH_OSD" || skip "$CEPH_OSD does not know osd_objectstore=hybridstore ($("$CEPH_OSD" --version 2> /dev/null | head -1))"
@@ -240,11 +240,28 @@ check_objects() {
 # where osd.N's BlueStore lives: its conf.tsv lines (create_osd's)
 bluestore_dev() { awk -F '\t' -v s="osd.$1" -v k="$2" '$1 == s && $2 == k { v = $3 } END { print v }' "$dir/conf.tsv"; }
 
+# free_port_pair BASE: a port P (and P+1) from BASE on that no socket uses in
+# any state: the 49xxx ports are in this machine's ephemeral range, and a
+# client socket in TIME-WAIT on the mon's port keeps the mon from binding it
+# (which a connect test does not see).
+free_port_pair() {
+    local base=$1 i p
+    for ((i = 0; i < 100; i++)); do
+        p=$((base + (($$ + i) % 100) * 2))
+        if [ -z "$(ss -Htan "( sport = :$p or sport = :$((p + 1)) )" 2> /dev/null)" ] &&
+            ! port_in_use "$p" && ! port_in_use $((p + 1)); then
+            echo "$p"
+            return 0
+        fi
+    done
+    fail "no free port pair from $base"
+}
+
 stored_pgs() { ceph_cli osd df -f json | jq -r --argjson id "$1" '.nodes[] | select(.id == $id) | .pgs'; }
 
 run() {
     local i uuid hdd ssd got data want
-    CEPH_MON=127.0.0.1:$(pick_mon_port "$HS_MON_PORT_BASE") || return 1
+    CEPH_MON=127.0.0.1:$(free_port_pair "$HS_MON_PORT_BASE") || return 1
     export CEPH_MON
     setup "$dir" || return 1
     conf_set "$dir" global "ms bind port min" "${HS_MS_PORTS%-*}"
@@ -267,6 +284,11 @@ run() {
     mkdir -p /var/lib/ceph/bootstrap-osd
     ceph_cli auth get-or-create client.bootstrap-osd mon 'allow profile bootstrap-osd' > "$bootstrap" ||
         { fail "bootstrap-osd key"; return 1; }
+    rec "dpkg-query -W ceph-osd ceph-volume ceph-volume-hybridstore hybridstore-tools ceph-mon" -- \
+        dpkg-query -W ceph-osd ceph-volume ceph-volume-hybridstore hybridstore-tools ceph-mon
+    rec "ceph-osd --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore" -- \
+        "$CEPH_OSD" --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore
+    rec "ceph-volume hybridstore status" -- cv hybridstore status
     rec "ceph versions" -- ceph_cli versions || return 1
     rec "ceph osd tree" -- ceph_cli osd tree || return 1
     rec "ceph osd metadata $osd | jq -r '.osd_objectstore, .bluestore_bdev_dev_node, .bluefs_db_dev_node'" -- \
