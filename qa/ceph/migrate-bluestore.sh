@@ -25,9 +25,11 @@
 #   1. drain:   ceph osd out N; until `ceph osd safe-to-destroy N` says so;
 #   2. retire:  the OSD stopped; ceph osd destroy N --yes-i-really-mean-it
 #               (the id, its CRUSH place and its key... kept for reuse);
-#   3. zap:     wipefs -a and 10 MiB of zeros at the start of both devices
-#               (ceph-volume's zap finds no ceph-volume metadata on an OSD
-#               made by hand, and needs udev: wipefs and dd are what it runs);
+#   3. zap:     `ceph-volume raw prepare` over the BlueStore devices first
+#               (refused: "holds a BlueStore label"); `ceph-volume lvm zap
+#               --destroy` tried (it needs udev's data, which this host
+#               lacks); wipefs -a and 10 MiB of zeros at the start of both
+#               devices, which is what ceph-volume's zap runs;
 #   4. prepare: ceph-volume raw prepare --objectstore hybridstore --data HDD
 #               --block.ssd SSD --osd-id N (the destroyed id reused; if the
 #               module refused that, a new id, and the report says so);
@@ -296,8 +298,8 @@ run() {
     [ "$(osd_metadata_field "$osd" osd_objectstore)" = bluestore ] || { fail "osd.$osd does not run BlueStore"; return 1; }
 
     phase "a pool of size 2 with $HS_OBJECTS objects"
-    rec "ceph osd pool create $pool 32 32 && ceph osd pool set $pool size 2 && ceph osd pool set $pool min_size 1 && ceph osd pool application enable $pool rados" -- \
-        bash -c 'ceph osd pool create "$1" 32 32 && ceph osd pool set "$1" size 2 && ceph osd pool set "$1" min_size 1 && ceph osd pool application enable "$1" rados' _ "$pool" ||
+    rec "ceph osd pool create $pool 16 16 && ceph osd pool set $pool size 2 && ceph osd pool set $pool min_size 1 && ceph osd pool application enable $pool rados" -- \
+        bash -c 'ceph osd pool create "$1" 16 16 && ceph osd pool set "$1" size 2 && ceph osd pool set "$1" min_size 1 && ceph osd pool application enable "$1" rados' _ "$pool" ||
         return 1
     wait_for_clean "$HS_TIMEOUT" || return 1
     note "for i in 0..$((HS_OBJECTS - 1)): rados -p $pool put obj-\$i FILE (4 KiB << (i % 10) bytes of a sha256 stream seeded by the name); rados setxattr obj-\$i migration ...; every 4th: rados setomapval obj-\$i key ..."
@@ -329,7 +331,18 @@ run() {
     awk -F '\t' -v s="osd.$osd" '$1 != s' "$dir/conf.tsv" > "$dir/conf.tsv.new" && mv "$dir/conf.tsv.new" "$dir/conf.tsv" && conf_render "$dir" || return 1
     rec "ceph-bluestore-tool show-label --dev $hdd | jq -c '.[] | {description, osd_uuid, size}'" -- \
         bash -c 'ceph-bluestore-tool show-label --dev "$1" | jq -c ".[] | {description, osd_uuid, size}"' _ "$hdd"
-    note "ceph-volume lvm zap / raw zap know only OSDs ceph-volume made (and need udev's data here); they would run wipefs and dd: so does this"
+    note "prepare before the zap: refused, nothing changed"
+    if rec "ceph-volume raw prepare --objectstore hybridstore --data $hdd --block.ssd $ssd --osd-id $osd" -- \
+        cv raw prepare --objectstore hybridstore --data "$hdd" --block.ssd "$ssd" --osd-id "$osd"; then
+        fail "raw prepare over BlueStore's devices was not refused"
+        return 1
+    fi
+    grep -q "BlueStore label" "$dir/rec.out" || { fail "raw prepare over BlueStore's devices: no 'BlueStore label' in its refusal"; return 1; }
+    if rec "ceph-volume lvm zap --destroy $hdd $ssd" -- cv lvm zap --destroy --no-systemd "$hdd" "$ssd"; then
+        note "ceph-volume lvm zap zapped them; wipefs and dd again all the same"
+    else
+        note "ceph-volume's zap inspects the devices through udev, whose data this host lacks; it would run wipefs and dd of 10 MiB: so does this"
+    fi
     rec "wipefs -a $hdd $ssd" -- wipefs -a "$hdd" "$ssd" || return 1
     rec "dd if=/dev/zero of=$hdd bs=1M count=10 oflag=direct conv=fsync" -- dd if=/dev/zero of="$hdd" bs=1M count=10 oflag=direct conv=fsync status=none || return 1
     rec "dd if=/dev/zero of=$ssd bs=1M count=10 oflag=direct conv=fsync" -- dd if=/dev/zero of="$ssd" bs=1M count=10 oflag=direct conv=fsync status=none || return 1
