@@ -346,6 +346,14 @@ run() {
     rec "wipefs -a $hdd $ssd" -- wipefs -a "$hdd" "$ssd" || return 1
     rec "dd if=/dev/zero of=$hdd bs=1M count=10 oflag=direct conv=fsync" -- dd if=/dev/zero of="$hdd" bs=1M count=10 oflag=direct conv=fsync status=none || return 1
     rec "dd if=/dev/zero of=$ssd bs=1M count=10 oflag=direct conv=fsync" -- dd if=/dev/zero of="$ssd" bs=1M count=10 oflag=direct conv=fsync status=none || return 1
+    rec "ceph-bluestore-tool show-label --dev $hdd | jq -c '.[] | {description, osd_uuid}'" -- \
+        bash -c 'ceph-bluestore-tool show-label --dev "$1" | jq -c ".[] | {description, osd_uuid}"' _ "$hdd"
+    note "a copy of BlueStore's label is left: since Squid BlueStore writes copies at 1, 10, 100 and 1000 GiB of its main device; each copy within the device zeroed"
+    for off in 1 10 100 1000; do
+        (((off << 30) + 4096 <= $(blockdev --getsize64 "$hdd"))) || break
+        rec "dd if=/dev/zero of=$hdd bs=4096 count=1 seek=$(((off << 30) / 4096)) oflag=direct conv=fsync" -- \
+            dd if=/dev/zero of="$hdd" bs=4096 count=1 seek=$(((off << 30) / 4096)) oflag=direct conv=fsync status=none || return 1
+    done
     rec "ceph-bluestore-tool show-label --dev $hdd" -- ceph-bluestore-tool show-label --dev "$hdd" && { fail "a BlueStore label is left on $hdd"; return 1; }
     rec "hybridstore-tool show-label --dev $ssd" -- hybridstore_tool show-label --dev "$ssd"
 
