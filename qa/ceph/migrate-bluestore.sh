@@ -259,6 +259,9 @@ free_port_pair() {
     fail "no free port pair from $base"
 }
 
+drained() { [ "$(stored_pgs "$1")" = 0 ]; }
+holds_pgs() { [ "$(stored_pgs "$1")" -gt 0 ] 2> /dev/null; }
+
 stored_pgs() { ceph_cli osd df -f json | jq -r --argjson id "$1" '.nodes[] | select(.id == $id) | .pgs'; }
 
 run() {
@@ -311,6 +314,11 @@ run() {
 
     phase "1. drain: ceph osd out $osd, until safe-to-destroy"
     rec "ceph osd out $osd" -- ceph_cli osd out "$osd" || return 1
+    # the mgr's PG statistics lag the remap: safe-to-destroy answered yes a
+    # second after `out`, with PGs still activating+degraded; so first until
+    # the OSD holds no PG and every PG is active+clean
+    wait_until "$HS_TIMEOUT" "osd.$osd to hold no PG" drained "$osd" || { ceph_cli pg stat >&2; return 1; }
+    wait_for_clean "$HS_TIMEOUT" || return 1
     wait_until "$HS_TIMEOUT" "osd.$osd to be safe to destroy" ceph_cli osd safe-to-destroy "$osd" || { ceph_cli pg stat >&2; return 1; }
     rec "ceph osd safe-to-destroy $osd" -- ceph_cli osd safe-to-destroy "$osd" || return 1
     rec "ceph pg stat" -- ceph_cli pg stat || return 1
@@ -387,6 +395,8 @@ run() {
     rec "ceph osd in $new_id" -- ceph_cli osd in "$new_id" || return 1
 
     phase "6. backfill until active+clean"
+    # the same lag: until the OSD holds PGs, then until all are clean
+    wait_until "$HS_TIMEOUT" "osd.$new_id to hold PGs" holds_pgs "$new_id" || { ceph_cli osd df >&2; return 1; }
     wait_for_clean "$HS_TIMEOUT" || return 1
     rec "ceph pg stat" -- ceph_cli pg stat || return 1
     rec "ceph osd df" -- ceph_cli osd df || return 1
