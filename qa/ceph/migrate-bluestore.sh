@@ -190,6 +190,7 @@ phase() {
     phase_name=$1
     phase_start=$now
     [ -n "$phase_name" ] && { log "=== $phase_name"; printf '\n## %s\n' "$phase_name" >> "$base/transcript"; }
+    return 0
 }
 
 # cv ARGS...: ceph-volume of this run's cluster, its log in $dir
@@ -229,7 +230,7 @@ check_objects() {
         x=$(rados_cli -p "$pool" getxattr "obj-$i" migration) || x=
         [ "$x" = "xattr-of-obj-$i" ] || { echo "obj-$i: xattr '$x'"; bad=$((bad + 1)); continue; }
         if ((i % 4 == 0)); then
-            o=$(rados_cli -p "$pool" getomapval "obj-$i" key "$dir/omap" > /dev/null && cat "$dir/omap") || o=
+            o=$(rados_cli -p "$pool" getomapval "obj-$i" key "$dir/omap" > /dev/null 2>&1 && cat "$dir/omap") || o=
             [ "$o" = "omap-of-obj-$i" ] || { echo "obj-$i: omap '$o'"; bad=$((bad + 1)); continue; }
         fi
     done
