@@ -46,6 +46,7 @@ help:
 	@echo "make ceph-volume-test  the ceph-volume hybridstore module's unit tests in the sid root (root; SKIPPED without the root or its ceph-volume)"
 	@echo "make ceph-volume-test-debs [CEPH_VOLUME_VERSION=V]  the same tests with this host's python3 against sid's ceph-volume downloaded into build/ (in make test; SKIPPED when sid is unreachable)"
 	@echo "make ceph-volume CEPH_VOLUME_REPORT=FILE  ceph-volume raw prepare/activate/list/zap of a hybridstore OSD on loop devices in the sid root (root)"
+	@echo "make ceph-migrate CEPH_MIGRATE_REPORT=FILE  a BlueStore OSD migrated to hybridstore (out, destroy, zap, ceph-volume prepare --osd-id, backfill, verify) on loop devices in the sid root (root)"
 	@echo "make osd-image [OSD_IMAGE_REPORT=FILE]  an OCI image of a hybridstore OSD (Debian sid + our packages), podman run of it joining the sid root's cluster (root, podman)"
 	@echo "make ceph-deps  install the Debian packages a Ceph tree's build needs"
 	@echo "make ceph-packages [DEBIAN_SUITE=sid|trixie]  Debian's Ceph source built with HybridStore in a root of that release, packaged, installed there"
@@ -314,6 +315,17 @@ ceph-volume-test-debs:
 CEPH_VOLUME_REPORT ?= ceph-volume-report.md
 ceph-volume:
 	@qa/ceph/ceph-volume.sh --in-root $(CEPH_VOLUME_REPORT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
+
+# The one-time migration of a BlueStore OSD to hybridstore on loop devices in
+# the sid root (qa/ceph/migrate-bluestore.sh): three BlueStore OSDs, a pool
+# of known objects; one OSD drained, destroyed, zapped, prepared again with
+# ceph-volume as hybridstore under its id, backfilled and checked (metadata,
+# every object, deep-scrub). The report has every command and its output
+# (docs/ceph.md shows one). Root; SKIPPED otherwise. Not in `make test`.
+CEPH_MIGRATE_REPORT ?= ceph-migrate-report.md
+.PHONY: ceph-migrate
+ceph-migrate:
+	@qa/ceph/migrate-bluestore.sh --in-root $(CEPH_MIGRATE_REPORT); r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # An OCI image of a hybridstore OSD (qa/ceph/osd-image.sh): a Debian sid root
 # with our packages from the package step's repository, imported by podman;
