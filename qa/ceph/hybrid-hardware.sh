@@ -34,6 +34,9 @@
 # HH_HS_OPTIONS ("name=value ...", default none): engine options added to the
 # hybridstore row's OSDs (an A/B of one option in the same binary), e.g.
 # hybridstore_kv_location=directory.
+# HH_SSD_CLASS (raw): the SSD's class, raw (a written-out image under a loop
+# device), file (the same image given to the store as a file, no loop
+# device), or a qa/devclass profile; HH_HDD_CLASS (hdd) the HDD's.
 # Before the rows, the modelled devices' own fio figures (the model check),
 # printed in the report. OUTDIR (default ./hybrid-hardware-<date>) gets
 # REPORT.md, results.json, the plots and every raw output.
@@ -121,7 +124,7 @@ model_check() {
     # The classes the rows use: the HDD profile, and the SSD's (raw: the VM's
     # disk as it is; the ssd profile's FUSE path is slower than an SSD here).
     local ssd_rows=$HH_SSD_CLASS
-    [ "$HH_SSD_CLASS" = raw ] && ssd_rows=raw
+    [ "$HH_SSD_CLASS" = file ] && ssd_rows=raw
     local rows="^($HH_HDD_CLASS|$ssd_rows)/|^data/"
     # An installed model (DEVCLASS_TOOL) is the one the rows use: no build
     # directory then, which would override it.
