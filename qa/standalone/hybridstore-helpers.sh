@@ -461,10 +461,18 @@ wait_for_osd() {
 # has all its blocks, and writes into a sparse image's holes make a synced
 # write through the loop device wait for the host filesystem's allocations
 # (docs/benchmarks.md). A raw HDD stays sparse; HS_RAW_SPARSE=1 keeps the
-# SSD sparse too.
+# SSD sparse too. Class file is a raw image written out and given to the
+# store as the file itself, no loop device: a loop device serialises a
+# syncing writer behind a write stream on the same device, a file does not
+# (docs/benchmarks.md), so this class separates that from the store's cost.
 class_device() {
     local dir=$1 name=$2 class=$3 size=$4 rot=$5
-    if [ "$class" = raw ]; then
+    if [ "$class" = file ]; then
+        truncate -s "$size" "$dir/$name.img" || return 1
+        local mib=$(($(size_bytes "$size") >> 20))
+        dd if=/dev/zero of="$dir/$name.img" bs=1M count="$mib" conv=notrunc oflag=direct status=none || return 1
+        echo "$dir/$name.img"
+    elif [ "$class" = raw ]; then
         truncate -s "$size" "$dir/$name.img" || return 1
         if [ "$rot" = 0 ] && [ "${HS_RAW_SPARSE:-0}" != 1 ]; then
             local mib=$(($(size_bytes "$size") >> 20))
