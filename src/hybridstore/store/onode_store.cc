@@ -106,6 +106,66 @@ int OnodeStore::load(const std::string& key, Onode* out, std::string* why) const
   return -EIO;
 }
 
+int OnodeStore::scan_space(const std::string& from, const std::string& end, size_t max,
+                           const std::function<void(std::string_view key, const OnodeSpace&)>& fn,
+                           std::string* next) const {
+  next->clear();
+  const rocksdb::Snapshot* snap = db_->GetSnapshot();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap;
+  ro.fill_cache = false;
+  const rocksdb::Slice upper(end);
+  rocksdb::ReadOptions iro = ro;
+  iro.iterate_upper_bound = &upper;
+  int r = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(iro));
+    std::vector<ShardRef> refs;
+    std::vector<std::string> keys, values;
+    size_t n = 0;
+    for (it->Seek(from); it->Valid(); it->Next()) {
+      const std::string_view key = it->key().ToStringView();
+      if (n++ == max) {
+        *next = std::string(key);
+        break;
+      }
+      OnodeSpace sp;
+      std::string why;
+      bool ok = decode_onode_space(it->value().ToStringView(), &sp, &why, tiers_, &refs);
+      if (ok && !refs.empty()) {
+        keys.clear();
+        for (const auto& ref : refs) keys.push_back(kv::extent_shard_key(key, ref.index));
+        std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+        std::vector<rocksdb::Status> st = db_->MultiGet(ro, slices, &values);
+        for (size_t i = 0; ok && i < refs.size(); ++i) {
+          if (!st[i].ok()) {
+            why = fmt::format("onode: reading extent shard {}: {}", refs[i].index, st[i].ToString());
+            ok = false;
+          } else {
+            ok = add_extent_shard_space(values[i], refs[i], &sp, &why, tiers_);
+          }
+        }
+      }
+      if (!ok) {
+        CollectionId c;
+        ObjectId o;
+        if (kv::decode_onode_key(key, &c, &o))
+          HS_ERROR("onode {} in {} left out of a scan: {}", o.to_string(), c.name, why);
+        else
+          HS_ERROR("a record in the onode range left out of a scan: {}", why);
+        continue;
+      }
+      fn(key, sp);
+    }
+    if (!it->status().ok()) {
+      HS_ERROR("scanning onode records: {}", it->status().ToString());
+      r = -EIO;
+    }
+  }
+  db_->ReleaseSnapshot(snap);
+  return r;
+}
+
 StoredShards OnodeStore::shards_in_store(const std::string& key) const {
   StoredShards out;
   std::string v;
