@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -343,6 +344,8 @@ class BoundedScanTest : public MigrationTest {
     // Room on the SSD for about 65 of the 16 KiB objects below.
     c->set("hybridstore_tier_ssd_target_ratio", "0.004", &err);
     c->set("hybridstore_tier_promote_hits", "0", &err);  // passes alone decide
+    // Every object planned, whatever --hs-set says; the test sets K itself.
+    c->set("hybridstore_tier_plan_max_candidates", "0", &err);
   }
   ObjectId o(int i) { return obj("z" + std::to_string(i)); }
   // Zipf(1) reads over the objects, the hottest `shift` ranks along.
@@ -423,5 +426,64 @@ TEST_F(BoundedScanTest, APassLeavesTheOnodeCacheAsItFoundItAndMovesWhatTheUnboun
     EXPECT_GT(bounded[p].moved, 10u);
     EXPECT_EQ(bounded[p].moved, all[p].moved);
     EXPECT_EQ(bounded[p].on_ssd, all[p].on_ssd);
+  }
+}
+
+// The bounded pass's scan (HybridStore::scan_objects) decodes only the size
+// and the bytes per tier, from the onode record and its extent shards: it
+// must report what stat reports, for objects whose extent maps live in
+// shards (fragmented by 4 KiB overwrites, some on both tiers) as for small
+// ones, over more objects than one of its ranges holds.
+class ScanObjectsTest : public MigrationTest {
+ protected:
+  void fixture_options(Config* c) override {
+    MigrationTest::fixture_options(c);
+    std::string err;
+    c->set("hybridstore_extent_map_inline_max", "256", &err);
+    c->set("hybridstore_tier_absorb_max", "64K", &err);  // overwrites of HDD objects land on the SSD
+  }
+};
+
+TEST_F(ScanObjectsTest, TheScanReportsWhatStatReportsShardsIncluded) {
+  const uint64_t kSeed = 58;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  std::mt19937_64 rng(kSeed);
+  // Fragmented objects, on the HDD with absorbed 4 KiB overwrites on the SSD.
+  for (int i = 0; i < 20; ++i) {
+    put_on_hdd(obj("frag" + std::to_string(i)), std::string(1 << 20, 'h'));
+    Transaction t;
+    for (int n = 0; n < 40; ++n)
+      t.write(coll_, obj("frag" + std::to_string(i)), (rng() % 256) * 4096, std::string(4096, 'o'));
+    apply(std::move(t));
+  }
+  // More small ones than one range of the scan (4,096) holds.
+  for (int b = 0; b < 5000; b += 500) {
+    Transaction t;
+    for (int i = b; i < b + 500; ++i) t.write(coll_, obj("s" + std::to_string(i)), 0, std::string(100, 's'));
+    apply(std::move(t));
+  }
+  ASSERT_EQ(store_->flush(), 0);
+  std::shared_ptr<const Onode> on;
+  ASSERT_EQ(StoreTestHooks::onode(*store_, coll_, obj("frag0"), &on), 0);
+  ASSERT_TRUE(on->extents_in_shards);
+  ObjectStat f0 = st(obj("frag0"));
+  ASSERT_GT(f0.bytes_on[Tier::kSsd], 0u);
+  ASSERT_GT(f0.bytes_on[Tier::kHdd], 0u);
+  std::map<std::string, ObjectStat> stats, scanned;
+  ASSERT_EQ(store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+    stats[kv::onode_key(c, o)] = s;
+  }), 0);
+  ASSERT_EQ(store_->scan_objects([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+    EXPECT_TRUE(scanned.emplace(kv::onode_key(c, o), s).second) << o.to_string();
+  }), 0);
+  ASSERT_EQ(scanned.size(), stats.size());
+  EXPECT_EQ(scanned.size(), 5020u);
+  for (const auto& [k, s] : stats) {
+    auto it = scanned.find(k);
+    ASSERT_NE(it, scanned.end());
+    EXPECT_EQ(it->second.size, s.size);
+    EXPECT_EQ(it->second.allocated, s.allocated);
+    EXPECT_EQ(it->second.omap_id, s.omap_id);
+    for (int t = 0; t < kMaxTiers; ++t) EXPECT_EQ(it->second.bytes_on[t], s.bytes_on[t]) << t;
   }
 }
