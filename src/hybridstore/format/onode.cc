@@ -229,6 +229,38 @@ void ExtentMap::encode_into(std::string* out) const {
   }
 }
 
+namespace {
+// libstdc++'s allocations, which the memory estimates below follow: a
+// red-black tree node is three pointers and a colour before its value; a
+// string holds up to 15 characters inside itself; make_shared puts the
+// object after a 16-byte control block.
+constexpr size_t kTreeNode = 32;
+constexpr size_t kSharedBlock = 16;
+size_t string_heap(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+}  // namespace
+
+size_t ExtentMap::memory_bytes() const {
+  size_t n = 0;
+  for (const auto& [idx, sh] : shards_) {
+    n += kTreeNode + sizeof(std::pair<const uint64_t, std::shared_ptr<ExtentShard>>) + kSharedBlock +
+         sizeof(ExtentShard);
+    {
+      std::lock_guard<std::mutex> l(sh->encoded_lock);
+      n += string_heap(sh->encoded);
+    }
+    for (const auto& [off, e] : sh->extents)
+      n += kTreeNode + sizeof(Map::value_type) + e.csums.capacity() * sizeof(uint32_t);
+  }
+  return n;
+}
+
+size_t onode_memory_bytes(const Onode& o) {
+  size_t n = kSharedBlock + sizeof(Onode) + o.extents.memory_bytes();
+  for (const auto& [k, v] : o.attrs)
+    n += kTreeNode + sizeof(std::pair<const std::string, std::string>) + string_heap(k) + string_heap(v);
+  return n;
+}
+
 std::vector<std::pair<uint64_t, ExtentMap::ShardHandle>> ExtentMap::shard_handles() const {
   std::vector<std::pair<uint64_t, ShardHandle>> out;
   out.reserve(shards_.size());

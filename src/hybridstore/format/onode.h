@@ -116,6 +116,10 @@ class ExtentMap {
   uint64_t bytes_on(Tier t) const { return bytes_[t]; }
   const PerTier<uint64_t>& bytes_by_tier() const { return bytes_; }
   void clear();
+  // An estimate of the heap the map holds (its shards, extents, checksums
+  // and cached encodings), by the allocations libstdc++ makes for them;
+  // what the onode cache charges (onode_memory_bytes).
+  size_t memory_bytes() const;
   // Bytes encode_into appends. Encodes the shards changed since they were
   // last encoded (encode_into then only copies).
   size_t encoded_size() const;
@@ -191,6 +195,10 @@ struct Onode {
   // Not part of the encoding; set by whoever loads or stores the onode.
   bool extents_in_shards = false;
 };
+
+// An estimate of the heap an onode made with make_shared holds: itself,
+// its attributes and its extent map (ExtentMap::memory_bytes).
+size_t onode_memory_bytes(const Onode& o);
 
 // Identifies an extent map and the bytes it holds (through the checksums),
 // for "unchanged since I looked" checks.

@@ -20,7 +20,8 @@ OnodeStore::OnodeStore(rocksdb::DB* db, KvCommitter* committer, CollectionTable*
       perf_(perf),
       tiers_(tiers),
       extent_map_inline_max_(cfg.get_size("hybridstore_extent_map_inline_max")),
-      cache_(static_cast<size_t>(cfg.get_int("hybridstore_onode_cache_size"))) {}
+      cache_(static_cast<size_t>(cfg.get_int("hybridstore_onode_cache_size")),
+             cfg.get_size("hybridstore_onode_cache_bytes")) {}
 
 OnodeStore::~OnodeStore() = default;
 
@@ -253,5 +254,7 @@ void OnodeStore::trim() { cache_.trim(committer_->committed_seq()); }
 void OnodeStore::drop_clean() { cache_.drop_committed(committer_->committed_seq()); }
 
 size_t OnodeStore::cached_count() const { return cache_.size(); }
+
+uint64_t OnodeStore::cached_bytes() const { return cache_.bytes(); }
 
 }  // namespace hybridstore

@@ -101,6 +101,7 @@ class OnodeStore {
   // Drops every cached onode RocksDB already holds (an operator's drop).
   void drop_clean();
   size_t cached_count() const;
+  uint64_t cached_bytes() const;  // what the cache charges its entries
 
  private:
   rocksdb::DB* db_;
