@@ -121,6 +121,11 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "onodes kept in memory across all collections (in up to 16 shards by object hash, each "
                 "evicting its least recently used)",
                 "64", ""});
+  v->push_back({"hybridstore_onode_cache_bytes", T::kSize, "0",
+                "bound on the onode cache's memory, from an estimate of each onode's heap (its extent "
+                "map and attributes, the entry and key); evicts least recently used to stay within "
+                "it, with hybridstore_onode_cache_size still the bound on the count; 0 = count only",
+                "0", ""});
   // RocksDB's own 8 MiB held the table blocks of about 30,000 onodes: past
   // that, a read the onode cache missed also read and checksummed a table
   // block (NAND random reads, 140,000 objects: 8.9 us of CPU a read at 8 MiB,

@@ -229,6 +229,38 @@ void ExtentMap::encode_into(std::string* out) const {
   }
 }
 
+namespace {
+// libstdc++'s allocations, which the memory estimates below follow: a
+// red-black tree node is three pointers and a colour before its value; a
+// string holds up to 15 characters inside itself; make_shared puts the
+// object after a 16-byte control block.
+constexpr size_t kTreeNode = 32;
+constexpr size_t kSharedBlock = 16;
+size_t string_heap(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+}  // namespace
+
+size_t ExtentMap::memory_bytes() const {
+  size_t n = 0;
+  for (const auto& [idx, sh] : shards_) {
+    n += kTreeNode + sizeof(std::pair<const uint64_t, std::shared_ptr<ExtentShard>>) + kSharedBlock +
+         sizeof(ExtentShard);
+    {
+      std::lock_guard<std::mutex> l(sh->encoded_lock);
+      n += string_heap(sh->encoded);
+    }
+    for (const auto& [off, e] : sh->extents)
+      n += kTreeNode + sizeof(Map::value_type) + e.csums.capacity() * sizeof(uint32_t);
+  }
+  return n;
+}
+
+size_t onode_memory_bytes(const Onode& o) {
+  size_t n = kSharedBlock + sizeof(Onode) + o.extents.memory_bytes();
+  for (const auto& [k, v] : o.attrs)
+    n += kTreeNode + sizeof(std::pair<const std::string, std::string>) + string_heap(k) + string_heap(v);
+  return n;
+}
+
 std::vector<std::pair<uint64_t, ExtentMap::ShardHandle>> ExtentMap::shard_handles() const {
   std::vector<std::pair<uint64_t, ShardHandle>> out;
   out.reserve(shards_.size());
@@ -280,13 +312,14 @@ constexpr uint8_t kShardVersion = 1;
 constexpr uint8_t kInline = 0, kInShards = 1;
 constexpr uint64_t kMaxLogical = 1ull << 48;
 
-// One extent of an encoded list; `prev_end` is where the previous one ended.
-bool decode_extent(Decoder& d, int tiers, uint64_t prev_end, DataExtent* out, std::string* why) {
+// One extent of an encoded list up to its checksums, checked as
+// decode_extent checks it; `prev_end` is where the previous one ended.
+bool decode_extent_head(Decoder& d, int tiers, uint64_t prev_end, DataExtent& e, uint64_t* ncsums,
+                        std::string* why) {
   auto bad = [&](const char* w) {
     *why = w;
     return false;
   };
-  DataExtent e;
   uint8_t tier;
   if (!d.get_varint(&e.logical) || !d.get_varint(&e.length) || !d.get_u8(&tier) || !d.get_varint(&e.physical) ||
       !d.get_varint32(&e.csum_block))
@@ -297,12 +330,38 @@ bool decode_extent(Decoder& d, int tiers, uint64_t prev_end, DataExtent* out, st
   if (e.length == 0 || e.length % e.csum_block || e.logical % 256) return bad("misaligned extent");
   if (e.logical < prev_end || e.logical > kMaxLogical || e.length > kMaxLogical || e.physical > kMaxLogical * 1024)
     return bad("extents overlap or out of range");
-  uint64_t n = e.length / e.csum_block;
-  if (n > d.remaining() / 4) return bad("truncated csums");
+  *ncsums = e.length / e.csum_block;
+  if (*ncsums > d.remaining() / 4) return bad("truncated csums");
+  return true;
+}
+
+bool decode_extent(Decoder& d, int tiers, uint64_t prev_end, DataExtent* out, std::string* why) {
+  DataExtent e;
+  uint64_t n;
+  if (!decode_extent_head(d, tiers, prev_end, e, &n, why)) return false;
   e.csums.resize(n);
   for (auto& c : e.csums)
-    if (!d.get_fixed32(&c)) return bad("truncated csums");
+    if (!d.get_fixed32(&c)) {
+      *why = "truncated csums";
+      return false;
+    }
   *out = std::move(e);
+  return true;
+}
+
+// The same extent, counted into `out` and its checksums skipped.
+bool count_extent(Decoder& d, int tiers, uint64_t* prev_end, OnodeSpace* out, std::string* why) {
+  DataExtent e;
+  uint64_t n;
+  if (!decode_extent_head(d, tiers, *prev_end, e, &n, why)) return false;
+  if (!d.skip(n * 4)) {
+    *why = "truncated csums";
+    return false;
+  }
+  *prev_end = e.logical_end();
+  out->allocated += e.length;
+  out->bytes_on[e.tier] += e.length;
+  ++out->extents;
   return true;
 }
 }  // namespace
@@ -409,6 +468,89 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers, 
   if (!d.done()) return bad("onode: trailing bytes");
   if (shards) shards->clear();
   *out = std::move(o);
+  return true;
+}
+
+bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, int tiers,
+                        std::vector<ShardRef>* shards) {
+  auto bad = [&](const std::string& w) {
+    if (why) *why = w;
+    return false;
+  };
+  uint8_t ver;
+  std::string_view body;
+  RecordError re = open_record(kOnodeTag, kOnodeVersion, in, &ver, &body);
+  if (re != RecordError::kNone) return bad(std::string("onode: ") + record_error_name(re));
+  Decoder d(body);
+  OnodeSpace o;
+  uint64_t u, nattrs, nextents;
+  uint32_t flags;
+  if (!d.get_varint(&o.size) || !d.get_varint(&o.nid) || !d.get_varint32(&flags) || !d.get_varint(&u) ||
+      !d.get_varint(&u) || !d.get_varint(&nattrs))
+    return bad("onode: truncated header");
+  if (o.size > kMaxLogical) return bad("onode: size out of range");
+  if (nattrs > d.remaining() / 2) return bad("onode: attr count out of range");
+  for (uint64_t i = 0; i < nattrs; ++i) {
+    std::string_view k, v;
+    if (!d.get_bytes_view(&k) || !d.get_bytes_view(&v)) return bad("onode: truncated attrs");
+  }
+  uint8_t layout = kInline;
+  if (ver >= 2 && !d.get_u8(&layout)) return bad("onode: truncated header");
+  shards->clear();
+  if (layout == kInShards) {
+    uint64_t n;
+    if (!d.get_varint(&n) || n == 0 || n > d.remaining() / 6) return bad("onode: shard count out of range");
+    shards->resize(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      ShardRef& r = (*shards)[i];
+      if (!d.get_varint(&r.index) || !d.get_varint(&r.extents) || !d.get_fixed32(&r.crc))
+        return bad("onode: truncated shard refs");
+      if (r.index > kMaxLogical / ExtentMap::kShardSpan || (i > 0 && r.index <= (*shards)[i - 1].index))
+        return bad("onode: shard refs out of order or range");
+      if (r.extents == 0 || r.extents > ExtentMap::kShardSpan / 256) return bad("onode: shard extent count out of range");
+    }
+    if (!d.done()) return bad("onode: trailing bytes");
+    *out = o;
+    return true;
+  }
+  if (layout != kInline) return bad("onode: unknown extent layout");
+  if (!d.get_varint(&nextents) || nextents > d.remaining() / 9) return bad("onode: extent count out of range");
+  uint64_t prev_end = 0;
+  for (uint64_t i = 0; i < nextents; ++i) {
+    std::string w;
+    if (!count_extent(d, tiers, &prev_end, &o, &w)) return bad("onode: " + w);
+  }
+  if (!d.done()) return bad("onode: trailing bytes");
+  *out = o;
+  return true;
+}
+
+bool add_extent_shard_space(std::string_view in, const ShardRef& ref, OnodeSpace* out, std::string* why, int tiers) {
+  auto bad = [&](const std::string& w) {
+    if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
+    return false;
+  };
+  uint8_t ver;
+  std::string_view body;
+  RecordError re = open_record(kShardTag, kShardVersion, in, &ver, &body);
+  if (re != RecordError::kNone) return bad(record_error_name(re));
+  Decoder d(body);
+  uint64_t index, n;
+  if (!d.get_varint(&index) || !d.get_varint(&n)) return bad("truncated header");
+  if (index != ref.index) return bad(fmt::format("holds shard {}", index));
+  if (n != ref.extents) return bad(fmt::format("holds {} extents, the onode says {}", n, ref.extents));
+  if (crc32c(d.rest()) != ref.crc) return bad("not the shard the onode was written with (crc)");
+  if (n > d.remaining() / 9 || n > ExtentMap::kShardSpan / 256) return bad("extent count out of range");
+  OnodeSpace add;
+  uint64_t prev_end = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    std::string w;
+    if (!count_extent(d, tiers, &prev_end, &add, &w)) return bad(w);
+  }
+  if (!d.done()) return bad("trailing bytes");
+  out->allocated += add.allocated;
+  for (int t = 0; t < kMaxTiers; ++t) out->bytes_on.by_id[t] += add.bytes_on.by_id[t];
+  out->extents += add.extents;
   return true;
 }
 

@@ -116,6 +116,10 @@ class ExtentMap {
   uint64_t bytes_on(Tier t) const { return bytes_[t]; }
   const PerTier<uint64_t>& bytes_by_tier() const { return bytes_; }
   void clear();
+  // An estimate of the heap the map holds (its shards, extents, checksums
+  // and cached encodings), by the allocations libstdc++ makes for them;
+  // what the onode cache charges (onode_memory_bytes).
+  size_t memory_bytes() const;
   // Bytes encode_into appends. Encodes the shards changed since they were
   // last encoded (encode_into then only copies).
   size_t encoded_size() const;
@@ -192,6 +196,10 @@ struct Onode {
   bool extents_in_shards = false;
 };
 
+// An estimate of the heap an onode made with make_shared holds: itself,
+// its attributes and its extent map (ExtentMap::memory_bytes).
+size_t onode_memory_bytes(const Onode& o);
+
 // Identifies an extent map and the bytes it holds (through the checksums),
 // for "unchanged since I looked" checks.
 std::string extent_fingerprint(const ExtentMap& m);
@@ -209,6 +217,24 @@ std::string encode_onode(const Onode& o, bool in_shards = false);
 // extents_in_shards set); without `shards` such a record is refused.
 bool decode_onode(std::string_view in, Onode* out, std::string* why = nullptr, int tiers = kMaxTiers,
                   std::vector<ShardRef>* shards = nullptr);
+// What a scan of many onodes needs of each (the migration pass,
+// docs/memory.md): the size and the bytes the extents hold per tier, read
+// from the record with the checks decode_onode makes of them, without
+// building the extent map or keeping the attributes: nothing is allocated
+// per object.
+struct OnodeSpace {
+  uint64_t size = 0;
+  uint64_t nid = 0;
+  uint64_t allocated = 0;  // bytes of the extents
+  uint64_t extents = 0;
+  PerTier<uint64_t> bytes_on;
+};
+// A record naming shards fills `shards` (its extents are then counted with
+// add_extent_shard_space, shard by shard); otherwise `shards` is cleared.
+bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, int tiers,
+                        std::vector<ShardRef>* shards);
+bool add_extent_shard_space(std::string_view in, const ShardRef& ref, OnodeSpace* out, std::string* why, int tiers);
+
 // One shard's record, and its decoder: the extents must be exactly those
 // `ref` names (index, count, crc) and start inside that shard's span; they
 // are added to `into`, whose other shards they must not overlap.

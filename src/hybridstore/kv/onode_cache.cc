@@ -1,5 +1,6 @@
 #include "hybridstore/kv/onode_cache.h"
 
+#include <algorithm>
 #include <functional>
 
 namespace hybridstore {
@@ -11,7 +12,7 @@ constexpr size_t kMinPerShard = 128;
 constexpr size_t kMaxShards = 16;
 }  // namespace
 
-OnodeCache::OnodeCache(size_t capacity) {
+OnodeCache::OnodeCache(size_t capacity, uint64_t byte_capacity) {
   size_t n = 1;
   unsigned bits = 0;
   while (n * 2 <= kMaxShards && capacity / (n * 2) >= kMinPerShard) {
@@ -23,7 +24,29 @@ OnodeCache::OnodeCache(size_t capacity) {
     shards_.push_back(std::make_unique<Shard>());
     // The shards' capacities add up to exactly `capacity`.
     shards_.back()->capacity = capacity / n + (i < capacity % n ? 1 : 0);
+    if (byte_capacity) shards_.back()->byte_capacity = std::max<uint64_t>(1, byte_capacity / n);
   }
+}
+
+size_t OnodeCache::charge_of(const Entry& e) {
+  // The map's node (its next pointer, the key and the entry) and a bucket,
+  // the strings of the key beyond what they hold inside themselves, and the
+  // onode.
+  auto heap = [](const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; };
+  size_t n = sizeof(void*) + sizeof(Map::value_type) + sizeof(void*);
+  n += heap(e.coll) + heap(e.oid.nspace) + heap(e.oid.key) + heap(e.oid.name);
+  if (e.onode) n += onode_memory_bytes(*e.onode);
+  return n;
+}
+
+void OnodeCache::set_onode_locked(Shard& s, Entry* e, OnodeRef onode) {
+  e->onode = std::move(onode);
+  // The estimate walks every extent of the onode: a cache bounded by its
+  // count alone (the default) does not pay for it on every transaction.
+  if (s.byte_capacity == UINT64_MAX) return;
+  s.bytes -= e->charge;
+  e->charge = charge_of(*e);
+  s.bytes += e->charge;
 }
 
 OnodeCache::~OnodeCache() = default;
@@ -73,6 +96,7 @@ void OnodeCache::unlink_locked(Shard& s, Entry* e) {
 void OnodeCache::evict_locked(Shard& s, Entry* e, std::vector<OnodeRef>* dead) {
   unlink_locked(s, e);
   if (e->onode) dead->push_back(std::move(e->onode));
+  s.bytes -= e->charge;
   s.map.erase(find_entry_locked(s, e->hash, e));
 }
 
@@ -107,7 +131,7 @@ void OnodeCache::put_pending(const CollectionId& c, const ObjectId& o, OnodeRef 
     replaced = std::move(it->second.onode);
     unlink_locked(s, &it->second);
   }
-  it->second.onode = std::move(onode);
+  set_onode_locked(s, &it->second, std::move(onode));
   it->second.seq = seq;
   link_newest_locked(s, &it->second);
 }
@@ -122,7 +146,7 @@ void OnodeCache::put_clean(const CollectionId& c, const ObjectId& o, OnodeRef on
   it->second.hash = h;
   it->second.coll = c.name;
   it->second.oid = o;
-  it->second.onode = std::move(onode);
+  set_onode_locked(s, &it->second, std::move(onode));
   link_newest_locked(s, &it->second);
   trim_locked(s, committed_seq, &dead);
 }
@@ -146,13 +170,18 @@ void OnodeCache::trim(uint64_t committed_seq) {
 }
 
 void OnodeCache::trim_locked(Shard& s, uint64_t committed_seq, std::vector<OnodeRef>* dead) {
-  if (s.map.size() <= s.capacity) return;
+  if (!s.over()) return;
   // Walk from the cold end; pinned (uncommitted) entries are skipped, and the
   // walk is bounded so a burst of pinned entries cannot make trim expensive.
-  size_t budget = s.map.size() - s.capacity + 256;
-  for (Entry* e = s.oldest; e && s.map.size() > s.capacity && budget-- > 0;) {
+  // Every eviction takes an entry away, so only the skips need a bound: one
+  // large onode may take many small ones out to stay within the bytes.
+  size_t skips = 256;
+  for (Entry* e = s.oldest; e && s.over();) {
     Entry* newer = e->newer;
-    if (e->seq <= committed_seq) evict_locked(s, e, dead);
+    if (e->seq <= committed_seq)
+      evict_locked(s, e, dead);
+    else if (skips-- == 0)
+      break;
     e = newer;
   }
 }
@@ -170,6 +199,7 @@ size_t OnodeCache::drop_committed(uint64_t committed_seq) {
       }
       unlink_locked(s, &it->second);
       if (it->second.onode) dead.push_back(std::move(it->second.onode));
+      s.bytes -= it->second.charge;
       it = s.map.erase(it);
       ++n;
     }
@@ -181,6 +211,7 @@ void OnodeCache::clear() {
   for (auto& sp : shards_) {
     std::lock_guard<std::mutex> l(sp->mutex);
     sp->map.clear();
+    sp->bytes = 0;
     sp->newest = sp->oldest = nullptr;
   }
 }
@@ -190,6 +221,15 @@ size_t OnodeCache::size() const {
   for (const auto& sp : shards_) {
     std::lock_guard<std::mutex> l(sp->mutex);
     n += sp->map.size();
+  }
+  return n;
+}
+
+uint64_t OnodeCache::bytes() const {
+  uint64_t n = 0;
+  for (const auto& sp : shards_) {
+    std::lock_guard<std::mutex> l(sp->mutex);
+    n += sp->bytes;
   }
   return n;
 }

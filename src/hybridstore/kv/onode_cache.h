@@ -13,6 +13,15 @@
 // mutex, map and LRU (one mutex for all took ~10% of a 4 KiB random read's
 // CPU with 16 readers, most of it waiting and waking). Capacity is divided
 // among the shards; a small cache keeps one shard and so an exact LRU.
+//
+// The cache may also be bounded in bytes: each entry is charged an estimate
+// of the heap it holds (the entry, its key's strings, the onode with its
+// extent map: onode_memory_bytes, a walk of its extents), taken when it is
+// cached or replaced, and the cache evicts to stay within the bytes as
+// within the count, whichever binds first. A count alone let a cache of
+// fragmented onodes (hundreds of extents each, 4 KiB overwrites of RBD
+// objects) hold many times what the same count of small ones holds
+// (docs/memory.md).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,7 +39,8 @@ using OnodeRef = std::shared_ptr<const Onode>;
 
 class OnodeCache {
  public:
-  explicit OnodeCache(size_t capacity);
+  // `byte_capacity`: 0 for no bound in bytes.
+  explicit OnodeCache(size_t capacity, uint64_t byte_capacity = 0);
   ~OnodeCache();
   OnodeCache(const OnodeCache&) = delete;
   OnodeCache& operator=(const OnodeCache&) = delete;
@@ -51,6 +61,8 @@ class OnodeCache {
   size_t drop_committed(uint64_t committed_seq);
   void clear();
   size_t size() const;
+  // What the entries are charged, together (0 without a bound in bytes).
+  uint64_t bytes() const;
   size_t shard_count() const { return shards_.size(); }
 
  private:
@@ -63,6 +75,7 @@ class OnodeCache {
     OnodeRef onode;  // null: tombstone
     uint64_t seq = 0;
     size_t hash = 0;
+    size_t charge = 0;       // bytes counted for it in its shard
     Entry* newer = nullptr;  // LRU links within the shard
     Entry* older = nullptr;
   };
@@ -73,7 +86,13 @@ class OnodeCache {
     Entry* newest = nullptr;
     Entry* oldest = nullptr;
     size_t capacity = 0;
+    uint64_t bytes = 0;
+    uint64_t byte_capacity = UINT64_MAX;
+    bool over() const { return map.size() > capacity || bytes > byte_capacity; }
   };
+  // The bytes an entry holding `onode` is charged.
+  static size_t charge_of(const Entry& e);
+  static void set_onode_locked(Shard& s, Entry* e, OnodeRef onode);
   static size_t hash_of(const CollectionId& c, const ObjectId& o);
   Shard& shard_for(size_t hash);
   static Map::iterator find_locked(Shard& s, size_t hash, const CollectionId& c, const ObjectId& o);

@@ -182,6 +182,10 @@ class HybridStore {
   int migrate(const CollectionId& c, const ObjectId& o, Tier target);
   // Calls fn for every object of every collection, in key order.
   int for_each_object(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn);
+  // The same, read from the onode records in RocksDB in ranges, not through
+  // the onode cache (OnodeStore::scan_space): what the migration pass's scan
+  // uses when its planner is bounded. Sees what was committed.
+  int scan_objects(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn);
 
   int statfs(StoreStats* st);
   // Checks metadata (every extent referenced once, allocation state agrees

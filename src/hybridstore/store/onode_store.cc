@@ -20,7 +20,8 @@ OnodeStore::OnodeStore(rocksdb::DB* db, KvCommitter* committer, CollectionTable*
       perf_(perf),
       tiers_(tiers),
       extent_map_inline_max_(cfg.get_size("hybridstore_extent_map_inline_max")),
-      cache_(static_cast<size_t>(cfg.get_int("hybridstore_onode_cache_size"))) {}
+      cache_(static_cast<size_t>(cfg.get_int("hybridstore_onode_cache_size")),
+             cfg.get_size("hybridstore_onode_cache_bytes")) {}
 
 OnodeStore::~OnodeStore() = default;
 
@@ -104,6 +105,66 @@ int OnodeStore::load(const std::string& key, Onode* out, std::string* why) const
     if (r != -EIO || !st.ok()) return r;
   }
   return -EIO;
+}
+
+int OnodeStore::scan_space(const std::string& from, const std::string& end, size_t max,
+                           const std::function<void(std::string_view key, const OnodeSpace&)>& fn,
+                           std::string* next) const {
+  next->clear();
+  const rocksdb::Snapshot* snap = db_->GetSnapshot();
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap;
+  ro.fill_cache = false;
+  const rocksdb::Slice upper(end);
+  rocksdb::ReadOptions iro = ro;
+  iro.iterate_upper_bound = &upper;
+  int r = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(iro));
+    std::vector<ShardRef> refs;
+    std::vector<std::string> keys, values;
+    size_t n = 0;
+    for (it->Seek(from); it->Valid(); it->Next()) {
+      const std::string_view key = it->key().ToStringView();
+      if (n++ == max) {
+        *next = std::string(key);
+        break;
+      }
+      OnodeSpace sp;
+      std::string why;
+      bool ok = decode_onode_space(it->value().ToStringView(), &sp, &why, tiers_, &refs);
+      if (ok && !refs.empty()) {
+        keys.clear();
+        for (const auto& ref : refs) keys.push_back(kv::extent_shard_key(key, ref.index));
+        std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+        std::vector<rocksdb::Status> st = db_->MultiGet(ro, slices, &values);
+        for (size_t i = 0; ok && i < refs.size(); ++i) {
+          if (!st[i].ok()) {
+            why = fmt::format("onode: reading extent shard {}: {}", refs[i].index, st[i].ToString());
+            ok = false;
+          } else {
+            ok = add_extent_shard_space(values[i], refs[i], &sp, &why, tiers_);
+          }
+        }
+      }
+      if (!ok) {
+        CollectionId c;
+        ObjectId o;
+        if (kv::decode_onode_key(key, &c, &o))
+          HS_ERROR("onode {} in {} left out of a scan: {}", o.to_string(), c.name, why);
+        else
+          HS_ERROR("a record in the onode range left out of a scan: {}", why);
+        continue;
+      }
+      fn(key, sp);
+    }
+    if (!it->status().ok()) {
+      HS_ERROR("scanning onode records: {}", it->status().ToString());
+      r = -EIO;
+    }
+  }
+  db_->ReleaseSnapshot(snap);
+  return r;
 }
 
 StoredShards OnodeStore::shards_in_store(const std::string& key) const {
@@ -193,5 +254,7 @@ void OnodeStore::trim() { cache_.trim(committer_->committed_seq()); }
 void OnodeStore::drop_clean() { cache_.drop_committed(committer_->committed_seq()); }
 
 size_t OnodeStore::cached_count() const { return cache_.size(); }
+
+uint64_t OnodeStore::cached_bytes() const { return cache_.bytes(); }
 
 }  // namespace hybridstore

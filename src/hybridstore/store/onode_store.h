@@ -9,6 +9,7 @@
 // publish what they wrote here once queued.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -73,6 +74,19 @@ class OnodeStore {
     return o && o->extents_in_shards ? o->extents.shard_handles() : StoredShards();
   }
 
+  // Reads the onode records in [from, end), at most `max` of them, and calls
+  // fn with each one's key and space (decode_onode_space), its shards
+  // included; a record that does not decode is logged and left out, as a
+  // stat of it would fail. For a scan of every object (the migration pass,
+  // docs/memory.md): one iterator on one snapshot for the range, so an
+  // onode and its shards agree, and nothing goes into the block cache or
+  // the onode cache, so the scan neither grows the process nor evicts what
+  // clients use. *next: where the next range starts, empty when the range
+  // is done. A caller scans in ranges so the snapshot and the memtables it
+  // pins are let go between them.
+  int scan_space(const std::string& from, const std::string& end, size_t max,
+                 const std::function<void(std::string_view key, const OnodeSpace&)>& fn, std::string* next) const;
+
   // The object's onode for a reader, with its collection's lock held in
   // *lock: 0, -ENOENT (no such collection or object) or -EIO. `key`: the
   // object's onode key when the caller has built it already.
@@ -87,6 +101,7 @@ class OnodeStore {
   // Drops every cached onode RocksDB already holds (an operator's drop).
   void drop_clean();
   size_t cached_count() const;
+  uint64_t cached_bytes() const;  // what the cache charges its entries
 
  private:
   rocksdb::DB* db_;

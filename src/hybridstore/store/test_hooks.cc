@@ -33,6 +33,7 @@ int StoreTestHooks::write_out_staged(HybridStore& s) { return s.store_->settle()
 void StoreTestHooks::tick(HybridStore& s) { s.tick(); }
 
 size_t StoreTestHooks::cached_onodes(HybridStore& s) { return s.store_->onodes().cached_count(); }
+uint64_t StoreTestHooks::cached_onode_bytes(HybridStore& s) { return s.store_->onodes().cached_bytes(); }
 
 bool StoreTestHooks::heat(HybridStore& s, const std::string& onode_key, HeatSample* out) {
   return s.store_->heat().tracker()->lookup(onode_key, out);

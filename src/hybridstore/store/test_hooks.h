@@ -38,6 +38,7 @@ class StoreTestHooks {
   // The staged tiers' timeouts, as the migrator's thread runs them.
   static void tick(HybridStore& s);
   static size_t cached_onodes(HybridStore& s);
+  static uint64_t cached_onode_bytes(HybridStore& s);
   // The heat recorded for the object under `onode_key`: false when none.
   static bool heat(HybridStore& s, const std::string& onode_key, HeatSample* out);
   // Lending as the KV file system will (kvfs.md 2.5), through the store's

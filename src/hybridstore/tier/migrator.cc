@@ -157,7 +157,7 @@ int Migrator::scan(Pass* pass) {
     pass->on_upper.assign(pass->planners.size(), 0);
   }
   size_t offered = 0;
-  int r = store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+  auto offer = [&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
     if (!s.allocated) return;  // nothing to place
     const int home = home_rank(s, pass->order);
     if (home < 0) return;
@@ -193,7 +193,10 @@ int Migrator::scan(Pass* pass) {
     }
     pass->refs[slot] += kept;
     if (pass->refs[slot] == 0) pass->free_slots.push_back(slot);
-  });
+  };
+  // The bounded pass keeps only what its planners keep, so its scan must
+  // not keep every object either (the moves look the kept ones up again).
+  int r = pass->bounded ? store_->scan_objects(offer) : store_->for_each_object(offer);
   if (r < 0) return r;
   for (const auto& [c, o] : mixed) note_absorbed(c, o);
   pass->rep->objects = offered;

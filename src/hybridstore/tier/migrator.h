@@ -103,6 +103,14 @@ class Migrator {
     // Every object of every collection, in key order.
     virtual int for_each_object(
         const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) = 0;
+    // The same objects for a pass with a bounded planner, read without
+    // keeping them (the store's onode records in key ranges, not its onode
+    // cache): a pass over millions of objects must neither hold them nor
+    // evict the ones clients use.
+    virtual int scan_objects(
+        const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) {
+      return for_each_object(fn);
+    }
     // Moves all of an object's data to `target`: 0, or -EAGAIN when it was
     // written while being copied (nothing moved), or another negative errno.
     virtual int migrate(const CollectionId& c, const ObjectId& o, Tier target) = 0;

@@ -4,7 +4,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <map>
+#include <random>
 #include <thread>
 
 #include "hybridstore/kv/kv_schema.h"
@@ -324,4 +328,162 @@ TEST_F(BoundedPlannedMigrationTest, HotRandomObjectsArePromotedAndColdOnesDemote
   EXPECT_GE(rep.demoted, 1u);
   EXPECT_TRUE(whole_on(obj("p7"), Tier::kSsd));
   EXPECT_EQ(fsck_errors(), 0);
+}
+
+// The bounded pass's scan reads the onode records, not the onode cache
+// (docs/memory.md, step 2b): a pass leaves the cache as it found it, but for
+// the objects it moved (a move writes their onodes, as any write does), and
+// on a skewed access set it moves what the unbounded pass moves.
+class BoundedScanTest : public MigrationTest {
+ protected:
+  static constexpr int kObjects = 600;
+  static constexpr uint64_t kSeed = 57;
+  void fixture_options(Config* c) override {
+    MigrationTest::fixture_options(c);
+    std::string err;
+    // Room on the SSD for about 65 of the 16 KiB objects below.
+    c->set("hybridstore_tier_ssd_target_ratio", "0.004", &err);
+    c->set("hybridstore_tier_promote_hits", "0", &err);  // passes alone decide
+    // Every object planned, whatever --hs-set says; the test sets K itself.
+    c->set("hybridstore_tier_plan_max_candidates", "0", &err);
+  }
+  ObjectId o(int i) { return obj("z" + std::to_string(i)); }
+  // Zipf(1) reads over the objects, the hottest `shift` ranks along.
+  void read_skewed(std::mt19937_64& rng, const std::vector<int>& rank_to_obj, int shift, int reads) {
+    std::vector<double> cdf(kObjects);
+    double sum = 0;
+    for (int r = 0; r < kObjects; ++r) cdf[r] = sum += 1.0 / (r + 1);
+    for (int n = 0; n < reads; ++n) {
+      const double u = std::uniform_real_distribution<double>(0, sum)(rng);
+      const int r = static_cast<int>(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+      const int i = rank_to_obj[(std::min(r, kObjects - 1) + shift) % kObjects];
+      std::string out;
+      ASSERT_EQ(store_->read(coll_, o(i), (rng() % 4) * 4096, 4096, &out), 4096);
+    }
+  }
+  struct PassResult {
+    size_t cached_before, cached_after, moved;
+    std::vector<int> on_ssd;
+  };
+  // A pass from a cache emptied of what RocksDB holds; then which objects
+  // live on the SSD.
+  PassResult pass() {
+    PassResult p;
+    EXPECT_EQ(store_->flush(), 0);  // the writes' onodes committed, so droppable
+    store_->drop_caches();
+    p.cached_before = StoreTestHooks::cached_onodes(*store_);
+    MigrationReport rep;
+    EXPECT_EQ(store_->migrate_now(&rep), 0);
+    p.cached_after = StoreTestHooks::cached_onodes(*store_);
+    p.moved = rep.promoted + rep.demoted;
+    EXPECT_EQ(rep.objects, static_cast<size_t>(kObjects));
+    for (int i = 0; i < kObjects; ++i)
+      if (whole_on(o(i), Tier::kSsd)) p.on_ssd.push_back(i);
+    return p;
+  }
+  // The objects written to the HDD, read with skew, a pass; the hot set
+  // moves half the objects along, another pass.
+  std::vector<PassResult> run() {
+    std::mt19937_64 rng(kSeed);
+    for (int b = 0; b < kObjects; b += 50) {
+      Transaction t;
+      for (int i = b; i < b + 50; ++i) {
+        t.touch(coll_, o(i));
+        t.set_alloc_hint(coll_, o(i), 64ull << 20, 0, kHintSequentialWrite);
+        t.write(coll_, o(i), 0, std::string(16 << 10, static_cast<char>('a' + i % 26)));
+      }
+      apply(std::move(t));
+    }
+    std::vector<int> rank_to_obj(kObjects);
+    for (int i = 0; i < kObjects; ++i) rank_to_obj[i] = i;
+    std::shuffle(rank_to_obj.begin(), rank_to_obj.end(), rng);
+    std::vector<PassResult> out;
+    read_skewed(rng, rank_to_obj, 0, 6000);
+    out.push_back(pass());
+    read_skewed(rng, rank_to_obj, kObjects / 2, 6000);
+    out.push_back(pass());
+    EXPECT_EQ(fsck_errors(), 0);
+    return out;
+  }
+};
+
+TEST_F(BoundedScanTest, APassLeavesTheOnodeCacheAsItFoundItAndMovesWhatTheUnboundedPassMoves) {
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  const std::vector<PassResult> all = run();
+  with({{"hybridstore_tier_plan_max_candidates", "120"}});
+  const std::vector<PassResult> bounded = run();
+  ASSERT_EQ(all.size(), 2u);
+  ASSERT_EQ(bounded.size(), 2u);
+  for (size_t p = 0; p < 2; ++p) {
+    SCOPED_TRACE("pass " + std::to_string(p + 1));
+    std::printf("pass %zu: moved %zu / %zu, onodes cached %zu -> %zu / %zu -> %zu, %zu on the SSD\n", p + 1,
+                all[p].moved, bounded[p].moved, all[p].cached_before, all[p].cached_after, bounded[p].cached_before,
+                bounded[p].cached_after, bounded[p].on_ssd.size());
+    // The unbounded pass stats every object through the cache (a cache of
+    // 1,000 onodes here, more than the objects).
+    EXPECT_GE(all[p].cached_after, static_cast<size_t>(kObjects));
+    EXPECT_LE(bounded[p].cached_after, bounded[p].cached_before + bounded[p].moved);
+    EXPECT_GT(bounded[p].moved, 10u);
+    EXPECT_EQ(bounded[p].moved, all[p].moved);
+    EXPECT_EQ(bounded[p].on_ssd, all[p].on_ssd);
+  }
+}
+
+// The bounded pass's scan (HybridStore::scan_objects) decodes only the size
+// and the bytes per tier, from the onode record and its extent shards: it
+// must report what stat reports, for objects whose extent maps live in
+// shards (fragmented by 4 KiB overwrites, some on both tiers) as for small
+// ones, over more objects than one of its ranges holds.
+class ScanObjectsTest : public MigrationTest {
+ protected:
+  void fixture_options(Config* c) override {
+    MigrationTest::fixture_options(c);
+    std::string err;
+    c->set("hybridstore_extent_map_inline_max", "256", &err);
+    c->set("hybridstore_tier_absorb_max", "64K", &err);  // overwrites of HDD objects land on the SSD
+  }
+};
+
+TEST_F(ScanObjectsTest, TheScanReportsWhatStatReportsShardsIncluded) {
+  const uint64_t kSeed = 58;
+  std::printf("seed %llu\n", static_cast<unsigned long long>(kSeed));
+  std::mt19937_64 rng(kSeed);
+  // Fragmented objects, on the HDD with absorbed 4 KiB overwrites on the SSD.
+  for (int i = 0; i < 20; ++i) {
+    put_on_hdd(obj("frag" + std::to_string(i)), std::string(1 << 20, 'h'));
+    Transaction t;
+    for (int n = 0; n < 40; ++n)
+      t.write(coll_, obj("frag" + std::to_string(i)), (rng() % 256) * 4096, std::string(4096, 'o'));
+    apply(std::move(t));
+  }
+  // More small ones than one range of the scan (4,096) holds.
+  for (int b = 0; b < 5000; b += 500) {
+    Transaction t;
+    for (int i = b; i < b + 500; ++i) t.write(coll_, obj("s" + std::to_string(i)), 0, std::string(100, 's'));
+    apply(std::move(t));
+  }
+  ASSERT_EQ(store_->flush(), 0);
+  std::shared_ptr<const Onode> on;
+  ASSERT_EQ(StoreTestHooks::onode(*store_, coll_, obj("frag0"), &on), 0);
+  ASSERT_TRUE(on->extents_in_shards);
+  ObjectStat f0 = st(obj("frag0"));
+  ASSERT_GT(f0.bytes_on[Tier::kSsd], 0u);
+  ASSERT_GT(f0.bytes_on[Tier::kHdd], 0u);
+  std::map<std::string, ObjectStat> stats, scanned;
+  ASSERT_EQ(store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+    stats[kv::onode_key(c, o)] = s;
+  }), 0);
+  ASSERT_EQ(store_->scan_objects([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+    EXPECT_TRUE(scanned.emplace(kv::onode_key(c, o), s).second) << o.to_string();
+  }), 0);
+  ASSERT_EQ(scanned.size(), stats.size());
+  EXPECT_EQ(scanned.size(), 5020u);
+  for (const auto& [k, s] : stats) {
+    auto it = scanned.find(k);
+    ASSERT_NE(it, scanned.end());
+    EXPECT_EQ(it->second.size, s.size);
+    EXPECT_EQ(it->second.allocated, s.allocated);
+    EXPECT_EQ(it->second.omap_id, s.omap_id);
+    for (int t = 0; t < kMaxTiers; ++t) EXPECT_EQ(it->second.bytes_on[t], s.bytes_on[t]) << t;
+  }
 }
