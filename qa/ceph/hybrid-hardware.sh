@@ -36,7 +36,9 @@
 # hybridstore_kv_location=directory.
 # HH_SSD_CLASS (raw): the SSD's class, raw (a written-out image under a loop
 # device), file (the same image given to the store as a file, no loop
-# device), or a qa/devclass profile; HH_HDD_CLASS (hdd) the HDD's.
+# device; the hybridstore row then gets hybridstore_tier_absorb=always, as
+# the file's media is the host disk's), or a qa/devclass profile;
+# HH_HDD_CLASS (hdd) the HDD's.
 # Before the rows, the modelled devices' own fio figures (the model check),
 # printed in the report. OUTDIR (default ./hybrid-hardware-<date>) gets
 # REPORT.md, results.json, the plots and every raw output.
@@ -75,6 +77,13 @@ HH_SSD_CLASS=${HH_SSD_CLASS:-raw}
 HH_HDD_CLASS=${HH_HDD_CLASS:-hdd}
 HH_CHECK_SECONDS=${HH_CHECK_SECONDS:-8}
 HH_HS_OPTIONS=${HH_HS_OPTIONS:-}
+# A file takes its media from the disk under it, and this VM's disk says
+# rotational: the store would then not absorb small writes into HDD objects
+# on the "SSD" (hybridstore_tier_absorb=auto), which the loop-device rig
+# does. The file class stands for an SSD, so it is told so.
+if [ "$HH_SSD_CLASS" = file ] && [[ " $HH_HS_OPTIONS" != *" hybridstore_tier_absorb="* ]]; then
+    HH_HS_OPTIONS="hybridstore_tier_absorb=always${HH_HS_OPTIONS:+ $HH_HS_OPTIONS}"
+fi
 for o in $HH_HS_OPTIONS; do
     case $o in hybridstore_*=?*) ;; *) echo "HH_HS_OPTIONS: '$o' is not hybridstore_NAME=VALUE" >&2; exit 2 ;; esac
 done
