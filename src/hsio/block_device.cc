@@ -1,4 +1,5 @@
 #include "hsio/block_device.h"
+#include "hsio/buffer_pool_stats.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -49,6 +50,12 @@ class BufferPool {
     idle_ += cls;
     return true;
   }
+  void idle(uint64_t* buffers, uint64_t* bytes) {
+    std::lock_guard<std::mutex> l(mutex_);
+    *buffers = 0;
+    for (const auto& [cls, v] : free_) *buffers += v.size();
+    *bytes = idle_;
+  }
 
  private:
   std::mutex mutex_;
@@ -62,6 +69,8 @@ BufferPool& buffer_pool() {
 }
 
 }  // namespace
+
+void aligned_buffer_pool_idle(uint64_t* buffers, uint64_t* bytes) { buffer_pool().idle(buffers, bytes); }
 
 AlignedBuffer::AlignedBuffer(size_t size, size_t align, Fill fill) : size_(size) {
   size_t alloc = size ? (size + align - 1) / align * align : align;

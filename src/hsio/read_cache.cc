@@ -16,6 +16,30 @@ ReadCache::ReadCache(uint64_t capacity_bytes)
 
 ReadCache::~ReadCache() = default;
 
+uint64_t ReadCache::evict_locked(Shard& sh, uint64_t cap) {
+  uint64_t dropped = 0;
+  while (sh.bytes > cap && !sh.lru.empty()) {
+    Entry& old = sh.lru.back();
+    sh.bytes -= old.held * kBlock;
+    dropped += old.held * kBlock;
+    sh.index.erase(old.key);
+    sh.lru.pop_back();
+  }
+  return dropped;
+}
+
+void ReadCache::set_capacity(uint64_t capacity_bytes) {
+  capacity_.store(capacity_bytes, std::memory_order_relaxed);
+  const uint64_t cap = std::max<uint64_t>(capacity_bytes / static_cast<uint64_t>(shards_used_), kBlock);
+  shard_capacity_.store(cap, std::memory_order_relaxed);
+  uint64_t dropped = 0;
+  for (int i = 0; i < shards_used_; ++i) {
+    std::lock_guard<std::mutex> l(shards_[i].mu);
+    dropped += evict_locked(shards_[i], cap);
+  }
+  if (dropped && observer_.held) observer_.held(-static_cast<int64_t>(dropped));
+}
+
 ReadCache::Shard& ReadCache::shard_of(int dev, uint64_t block) const {
   // A stripe's blocks share a shard: one lock and one generation cover a
   // read of up to a stripe, and neighbouring stripes spread over shards.
@@ -155,13 +179,7 @@ void ReadCache::insert(int dev, uint64_t offset, uint64_t len, const char* data,
     b = run_end;
     // Whole stripes out, least recently used first (the one just filled
     // last: it is at the front).
-    while (sh.bytes > shard_capacity_ && !sh.lru.empty()) {
-      Entry& old = sh.lru.back();
-      sh.bytes -= old.held * kBlock;
-      held -= static_cast<int64_t>(old.held * kBlock);
-      sh.index.erase(old.key);
-      sh.lru.pop_back();
-    }
+    held -= static_cast<int64_t>(evict_locked(sh, shard_capacity_.load(std::memory_order_relaxed)));
   }
   if (held && observer_.held) observer_.held(held);
 }

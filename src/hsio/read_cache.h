@@ -44,7 +44,12 @@ class ReadCache {
   ReadCache(const ReadCache&) = delete;
   ReadCache& operator=(const ReadCache&) = delete;
 
-  uint64_t capacity() const { return capacity_; }
+  uint64_t capacity() const { return capacity_.load(std::memory_order_relaxed); }
+  // A new capacity at run time (the memory tuner's, docs/memory.md): a
+  // smaller one evicts at once, least recently used stripes first. The
+  // shards stay as the first capacity made them, so a cache made tiny and
+  // grown back spreads over as few shards as it started with.
+  void set_capacity(uint64_t capacity_bytes);
   ReadCacheStats stats() const;
   // Counted as they happen (the store's perf counters): bytes hit, bytes
   // missed, and the change in bytes held.
@@ -143,9 +148,12 @@ class ReadCache {
 
   static thread_local bool bypass_;
   Observer observer_;  // set before use
-  uint64_t capacity_;
+  std::atomic<uint64_t> capacity_;
   int shards_used_;
-  uint64_t shard_capacity_;
+  std::atomic<uint64_t> shard_capacity_;
+  // Drops whole stripes, least recently used first, until the shard is
+  // within `cap`; returns the bytes dropped.
+  static uint64_t evict_locked(Shard& sh, uint64_t cap);
   mutable Shard shards_[kShards];
   std::atomic<uint64_t> hit_bytes_{0}, miss_bytes_{0}, dropped_inserts_{0};
 };

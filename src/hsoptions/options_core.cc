@@ -140,6 +140,15 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "cache misses (RocksDB's own default is 8 MiB); left at its default, 1 GiB for a store "
                 "whose RocksDB is on the device, where the kernel's page cache no longer holds its tables",
                 "1M", ""});
+  v->push_back({"hybridstore_memory_target", T::kSize, "0",
+                "the process's heap the store aims at (as osd_memory_target): the onode cache, the "
+                "RocksDB block cache and the data cache (when hybridstore_data_cache_size is not 0) "
+                "are sized from what the rest leaves at mount, in place of "
+                "hybridstore_onode_cache_bytes and hybridstore_kv_block_cache_size, then shrunk "
+                "while the heap (tcmalloc's allocated bytes, else mallinfo2) is above it and grown "
+                "back below, every 5 s, each cache kept at or above its minimum (docs/memory.md); "
+                "0 = off, each cache sized by its own option",
+                "0", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,
                 "write_buffer_size=64M;max_write_buffer_number=4;compression=kNoCompression",
                 "RocksDB options string (RocksDB's GetOptionsFromString format)"});

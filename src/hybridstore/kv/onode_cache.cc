@@ -225,6 +225,54 @@ size_t OnodeCache::size() const {
   return n;
 }
 
+void OnodeCache::set_byte_capacity(uint64_t byte_capacity, uint64_t committed_seq) {
+  const size_t n = shards_.size();
+  for (auto& sp : shards_) {
+    Shard& s = *sp;
+    std::vector<OnodeRef> dead;
+    std::lock_guard<std::mutex> l(s.mutex);
+    const bool was_charging = s.byte_capacity != UINT64_MAX;
+    s.byte_capacity = byte_capacity ? std::max<uint64_t>(1, byte_capacity / n) : UINT64_MAX;
+    if (!byte_capacity) {
+      // set_onode_locked stops charging: no stale charge may stay behind.
+      for (auto& [h, e] : s.map) e.charge = 0;
+      s.bytes = 0;
+      continue;
+    }
+    if (!was_charging) {
+      s.bytes = 0;
+      for (auto& [h, e] : s.map) {
+        e.charge = charge_of(e);
+        s.bytes += e.charge;
+      }
+    }
+    trim_locked(s, committed_seq, &dead);
+  }
+}
+
+uint64_t OnodeCache::byte_capacity() const {
+  uint64_t n = 0;
+  for (const auto& sp : shards_) {
+    std::lock_guard<std::mutex> l(sp->mutex);
+    if (sp->byte_capacity == UINT64_MAX) return 0;
+    n += sp->byte_capacity;
+  }
+  return n;
+}
+
+void OnodeCache::measure(uint64_t* items, uint64_t* bytes) const {
+  *items = *bytes = 0;
+  for (const auto& sp : shards_) {
+    std::lock_guard<std::mutex> l(sp->mutex);
+    *items += sp->map.size();
+    if (sp->byte_capacity != UINT64_MAX) {
+      *bytes += sp->bytes;
+      continue;
+    }
+    for (const auto& [h, e] : sp->map) *bytes += charge_of(e);
+  }
+}
+
 uint64_t OnodeCache::bytes() const {
   uint64_t n = 0;
   for (const auto& sp : shards_) {

@@ -63,6 +63,16 @@ class OnodeCache {
   size_t size() const;
   // What the entries are charged, together (0 without a bound in bytes).
   uint64_t bytes() const;
+  // A new bound in bytes at run time (the memory tuner's; 0: none): a cache
+  // that had none charges every entry it holds first, then evicts what is
+  // over as a trim would.
+  void set_byte_capacity(uint64_t byte_capacity, uint64_t committed_seq);
+  uint64_t byte_capacity() const;
+  // The entries and their bytes for the mempools: what they are charged,
+  // or, in a cache not charging (no bound in bytes), the same estimate
+  // taken now by a walk of every entry, which holds each shard's lock for
+  // the walk of its entries: for an operator's dump, not a hot path.
+  void measure(uint64_t* items, uint64_t* bytes) const;
   size_t shard_count() const { return shards_.size(); }
 
  private:

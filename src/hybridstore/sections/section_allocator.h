@@ -292,6 +292,10 @@ class SectionAllocator {
   int section_count() const { return static_cast<int>(geo_.sections.size()); }
   const SectionSpec& section(int i) const { return geo_.sections[i]; }
   std::vector<SectionUsage> usage() const;
+  // The heap its per-unit and per-extent state holds (descriptors,
+  // placements, free-run lists), and how many placements: a walk of every
+  // owned unit's extents, for the store's mempools, not a hot path.
+  void memory(uint64_t* placements, uint64_t* bytes) const;
   // The totals of usage()'s consumed_blocks and live_blocks without its scan
   // of every extent: the store asks on every small write whether the SSD can
   // absorb it, and the scan grew with the SSD's fill (40% of a 4 KiB

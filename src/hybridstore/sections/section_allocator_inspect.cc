@@ -18,6 +18,20 @@ uint64_t SectionAllocator::live_blocks() const {
   return n;
 }
 
+void SectionAllocator::memory(uint64_t* placements, uint64_t* bytes) const {
+  uint64_t n = 0, b = eus_.capacity() * sizeof(EraseUnit) + lanes_.capacity() * sizeof(Lane);
+  for (const EraseUnit& u : eus_) {
+    b += u.extents.capacity() * sizeof(ExtentDesc) + u.wu_written.capacity() + u.wu_first_us.capacity() * 8 +
+         u.wu_open.capacity() * 2;
+    for (const ExtentDesc& e : u.extents) {
+      n += e.placements.size();
+      b += e.placements.capacity() * sizeof(Placement) + e.runs.capacity() * sizeof(uint32_t);
+    }
+  }
+  *placements = n;
+  *bytes = b;
+}
+
 std::vector<SectionUsage> SectionAllocator::usage() const {
   std::vector<SectionUsage> out(geo_.sections.size());
   for (size_t i = 0; i < out.size(); ++i) out[i].name = geo_.sections[i].name;

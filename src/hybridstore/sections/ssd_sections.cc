@@ -353,6 +353,11 @@ uint64_t SsdSections::live_bytes() {
   return sa_->live_blocks() * block_size_;
 }
 
+void SsdSections::memory(uint64_t* placements, uint64_t* bytes) {
+  std::lock_guard<std::mutex> l(mutex_);
+  sa_->memory(placements, bytes);
+}
+
 uint64_t SsdSections::consumed_bytes() {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();

@@ -128,6 +128,7 @@ class SsdSections {
   void for_each_live(const std::function<void(uint64_t offset, uint64_t len)>& fn);
   std::string report();
   std::string verify();
+  void memory(uint64_t* placements, uint64_t* bytes);
 
   // Cleaning (hole_cleaner.h): whether free erase units ran short, the best
   // victims (marked as being cleaned: their holes take no new data), and the

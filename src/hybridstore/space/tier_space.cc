@@ -382,6 +382,7 @@ class SectionSpace final : public TierSpace {
   }
 
   std::string report() override { return sections_->report(); }
+  void memory(uint64_t* items, uint64_t* bytes) override { sections_->memory(items, bytes); }
 
   std::unique_ptr<TierCleaner> make_cleaner(TierCleaner::Store* store) override {
     return std::make_unique<SectionCleaner>(store, tier(), sections_.get());
@@ -518,6 +519,7 @@ bool TierSpace::moves_rewrite_whole() const { return false; }
 bool TierSpace::bypass(const ObjectPlacementKey&, uint64_t) const { return false; }
 std::string TierSpace::verify() const { return ""; }
 std::string TierSpace::report() { return ""; }
+void TierSpace::memory(uint64_t* items, uint64_t* bytes) { *items = *bytes = 0; }
 bool TierSpace::keeps_state() const { return false; }
 std::unique_lock<std::mutex> TierSpace::drain_state(Drain, rocksdb::WriteBatchBase*, std::vector<Region>*) {
   return {};

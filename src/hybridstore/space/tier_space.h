@@ -208,6 +208,9 @@ class TierSpace {
   // What the space holds, for people (the tool's sections report); "" when
   // it has nothing to say beyond usage().
   virtual std::string report();
+  // The heap the space's in-memory state holds, for the store's mempools:
+  // items (what it counts them in) and bytes; zeros where it is small.
+  virtual void memory(uint64_t* items, uint64_t* bytes);
 
   // Commit-ordered state (a staged tier's allocator records): drained into
   // `batch` with the write units completed since the last drain. The returned

@@ -14,6 +14,13 @@
 
 namespace hybridstore {
 
+// A holder of memory as Ceph's dump_mempools shows one (HybridStore::mempools).
+struct MemPoolStat {
+  std::string name;
+  uint64_t items = 0;
+  uint64_t bytes = 0;
+};
+
 struct TierStats {
   uint64_t total = 0;      // allocatable bytes
   uint64_t free = 0;

@@ -2,6 +2,7 @@
 // components that run beside a store mounted for writing (the migrator, the
 // tiers' cleaners); the work is the mounted store's parts' (store_mount.h).
 #include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/memory_tuner.h"
 
 #include <filesystem>
 
@@ -84,6 +85,9 @@ class HybridStore::ComponentView final : public Migrator::Store, public TierClea
     p.set.tinc(p.migration_lat, static_cast<uint64_t>(rep.seconds * 1e9));
     p.set.inc(p.migrate_retries, rep.retries);
     p.set.inc(p.migrate_skipped, rep.skipped);
+  }
+  void note_plan_memory(uint64_t items, uint64_t bytes) override {
+    if (s_->store_) s_->store_->set_plan_memory(items, bytes);
   }
   void on_destage(const MigrationReport& rep) override {
     StorePerf& p = *s_->perf_;
@@ -578,6 +582,23 @@ int HybridStore::compact() {
   if (!store_) return -ENOTCONN;
   rocksdb::CompactRangeOptions o;
   return store_->db()->CompactRange(o, nullptr, nullptr).ok() ? 0 : -EIO;
+}
+
+std::vector<MemPoolStat> HybridStore::mempools() {
+  return store_ ? store_->mempools() : std::vector<MemPoolStat>();
+}
+
+uint64_t HybridStore::heap_bytes(std::string* source) {
+  const char* s = "none";
+  const uint64_t n = read_heap_bytes(&s);
+  if (source) *source = s;
+  return n;
+}
+
+int HybridStore::set_memory_target(uint64_t bytes) {
+  if (!store_) return -ENOTCONN;
+  store_->set_memory_target(bytes);  // into cfg_, which the mount shares
+  return 0;
 }
 
 void HybridStore::drop_caches() {

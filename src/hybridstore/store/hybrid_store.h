@@ -245,6 +245,17 @@ class HybridStore {
   // are set again at mount). Names and meanings: store/store_perf.cc.
   PerfCounterSet& perf();
 
+  // Memory (docs/memory.md): every holder the store counts, by name, with
+  // its items and bytes (dump_mempools' by_pool; empty when not mounted),
+  // and hybridstore_memory_target changed on a mounted store (the Ceph
+  // adapter follows osd_memory_target with it; 0: each cache back to its
+  // own option). -ENOTCONN when not mounted.
+  std::vector<MemPoolStat> mempools();
+  int set_memory_target(uint64_t bytes);
+  // The process's heap in use as the memory target reads it (tcmalloc's
+  // allocated bytes, else mallinfo2's); *source says which ("none": 0).
+  static uint64_t heap_bytes(std::string* source = nullptr);
+
   // The KV file system under the RocksDB of the store at `path` (a device
   // store), read from its SSD without writing to it (docs/kvfs.md 5.5): the
   // superblock slots, the chunks, the files and their extents, with

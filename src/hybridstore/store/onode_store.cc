@@ -257,4 +257,8 @@ size_t OnodeStore::cached_count() const { return cache_.size(); }
 
 uint64_t OnodeStore::cached_bytes() const { return cache_.bytes(); }
 
+void OnodeStore::set_cache_byte_capacity(uint64_t bytes) {
+  cache_.set_byte_capacity(bytes, committer_->committed_seq());
+}
+
 }  // namespace hybridstore

@@ -102,6 +102,11 @@ class OnodeStore {
   void drop_clean();
   size_t cached_count() const;
   uint64_t cached_bytes() const;  // what the cache charges its entries
+  // The cache's bound in bytes, set at run time (the memory tuner; 0: none).
+  void set_cache_byte_capacity(uint64_t bytes);
+  uint64_t cache_byte_capacity() const { return cache_.byte_capacity(); }
+  // Entries and their estimated heap, for the mempools (OnodeCache::measure).
+  void cache_memory(uint64_t* items, uint64_t* bytes) const { cache_.measure(items, bytes); }
 
  private:
   rocksdb::DB* db_;

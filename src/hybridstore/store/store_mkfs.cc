@@ -42,8 +42,15 @@ uint64_t now_us() {
 
 }  // namespace
 
+uint64_t kv_block_cache_bytes(const Config& cfg, bool on_device) {
+  uint64_t bytes = cfg.get_size("hybridstore_kv_block_cache_size");
+  if (on_device && cfg.is_default("hybridstore_kv_block_cache_size")) bytes = std::max<uint64_t>(bytes, 1ull << 30);
+  return bytes;
+}
+
 int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
-                  std::string* error, rocksdb::Env* kv_env, bool* compactions_held) {
+                  std::string* error, rocksdb::Env* kv_env, bool* compactions_held,
+                  std::shared_ptr<rocksdb::Cache>* block_cache_out) {
   rocksdb::Options base;
   base.create_if_missing = create;
   base.error_if_exists = create;
@@ -69,9 +76,13 @@ int open_store_db(const std::string& path, const Config& cfg, bool create, std::
   // the cache then takes that share: 128 MiB left a 4 KiB create with the
   // PG log's omap a quarter slower than in a directory (fio ObjectStore
   // engine, Tentacle, docs/benchmarks.md), 1 GiB made it faster.
-  uint64_t block_cache = cfg.get_size("hybridstore_kv_block_cache_size");
-  if (kv_env && cfg.is_default("hybridstore_kv_block_cache_size")) block_cache = std::max<uint64_t>(block_cache, 1ull << 30);
+  uint64_t block_cache = kv_block_cache_bytes(cfg, kv_env != nullptr);
+  if (const uint64_t target = cfg.get_size("hybridstore_memory_target"))
+    // The mount's heat load reads every H block through this cache, before
+    // the tuner exists: with a target it starts at a fraction of it.
+    block_cache = std::min(block_cache, std::max<uint64_t>(16ull << 20, target / 4));
   table.block_cache = rocksdb::NewLRUCache(block_cache);
+  if (block_cache_out) *block_cache_out = table.block_cache;
   base.memtable_prefix_bloom_size_ratio = 0.02;
   base.memtable_whole_key_filtering = true;
   base.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));

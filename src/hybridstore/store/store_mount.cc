@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include <rocksdb/cache.h>
 #include <rocksdb/db.h>
 
 #include "hscommon/log.h"
@@ -31,6 +32,9 @@
 #include "hybridstore/store/tier_lender.h"
 #include "hybridstore/store/tier_set.h"
 #include "hybridstore/store/txn_pipeline.h"
+#include "hsio/buffer_pool_stats.h"
+#include "hsio/read_cache.h"
+#include "hybridstore/tier/heat_tracker.h"
 
 namespace fs = std::filesystem;
 
@@ -97,7 +101,8 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   }
   if (has_db && !moved) {
     if (int r = m->lock_fsid(error); r < 0) return r;
-    if (int r = open_store_db(path, *cfg, false, &m->db_, error); r < 0) return r;
+    if (int r = open_store_db(path, *cfg, false, &m->db_, error, nullptr, nullptr, &m->block_cache_); r < 0)
+      return r;
   } else if (int r = m->open_kv_device(error); r < 0) {
     return r;
   }
@@ -142,6 +147,8 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
     if (m->kv_)
       if (int r = m->finish_move(error); r < 0) return r;
   }
+  // Last: what the mount loaded is the fixed part the tuner measures.
+  if (cfg->get_size("hybridstore_memory_target")) m->restart_memory_tuner(nullptr);
   *out = std::move(m);
   return 0;
 }
@@ -211,7 +218,7 @@ int MountedStore::open_kv_device(std::string* error) {
     *error = "store at " + path_ + ": the KV file system on " + p + ": " + *error;
     return r;
   }
-  return open_store_db(path_, *cfg_, false, &db_, error, kv_->env(), &compactions_held_);
+  return open_store_db(path_, *cfg_, false, &db_, error, kv_->env(), &compactions_held_, &block_cache_);
 }
 
 PerTier<std::vector<Interval>> MountedStore::kvfs_chunks() const {
@@ -500,6 +507,7 @@ int MountedStore::finish_move(std::string* error) {
 
 MountedStore::~MountedStore() {
   // What a failed mount, or close(), leaves to stop and let go of.
+  tuner_.reset();  // it resizes the parts below
   reads_.reset();
   pipeline_.reset();
   writer_.reset();
@@ -615,7 +623,114 @@ void MountedStore::balance_kvfs() {
              returned);
 }
 
+namespace {
+// Each tuned cache's floor, whatever the heap says: the onode cache still
+// holds the onodes of the transactions in flight and a shard's working set;
+// the block cache the index and filter blocks of the hot tables and a few
+// thousand onode blocks; the data cache a few stripes per shard.
+constexpr uint64_t kOnodeCacheMin = 8ull << 20;
+constexpr uint64_t kBlockCacheMin = 16ull << 20;
+constexpr uint64_t kDataCacheMin = 8ull << 20;
+}  // namespace
+
+void MountedStore::apply_cache_options() {
+  onodes_->set_cache_byte_capacity(cfg_->get_size("hybridstore_onode_cache_bytes"));
+  if (block_cache_) block_cache_->SetCapacity(kv_block_cache_bytes(*cfg_, kv_ != nullptr));
+  if (ReadCache* rc = tiers_->read_cache()) rc->set_capacity(cfg_->get_size("hybridstore_data_cache_size"));
+}
+
+void MountedStore::restart_memory_tuner(std::function<uint64_t()> heap) {
+  std::lock_guard<std::mutex> l(tuner_mutex_);
+  tuner_.reset();
+  const uint64_t target = cfg_->get_size("hybridstore_memory_target");
+  if (target == 0) {
+    apply_cache_options();
+    return;
+  }
+  if (!heap)
+    heap = [this] {
+      if (const uint64_t h = read_heap_bytes()) return h;
+      // No allocator to ask: what the store counts is the best guess left.
+      uint64_t sum = 0;
+      for (const MemPoolStat& p : mempools()) sum += p.bytes;
+      return sum;
+    };
+  // Parts of what is left: metadata (onodes, RocksDB blocks) before data,
+  // as BlueStore's meta and kv ratios come before its data ratio.
+  std::vector<MemoryTuner::Cache> caches;
+  caches.push_back({"onode_cache", kOnodeCacheMin, 4,
+                    [this] {
+                      uint64_t items = 0, bytes = 0;
+                      onodes_->cache_memory(&items, &bytes);
+                      return bytes;
+                    },
+                    [this](uint64_t c) { onodes_->set_cache_byte_capacity(c); }});
+  if (block_cache_)
+    caches.push_back({"kv_block_cache", kBlockCacheMin, 4, [this] { return uint64_t(block_cache_->GetUsage()); },
+                      [this](uint64_t c) { block_cache_->SetCapacity(static_cast<size_t>(c)); }});
+  if (ReadCache* rc = tiers_->read_cache())
+    caches.push_back({"data_cache", kDataCacheMin, 2, [rc] { return rc->stats().cached_bytes; },
+                      [rc](uint64_t c) { rc->set_capacity(c); }});
+  tuner_ = std::make_unique<MemoryTuner>(target, std::move(caches), std::move(heap));
+  std::string sizes;
+  for (const MemoryTuner::Size& z : tuner_->sizes()) sizes += fmt::format(" {} {}", z.name, z.capacity);
+  HS_INFO("store {}: memory target {}, fixed parts {} at mount, caches:{}", uuid_to_string(super_.fsid), target,
+          tuner_->fixed_bytes(), sizes);
+}
+
+void MountedStore::set_memory_target(uint64_t bytes) {
+  std::string e;
+  if (cfg_->set("hybridstore_memory_target", std::to_string(bytes), &e) < 0)
+    HS_WARN("hybridstore_memory_target: {}", e);
+  restart_memory_tuner(nullptr);
+}
+
+void MountedStore::set_plan_memory(uint64_t items, uint64_t bytes) {
+  plan_items_.store(items, std::memory_order_relaxed);
+  plan_bytes_.store(bytes, std::memory_order_relaxed);
+}
+
+std::vector<MemPoolStat> MountedStore::mempools() {
+  std::vector<MemPoolStat> out;
+  MemPoolStat onode{"onode_cache"};
+  onodes_->cache_memory(&onode.items, &onode.bytes);
+  out.push_back(onode);
+  if (HeatTracker* t = heat_ ? heat_->tracker() : nullptr) out.push_back({"heat", t->size(), t->memory_bytes()});
+  if (block_cache_) {
+    MemPoolStat bc{"kv_block_cache", 0, block_cache_->GetUsage()};
+#if ROCKSDB_MAJOR >= 7
+    bc.items = block_cache_->GetOccupancyCount();
+#endif
+    out.push_back(bc);
+  }
+  uint64_t mem = 0, imm = 0, readers = 0;
+  db_->GetIntProperty(rocksdb::DB::Properties::kCurSizeAllMemTables, &mem);
+  db_->GetIntProperty(rocksdb::DB::Properties::kNumImmutableMemTable, &imm);
+  out.push_back({"kv_memtables", imm + 1, mem});
+  // Index and filter blocks held outside the block cache, per open table.
+  db_->GetIntProperty(rocksdb::DB::Properties::kEstimateTableReadersMem, &readers);
+  out.push_back({"kv_table_readers", 0, readers});
+  MemPoolStat sections{"tier_sections"};
+  tiers_->memory(&sections.items, &sections.bytes);
+  out.push_back(sections);
+  if (ReadCache* rc = tiers_->read_cache()) {
+    const uint64_t b = rc->stats().cached_bytes;
+    out.push_back({"data_cache", b / ReadCache::kBlock, b});
+  }
+  // Freed I/O buffers kept for reuse: the mount's journal replay leaves its
+  // ring-sized buffer there.
+  MemPoolStat io{"io_buffers_idle"};
+  aligned_buffer_pool_idle(&io.items, &io.bytes);
+  out.push_back(io);
+  out.push_back({"tier_plan", plan_items_.load(std::memory_order_relaxed), plan_bytes_.load(std::memory_order_relaxed)});
+  return out;
+}
+
 void MountedStore::tick() {
+  {
+    std::lock_guard<std::mutex> l(tuner_mutex_);
+    if (tuner_) tuner_->tick();
+  }
   balance_kvfs();
   set_kvfs_gauges();
   if (committer_->error()) return;

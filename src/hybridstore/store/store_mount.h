@@ -19,7 +19,9 @@
 // collection lock, so a transaction may wait for earlier commits while
 // holding its locks.
 #pragma once
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,8 +31,10 @@
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/space/tier_space.h"
 #include "hybridstore/store/api_types.h"
+#include "hybridstore/store/memory_tuner.h"
 
 namespace rocksdb {
+class Cache;
 class DB;
 class Env;
 }  // namespace rocksdb
@@ -60,8 +64,13 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
 // With `compactions_held`, automatic compactions start off (and *compactions_held
 // says whether they were on in the options): a mount whose kvfs has no lender
 // yet cannot grow for a compaction, which would fail it with NoSpace.
+// `block_cache`: the block cache made for it, for a mount that resizes it.
 int open_store_db(const std::string& path, const Config& cfg, bool create, std::unique_ptr<rocksdb::DB>* out,
-                  std::string* error, rocksdb::Env* kv_env = nullptr, bool* compactions_held = nullptr);
+                  std::string* error, rocksdb::Env* kv_env = nullptr, bool* compactions_held = nullptr,
+                  std::shared_ptr<rocksdb::Cache>* block_cache = nullptr);
+// The block cache's size from hybridstore_kv_block_cache_size (and, when
+// set, the memory target's first cut of it, before the tuner sizes it).
+uint64_t kv_block_cache_bytes(const Config& cfg, bool on_device);
 // Fault injection and device models are test machinery that test tools
 // install as hooks; a store without them must not run as if they were on.
 int check_storage_hooks(const Config& cfg, std::string* error);
@@ -91,8 +100,20 @@ class MountedStore {
   // returned: what umount and fsck need (a sync does not force partly
   // filled units).
   int settle();
-  // The once-a-second chores: the staged tiers' timeouts.
+  // The once-a-second chores: the staged tiers' timeouts, the memory tuner.
   void tick();
+  // Every holder of memory the store counts (docs/memory.md, step 3), in
+  // dump_mempools' terms.
+  std::vector<MemPoolStat> mempools();
+  // The tuner of hybridstore_memory_target; null when it is 0. Tests give
+  // it their own heap readings (the tuner is made again with `heap`).
+  MemoryTuner* memory_tuner() { return tuner_.get(); }
+  void restart_memory_tuner(std::function<uint64_t()> heap);
+  // hybridstore_memory_target changed at run time (0: the caches go back to
+  // their own options).
+  void set_memory_target(uint64_t bytes);
+  // The migration pass's planner while it runs: set by the migrator.
+  void set_plan_memory(uint64_t items, uint64_t bytes);
   int save_heat();
   int statfs(StoreStats* st);
   // `lent`: the KV file system's chunks per tier (StoreFsck::set_lent).
@@ -200,6 +221,14 @@ class MountedStore {
   std::unique_ptr<DataWriter> writer_;
   std::unique_ptr<TxnPipeline> pipeline_;
   std::unique_ptr<StoreReader> reads_;
+  // RocksDB's block cache, resized by the tuner.
+  std::shared_ptr<rocksdb::Cache> block_cache_;
+  // Held over tick's use of the tuner and over its replacement.
+  std::mutex tuner_mutex_;
+  std::unique_ptr<MemoryTuner> tuner_;
+  std::atomic<uint64_t> plan_items_{0}, plan_bytes_{0};
+  // The caches' sizes from their own options (no memory target).
+  void apply_cache_options();
 };
 
 }  // namespace hybridstore

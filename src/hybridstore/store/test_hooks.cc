@@ -35,6 +35,15 @@ void StoreTestHooks::tick(HybridStore& s) { s.tick(); }
 size_t StoreTestHooks::cached_onodes(HybridStore& s) { return s.store_->onodes().cached_count(); }
 uint64_t StoreTestHooks::cached_onode_bytes(HybridStore& s) { return s.store_->onodes().cached_bytes(); }
 
+void StoreTestHooks::set_heap_reader(HybridStore& s, std::function<uint64_t()> heap) {
+  s.store_->restart_memory_tuner(std::move(heap));
+}
+
+std::vector<MemoryTuner::Size> StoreTestHooks::memory_sizes(HybridStore& s) {
+  MemoryTuner* t = s.store_->memory_tuner();
+  return t ? t->sizes() : std::vector<MemoryTuner::Size>();
+}
+
 bool StoreTestHooks::heat(HybridStore& s, const std::string& onode_key, HeatSample* out) {
   return s.store_->heat().tracker()->lookup(onode_key, out);
 }

@@ -4,6 +4,7 @@
 // never calls them. Every hook needs a mounted store.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "hybridstore/format/onode.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/store/hybrid_store.h"
+#include "hybridstore/store/memory_tuner.h"
 #include "hybridstore/tier/heat_tracker.h"
 
 namespace hybridstore {
@@ -39,6 +41,12 @@ class StoreTestHooks {
   static void tick(HybridStore& s);
   static size_t cached_onodes(HybridStore& s);
   static uint64_t cached_onode_bytes(HybridStore& s);
+  // The memory tuner (hybridstore_memory_target): made again with `heap` as
+  // its heap reading, so a test decides what the tuner sees; and the
+  // caches' sizes it set (empty without a target). Its readings come every
+  // 5 ticks, of tick() or of the migrator's thread.
+  static void set_heap_reader(HybridStore& s, std::function<uint64_t()> heap);
+  static std::vector<MemoryTuner::Size> memory_sizes(HybridStore& s);
   // The heat recorded for the object under `onode_key`: false when none.
   static bool heat(HybridStore& s, const std::string& onode_key, HeatSample* out);
   // Lending as the KV file system will (kvfs.md 2.5), through the store's

@@ -241,6 +241,16 @@ void TierSet::usage(StoreStats* st) const {
   }
 }
 
+void TierSet::memory(uint64_t* items, uint64_t* bytes) const {
+  *items = *bytes = 0;
+  for (Tier t : ids()) {
+    uint64_t i = 0, b = 0;
+    spaces_[t]->memory(&i, &b);
+    *items += i;
+    *bytes += b;
+  }
+}
+
 std::string TierSet::report() const {
   std::string out;
   for (Tier t : ids()) out += spaces_[t]->report();

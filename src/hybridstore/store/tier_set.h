@@ -124,6 +124,8 @@ class TierSet {
   void usage(StoreStats* st) const;
   // The reports of the spaces that have one.
   std::string report() const;
+  // TierSpace::memory of every tier, summed.
+  void memory(uint64_t* items, uint64_t* bytes) const;
   // The cleaners of the tiers whose spaces need one.
   std::vector<std::unique_ptr<TierCleaner>> make_cleaners(TierCleaner::Store* store) const;
 

@@ -109,6 +109,13 @@ struct Migrator::Pass {
   void release(size_t i) {
     if (--refs[i] == 0) free_slots.push_back(i);
   }
+  // The objects held and their bytes, names out of line not included.
+  std::pair<uint64_t, uint64_t> memory() const {
+    uint64_t bytes = objs.capacity() * sizeof(Obj) + refs.capacity() * sizeof(uint32_t) +
+                     free_slots.capacity() * sizeof(size_t) + moved.capacity() / 8;
+    for (const auto& bp : planners) bytes += bp->memory_bytes();
+    return {objs.size() - free_slots.size(), bytes};
+  }
 };
 
 int Migrator::run_once(MigrationReport* rep) {
@@ -116,6 +123,10 @@ int Migrator::run_once(MigrationReport* rep) {
   *rep = MigrationReport();
   rep->policy = tier_policy_name(policy_);
   Pass pass;
+  struct PlanMemoryCleared {
+    Store* store;
+    ~PlanMemoryCleared() { store->note_plan_memory(0, 0); }
+  } cleared{store_};
   pass.rep = rep;
   pass.t0 = now_sec();
   pass.order = store_->tier_order();
@@ -173,7 +184,10 @@ int Migrator::scan(Pass* pass) {
       cand.randomness = h.randomness;
       cand.last_access_us = h.last_time_us;
     }
-    ++offered;
+    if (++offered % 4096 == 0) {
+      const auto [items, bytes] = pass->memory();
+      store_->note_plan_memory(items, bytes);
+    }
     if (!pass->bounded) {
       pass->objs.push_back({c, o, home, cand});
       return;
@@ -201,6 +215,8 @@ int Migrator::scan(Pass* pass) {
   for (const auto& [c, o] : mixed) note_absorbed(c, o);
   pass->rep->objects = offered;
   pass->moved.assign(pass->objs.size(), false);
+  const auto [items, bytes] = pass->memory();
+  store_->note_plan_memory(items, bytes);
   // Later accesses count in a new window; the plans use this one.
   heat->advance_to(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                               std::chrono::system_clock::now().time_since_epoch())

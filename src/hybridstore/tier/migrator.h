@@ -121,6 +121,9 @@ class Migrator {
     virtual int save_heat() = 0;
     // A pass finished (for the store's counters).
     virtual void on_pass(const MigrationReport&) {}
+    // What the pass holds for its plan now (the mempool tier_plan), and
+    // zeros when it ends.
+    virtual void note_plan_memory(uint64_t /*items*/, uint64_t /*bytes*/) {}
     // A batch of promotions requested by reads finished.
     virtual void on_promotions(const MigrationReport&) {}
     // Absorbed objects written back to the HDD (report.demoted of them).

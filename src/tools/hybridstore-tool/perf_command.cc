@@ -15,7 +15,8 @@ ToolCommand perf_cmd(
       sub->require_subcommand(1);
       CLI::App* dump = sub->add_subcommand(
           "dump", "mount the store and print every counter: counts and gauges as numbers, latencies as "
-                  "{avgcount, sum, avgtime} in seconds (counts start at mount; gauges describe the store)");
+                  "{avgcount, sum, avgtime} in seconds (counts start at mount; gauges describe the store); "
+                  "then its memory as dump_mempools shows it (mempools) and the process's heap (heap)");
       dump->fallthrough();
       auto histograms = std::make_shared<bool>(false);
       dump->add_flag("--histograms", *histograms,
@@ -37,6 +38,19 @@ ToolCommand perf_cmd(
         if (!store) return 1;
         auto values = store->perf().snapshot();
         nlohmann::json j = tools::perf_dump_json(store->perf(), values);
+        // What ceph daemon osd.N dump_mempools prints, for the store's own
+        // holders (docs/memory.md, step 3).
+        nlohmann::json by_pool = nlohmann::json::object();
+        uint64_t items = 0, bytes = 0;
+        for (const MemPoolStat& p : store->mempools()) {
+          by_pool[p.name] = {{"items", p.items}, {"bytes", p.bytes}};
+          items += p.items;
+          bytes += p.bytes;
+        }
+        j["mempools"] = {{"mempool", {{"by_pool", by_pool}, {"total", {{"items", items}, {"bytes", bytes}}}}}};
+        std::string source;
+        const uint64_t heap = HybridStore::heap_bytes(&source);
+        j["heap"] = {{"bytes", heap}, {"source", source}};
         if (*histograms) {
           std::vector<PerfCounterSet::Value> zero(values.size());
           j["histograms"] = tools::perf_histogram_delta_json(store->perf(), zero, values);
