@@ -43,15 +43,22 @@ def commit_ms(run, row_name):
     steps = open(steps_file).read().split()
 
     def dump(step):
-        return [json.load(open(f))["hybridstore"]["kv_commit_lat"]
-                for f in sorted(glob.glob(os.path.join(run, row_name, f"perf-{step}-osd.*.json")))]
+        # None for an OSD whose dump is empty or unreadable (the run goes on
+        # when `perf dump` fails); that row is then left out.
+        out = []
+        for f in sorted(glob.glob(os.path.join(run, row_name, f"perf-{step}-osd.*.json"))):
+            try:
+                out.append(json.load(open(f))["hybridstore"]["kv_commit_lat"])
+            except (ValueError, KeyError):
+                out.append(None)
+        return out
 
     out = {}
     for row in COMMIT_ROWS:
         if row not in steps or steps.index(row) == 0:
             continue
         before, after = dump(steps[steps.index(row) - 1]), dump(row)
-        if not before or len(before) != len(after):
+        if not before or len(before) != len(after) or None in before or None in after:
             continue
         ms = [(b["sum"] - a["sum"]) / max(1, b["avgcount"] - a["avgcount"]) * 1000 for a, b in zip(before, after)]
         out[row] = sum(ms) / len(ms)
