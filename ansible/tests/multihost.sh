@@ -598,6 +598,7 @@ step_shrink_replace() {
     check "osd.$x has no cephx key any more" eq 0 "$(cj auth ls | jq --arg n "osd.$x" '[.auth_dump[] | select(.entity == $n)] | length')" || ok=1
     check "its data directory on node1 is unmounted and removed" in_host node1 test ! -e "/var/lib/ceph/osd/ceph-$x" || ok=1
     check "node1 keeps 1 OSD in CRUSH" eq 1 "$(osds_of node1 | grep -c .)" || ok=1
+    check "ceph-volume raw list on node1 finds no osd.$x any more" eq "" "$(osd_dev node1 "$x" device)" || ok=1
     # the operator's part: the devices leave the inventory
     jq -c --arg s "$ssd" '[.[] | select(.ssd != $s)]' "$work/devices/node1.json" > "$work/devices/node1.json.new" &&
         mv "$work/devices/node1.json.new" "$work/devices/node1.json" && write_host_vars node1
@@ -625,6 +626,11 @@ step_shrink_replace() {
     check "osd.$y runs hybridstore on the new devices (ceph-volume raw list)" eq "hybridstore $new_ssd" \
         "$(cj osd metadata "$y" | jq -r .osd_objectstore) $(osd_dev node3 "$y" device_ssd)" || ok=1
     check "6 OSDs up and in" eq "6 6 6" "$(cj osd stat | jq -r '"\(.num_osds) \(.num_up_osds) \(.num_in_osds)"')" || ok=1
+    check "ceph-volume raw list on node3 finds osd.$y once, on the new pair (the old one holds no label of it)" \
+        eq "$(echo "$new" | jq -r '.hdd + " " + .ssd')" \
+        "$(in_host node3 ceph-volume raw list --format json 2>> "$work/logs/raw-list.err" |
+            jq -r --arg f "$fsid" --argjson i "$y" '.[] | select(.ceph_fsid == $f and .osd_id == $i) | .device + " " + .device_ssd' | xargs)" ||
+        ok=1
     wait_for "every PG active+clean after the replacement" 300 pgs_clean || return 1
     verify_set || ok=1
     local replace_wait=$waited
