@@ -32,7 +32,7 @@ help:
 	@echo "make fuzz   build the libFuzzer targets with clang into $(FUZZ_BUILD) and run each $(FUZZ_SECONDS) s"
 	@echo "make tsan   build the I/O stress tests with ThreadSanitizer into $(BUILD)-tsan and run them"
 	@echo "make qa-suites  validate the teuthology suites, run the standalone scripts, the local runner and the ansible checks"
-	@echo "make ansible-test-multihost CEPH_OSD=PATH  the playbooks on 3 hosts in namespaces: deploy, add/shrink/replace OSDs, rolling update, host loss (root)"
+	@echo "make ansible-test-multihost  the playbooks on 3 Tentacle hosts (sid root overlays in namespaces, packages, ceph-volume): deploy, add/shrink/replace OSDs, rolling update, host loss (root)"
 	@echo "make ansible-test-tentacle  site.yml on Tentacle in the sid root: packages from the HybridStore repository, OSDs by ceph-volume (root)"
 	@echo "make ceph-proof CEPH_BUILD=DIR  ceph_test_objectstore and the 3-OSD cluster proof on a Ceph build with HybridStore"
 	@echo "make ceph-hybrid-proof CEPH_BUILD=DIR  HybridStore against BlueStore on emulated SSD and HDD classes (root, FUSE)"
@@ -173,14 +173,16 @@ ansible-test-tentacle: ansible-venv
 	@ANSIBLE_VENV=$(CURDIR)/$(ANSIBLE_VENV) timeout --signal=TERM --kill-after=60 2700 \
 	  ansible/tests/tentacle.sh; r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
-# The playbooks across several hosts (ansible/tests/multihost.sh, ansible/README.md):
-# three hosts on this machine, each in its own network, mount, UTS and pid
-# namespaces with its own sshd and loop devices, reached by ansible over ssh;
-# site.yml, add-osd, shrink-osd + replace-osd, rolling_update under client
-# load, a host cut off. Root and CEPH_OSD=/path (or CEPH_BUILD=dir) with a
-# HybridStore-capable ceph-osd needed; SKIPPED without them. ~22 min on 2 cores.
-MULTIHOST_DEB_PACKAGES := openssh-server openssh-client sudo iproute2 util-linux procps jq binutils \
-  ceph-mon ceph-mgr ceph-common python3-rados
+# The playbooks across several hosts on Tentacle (ansible/tests/multihost.sh,
+# ansible/README.md): three hosts on this machine, each an overlay of the sid
+# root (HS_CHROOT, /srv/hs-chroot/sid) in its own network, mount, UTS and pid
+# namespaces, reached by ansible over ssh (this machine's sshd, chrooting
+# into the overlay); the HybridStore packages of HS_APT_REPO_DIR
+# (/srv/hs-repo/sid) plus this tree's ceph-volume module served on the
+# hosts' bridge, OSDs made by ceph-volume on loop devices; site.yml, add-osd,
+# shrink-osd + replace-osd, rolling_update under client load, a host cut
+# off. Root, the sid root and the packages needed; SKIPPED without them.
+MULTIHOST_DEB_PACKAGES := openssh-server openssh-client iproute2 util-linux procps jq dpkg
 ansible-multihost-deps:
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(MULTIHOST_DEB_PACKAGES)"
 
@@ -189,7 +191,7 @@ ansible-multihost-deps:
 ansible-test-multihost:
 	@ansible/tests/multihost.sh --can-run || exit 0; \
 	$(MAKE) --no-print-directory ansible-venv ansible-multihost-deps || exit 1; \
-	ANSIBLE_VENV=$(CURDIR)/$(ANSIBLE_VENV) timeout --signal=TERM --kill-after=120 3000 \
+	ANSIBLE_VENV=$(CURDIR)/$(ANSIBLE_VENV) timeout --signal=TERM --kill-after=120 3600 \
 	  ansible/tests/multihost.sh; r=$$?; [ $$r = 77 ] && exit 0; exit $$r
 
 # The qa suites, standalone scripts, local runner and ansible checks (part

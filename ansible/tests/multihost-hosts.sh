@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Hosts on one machine for the multi-host ansible test (multihost.sh). Each
-# host has its own network namespace (an address of a private /24 on a
-# bridge this script makes), mount namespace (its own /etc/ceph,
-# /var/lib/ceph, /var/log/ceph, /run/ceph, /etc/hosts and a tmpfs /run:
-# bind mounts of WORK/hosts/<host>/...), UTS namespace (hostname), pid
-# namespace (a small reaper is its pid 1: killing it ends every process of
-# the host), and an sshd of its own listening only on its address. Its
-# devices are loop devices over sparse image files (SSD rotational=0).
+# host is a throwaway overlay of a Debian root (MULTIHOST_LOWER: the
+# overlay's lowerdir, the sid root with Debian's Tentacle under the layer
+# multihost.sh prepares) in namespaces of its own: network (an address of a
+# private /24 on a bridge this script makes), mount (the overlay at
+# /mnt/root, with /proc, /sys, /dev, a tmpfs /run and the host's /etc/hosts),
+# UTS (hostname) and pid (a small reaper is its pid 1: killing it ends every
+# process of the host, and with the last of them the mounts go). An sshd of
+# this machine listens only on the host's address and chroots each session
+# into the overlay (ChrootDirectory), so what ansible reaches over ssh is the
+# sid root; the root has no sshd of its own. Devices are loop devices over
+# sparse image files (SSD rotational=0), seen by every host as /dev is.
 #
 # Everything made is recorded under WORK/state and torn down from there:
 # processes by pid (checked against the pid namespace they were started
@@ -17,16 +21,20 @@
 # usage: multihost-hosts.sh COMMAND WORK [ARGS]
 #   up WORK HOST...            make the hosts (names like node1; the first call
 #                              also makes the bridge and the ssh client key)
+#   up-client WORK HOST DIR... a host without sshd for the test's client, with
+#                              WORK and each DIR bound into its root at the
+#                              same paths
 #   devices WORK HOST PAIRS    attach PAIRS new SSD+HDD loop pairs to HOST and
 #                              print them as JSON, one {"ssd":..,"hdd":..} a line
 #                              (sizes: MULTIHOST_SSD_SIZE, MULTIHOST_HDD_SIZE)
-#   exec WORK HOST CMD...      run CMD in all namespaces of HOST
+#   exec WORK HOST CMD...      run CMD in HOST: its namespaces, chrooted into its root
 #   pid WORK HOST              the pid (in this namespace) of HOST's reaper
+#   subnet WORK                the bridge's /24, as 10.254.X
 #   cut WORK HOST              take HOST's link down (the host is cut off)
 #   restore WORK HOST          bring it up again
 #   down WORK                  tear down everything WORK/state records
 #   check-clean WORK           exit 1 (and say what) if anything of WORK is left
-#   _init WORK HOST            (internal) pid 1 of a host's namespaces
+#   _init WORK HOST [DIR...]   (internal) pid 1 of a host's namespaces
 set -uo pipefail
 
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -79,16 +87,29 @@ wait_tcp() {  # wait_tcp IP PORT SECONDS
 if [ "$cmd" = _init ]; then
     set -e
     host=$1
+    shift
     hd=$work/hosts/$host
+    root=/mnt/root
     echo "$host" > /proc/sys/kernel/hostname
-    mount --bind "$hd/etc-ceph" /etc/ceph
-    mount --bind "$hd/var-lib-ceph" /var/lib/ceph
-    mount --bind "$hd/var-log-ceph" /var/log/ceph
-    mount --bind "$hd/hosts" /etc/hosts
-    mount -t tmpfs -o mode=0755,size=64m hs-multihost-run /run
-    mkdir -p /run/sshd /run/ceph
-    chmod 0755 /run/sshd
-    mount --bind "$hd/run-ceph" /run/ceph
+    # sshd's ChrootDirectory wants every component of the path root-owned
+    # and writable by root alone (not /tmp): a tmpfs over /mnt, private to
+    # this mount namespace
+    mount -t tmpfs -o mode=0755,size=1m hs-multihost-mnt /mnt
+    mkdir "$root"
+    mount -t overlay "hs-multihost-$host" -o "lowerdir=$MULTIHOST_LOWER,upperdir=$hd/upper,workdir=$hd/ovl" "$root"
+    mount -t proc proc "$root/proc"
+    mount --rbind /sys "$root/sys"
+    mount --rbind /dev "$root/dev"
+    mount -t tmpfs -o mode=0755,size=64m hs-multihost-run "$root/run"
+    mount --bind "$hd/hosts" "$root/etc/hosts"
+    echo "$host" > "$root/etc/hostname"
+    for d in "$@"; do
+        mkdir -p "$root$d"
+        mount --bind "$d" "$root$d"
+    done
+    # sshd's privilege separation directory, outside the root
+    mount -t tmpfs -o mode=0755,size=1m hs-multihost-sshd /run
+    mkdir -p /run/sshd
     touch "$hd/ready"
     # pid 1 reaps every orphan (daemons that detached), so a stopped
     # daemon's pid really disappears
@@ -135,8 +156,9 @@ make_ssh_client_key() {
     : > "$work/ssh/known_hosts"
 }
 
-make_host() {  # make_host NAME
-    local host=$1 hd idx ip tag subnet bridge upid hpid pidns veth spid i
+make_host() {  # make_host NAME ssh|client [DIR...]
+    local host=$1 kind=$2 hd idx ip tag subnet bridge upid hpid pidns veth spid i
+    shift 2
     hd=$work/hosts/$host
     [ -f "$(host_file "$host")" ] && die "$host exists already"
     idx=$(ls "$state"/host.* 2> /dev/null | wc -l)
@@ -145,8 +167,7 @@ make_host() {  # make_host NAME
     subnet=$(get "$state/net" SUBNET)
     bridge=$(get "$state/net" BRIDGE)
     ip=$subnet.$((10 + idx))
-    mkdir -p "$hd"/{etc-ceph,var-lib-ceph,var-log-ceph,run-ceph,ssh,dev} || die "cannot make $hd"
-    chmod 0755 "$hd"/{etc-ceph,var-lib-ceph,var-log-ceph,run-ceph}
+    mkdir -p "$hd"/{upper,ovl,ssh,dev} || die "cannot make $hd"
     printf 'IP=%s\nINDEX=%s\n' "$ip" "$idx" > "$(host_file "$host")"
 
     # /etc/hosts of every host names all hosts (rewritten as hosts come)
@@ -178,12 +199,15 @@ PrintMotd no
 MaxStartups 50:30:100
 MaxSessions 50
 LogLevel INFO
-Subsystem sftp /usr/lib/openssh/sftp-server
+# the session is the host: its sid root (overlay), in its namespaces;
+# sftp (ansible's copies) is sshd's own, as the root has no sftp-server
+ChrootDirectory /mnt/root
+Subsystem sftp internal-sftp
 EOF
 
     # the namespaces, held by the reaper
     unshare --net --mount --uts --ipc --pid --fork --mount-proc --propagation private \
-        "$self" _init "$work" "$host" > "$hd/init.log" 2>&1 &
+        env MULTIHOST_LOWER="$MULTIHOST_LOWER" "$self" _init "$work" "$host" "$@" > "$hd/init.log" 2>&1 &
     upid=$!
     echo "UNSHARE=$upid" >> "$(host_file "$host")"
     for i in $(seq 100); do
@@ -209,7 +233,11 @@ EOF
         nsenter -t "$hpid" -n ip link set eth0 up &&
         nsenter -t "$hpid" -n ip link set lo up || die "$host: network setup failed"
 
-    # its sshd (Debian's openssh-server), in all its namespaces; checked
+    if [ "$kind" = client ]; then
+        echo "host $host: $ip, hostname $host, reaper pid $hpid, no sshd (the test's client)"
+        return 0
+    fi
+    # its sshd (this machine's openssh-server), in all its namespaces; checked
     # there, as sshd wants its privilege separation directory in the /run
     # that the host sees
     nsenter -t "$hpid" -a /usr/sbin/sshd -t -f "$hd/sshd_config" || die "sshd rejects $hd/sshd_config"
@@ -325,6 +353,7 @@ check_clean() {
 case $cmd in
 up)
     [ $# -ge 1 ] || die "up WORK HOST..."
+    [ -n "${MULTIHOST_LOWER:-}" ] || die "MULTIHOST_LOWER (the hosts' overlay lowerdir) is not set"
     mkdir -p "$state" || die "cannot make $state"
     exec 9> "$lock"
     flock -w 120 9 || die "lock $lock busy"
@@ -332,7 +361,12 @@ up)
     flock -u 9
     exec 9>&-
     make_ssh_client_key
-    for h in "$@"; do make_host "$h"; done ;;
+    for h in "$@"; do make_host "$h" ssh; done ;;
+up-client)
+    [ $# -ge 1 ] || die "up-client WORK HOST DIR..."
+    [ -n "${MULTIHOST_LOWER:-}" ] || die "MULTIHOST_LOWER (the hosts' overlay lowerdir) is not set"
+    [ -f "$state/net" ] || die "up-client comes after up"
+    make_host "$1" client "$work" "${@:2}" ;;
 devices)
     [ $# -eq 2 ] || die "devices WORK HOST PAIRS"
     add_devices "$1" "$2" ;;
@@ -340,7 +374,8 @@ exec)
     [ $# -ge 2 ] || die "exec WORK HOST CMD..."
     pid=$(host_pid "$1") || die "host $1 is not running"
     shift
-    exec nsenter -t "$pid" -a -- "$@" ;;
+    exec nsenter -t "$pid" -a -- chroot /mnt/root "$@" ;;
+subnet) get "$state/net" SUBNET ;;
 pid)
     host_pid "$1" || die "host $1 is not running" ;;
 cut | restore)

@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
-# The multi-host test of the ansible playbooks (make ansible-test-multihost).
-# Three hosts on this machine (multihost-hosts.sh: own network, mount, UTS
-# and pid namespaces, own sshd, own loop devices), reached by ansible over
-# ssh as real hosts, and a HybridStore cluster on them, taken through:
+# The multi-host test of the ansible playbooks (make ansible-test-multihost),
+# on Tentacle from packages. Three hosts on this machine (multihost-hosts.sh:
+# each a throwaway overlay of the Debian sid root with Debian's Ceph 20.2.4,
+# in its own network, mount, UTS and pid namespaces, reached by ansible over
+# ssh as a real host: an sshd of this machine chrooting each session into
+# the overlay), a fourth such host for the test's client (Tentacle's ceph
+# CLI and python3-rados), and a HybridStore cluster on them, installed from
+# the project's flat apt repository served over http on the hosts' bridge
+# (the debs of HS_APT_REPO_DIR plus ceph-volume-hybridstore built from this
+# tree), OSDs made by ceph-volume (raw prepare, raw activate), daemons
+# started directly (no systemd). Before the hosts come up, the root is made
+# to look like a stock Tentacle host in a layer of its own under the hosts'
+# overlays: Debian's own ceph-osd, no HybridStore package or source. Taken
+# through:
 #
-#   1 deploy    site.yml: 3 mons in quorum, a mgr, 2 OSDs per host on
-#               hybridstore, pool size 3 with host as failure domain;
-#               a second run reports changed=0
+#   1 deploy    site.yml: the packages from the repository, 3 mons in
+#               quorum, a mgr, 2 OSDs per host on hybridstore, pool size 3
+#               with host as failure domain; a second run reports changed=0
 #   2 add-osd   add-osd.yml: a new SSD+HDD pair on node2 becomes an OSD,
 #               data moves onto it, active+clean
 #   3 shrink    shrink-osd.yml on a failed OSD of node1 (daemon killed,
 #     replace   devices wiped): out, purged from CRUSH, auth and the map;
 #               replace-osd.yml on a failed OSD of node3: destroyed, made
-#               again with the same id on new devices; checksums of a
-#               pre-written object set read back; site.yml changed=0
-#   4 rolling   rolling_update.yml (same binaries) under a client writing:
+#               again with the same id on new devices (raw prepare
+#               --osd-id); checksums of a pre-written object set read back;
+#               site.yml changed=0
+#   4 rolling   rolling_update.yml (same packages) under a client writing:
 #               every daemon restarted, OSD hosts one at a time, noout set
 #               when each OSD went down and cleared after, active+clean
 #               between hosts, no client error
@@ -24,17 +35,22 @@
 #   then purge-cluster.yml, and the teardown (nothing left behind).
 #
 # Every check reads ceph's JSON output (ceph -s, osd tree, osd dump, ...).
+# (Until issue 56 the hosts were this bookworm machine itself and the OSDs
+# a Pacific build tree's ceph-osd made by the manual provisioner; that path
+# is gone with the build, see git history.)
 #
 # usage: ansible/tests/multihost.sh [--until N] [--keep]
 #   --until N   stop after step N (then purge and tear down as usual)
 #   --keep      keep the work directory (also KEEP_WORK=1)
 #   --can-run   only say whether it can run here: exit 0, or SKIPPED and 77
 # Environment:
-#   CEPH_OSD=/path/to/ceph-osd or CEPH_BUILD=dir (bin/ceph-osd): a
-#     HybridStore-capable ceph-osd; without one the test is SKIPPED (exit 77)
+#   HS_CHROOT (default /srv/hs-chroot/sid: Debian sid with Ceph 20.2.4,
+#   src/tools/ceph-chroot create) and HS_APT_REPO_DIR (default
+#   /srv/hs-repo/sid: ceph-osd +hybridstore and hybridstore-tools debs); the
+#   test is SKIPPED (exit 77) without them
 #   ANSIBLE_VENV (default build/venv-ansible), ANSIBLE_TEST_ARCHIVE (default
 #   build/ansible-test: logs go to <archive>/multihost/),
-#   MULTIHOST_TIMEOUT (seconds, default 2700: the whole run is stopped then)
+#   MULTIHOST_TIMEOUT (seconds, default 3300: the whole run is stopped then)
 # Exit: 0 passed, 1 failed, 2 cannot run (a tool missing), 77 skipped.
 set -uo pipefail
 
@@ -43,6 +59,32 @@ top=$(cd "$here/../.." && pwd)
 ansible_dir=$top/ansible
 hosts_sh=$here/multihost-hosts.sh
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+
+if [ "${1:-}" = --prepare-base ]; then
+    # --- inside unshare --mount: the base layer (make_base)
+    set -e
+    work=$2 lower=$3 root=$2/base/root
+    mkdir -p "$root"
+    mount -t overlay hs-multihost-base -o "lowerdir=$lower,upperdir=$work/base/upper,workdir=$work/base/ovl" "$root"
+    mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
+    mount --rbind /sys "$root/sys"
+    rm -f "$root"/etc/apt/sources.list.d/hybridstore.list "$root"/var/lib/apt/lists/_srv_hs-repo_*
+    stock=$(ls "$root"/var/cache/apt/archives/ceph-osd_20.2.4+ds-2_*.deb 2> /dev/null | head -1 || true)
+    if [ -n "$stock" ]; then
+        chroot "$root" env DEBIAN_FRONTEND=noninteractive dpkg -i "${stock#"$root"}"
+    fi
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive dpkg --purge hybridstore-tools ceph-volume-hybridstore
+    # (sid moves on: the root's index may name a python3-apt the mirror no
+    # longer has)
+    chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-apt ||
+        { chroot "$root" apt-get update -q &&
+          chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-apt; }
+    chroot "$root" dpkg-query -W ceph-osd ceph-volume ceph-mon ceph-mgr hybridstore-tools python3 python3-apt 2>&1 || true
+    echo "Debian's ceph-osd asked for osd_objectstore=hybridstore: $(chroot "$root" ceph-osd --no-mon-config \
+        -c /dev/null --log-file /dev/null --osd-objectstore hybridstore --show-config-value osd_objectstore 2>&1 | tail -1)"
+    exit 0
+fi
 
 until_step=5
 keep=${KEEP_WORK:-}
@@ -62,69 +104,43 @@ skip() { echo "SKIPPED: multihost: $*"; exit 77; }
 die() { echo "multihost.sh: $*" >&2; exit 2; }
 
 # --- can it run here? ----------------------------------------------------------
-[ "$(id -u)" = 0 ] || skip "needs root (namespaces, a bridge, loop devices)"
-ceph_osd=${CEPH_OSD:-}
-[ -z "$ceph_osd" ] && [ -n "${CEPH_BUILD:-}" ] && ceph_osd=$CEPH_BUILD/bin/ceph-osd
-[ -n "$ceph_osd" ] || skip "no HybridStore-capable ceph-osd: set CEPH_OSD=/path/to/ceph-osd or CEPH_BUILD=dir"
-[ -x "$ceph_osd" ] || skip "$ceph_osd is not an executable file"
-ceph_osd=$(cd "$(dirname "$ceph_osd")" && pwd)/$(basename "$ceph_osd")
-[ "$("$ceph_osd" --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore \
-    --show-config-value osd_objectstore 2> /dev/null)" = hybridstore ] ||
-    skip "$ceph_osd does not accept osd_objectstore=hybridstore"
+hs_chroot=${HS_CHROOT:-/srv/hs-chroot/sid}
+repo_src=${HS_APT_REPO_DIR:-/srv/hs-repo/sid}
+[ "$(id -u)" = 0 ] || skip "needs root (namespaces, overlays, a bridge, loop devices)"
+[ -x "$hs_chroot/usr/bin/ceph-mon" ] && [ -x "$hs_chroot/usr/sbin/ceph-volume" ] ||
+    skip "no sid root with Debian's Ceph at $hs_chroot (src/tools/ceph-chroot create)"
+ls "$repo_src"/ceph-osd_*+hybridstore*.deb > /dev/null 2>&1 && ls "$repo_src"/hybridstore-tools_*.deb > /dev/null 2>&1 ||
+    skip "no ceph-osd +hybridstore and hybridstore-tools debs in $repo_src (qa/ceph/debian-proof.sh package)"
+[ -e /dev/loop-control ] || skip "no loop devices"
+probe=$(mktemp -d /tmp/hs-multihost-probe.XXXXXX) || die "mktemp failed"
+mkdir -p "$probe"/{u,w,m}
+if ! unshare --mount --propagation private mount -t overlay hs-probe \
+        -o "lowerdir=$hs_chroot,upperdir=$probe/u,workdir=$probe/w" "$probe/m" 2> /dev/null; then
+    rm -rf "$probe"
+    skip "overlayfs over $hs_chroot cannot be mounted here"
+fi
+rm -rf "$probe"
 [ -z "$can_run_only" ] || exit 0
 venv=${ANSIBLE_VENV:-$top/build/venv-ansible}
 [ -x "$venv/bin/ansible-playbook" ] || die "no ansible in $venv (make ansible-venv)"
 missing=""
-for t in /usr/sbin/sshd ssh ssh-keygen ip nsenter unshare losetup flock jq ceph rados ceph-mon ceph-mgr \
-    ceph-authtool monmaptool sudo objcopy; do
+for t in /usr/sbin/sshd ssh ssh-keygen ip nsenter unshare losetup flock jq python3 dpkg-deb; do
     command -v "$t" > /dev/null || missing+=" $t"
 done
-/usr/bin/python3 -c 'import rados' 2> /dev/null || missing+=" python3-rados"
-[ -z "$missing" ] || die "missing:$missing (make ansible-test-multihost installs them: openssh-server, sudo, ...)"
+[ -z "$missing" ] || die "missing:$missing (make ansible-test-multihost installs them: openssh-server, ...)"
 
 # --- where things go --------------------------------------------------------------
 archive=${ANSIBLE_TEST_ARCHIVE:-$top/build/ansible-test}/multihost
 mkdir -p "$archive" || die "cannot make $archive"
 work=$(mktemp -d /tmp/hs-multihost.XXXXXX) || die "mktemp failed"
-mkdir -p "$work"/{logs,inventory/group_vars,inventory/host_vars,devices,client,objects}
+mkdir -p "$work"/{logs,inventory/group_vars,inventory/host_vars,devices,client,objects,repo,base/upper,base/ovl}
 inv=$work/inventory
 results=$archive/results
 : > "$results"
 cconf=$work/client/ceph.conf
 ckey=$work/client/ceph.client.admin.keyring
-plugin_dir=
-[ "$(dirname "$ceph_osd")" != /usr/bin ] && [ -d "$(dirname "$ceph_osd")/../lib" ] &&
-    plugin_dir=$(cd "$(dirname "$ceph_osd")/../lib" && pwd)
-
-# A Ceph build tree may be relinked while the test runs (a rebuild next
-# door replaced ceph-osd half way through a run): the run uses its own copy
-# of ceph-osd and of the plugins, without debug info (25 MB, not 650).
-snapshot_ceph() {
-    local snap=$work/ceph f
-    # the daemons drop to the ceph user: it must reach the copy (only that
-    # part of the work directory is readable to others)
-    chmod 0711 "$work" && mkdir -p "$snap/bin" "$snap/lib" && chmod 0755 "$snap" "$snap/bin" "$snap/lib" || return 1
-    objcopy --strip-debug "$ceph_osd" "$snap/bin/ceph-osd" && chmod 0755 "$snap/bin/ceph-osd" || return 1
-    if [ -n "$plugin_dir" ]; then
-        # only what ceph-osd loads: erasure codes, object classes,
-        # compressors and crypto (none needs libceph-common, ceph-osd links
-        # it statically); other libraries of the tree may be mid-rebuild
-        for f in "$plugin_dir"/lib{ec,cls,ceph}_*.so "$plugin_dir"/lib{ec,cls,ceph}_*.so.*; do
-            if [ -L "$f" ]; then
-                cp -P "$f" "$snap/lib/" || return 1
-            elif [ -f "$f" ]; then
-                objcopy --strip-debug "$f" "$snap/lib/${f##*/}" || return 1
-            fi
-        done
-        chmod 0644 "$snap/lib"/*.so* 2> /dev/null
-        plugin_dir=$snap/lib
-    fi
-    [ "$("$snap/bin/ceph-osd" --no-mon-config -c /dev/null --log-file /dev/null --osd-objectstore hybridstore \
-        --show-config-value osd_objectstore 2> /dev/null)" = hybridstore ] || return 1
-    echo "copied $ceph_osd to $snap/bin (and its plugins to $snap/lib), without debug info"
-    ceph_osd=$snap/bin/ceph-osd
-}
-snapshot_ceph || { rm -rf "$work"; die "could not copy $ceph_osd and its plugins (being rebuilt?)"; }
+# the hosts' overlays: the stock-Tentacle layer over the sid root
+export MULTIHOST_LOWER=$work/base/upper:$hs_chroot
 
 export PATH=$venv/bin:$PATH
 export ANSIBLE_CONFIG=$ansible_dir/ansible.cfg
@@ -164,10 +180,14 @@ eq() {  # eq WANT GOT: a check that says what it got
     return 1
 }
 
-# --- ceph and the client, from this machine (outside the hosts) --------------------
-c() { timeout 60 ceph -c "$cconf" -k "$ckey" --connect-timeout 30 "$@" 2>> "$work/logs/ceph-cli.err"; }
+# --- ceph and the client, from the client host -------------------------------------
+# (Tentacle's ceph CLI and python3-rados of the sid root, outside the three
+# cluster hosts: this machine's are Pacific's; the client host sees the work
+# directory and this tree at their paths)
+in_host() { "$hosts_sh" exec "$work" "$@"; }
+c() { in_host client timeout 60 ceph -c "$cconf" -k "$ckey" --connect-timeout 30 "$@" 2>> "$work/logs/ceph-cli.err"; }
 cj() { c "$@" --format json; }
-client() { /usr/bin/python3 "$here/multihost-client.py" --conf "$cconf" --keyring "$ckey" "$@"; }
+client() { in_host client /usr/bin/python3 "$here/multihost-client.py" --conf "$cconf" --keyring "$ckey" "$@"; }
 jq_clean='def clean: (split("+")) as $s | ($s | any(. == "active")) and ($s | any(. == "clean"))
   and (test("degraded|undersized|remapped|backfill|recover|peer|stale|down|incomplete|inconsistent|unknown|repair|activating") | not);
   def live: (split("+") | any(. == "active")) and (test("stale|peering|down|incomplete|unknown|activating") | not);'
@@ -270,6 +290,7 @@ changed_tasks() {  # the tasks that reported changed in LOG
 
 # --- the inventory --------------------------------------------------------------------------
 all_hosts=(node1 node2 node3)
+fsid=$(cat /proc/sys/kernel/random/uuid)
 write_inventory() {
     local h ip subnet
     subnet=$(sed -n 's/^SUBNET=//p' "$work/state/net")
@@ -295,17 +316,15 @@ write_inventory() {
     } > "$inv/hosts.ini"
     cat > "$inv/group_vars/all.yml" <<EOF
 ---
-fsid: $(cat /proc/sys/kernel/random/uuid)
+fsid: $fsid
 public_network: $subnet.0/24
-# the hosts share this machine's dpkg database: the test installs the
-# packages beforehand (make ansible-test-multihost)
-ceph_origin: none
+# a stock Tentacle host: Debian's ceph packages, the HybridStore ones
+# from the project's repository (pinned), OSDs by ceph-volume
+ceph_origin: distro
+hybridstore_apt_repo: $repo_url
 ceph_service_manager: direct
 osd_objectstore: hybridstore
-# a Pacific build tree's ceph-osd, not packaged, on bookworm hosts (whose
-# ceph-volume 16.2 has no hybridstore module): the expert manual way
-osd_provisioner: manual
-ceph_osd_binary: $ceph_osd
+osd_provisioner: ceph-volume
 osd_pool_default_size: 3
 osd_pool_default_min_size: 2
 osd_pool_default_pg_num: 16
@@ -317,15 +336,13 @@ health_osd_check_delay: 2
 ceph_smoke_bench_seconds: 5
 ceph_conf_overrides:
   global:
+    # this machine's disk, which the hosts' monitor stores share, runs
+    # below ceph's 5% (the monitors refuse to start)
     mon data avail warn: 2
+    mon data avail crit: 1
     osd pool default pg autoscale mode: "off"
   osd:
     osd memory target: 939524096
-    hybridstore ssd size: ${MULTIHOST_SSD_SIZE:-1G}
-    hybridstore hdd size: ${MULTIHOST_HDD_SIZE:-4G}
-${plugin_dir:+    plugin dir: $plugin_dir}
-${plugin_dir:+    osd class dir: $plugin_dir}
-${plugin_dir:+    erasure code dir: $plugin_dir}
 EOF
     for h in "${all_hosts[@]}"; do write_host_vars "$h"; done
 }
@@ -341,14 +358,35 @@ add_pairs() {  # add_pairs HOST N: attach N pairs, add them to HOST's osd_device
     write_host_vars "$1"
     echo "$new"
 }
-osd_link() {  # osd_link HOST ID block.ssd|block.hdd: the device behind the link
-    readlink "$work/hosts/$1/var-lib-ceph/osd/ceph-$2/$3"
+# osd_dev HOST ID device|device_ssd: the OSD's HDD or SSD as ceph-volume raw
+# list on HOST finds it by its labels (every host sees every loop device of
+# the machine: this cluster's OSD of that id)
+osd_dev() {
+    in_host "$1" ceph-volume raw list --format json 2>> "$work/logs/raw-list.err" |
+        jq -r --arg f "$fsid" --argjson i "$2" --arg k "$3" '[.[] | select(.ceph_fsid == $f and .osd_id == $i)][0][$k] // empty'
 }
-in_host() { "$hosts_sh" exec "$work" "$@"; }
+# raw_pairs HOST: "HDD SSD" of each OSD CRUSH puts under HOST, as ceph-volume
+# raw list on HOST finds them
+raw_pairs() {
+    local ids
+    ids=$(osds_of "$1" | jq -sc .)
+    in_host "$1" ceph-volume raw list --format json 2>> "$work/logs/raw-list.err" |
+        jq -r --arg f "$fsid" --argjson ids "$ids" \
+            '.[] | select(.ceph_fsid == $f and (.osd_id as $i | $ids | index($i) != null)) | .device + " " + .device_ssd' | sort
+}
+host_packages() {  # host_packages HOST: "ok" when the project's packages are installed there
+    local v
+    v=$(in_host "$1" dpkg-query -W -f '${Version}' ceph-osd) || { echo "no ceph-osd"; return 0; }
+    case $v in *+hybridstore*) ;; *) echo "ceph-osd=$v"; return 0 ;; esac
+    in_host "$1" dpkg-query -W hybridstore-tools ceph-volume-hybridstore > /dev/null 2>&1 ||
+        { echo "no-hybridstore-tools-or-ceph-volume-hybridstore"; return 0; }
+    echo ok
+}
 # fail_osd HOST ID: the daemon killed (-9, by its pid file), both devices wiped
 fail_osd() {
     local host=$1 id=$2 pid ssd hdd dev
-    ssd=$(osd_link "$host" "$id" block.ssd) && hdd=$(osd_link "$host" "$id" block.hdd) || return 1
+    hdd=$(osd_dev "$host" "$id" device) && ssd=$(osd_dev "$host" "$id" device_ssd) && [ -n "$hdd" ] && [ -n "$ssd" ] ||
+        return 1
     pid=$(in_host "$host" cat "/run/ceph/ceph-osd.$id.pid") || return 1
     in_host "$host" kill -9 "$pid" || return 1
     for _ in $(seq 50); do in_host "$host" kill -0 "$pid" 2> /dev/null || break; sleep 0.2; done
@@ -391,11 +429,55 @@ writer_report() {  # writer_report NAME [verify-writer args]: the summary in wri
 }
 
 # === the steps ===============================================================================
+# The HybridStore repository: the project's debs and the ceph-volume module
+# of this tree (the module under test, not one built before)
+make_repo() {
+    local deb
+    for deb in "$repo_src"/*.deb; do
+        case $(basename "$deb") in ceph-volume-hybridstore_*) continue ;; esac
+        ln "$deb" "$work/repo/" 2> /dev/null || cp "$deb" "$work/repo/" || return 1
+    done
+    python3 "$top/src/tools/ceph-package" volume --out "$work/repo" > "$work/logs/repo.log" 2>&1 || return 1
+    log "  repository $work/repo: $(cd "$work/repo" && echo ./*.deb)"
+}
+# The layer under every host's overlay: the sid root made to look like a
+# plain Tentacle host (Debian's ceph-osd, which refuses hybridstore; no
+# HybridStore package or source) with python3-apt, which ansible's apt
+# module needs and would otherwise fetch itself by refreshing every source.
+# Made once, here, where Debian's mirror is reachable: the hosts' networks
+# reach only the bridge.
+make_base() {
+    unshare --mount --propagation private bash "$0" --prepare-base "$work" "$hs_chroot" > "$work/logs/host-before.log" 2>&1 ||
+        { tail -20 "$work/logs/host-before.log"; return 1; }
+    grep -e '^ceph\|^python3\|^Debian\|^dpkg-query' "$work/logs/host-before.log" | sed 's/^/    /'
+}
+port_in_use() { (exec 3<> "/dev/tcp/$1/$2") 2> /dev/null; }
+repo_url=""
+serve_repo() {  # the repository over http on the bridge's address, where the hosts reach it
+    local addr port="" i p
+    addr=$("$hosts_sh" subnet "$work").1
+    for i in $(seq 0 49); do
+        p=$((47500 + ($$ + i) % 50))
+        port_in_use "$addr" "$p" || { port=$p; break; }
+    done
+    [ -n "$port" ] || return 1
+    python3 -m http.server "$port" --bind "$addr" --directory "$work/repo" > "$work/logs/http.log" 2>&1 &
+    bg_pids+=($!)
+    for _ in $(seq 50); do port_in_use "$addr" "$port" && break; sleep 0.2; done
+    port_in_use "$addr" "$port" || return 1
+    repo_url=http://$addr:$port/
+    log "  repository served at $repo_url (pid $!)"
+}
+
 step_hosts() {
-    log "  making node1..node3 (namespaces, bridge, sshd) and 2 SSD+HDD loop pairs each"
-    "$hosts_sh" up "$work" "${all_hosts[@]}" > "$work/logs/hosts.log" 2>&1 ||
+    make_repo || { cat "$work/logs/repo.log"; step_why+="ceph-package volume failed; "; return 1; }
+    log "  the hosts' base: $hs_chroot as a stock Tentacle host (log: host-before.log)"
+    make_base || { step_why+="preparing the hosts' base layer (logs/host-before.log); "; return 1; }
+    log "  making node1..node3 (overlays of it, namespaces, bridge, sshd), the client host, 2 SSD+HDD loop pairs each"
+    { "$hosts_sh" up "$work" "${all_hosts[@]}" && "$hosts_sh" up-client "$work" client "$top"; } > "$work/logs/hosts.log" 2>&1 ||
         { cat "$work/logs/hosts.log"; step_why+="host setup failed; "; return 1; }
     sed 's/^/    /' "$work/logs/hosts.log"
+    serve_repo || { step_why+="no http server for the repository; "; return 1; }
     local h
     for h in "${all_hosts[@]}"; do
         add_pairs "$h" 2 > /dev/null || { step_why+="devices of $h; "; return 1; }
@@ -420,7 +502,7 @@ deploy_started=""
 step_deploy() {
     deploy_started=1
     playbook site.log site.yml || return 1
-    cp "$work/hosts/node1/etc-ceph/ceph.conf" "$cconf" && cp "$work/hosts/node1/etc-ceph/ceph.client.admin.keyring" "$ckey" ||
+    in_host node1 cat /etc/ceph/ceph.conf > "$cconf" && in_host node1 cat /etc/ceph/ceph.client.admin.keyring > "$ckey" ||
         { step_why+="no ceph.conf/admin keyring on node1; "; return 1; }
     local ok=0 rule
     check "monitors node1, node2, node3 in quorum" quorum_is node1,node2,node3 || ok=1
@@ -437,6 +519,16 @@ step_deploy() {
     rule=$(cj osd pool ls detail | jq -r '.[] | select(.pool_name == "hybridstore-smoke") | .crush_rule')
     check "its CRUSH rule places replicas on different hosts" eq host \
         "$(cj osd crush rule dump | jq -r --argjson r "${rule:-0}" '.[] | select(.rule_id == $r) | .steps[] | select(.op | startswith("choose")) | .type')" || ok=1
+    check "every host: ceph-osd +hybridstore, hybridstore-tools, ceph-volume-hybridstore from the repository" \
+        eq "node1:ok node2:ok node3:ok" "$(for h in "${all_hosts[@]}"; do echo "$h:$(host_packages "$h")"; done | xargs)" || ok=1
+    check "every daemon runs 20.2.4 (Tentacle)" eq true \
+        "$(cj versions | jq '[.overall | keys[]] | length > 0 and all(test("^ceph version 20[.]2[.]4 "))')" || ok=1
+    for h in "${all_hosts[@]}"; do
+        check "ceph-volume raw list on $h: its OSDs (CRUSH) on its osd_devices pairs" \
+            eq "$(jq -r '.[] | .hdd + " " + .ssd' "$work/devices/$h.json" | sort | xargs)" "$(raw_pairs "$h" | xargs)" || ok=1
+    done
+    check "pid files (ceph_service_manager direct) of 3 mons, 1 mgr and 6 OSDs" eq "3 1 6" \
+        "$(daemon_pids | awk -F'[/.=]' '{n[$2]++} END {printf "%d %d %d", n["ceph-mon"], n["ceph-mgr"], n["ceph-osd"]}')" || ok=1
     wait_for "every PG active+clean" 180 pgs_clean || ok=1
     [ $ok = 0 ] || return 1
 
@@ -478,8 +570,9 @@ step_add_osd() {
     check "7 OSDs up and in" eq "7 7 7" "$(cj osd stat | jq -r '"\(.num_osds) \(.num_up_osds) \(.num_in_osds)"')" || ok=1
     check "osd.$id sits under node2 in CRUSH" eq yes \
         "$(osds_of node2 | grep -qx "$id" && echo yes)" || ok=1
-    check "osd.$id runs hybridstore on node2's new devices" eq "hybridstore $(echo "$new" | jq -r .ssd)" \
-        "$(cj osd metadata "$id" | jq -r .osd_objectstore) $(osd_link node2 "$id" block.ssd)" || ok=1
+    check "osd.$id runs hybridstore on node2's new devices (ceph-volume raw list)" \
+        eq "hybridstore $(echo "$new" | jq -r '.hdd + " " + .ssd')" \
+        "$(cj osd metadata "$id" | jq -r .osd_objectstore) $(osd_dev node2 "$id" device) $(osd_dev node2 "$id" device_ssd)" || ok=1
     check "noup is cleared" eq false "$(cj osd dump | jq -r '.flags | split(",") | any(. == "noup")')" || ok=1
     wait_for "data rebalanced: every PG active+clean" 300 pgs_clean || return 1
     local pgs
@@ -496,15 +589,16 @@ step_shrink_replace() {
     local x y ok=0 old_uuid ssd new new_ssd
     # --- shrink: a failed OSD of node1 leaves the cluster
     x=$(osds_of node1 | head -1)
+    ssd=$(jq -r --arg d "$(osd_dev node1 "$x" device)" '.[] | select(.hdd == $d) | .ssd' "$work/devices/node1.json")
     fail_osd node1 "$x" || { step_why+="could not fail osd.$x; "; return 1; }
-    ssd=$(jq -r --arg d "$(osd_link node1 "$x" block.hdd)" '.[] | select(.hdd == $d) | .ssd' "$work/devices/node1.json")
     wait_for "osd.$x marked down" 90 osd_up "$x" 0 || return 1
     playbook shrink.log infrastructure-playbooks/shrink-osd.yml -e "osd_to_kill=$x" -e ireallymeanit=yes || return 1
     check "osd.$x is gone from the OSD map" eq false "$(cj osd ls | jq --argjson i "$x" 'index($i) != null')" || ok=1
     check "osd.$x is gone from CRUSH" eq 0 "$(cj osd tree | jq --argjson i "$x" '[.nodes[] | select(.id == $i)] | length')" || ok=1
     check "osd.$x has no cephx key any more" eq 0 "$(cj auth ls | jq --arg n "osd.$x" '[.auth_dump[] | select(.entity == $n)] | length')" || ok=1
-    check "its data directory on node1 is removed" test ! -e "$work/hosts/node1/var-lib-ceph/osd/ceph-$x" || ok=1
+    check "its data directory on node1 is unmounted and removed" in_host node1 test ! -e "/var/lib/ceph/osd/ceph-$x" || ok=1
     check "node1 keeps 1 OSD in CRUSH" eq 1 "$(osds_of node1 | grep -c .)" || ok=1
+    check "ceph-volume raw list on node1 finds no osd.$x any more" eq "" "$(osd_dev node1 "$x" device)" || ok=1
     # the operator's part: the devices leave the inventory
     jq -c --arg s "$ssd" '[.[] | select(.ssd != $s)]' "$work/devices/node1.json" > "$work/devices/node1.json.new" &&
         mv "$work/devices/node1.json.new" "$work/devices/node1.json" && write_host_vars node1
@@ -515,7 +609,7 @@ step_shrink_replace() {
     # --- replace: a failed OSD of node3 comes back with the same id on new devices
     y=$(osds_of node3 | head -1)
     old_uuid=$(cj osd dump | jq -r --argjson i "$y" '.osds[] | select(.osd == $i) | .uuid')
-    ssd=$(osd_link node3 "$y" block.ssd)
+    ssd=$(osd_dev node3 "$y" device_ssd)
     fail_osd node3 "$y" || { step_why+="could not fail osd.$y; "; return 1; }
     wait_for "osd.$y marked down" 90 osd_up "$y" 0 || return 1
     new=$("$hosts_sh" devices "$work" node3 1) || { step_why+="attaching a new pair; "; return 1; }
@@ -529,9 +623,14 @@ step_shrink_replace() {
     check "osd.$y is up and in again" eq "1 1" "$(cj osd dump | jq -r --argjson i "$y" '.osds[] | select(.osd == $i) | "\(.up) \(.in)"')" || ok=1
     check "osd.$y is a new OSD (new uuid)" test "$(cj osd dump | jq -r --argjson i "$y" '.osds[] | select(.osd == $i) | .uuid')" != "$old_uuid" || ok=1
     check "osd.$y kept its place under node3 in CRUSH" eq yes "$(osds_of node3 | grep -qx "$y" && echo yes)" || ok=1
-    check "osd.$y runs hybridstore on the new devices" eq "hybridstore $new_ssd" \
-        "$(cj osd metadata "$y" | jq -r .osd_objectstore) $(osd_link node3 "$y" block.ssd)" || ok=1
+    check "osd.$y runs hybridstore on the new devices (ceph-volume raw list)" eq "hybridstore $new_ssd" \
+        "$(cj osd metadata "$y" | jq -r .osd_objectstore) $(osd_dev node3 "$y" device_ssd)" || ok=1
     check "6 OSDs up and in" eq "6 6 6" "$(cj osd stat | jq -r '"\(.num_osds) \(.num_up_osds) \(.num_in_osds)"')" || ok=1
+    check "ceph-volume raw list on node3 finds osd.$y once, on the new pair (the old one holds no label of it)" \
+        eq "$(echo "$new" | jq -r '.hdd + " " + .ssd')" \
+        "$(in_host node3 ceph-volume raw list --format json 2>> "$work/logs/raw-list.err" |
+            jq -r --arg f "$fsid" --argjson i "$y" '.[] | select(.ceph_fsid == $f and .osd_id == $i) | .device + " " + .device_ssd' | xargs)" ||
+        ok=1
     wait_for "every PG active+clean after the replacement" 300 pgs_clean || return 1
     verify_set || ok=1
     local replace_wait=$waited
@@ -548,11 +647,11 @@ step_shrink_replace() {
 }
 
 daemon_pids() {  # every ceph daemon's pid (in its host), from the pid files
-    local h f
+    local h
     for h in "${all_hosts[@]}"; do
-        for f in "$work/hosts/$h/run-ceph"/*.pid; do
-            [ -f "$f" ] && echo "$h/$(basename "$f" .pid)=$(cat "$f")"
-        done
+        # shellcheck disable=SC2016
+        in_host "$h" sh -c 'for f in /run/ceph/*.pid; do [ -f "$f" ] && echo "$(basename "$f" .pid)=$(cat "$f")"; done' |
+            sed "s|^|$h/|"
     done
 }
 
@@ -646,9 +745,10 @@ step_purge() {
     check "no ceph daemon left on any host" eq "" "$left" || return 1
     left=""
     for h in "${all_hosts[@]}"; do
-        [ -e "$work/hosts/$h/etc-ceph/ceph.conf" ] && left+="$h:ceph.conf "
-        [ -n "$(ls "$work/hosts/$h/var-lib-ceph/osd" 2> /dev/null)" ] && left+="$h:osd dirs "
-        [ -n "$(ls "$work/hosts/$h/var-lib-ceph/mon" 2> /dev/null)" ] && left+="$h:mon dirs "
+        in_host "$h" test -e /etc/ceph/ceph.conf && left+="$h:ceph.conf "
+        [ -n "$(in_host "$h" ls /var/lib/ceph/osd 2> /dev/null)" ] && left+="$h:osd dirs "
+        [ -n "$(in_host "$h" ls /var/lib/ceph/mon 2> /dev/null)" ] && left+="$h:mon dirs "
+        [ -n "$(in_host "$h" findmnt -rn -o TARGET | grep '^/var/lib/ceph/')" ] && left+="$h:mounts "
     done
     check "no ceph state left on any host" eq "" "$left"
 }
@@ -678,9 +778,10 @@ cleanup() {
     # the logs outlive the run
     rm -rf "$archive/logs" "$archive/inventory" && mkdir -p "$archive/logs" &&
         cp -r "$work/logs/." "$archive/logs/" && cp -r "$inv" "$archive/inventory" 2> /dev/null
+    # (what the hosts wrote is in their overlays' upper layers)
     for h in "${all_hosts[@]}"; do
-        [ -d "$work/hosts/$h/var-log-ceph" ] &&
-            tar -C "$work/hosts/$h" -czf "$archive/logs/ceph-logs-$h.tar.gz" var-log-ceph sshd.log 2> /dev/null
+        [ -d "$work/hosts/$h/upper/var/log/ceph" ] &&
+            tar -C "$work/hosts/$h" -czf "$archive/logs/ceph-logs-$h.tar.gz" upper/var/log/ceph sshd.log 2> /dev/null
     done
     echo
     printf '%-10s %-8s %-24s %s\n' TEST RESULT STEP DETAIL
@@ -699,8 +800,8 @@ cleanup() {
     exit 0
 }
 trap cleanup EXIT
-trap 'stopped="by a signal (^C, or the ${MULTIHOST_TIMEOUT:-2700}s watchdog)"; exit 130' INT TERM
-timeout_s=${MULTIHOST_TIMEOUT:-2700}
+trap 'stopped="by a signal (^C, or the ${MULTIHOST_TIMEOUT:-3300}s watchdog)"; exit 130' INT TERM
+timeout_s=${MULTIHOST_TIMEOUT:-3300}
 main_pid=$$
 (
     trap 'kill "$sleeper" 2> /dev/null; exit 0' TERM
@@ -712,7 +813,7 @@ main_pid=$$
 ) &
 watchdog=$!
 
-log "multihost test in $work; ceph-osd $ceph_osd${plugin_dir:+ (plugins from $plugin_dir)}"
+log "multihost test in $work; hosts: $hs_chroot (Tentacle), packages: $repo_src and this tree's ceph-volume module"
 steps=(
     "0|hosts|step_hosts"
     "1|deploy (site.yml)|step_deploy"
