@@ -132,6 +132,8 @@ class ExtentSpace final : public TierSpace {
     alloc_.set_floor(bytes);
   }
 
+  uint64_t floor() const override { return floor_; }
+
   std::vector<Interval> lent() const override {
     std::lock_guard<std::mutex> l(lent_mutex_);
     std::vector<Interval> out;
@@ -265,6 +267,8 @@ class SectionSpace final : public TierSpace {
     floor_ = bytes;
     sections_->set_floor(bytes);
   }
+
+  uint64_t floor() const override { return floor_; }
 
   std::vector<Interval> lent() const override {
     std::vector<Interval> out;

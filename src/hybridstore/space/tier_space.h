@@ -197,7 +197,8 @@ class TierSpace {
   // New object data may not leave less than `bytes` free: the kvfs grows
   // into it. usage().free leaves it out.
   virtual void set_floor(uint64_t bytes) = 0;
-  // What is lent now (tests, fsck).
+  virtual uint64_t floor() const = 0;
+  // What is lent now (tests, fsck, the migrator's room for objects).
   virtual std::vector<Interval> lent() const = 0;
 
   virtual Usage usage() const = 0;
