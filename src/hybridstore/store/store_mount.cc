@@ -9,6 +9,11 @@
 #include <fstream>
 
 #include <rocksdb/cache.h>
+// RocksDB 8 moved Cache's definition out of cache.h (which only declares it);
+// the tuner calls its members.
+#if __has_include(<rocksdb/advanced_cache.h>)
+#include <rocksdb/advanced_cache.h>
+#endif
 #include <rocksdb/db.h>
 
 #include "hscommon/log.h"
