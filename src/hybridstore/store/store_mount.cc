@@ -9,9 +9,11 @@
 #include <fstream>
 
 #include <rocksdb/cache.h>
+#include <rocksdb/version.h>
 // RocksDB 8 moved Cache's definition out of cache.h (which only declares it);
-// the tuner calls its members.
-#if __has_include(<rocksdb/advanced_cache.h>)
+// the tuner calls its members. By version, not __has_include: a Ceph tree
+// builds against its own RocksDB 7 while the system's headers may be newer.
+#if ROCKSDB_MAJOR >= 8
 #include <rocksdb/advanced_cache.h>
 #endif
 #include <rocksdb/db.h>
