@@ -21,7 +21,8 @@
 #            migration_passes rises), at most HS_MEM_PASS_TIMEOUT (900) s;
 #   scrub    every PG deep-scrubbed, clean;
 #   retarget (hybridstore) `ceph config set osd.0 osd_memory_target` to 3/4
-#            of the target: the OSD log says the store took it.
+#            of the target (5/4 where 3/4 is below Ceph's minimum, 896 MiB):
+#            the OSD log says the store took it.
 # Checks: peak RSS of every phase <= 1.1 x target; (hybridstore) the log
 # line of the target the store was given at mount; `dump_mempools` has
 # bluestore_cache_onode or bluestore_cache_other bytes from the store
@@ -107,7 +108,7 @@ cleanup() {
         mkdir -p "$out/$store"
         local f
         for f in "$dir"/*.log "$dir"/ceph.conf; do [ -f "$f" ] && cp "$f" "$out/$store/"; done
-        [ "${HS_KEEP:-}" = 1 ] && log "kept $dir" || teardown "$dir"
+        if [ "${HS_KEEP:-}" = 1 ]; then log "kept $dir"; else teardown "$dir"; fi
     fi
     dir=
 }
@@ -212,13 +213,17 @@ run_store() {
 
     if [ "$store" = hybridstore ]; then
         set_phase retarget
-        local smaller=$((target / 4 * 3))
-        ceph_cli config set osd.0 osd_memory_target "$smaller" > /dev/null || return 1
-        if wait_until 60 "the store takes the new target" \
-            grep -a -q "memory target now $smaller bytes" "$dir/osd.0.log"; then
-            record retarget passed "osd_memory_target set to $(mib "$smaller") at run time reached the store"
+        # Down by a quarter, or up by one where that would go below Ceph's
+        # minimum for the option (896 MiB).
+        local other=$((target * 3 / 4))
+        ((other < 939524096)) && other=$((target * 5 / 4))
+        if ! ceph_cli config set osd.0 osd_memory_target "$other" > "$dir/config-set.out" 2>&1; then
+            record retarget FAILED "ceph config set osd.0 osd_memory_target $other: $(tr '\n' ' ' < "$dir/config-set.out")"
+        elif wait_until 60 "the store takes the new target" \
+            grep -a -q "memory target now $other bytes" "$dir/osd.0.log"; then
+            record retarget passed "osd_memory_target set to $(mib "$other") at run time reached the store"
         else
-            record retarget FAILED "no 'memory target now $smaller bytes' in osd.0.log within 60 s"
+            record retarget FAILED "no 'memory target now $other bytes' in osd.0.log within 60 s"
         fi
         sleep 10
     fi
