@@ -638,6 +638,10 @@ namespace {
 constexpr uint64_t kOnodeCacheMin = 8ull << 20;
 constexpr uint64_t kBlockCacheMin = 16ull << 20;
 constexpr uint64_t kDataCacheMin = 8ull << 20;
+// The I/O buffer pool's own bound (hsio/block_device.cc), and the least a
+// memory target leaves it: the journal replay's ring buffer is 16 MiB.
+constexpr uint64_t kIdleBuffersMax = 256ull << 20;
+constexpr uint64_t kIdleBuffersMin = 16ull << 20;
 }  // namespace
 
 void MountedStore::apply_cache_options() {
@@ -652,8 +656,13 @@ void MountedStore::restart_memory_tuner(std::function<uint64_t()> heap) {
   const uint64_t target = cfg_->get_size("hybridstore_memory_target");
   if (target == 0) {
     apply_cache_options();
+    aligned_buffer_pool_set_idle_limit(kIdleBuffersMax);
     return;
   }
+  // Idle I/O buffers are a cache of allocations the tuner cannot see into:
+  // bounded by a fixed share instead (64 MiB at a 2 GiB target; 256 MiB of
+  // them sat idle in a 1M-object OSD after the mount's replays).
+  aligned_buffer_pool_set_idle_limit(std::max<uint64_t>(target / 32, kIdleBuffersMin));
   if (!heap)
     heap = [this] {
       if (const uint64_t h = read_heap_bytes()) return h;
