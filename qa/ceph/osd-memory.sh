@@ -20,7 +20,7 @@
 #            (hybridstore_tier_migrate_idle_sec 20; the counter
 #            migration_passes rises), at most HS_MEM_PASS_TIMEOUT (900) s;
 #   scrub    every PG deep-scrubbed, clean;
-#   retarget (hybridstore) `ceph config set osd.0 osd_memory_target` to 3/4
+#   retarget (hybridstore) `ceph tell osd.0 config set osd_memory_target` to 3/4
 #            of the target (5/4 where 3/4 is below Ceph's minimum, 896 MiB):
 #            the OSD log says the store took it.
 # Checks: peak RSS of every phase <= 1.1 x target; (hybridstore) the log
@@ -223,8 +223,10 @@ run_store() {
         # minimum for the option (896 MiB).
         local other=$((target * 3 / 4))
         ((other < 939524096)) && other=$((target * 5 / 4))
-        if ! ceph_cli config set osd.0 osd_memory_target "$other" > "$dir/config-set.out" 2>&1; then
-            record retarget FAILED "ceph config set osd.0 osd_memory_target $other: $(tr '\n' ' ' < "$dir/config-set.out")"
+        # `ceph tell ... config set`: a value in ceph.conf outranks the
+        # mon's database, so `ceph config set` would not reach this OSD.
+        if ! ceph_cli tell osd.0 config set osd_memory_target "$other" > "$dir/config-set.out" 2>&1; then
+            record retarget FAILED "ceph tell osd.0 config set osd_memory_target $other: $(tr '\n' ' ' < "$dir/config-set.out")"
         elif wait_until 60 "the store takes the new target" \
             grep -a -q "memory target now $other bytes" "$dir/osd.0.log"; then
             record retarget passed "osd_memory_target set to $(mib "$other") at run time reached the store"
