@@ -42,6 +42,7 @@ help:
 	@echo "make ceph-corruption CEPH_BUILD=DIR  bytes flipped beneath a stopped OSD's store (SSD data, HDD data, a RocksDB SST): read-repair, deep scrub, repair"
 	@echo "make ceph-full CEPH_BUILD=DIR  a cluster filled past its full ratio: writes held, no ENOSPC crash, deletes and writes resume"
 	@echo "make ceph-tmpfs-dir CEPH_BUILD=DIR  an OSD on a tmpfs data directory rebooted and its disks moved to another host, primed from the labels; HybridStore then BlueStore (root)"
+	@echo "make scale         SCALE_OBJECTS (10M) small objects with xattrs and omap: fill, mount, migration pass, fsck, reads, remount; wall time and peak RSS of each"
 	@echo "make ceph-memory CEPH_BUILD=DIR  one OSD under osd_memory_target (HS_MEM_TARGET 2G) through a fill of HS_MEM_OBJECTS (1M), reads, a migration pass, a deep scrub: peak RSS per phase, dump_mempools"
 	@echo "make ceph-powercut CEPH_BUILD=DIR  power cuts of an OSD's SSD and HDD models under load, HS_POWERCUT_ROUNDS (50) seeded rounds; HybridStore then BlueStore (root, FUSE)"
 	@echo "make ceph-volume-test  the ceph-volume hybridstore module's unit tests in the sid root (root; SKIPPED without the root or its ceph-volume)"
@@ -87,6 +88,15 @@ bench: build
 
 crash-long: build
 	qa/crash-long.sh $(BUILD)
+
+# Ten million small objects with xattrs and omap (issue 57): the fill, a
+# mount, a migration pass, fsck, random reads and a remount, each with its
+# wall time and peak RSS, and the create rate plotted (qa/scale.sh). Long:
+# about an hour for the fill here; SCALE_OBJECTS=N for a shorter one.
+.PHONY: scale
+SCALE_OUT ?= scale-report
+scale: build
+	qa/scale.sh $(BUILD) $(SCALE_OUT)
 
 $(FUZZ_BUILD)/build.ninja: CMakeLists.txt | deps
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -148,7 +158,7 @@ qa-validate: qa-venv
 	$(QA_VENV)/bin/pyflakes qa/runlocal qa/tasks qa/workunits/hybridstore/rados-model.py src/ceph-volume
 	shellcheck -S warning -x -P SCRIPTDIR:. qa/standalone/*.sh qa/standalone/hybridstore/*.sh \
 	  qa/workunits/hybridstore/*.sh qa/run-local qa/validate-suites ansible/tests/*.sh \
-	  qa/ceph/*.sh qa/devclass/*.sh qa/short/*.sh qa/demo.sh src/ceph-volume/*.sh
+	  qa/ceph/*.sh qa/devclass/*.sh qa/short/*.sh qa/demo.sh qa/scale.sh src/ceph-volume/*.sh
 
 qa-standalone: build qa-deps
 	HYBRIDSTORE_TOOL=$(CURDIR)/$(BUILD)/bin/hybridstore-tool qa/standalone/run-standalone.sh

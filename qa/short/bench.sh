@@ -138,6 +138,8 @@ refused 2 "seconds" "$B" write --seconds 0 --path "$W/s0"
 refused 2 "seconds" "$B" rand --seconds -3 --path "$W/s0"
 refused 2 "max-objects" "$B" randwrite --max-objects 0 --path "$W/s0"
 refused 2 "object-mix" "$B" write --object-mix 4K:0 --path "$W/s0"
+refused 2 "xattrs" "$B" write --xattrs 65 --path "$W/s0"
+refused 2 "omap-keys" "$B" write --omap-keys -1 --path "$W/s0"
 refused 2 "profile" "$B" mixed --profile nosuch --path "$W/s0"
 refused 2 "give --path" "$B" seq
 : >"$W/afile"
@@ -148,6 +150,16 @@ refused 1 "no store" "$B" seq --path "$W/s0"
 [ ! -e "$W/s0" ] || fail "seq made a store"
 "$TOOL" --path "$S" $SMALL mkfs >/dev/null
 refused 1 "Must write data before running a read benchmark" "$B" seq --path "$S"
+
+# write --xattrs/--omap-keys: every object carries them (fsck counts 3 omap
+# entries for each of the 40 objects).
+"$B" write --object-mix 512:1,4K:1 --xattrs 2 --omap-keys 3 --max-objects 40 --seconds 30 --raw-seconds 0 \
+  --no-cleanup --path "$W/meta" $SMALL >"$W/meta.out" 2>&1 || fail "write --xattrs: $(cat "$W/meta.out")"
+grep -q "^Each object created with 2 attributes and 3 omap keys of 64 bytes$" "$W/meta.out" ||
+  fail "write --xattrs: preamble"
+"$TOOL" --path "$W/meta" fsck >"$W/meta.fsck" 2>&1 || fail "fsck after write --xattrs: $(cat "$W/meta.fsck")"
+grep -q " 120 omap entries: clean" "$W/meta.fsck" || fail "write --omap-keys: $(cat "$W/meta.fsck")"
+rm -rf "$W/meta"
 
 # write: rados bench's lines and summary, in its order, then the raw ceiling.
 "$B" write -b 64K -t 4 --seconds 2 --no-cleanup --path "$S" --raw-seconds 1 --json "$W/write.json" \

@@ -60,6 +60,16 @@ void add_rados_options(CLI::App* sub, RadosArgs* a) {
     sub->add_option("--object-mix", a->object_mix_text,
                     "objects of several sizes instead of -b/-O: SIZE:WEIGHT,... (e.g. 4K:60,64K:30,4M:10), "
                     "each written whole");
+  if (m == RadosMode::kWrite) {
+    sub->add_option("--xattrs", a->xattrs,
+                    "attributes of 64 bytes set on each object with its first write, as an OSD's objects "
+                    "carry")
+        ->capture_default_str();
+    sub->add_option("--omap-keys", a->omap_keys,
+                    "omap keys of 64-byte values set on each object with its first write, as an RGW index "
+                    "or CephFS metadata object holds")
+        ->capture_default_str();
+  }
   sub->add_option("-t,--concurrent-ios", a->concurrent, "operations in flight")->capture_default_str();
   sub->add_option("--seconds", a->seconds, "run time in seconds")->capture_default_str();
   if (writes || m == RadosMode::kMixed)
@@ -140,6 +150,8 @@ bool check_rados_args(RadosArgs* a) {
   if (!(a->seconds > 0) || a->seconds > 86400)
     return bad("--seconds must be more than 0 (and at most a day)");
   if (a->max_objects < 0) return bad("--max-objects must not be negative");
+  if (a->xattrs < 0 || a->xattrs > 64) return bad("--xattrs must be between 0 and 64");
+  if (a->omap_keys < 0 || a->omap_keys > 1024) return bad("--omap-keys must be between 0 and 1024");
   if (a->raw_seconds < 0 || a->raw_seconds > 600) return bad("--raw-seconds must be between 0 and 600");
   if (a->mode == RadosMode::kWrite || a->mode == RadosMode::kRandWrite) {
     if (!parse_size(a->block_size_text, &a->op_size))

@@ -23,6 +23,11 @@ struct RadosArgs {
   std::string block_size_text = "4M";   // -b: bytes per op
   std::string object_size_text;         // -O: object size (default: the block size)
   std::string object_mix_text;          // --object-mix 4K:70,4M:30 (write: sizes by weight)
+  // write: attributes and omap keys each new object gets with its first
+  // write, as an OSD's objects carry (`_`, `snapset`) and an RGW index or
+  // CephFS metadata object holds (omap).
+  int xattrs = 0;
+  int omap_keys = 0;
   int concurrent = 16;                  // -t
   double seconds = 10;
   bool no_cleanup = false;

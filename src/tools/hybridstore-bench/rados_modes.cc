@@ -29,6 +29,38 @@ std::shared_ptr<std::string> buffer_for(std::vector<std::shared_ptr<std::string>
 
 }  // namespace
 
+namespace {
+
+// Named and filled from the object's name, so that a run is the same bytes
+// every time.
+void add_metadata(Transaction* t, const CollectionId& c, const ObjectId& o, const std::string& name, int xattrs,
+                  int omap_keys) {
+  auto value = [&](const std::string& key) {
+    std::string v(64, '\0');
+    fill_pattern(v.data(), name_hash(name + key), 0, v.size());
+    return v;
+  };
+  if (xattrs > 0) {
+    std::map<std::string, std::string> attrs;
+    for (int i = 0; i < xattrs; ++i) {
+      const std::string k = "_bench." + std::to_string(i);
+      attrs[k] = value(k);
+    }
+    t->setattrs(c, o, std::move(attrs));
+  }
+  if (omap_keys > 0) {
+    std::map<std::string, std::string> kv;
+    for (int i = 0; i < omap_keys; ++i) {
+      char k[24];
+      std::snprintf(k, sizeof k, "key.%06d", i);
+      kv[k] = value(k);
+    }
+    t->omap_setkeys(c, o, std::move(kv));
+  }
+}
+
+}  // namespace
+
 int run_write(RadosArgs* args, ModeRun* mr) {
   ModeRun& m = *mr;
   if (int rc = begin_mode(&m, true); rc) return rc;
@@ -53,6 +85,9 @@ int run_write(RadosArgs* args, ModeRun* mr) {
   else
     std::cout << "Maintaining " << a.concurrent << " concurrent writes of whole objects of sizes " << a.object_mix_text
               << " for up to " << a.seconds << " seconds or " << a.max_objects << " objects\n";
+  if (a.xattrs > 0 || a.omap_keys > 0)
+    std::cout << "Each object created with " << a.xattrs << " attributes and " << a.omap_keys
+              << " omap keys of 64 bytes\n";
   std::cout << "Object prefix: " << meta.prefix << std::endl;
 
   std::vector<std::shared_ptr<std::string>> bufs(static_cast<size_t>(a.concurrent));
@@ -72,6 +107,7 @@ int run_write(RadosArgs* args, ModeRun* mr) {
       // A hint on a missing object is a no-op: create it first, as the OSD does.
       t.touch(pg_coll(n), o);
       t.set_alloc_hint(pg_coll(n), o, meta.mix.empty() ? meta.object_size : len, len, 0);
+      if (a.xattrs > 0 || a.omap_keys > 0) add_metadata(&t, pg_coll(n), o, name, a.xattrs, a.omap_keys);
     }
     t.write(pg_coll(n), o, off, std::shared_ptr<const std::string>(buf));
     int r = s->apply_transaction(std::move(t));
