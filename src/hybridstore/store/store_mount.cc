@@ -806,11 +806,10 @@ int MountedStore::statfs(StoreStats* st) {
   const uint64_t total = sst + mem;
   st->omap_bytes = std::min(omap, total);
   st->metadata_bytes = total - st->omap_bytes;
-  if (kv_) {
-    st->kv_on_device = true;
-    st->kvfs_owned = kv_->fs().owned_bytes();
-    st->kvfs_used = st->kvfs_owned - std::min(st->kvfs_owned, kv_->fs().free_bytes());
-  }
+  // Set either way: a caller may hand in the figures of another store.
+  st->kv_on_device = kv_ != nullptr;
+  st->kvfs_owned = kv_ ? kv_->fs().owned_bytes() : 0;
+  st->kvfs_used = kv_ ? st->kvfs_owned - std::min(st->kvfs_owned, kv_->fs().free_bytes()) : 0;
   return 0;
 }
 
