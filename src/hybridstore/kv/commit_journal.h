@@ -32,10 +32,7 @@
 //  - Records are versioned, checksummed and carry the store's fsid; garbage,
 //    a torn write or a record of another store fails decoding and is skipped.
 //
-// On-disk record, at a 4 KiB boundary of the ring, padded to 4 KiB:
-//   [fixed32 magic "HSJ1"][fixed32 n][n bytes: seal_record(kJournalTag, 1,
-//    body)] with body = [16 bytes fsid][varint count]{[fixed64 seq][bytes
-//    batch]}*count. Versions above 1 are rejected.
+// The records (versions 1 and 2) and their codec: journal_record.h.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -49,34 +46,13 @@
 
 #include "hybridstore/format/store_format.h"
 #include "hsio/block_device.h"
+#include "hybridstore/kv/journal_record.h"
 
 namespace hybridstore {
 
-struct JournalEntry {
-  uint64_t seq = 0;
-  std::string batch;  // rocksdb::WriteBatch::Data()
-};
-
-// An entry to encode: the batch is read where it lies (the committer's
-// batches), not copied.
-struct JournalEntryView {
-  uint64_t seq = 0;
-  std::string_view batch;
-};
-
-// The padded size of the record of `entries`, known before building it.
-uint64_t journal_record_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries);
-// One record, padded to whole 4 KiB blocks. Its length field is 32 bits:
-// callers write only records below CommitJournal::max_record (< 4 GiB).
-std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntryView>& entries);
-std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries);
-// Decodes the record at the start of `in` (which may run on past it). False
-// on anything but an intact record of store `fsid`; *len gets its padded size.
-bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<JournalEntry>* out, uint64_t* len);
-
 class CommitJournal {
  public:
-  static constexpr uint64_t kBlock = 4096;
+  static constexpr uint64_t kBlock = kJournalBlock;
   // Opens the ring at `path`, creating it (`size` bytes of zeros, synced,
   // its directory synced) when it does not exist. `wrap` may put a decorator
   // around the device (the storage hooks' fault injection).
