@@ -201,21 +201,147 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
   return replayed;
 }
 
+uint64_t CommitJournal::next_start(uint64_t len) const {
+  return head_ % size_ + len > size_ ? head_ + (size_ - head_ % size_) : head_;
+}
+
+uint64_t CommitJournal::place(uint64_t len, uint64_t last_seq) {
+  const uint64_t start = next_start(len);
+  head_ = start + len;
+  if (placed_.empty()) tail_ = start;
+  placed_.push_back({start, head_, last_seq});
+  // Half the ring needed: the checkpointer syncs RocksDB now, well before
+  // a writer would have to wait for room.
+  if (head_ - tail_ > size_ / 2) due_cv_.notify_one();
+  return start % size_;
+}
+
+void CommitJournal::move_tail() {
+  uint64_t durable = UINT64_MAX;
+  for (int h = 0; h < kTailHolds; ++h)
+    if (holds_[h]) durable = std::min(durable, durable_[h]);
+  while (!placed_.empty() && placed_.front().last_seq <= durable) placed_.pop_front();
+  tail_ = placed_.empty() ? head_ : placed_.front().start;
+}
+
+void CommitJournal::hold_tail_for(TailHold h) {
+  std::lock_guard<std::mutex> l(mutex_);
+  holds_[static_cast<int>(h)] = true;
+}
+
+uint64_t CommitJournal::reserve(uint64_t len, uint64_t last_seq) {
+  std::unique_lock<std::mutex> l(mutex_);
+  if (!fits(len) && !aborted_) {
+    // The checkpointer frees room with a RocksDB sync; the throttle of
+    // small-writes.md 6.4 keeps writers from getting here in steady state.
+    ++waiting_;
+    due_cv_.notify_one();
+    room_cv_.wait(l, [&] { return fits(len) || aborted_; });
+    --waiting_;
+  }
+  if (aborted_) return kStopped;
+  return place(len, last_seq);
+}
+
+bool CommitJournal::try_reserve(uint64_t len, uint64_t last_seq, uint64_t* pos) {
+  std::lock_guard<std::mutex> l(mutex_);
+  if (aborted_ || !fits(len)) return false;
+  *pos = place(len, last_seq);
+  return true;
+}
+
+void CommitJournal::advance(TailHold h, uint64_t seq) {
+  std::lock_guard<std::mutex> l(mutex_);
+  uint64_t& d = durable_[static_cast<int>(h)];
+  d = std::max(d, seq);
+  const uint64_t before = tail_;
+  move_tail();
+  if (tail_ != before) {
+    room_cv_.notify_all();
+    discard_free();
+  }
+}
+
+void CommitJournal::batches_written(uint64_t seq) {
+  std::lock_guard<std::mutex> l(mutex_);
+  batches_written_ = std::max(batches_written_, seq);
+}
+
+bool CommitJournal::checkpoint_due(std::chrono::milliseconds timeout, uint64_t* seq) {
+  std::unique_lock<std::mutex> l(mutex_);
+  auto due = [&] {
+    return (head_ - tail_ > size_ / 2 || waiting_ > 0) &&
+           batches_written_ > durable_[static_cast<int>(TailHold::kRocksDb)];
+  };
+  due_cv_.wait_for(l, timeout, [&] { return due() || woken_ || aborted_; });
+  if (woken_ || aborted_ || !due()) {
+    woken_ = false;
+    return false;
+  }
+  *seq = batches_written_;
+  return true;
+}
+
+void CommitJournal::wake() {
+  std::lock_guard<std::mutex> l(mutex_);
+  woken_ = true;
+  due_cv_.notify_all();
+}
+
+void CommitJournal::abort() {
+  std::lock_guard<std::mutex> l(mutex_);
+  aborted_ = true;
+  room_cv_.notify_all();
+  due_cv_.notify_all();
+}
+
+uint64_t CommitJournal::needed() const {
+  std::lock_guard<std::mutex> l(mutex_);
+  return head_ - tail_;
+}
+
+void CommitJournal::discard_free() {
+  if (discard_span_ == 0) return;
+  // The room ahead of the head, up to a ring's length past the tail, holds
+  // no record anyone needs: its whole spans go back to the FTL, once per
+  // lap (discard_next_), so that the head's next pass writes erased pages.
+  // The ring's last partial span, if any, is never discarded.
+  uint64_t from = std::max(head_, discard_next_);
+  const uint64_t to = tail_ + size_;
+  while (from < to) {
+    const uint64_t lap = from / size_ * size_;
+    const uint64_t k = (from - lap + discard_span_ - 1) / discard_span_;
+    if ((k + 1) * discard_span_ > size_) {
+      from = lap + size_;
+      continue;
+    }
+    const uint64_t at = lap + k * discard_span_;
+    if (at + discard_span_ > to) break;
+    // Advisory: a failed discard only costs the FTL a merge later.
+    if (dev_->discard(k * discard_span_, discard_span_) == 0) ++discarded_spans_;
+    from = at + discard_span_;
+  }
+  discard_next_ = std::max(discard_next_, std::min(from, to));
+}
+
 uint64_t CommitJournal::reserve(uint64_t len, bool* needs_checkpoint) {
   std::lock_guard<std::mutex> l(mutex_);
-  // A record never wraps: it starts over at the ring's beginning.
-  if (head_ % size_ + len > size_) head_ += size_ - head_ % size_;
-  uint64_t pos = head_ % size_;
-  head_ += len;
-  *needs_checkpoint = head_ > reusable_;
-  return pos;
+  *needs_checkpoint = !fits(len);
+  // Numbered 0: only checkpoint() frees them.
+  const uint64_t start = next_start(len);
+  head_ = start + len;
+  if (placed_.empty()) tail_ = start;
+  placed_.push_back({start, head_, 0});
+  return start % size_;
 }
 
 void CommitJournal::checkpoint() {
   std::lock_guard<std::mutex> l(mutex_);
   // Every record reserved so far is in RocksDB, durably: a whole ring's
   // length from here on only overwrites such records.
-  reusable_ = head_ + size_;
+  placed_.clear();
+  tail_ = head_;
+  room_cv_.notify_all();
   if (discard_span_ == 0) return;
   // Under the mutex: a record reserved after this goes past the head, into
   // a span already discarded, never one being discarded.
@@ -225,6 +351,7 @@ void CommitJournal::checkpoint() {
     // Advisory: a failed discard only costs the FTL a merge later.
     if (dev_->discard(s * discard_span_, discard_span_) == 0) ++discarded_spans_;
   }
+  discard_next_ = head_ + size_;
 }
 
 void CommitJournal::set_discard_span(uint64_t span) {

@@ -21,7 +21,10 @@
 #include <set>
 #include <thread>
 
+#include <pthread.h>
+
 #include <rocksdb/db.h>
+#include <rocksdb/utilities/stackable_db.h>
 #include <rocksdb/write_batch.h>
 
 #include "common_helpers.h"
@@ -1301,6 +1304,257 @@ TEST_P(CommitJournalReplay, ATornVersion2RecordEndsTheReplayedPrefix) {
   EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k2", &v).ok());
   EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k3", &v).IsNotFound());
   EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k4", &v).IsNotFound());
+}
+
+// ---- The ring's tail (docs/small-writes.md 6.2, step 3) ----
+
+using Hold = CommitJournal::TailHold;
+
+// Records never straddle the ring's end (the rest of the lap is skipped),
+// and room is reused only behind the oldest record still needed.
+TEST_P(CommitJournalReplay, TailRoomIsReusedOnlyBehindTheOldestNeededRecord) {
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0;
+  for (uint64_t s = 1; s <= 5; ++s) {
+    ASSERT_TRUE(j->try_reserve(3 * kB, s, &pos)) << s;
+    EXPECT_EQ(pos, (s - 1) * 3 * kB);
+  }
+  EXPECT_EQ(j->needed(), 15 * kB);
+  // A sixth starts over at the ring's beginning, over record 1.
+  EXPECT_FALSE(j->try_reserve(3 * kB, 6, &pos));
+  j->advance(Hold::kRocksDb, 0);
+  EXPECT_FALSE(j->try_reserve(3 * kB, 6, &pos));
+  j->advance(Hold::kRocksDb, 1);
+  ASSERT_TRUE(j->try_reserve(3 * kB, 6, &pos));
+  EXPECT_EQ(pos, 0u);
+  EXPECT_EQ(j->needed(), 16 * kB) << "records 2..6 and the block skipped at the end";
+  EXPECT_FALSE(j->try_reserve(kB, 7, &pos));
+  // A hold never goes back.
+  j->advance(Hold::kRocksDb, 6);
+  j->advance(Hold::kRocksDb, 2);
+  EXPECT_EQ(j->needed(), 0u);
+  ASSERT_TRUE(j->try_reserve(13 * kB, 8, &pos));  // transactions 7 and 8
+  EXPECT_EQ(pos, 3 * kB) << "fills the ring exactly to its end";
+  // A record only partly covered by a hold (its last number past it) is
+  // still needed.
+  j->advance(Hold::kRocksDb, 7);
+  EXPECT_EQ(j->needed(), 13 * kB);
+  j->advance(Hold::kRocksDb, 8);
+  EXPECT_EQ(j->needed(), 0u);
+}
+
+// Each of the three conditions keeps the tail by itself: RocksDB's durable
+// number, the applied data and the checkpointed onodes.
+TEST_P(CommitJournalReplay, EachOfTheThreeHoldsKeepsTheTail) {
+  const Hold holds[] = {Hold::kRocksDb, Hold::kApplied, Hold::kClean};
+  for (Hold lagging : holds) {
+    SCOPED_TRACE(static_cast<int>(lagging));
+    auto j = open_journal(16 * kB);
+    j->hold_tail_for(Hold::kApplied);
+    j->hold_tail_for(Hold::kClean);
+    uint64_t pos = 0;
+    for (uint64_t s = 1; s <= 4; ++s) ASSERT_TRUE(j->try_reserve(4 * kB, s, &pos));
+    for (Hold h : holds)
+      if (h != lagging) j->advance(h, 4);
+    EXPECT_FALSE(j->try_reserve(4 * kB, 5, &pos)) << "the lagging hold keeps every record";
+    EXPECT_EQ(j->needed(), 16 * kB);
+    j->advance(lagging, 2);
+    EXPECT_EQ(j->needed(), 8 * kB);
+    ASSERT_TRUE(j->try_reserve(8 * kB, 5, &pos));
+    EXPECT_EQ(pos, 0u);
+    EXPECT_FALSE(j->try_reserve(kB, 6, &pos));
+  }
+  // Holds not enabled do not count.
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0;
+  for (uint64_t s = 1; s <= 4; ++s) ASSERT_TRUE(j->try_reserve(4 * kB, s, &pos));
+  j->advance(Hold::kRocksDb, 4);
+  EXPECT_EQ(j->needed(), 0u);
+}
+
+// Backpressure: a reserve without room waits, makes a checkpoint due, and
+// goes on once the tail moves; abort() releases a waiter with kStopped.
+TEST_P(CommitJournalReplay, AReserveWaitsForRoomAndAbortReleasesIt) {
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0, seq = 0;
+  for (uint64_t s = 1; s <= 4; ++s) ASSERT_TRUE(j->try_reserve(4 * kB, s, &pos));
+  j->batches_written(4);
+  std::atomic<uint64_t> got{1};
+  std::thread t([&] { got = j->reserve(4 * kB, 5); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(got.load(), 1u) << "reserved without room";
+  EXPECT_TRUE(j->checkpoint_due(std::chrono::seconds(10), &seq)) << "a waiting reserve makes a sync due";
+  EXPECT_EQ(seq, 4u);
+  j->advance(Hold::kRocksDb, 1);
+  t.join();
+  EXPECT_EQ(got.load(), 0u);
+  std::atomic<uint64_t> got2{1};
+  std::thread t2([&] { got2 = j->reserve(4 * kB, 6); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(got2.load(), 1u) << "reserved without room";
+  j->abort();
+  t2.join();
+  EXPECT_EQ(got2.load(), CommitJournal::kStopped);
+  EXPECT_FALSE(j->try_reserve(kB, 7, &pos)) << "nothing is reserved after abort";
+}
+
+// The checkpointer's signal: due past half the ring, and only when a sync
+// would free something (batches written past the last one).
+TEST_P(CommitJournalReplay, ACheckpointIsDuePastHalfTheRingWhenASyncWouldFreeRoom) {
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0, seq = 0;
+  const auto now = std::chrono::milliseconds(0);
+  EXPECT_FALSE(j->checkpoint_due(now, &seq));
+  ASSERT_TRUE(j->try_reserve(8 * kB, 1, &pos));
+  j->batches_written(1);
+  EXPECT_FALSE(j->checkpoint_due(now, &seq)) << "half the ring is not past half";
+  ASSERT_TRUE(j->try_reserve(kB, 2, &pos));
+  EXPECT_TRUE(j->checkpoint_due(now, &seq));
+  EXPECT_EQ(seq, 1u) << "a sync covers only the batches written";
+  j->advance(Hold::kRocksDb, 1);
+  EXPECT_EQ(j->needed(), kB);
+  EXPECT_FALSE(j->checkpoint_due(now, &seq));
+  ASSERT_TRUE(j->try_reserve(8 * kB, 3, &pos));
+  EXPECT_FALSE(j->checkpoint_due(now, &seq)) << "no batch written since the last sync: nothing to free";
+  j->batches_written(3);
+  EXPECT_TRUE(j->checkpoint_due(now, &seq));
+  EXPECT_EQ(seq, 3u);
+  j->wake();
+  EXPECT_FALSE(j->checkpoint_due(std::chrono::seconds(10), &seq)) << "wake() ends a wait";
+}
+
+// Retention (small-writes.md 8, I2) with the tail: groups of random sizes
+// lap a small ring while RocksDB's durable number lags by a random amount
+// (the checkpointer behind); a group that finds no room waits for a sync.
+// After a crash at a random point, RocksDB's number is the last one made
+// durable, and the ring still holds every record after it.
+TEST_P(CommitJournalReplay, TheTailKeepsEveryRecordPastRocksDBsDurableNumber) {
+  std::mt19937_64 rng(test::test_seed(GetParam() == Ring::kFile ? 4403 : 4404));
+  const RingBacking backing = ring(64 * kB);
+  std::map<uint64_t, std::string> values;
+  uint64_t seq = 0, durable = 0, reserved = 0;
+  int waits = 0;
+  {
+    auto j = backing.open();
+    ASSERT_TRUE(j);
+    while (reserved < 3 * j->size() || waits < 3 || rng() % 5 != 0) {
+      ASSERT_LT(seq, 100000u) << "the loop never met its ends";
+      std::vector<JournalEntry> group;
+      for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) {
+        ++seq;
+        values[seq] = test::random_bytes(rng, rng() % 5000);
+        group.push_back({seq, batch_putting("k" + std::to_string(seq), values[seq], seq)});
+      }
+      const std::string record = j->encode(group);
+      uint64_t pos = 0;
+      if (!j->try_reserve(record.size(), seq, &pos)) {
+        // What the checkpointer does when a group waits: a sync covering
+        // every batch written (the groups before this one).
+        ++waits;
+        durable = group.front().seq - 1;
+        j->advance(Hold::kRocksDb, durable);
+        ASSERT_TRUE(j->try_reserve(record.size(), seq, &pos)) << "a sync of everything before frees room";
+      }
+      reserved += record.size();
+      ASSERT_EQ(j->write(pos, record), 0) << "seq " << seq;
+      // Sometimes a sync lagging behind the writes.
+      if (rng() % 6 == 0 && seq > durable + 1) {
+        durable += 1 + rng() % (seq - durable - 1);
+        j->advance(Hold::kRocksDb, durable);
+      }
+    }
+  }
+  ASSERT_GT(seq, durable);
+  auto db = open_db(dir_.file("db"));
+  {
+    std::string n;
+    put_fixed64(&n, durable);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    ASSERT_TRUE(db->Put(wo, kv::journal_seq_key(), n).ok());
+  }
+  auto j = backing.open();
+  ASSERT_TRUE(j);
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(j->replay(db.get(), &next, &err), static_cast<int>(seq - durable)) << err;
+  EXPECT_EQ(next, seq + 1);
+  std::string v;
+  for (const auto& [s, want] : values) {
+    if (s <= durable) continue;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), "k" + std::to_string(s), &v).ok()) << "seq " << s;
+    EXPECT_TRUE(v == want) << "seq " << s;
+  }
+  backing.expect_others_untouched();
+}
+
+// RocksDB's WAL syncs leave the commit path: with a small ring that laps
+// many times, every FlushWAL runs on the checkpointer thread (hs-ckpt),
+// none on the committer, a lane or a writer, and every transaction is
+// acknowledged in order.
+class SyncSpyDb final : public rocksdb::StackableDB {
+ public:
+  explicit SyncSpyDb(rocksdb::DB* db) : rocksdb::StackableDB(db) {}
+  rocksdb::Status FlushWAL(bool sync) override {
+    char name[32] = {0};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    std::lock_guard<std::mutex> l(mu);
+    ++by_thread[name];
+    return rocksdb::StackableDB::FlushWAL(sync);
+  }
+  std::mutex mu;
+  std::map<std::string, int> by_thread;
+};
+
+TEST_P(CommitJournalReplay, RocksDBSyncsRunOnTheCheckpointerNotOnTheCommitPath) {
+  // With inline checkpoints (hybridstore_commit_checkpointer=false, the A
+  // of step 3's A/B) the group that needs room syncs, as before.
+  for (bool inline_checkpoints : {false, true}) {
+    SCOPED_TRACE(inline_checkpoints ? "inline checkpoints" : "checkpointer");
+    test::TempDir dir("journal");
+    SyncSpyDb db(open_db(dir.file("db")).release());
+    auto j = RingBacking(dir, GetParam(), 64 * kB).open();
+    ASSERT_TRUE(j);
+    WriteTracker tracker;
+    {
+      KvCommitter c(&db, {nullptr, nullptr}, &tracker, 64);
+      c.set_journal(j.get(), 1, 4);
+      c.set_inline_checkpoints(inline_checkpoints);
+      c.start();
+      std::vector<std::thread> th;
+      for (int w = 0; w < 8; ++w)
+        th.emplace_back([&, w] {
+          for (int i = 0; i < 200; ++i) {
+            CommitWork work;
+            work.batch = std::make_unique<rocksdb::WriteBatch>();
+            work.batch->Put("w" + std::to_string(w) + "_" + std::to_string(i), std::string(3000, 'x'));
+            const uint64_t s = c.submit(std::move(work), i % 2 == 0);
+            ASSERT_GT(s, 0u);
+            ASSERT_EQ(c.wait_committed(s), 0);
+          }
+        });
+      for (auto& t : th) t.join();
+      EXPECT_EQ(c.committed_seq(), 1600u);
+      EXPECT_GT(c.stats().journal_checkpoints, 0u);
+      c.stop();
+    }
+    std::lock_guard<std::mutex> l(db.mu);
+    int on_ckpt = db.by_thread.count("hs-ckpt") ? db.by_thread["hs-ckpt"] : 0, elsewhere = 0;
+    for (const auto& [name, n] : db.by_thread)
+      if (name != "hs-ckpt") elsewhere += n;
+    if (inline_checkpoints) {
+      EXPECT_EQ(on_ckpt, 0);
+      EXPECT_GT(elsewhere, 0);
+    } else {
+      EXPECT_GT(on_ckpt, 0);
+      for (const auto& [name, n] : db.by_thread) EXPECT_EQ(name, "hs-ckpt") << n << " syncs on " << name;
+    }
+    std::string v;
+    for (int w = 0; w < 8; ++w)
+      EXPECT_TRUE(
+          static_cast<rocksdb::DB&>(db).Get(rocksdb::ReadOptions(), "w" + std::to_string(w) + "_199", &v).ok())
+          << w;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Rings, CommitJournalReplay, ::testing::Values(Ring::kFile, Ring::kRegion),
