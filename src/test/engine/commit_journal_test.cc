@@ -1613,6 +1613,79 @@ class DiscardRecorder final : public ForwardingBlockDevice {
 // On NAND the ring's erase-block spans are discarded at a checkpoint, all
 // but the head's: every record they held is in RocksDB by then, and what
 // is written after the checkpoint replays.
+// With the tail (step 3): as it moves, the whole spans of the room ahead of
+// the head are discarded, each once per lap, never one holding a record
+// still needed or the head; what is written after replays.
+TEST(CommitJournalRegion, AsTheTailMovesTheFreeSpansAheadOfTheHeadAreDiscarded) {
+  constexpr uint64_t kB = CommitJournal::kBlock, kSpan = 4 * kB, kRing = 32 * kB;
+  test::TempDir dir("journal");
+  DeviceOpenOptions o;
+  o.create = true;
+  o.create_size = kRing + 8 * kB;
+  std::string err;
+  auto recorder = std::make_shared<DiscardRecorder>(open_block_device(dir.file("ssd"), o, &err));
+  ASSERT_TRUE(recorder->inner()) << err;
+  auto make = [&] {
+    auto region = RegionDevice::make(recorder, {{8 * kB, kRing}}, &err);
+    EXPECT_TRUE(region) << err;
+    return CommitJournal::open_region(std::move(region), fsid_a(), &err);
+  };
+  {
+    auto region = RegionDevice::make(recorder, {{8 * kB, kRing}}, &err);
+    ASSERT_TRUE(region) << err;
+    ASSERT_EQ(CommitJournal::format_region(*region, &err), 0) << err;
+  }
+  auto j = make();
+  ASSERT_TRUE(j) << err;
+  j->set_discard_span(kSpan);
+  auto put = [&](uint64_t s) {
+    const std::string r = j->encode(entries(s, 1));
+    ASSERT_EQ(r.size(), kB);
+    uint64_t pos = 0;
+    ASSERT_TRUE(j->try_reserve(r.size(), s, &pos));
+    ASSERT_EQ(j->write(pos, r), 0);
+  };
+  auto spans = [&] {
+    std::multiset<uint64_t> d;
+    for (const auto& [off, len] : recorder->discards) {
+      EXPECT_EQ(len, kSpan);
+      d.insert((off - 8 * kB) / kSpan);
+    }
+    return d;
+  };
+  // Records 1..5, a block each: the head at block 5, in span 1.
+  for (uint64_t s = 1; s <= 5; ++s) put(s);
+  EXPECT_TRUE(spans().empty());
+  // 1..3 durable: records 4 and 5 (spans 0 and 1) still needed; spans 2..7
+  // are free ahead of the head.
+  j->advance(CommitJournal::TailHold::kRocksDb, 3);
+  EXPECT_EQ(spans(), (std::multiset<uint64_t>{2, 3, 4, 5, 6, 7}));
+  // 4 durable: span 0 is free now (its records all durable), once; span 1
+  // holds record 5 and the head.
+  j->advance(CommitJournal::TailHold::kRocksDb, 4);
+  EXPECT_EQ(spans(), (std::multiset<uint64_t>{0, 2, 3, 4, 5, 6, 7}));
+  // The tail not moving discards nothing more.
+  j->advance(CommitJournal::TailHold::kRocksDb, 4);
+  EXPECT_EQ(j->discarded_spans(), 7u);
+  // Records 6..10 go into span 1 and the discarded span 2; RocksDB holds
+  // up to 4: replay finds 5..10 whole.
+  for (uint64_t s = 6; s <= 10; ++s) put(s);
+  j.reset();
+  auto db = open_db(dir.file("db"));
+  {
+    std::string n;
+    put_fixed64(&n, 4);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    ASSERT_TRUE(db->Put(wo, kv::journal_seq_key(), n).ok());
+  }
+  auto again = make();
+  ASSERT_TRUE(again) << err;
+  uint64_t next = 0;
+  EXPECT_EQ(again->replay(db.get(), &next, &err), 6) << err;
+  EXPECT_EQ(next, 11u);
+}
+
 TEST(CommitJournalRegion, ACheckpointDiscardsEverySpanButTheHeads) {
   constexpr uint64_t kB = CommitJournal::kBlock, kSpan = 4 * kB, kRing = 32 * kB;
   test::TempDir dir("journal");
