@@ -27,6 +27,9 @@ constexpr uint32_t kKvfsGroupTag = 0x4b564c47;   // kvfs_log.cc, "KVLG"
 constexpr uint32_t kKvfsGroupMagic = 0x564b5348;  // kvfs_log.cc, "HSKV"
 constexpr char kKvfsSuperMagic[] = "HYBRIDSTORE-KVFS\n";
 constexpr size_t kKvfsSuperMagicLen = sizeof(kKvfsSuperMagic) - 1;
+constexpr uint32_t kJournalTag = 0x4a524e4c;      // journal_record.cc, "JRNL"
+constexpr uint32_t kJournalMagicV1 = 0x314a5348;  // journal_record.cc, "HSJ1"
+constexpr uint32_t kJournalMagicV2 = 0x324a5348;  // journal_record.cc, "HSJ2"
 
 inline void require(bool ok, const char* what) {
   if (!ok) {
@@ -45,6 +48,26 @@ inline std::string_view body_of(uint32_t tag, std::string_view record) {
 
 inline std::string_view as_view(const uint8_t* data, size_t size) {
   return std::string_view(reinterpret_cast<const char*>(data), size);
+}
+
+// The data blocks journal_fuzz appends to a version-2 record it frames:
+// block i is the byte i, 4 KiB of it.
+inline std::string journal_fuzz_block(size_t i) { return std::string(4096, static_cast<char>(i)); }
+
+// journal_fuzz's framing of a body (mode bit 1: version 2 with (mode >> 2) % 4
+// data blocks; else version 1), padded as the encoders pad.
+inline std::string frame_journal_record(uint8_t mode, std::string_view body) {
+  const bool v2 = mode & 2;
+  const size_t blocks = v2 ? (mode >> 2) % 4 : 0;
+  const std::string sealed = seal_record(kJournalTag, v2 ? 2 : 1, body);
+  std::string out;
+  put_fixed32(&out, v2 ? kJournalMagicV2 : kJournalMagicV1);
+  put_fixed32(&out, static_cast<uint32_t>(sealed.size()));
+  if (v2) put_fixed32(&out, static_cast<uint32_t>(blocks));
+  out += sealed;
+  out.resize((out.size() + 4095) / 4096 * 4096, '\0');
+  for (size_t i = 0; i < blocks; ++i) out += journal_fuzz_block(i);
+  return out;
 }
 
 }  // namespace hybridstore::fuzz

@@ -9,6 +9,8 @@
 #include "fuzz_common.h"
 #include "hybridstore/format/onode.h"
 #include "hybridstore/format/store_format.h"
+#include "hybridstore/kv/journal_record.h"
+#include "hscommon/crc32c.h"
 #include "hybridstore/kvfs/kvfs_log.h"
 #include "hybridstore/kvfs/kvfs_super.h"
 
@@ -66,6 +68,10 @@ int main(int argc, char** argv) {
     // Mode 2: sealed as record version 2, the version the encoder writes.
     put(root + "/onode", "sealed-" + std::to_string(i), 2, body_of(kOnodeTag, rec));
     put(root + "/onode", "raw-" + std::to_string(i), 1, rec);
+    // Mode 8: sealed as record version 3 (decoded only), its version last.
+    std::string v3(body_of(kOnodeTag, rec));
+    put_varint(&v3, 1000 + i);
+    put(root + "/onode", "sealed-v3-" + std::to_string(i), 8, v3);
   }
   // A map in shards: the onode naming them (modes as above), and each shard
   // (mode 4: sealed shard body; 5: raw shard record).
@@ -154,6 +160,71 @@ int main(int argc, char** argv) {
     const uint32_t klen = load_fixed32(slot.data() + kKvfsSuperMagicLen);
     put(root + "/kvfs", "super-sealed", 2, body_of(kKvfsSuperTag, std::string_view(slot).substr(kKvfsSuperMagicLen + 4, klen)));
     put(root + "/kvfs", "super-raw", 3, std::string_view(slot).substr(0, kKvfsSuperMagicLen + 4 + klen));
+  }
+
+  {
+    // journal: records of both versions, as journal_fuzz frames them (the
+    // fsid is the target's). Version 2 with each delta kind, and with 0..3
+    // data blocks of the target's pattern and their real crcs.
+    const Uuid fsid{0x5e, 0xed, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14};
+    std::vector<JournalEntry> v1 = {{41, "batch one"}, {42, std::string(300, 'b')}};
+    const std::string r1 = encode_journal_record(fsid, v1);
+    const uint32_t n1 = load_fixed32(r1.data() + 4);
+    put(root + "/journal", "v1-sealed", 0, body_of(kJournalTag, std::string_view(r1).substr(8, n1)));
+    put(root + "/journal", "v1-raw", 1, r1);
+    require(frame_journal_record(0, body_of(kJournalTag, std::string_view(r1).substr(8, n1))) == r1,
+            "journal_fuzz frames a v1 seed as the encoder does");
+    for (size_t blocks = 0; blocks < 4; ++blocks) {
+      std::vector<std::string> bufs;
+      std::vector<std::string_view> data;
+      for (size_t i = 0; i < blocks; ++i) bufs.push_back(journal_fuzz_block(i));
+      for (const auto& b : bufs) data.push_back(b);
+      JournalEntry a{7, "omap batch"};
+      JournalEntry b{8, ""};
+      b.has_batch = false;
+      JournalDelta w;
+      w.kind = JournalDeltaKind::kOverwrite;
+      w.key = "O.1.0_head.obj";
+      w.version = 3;
+      w.logical = 8192;
+      w.tier = 1;
+      w.physical = 1 << 20;
+      w.first_block = 0;
+      for (const auto& x : bufs) w.crcs.push_back(crc32c(x));
+      if (blocks) b.deltas.push_back(w);
+      JournalDelta sa;
+      sa.kind = JournalDeltaKind::kSetAttr;
+      sa.key = w.key;
+      sa.version = 3;
+      sa.name = "_";
+      sa.value = std::string(40, 'i');
+      JournalDelta ra = sa;
+      ra.kind = JournalDeltaKind::kRmAttr;
+      ra.value.clear();
+      ra.name = "snapset";
+      JournalDelta sz;
+      sz.kind = JournalDeltaKind::kSetSize;
+      sz.key = "O.1.0_head.other";
+      sz.version = 1;
+      sz.size = 12345;
+      b.deltas.push_back(sa);
+      b.deltas.push_back(ra);
+      a.deltas.push_back(sz);
+      const std::string r2 = encode_journal_record_v2(fsid, std::vector<JournalEntry>{a, b}, data);
+      const uint32_t n2 = load_fixed32(r2.data() + 4);
+      const std::string tag = std::to_string(blocks);
+      // Seeds the decoder takes, which the target's own framing rebuilds
+      // byte for byte: mutations start from accepted records.
+      JournalRecord rec;
+      uint64_t len = 0;
+      require(decode_journal_record(r2, fsid, &rec, &len) && len == r2.size(), "journal v2 seed decodes");
+      const char mode = static_cast<char>(2 | (blocks << 2));
+      require(frame_journal_record(mode, body_of(kJournalTag, std::string_view(r2).substr(12, n2))) == r2,
+              "journal_fuzz frames a v2 seed as the encoder does");
+      put(root + "/journal", "v2-sealed-" + tag, mode,
+          body_of(kJournalTag, std::string_view(r2).substr(12, n2)));
+      put(root + "/journal", "v2-raw-" + tag, 1, r2);
+    }
   }
 
   const char* txns[] = {

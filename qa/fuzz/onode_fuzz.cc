@@ -1,7 +1,8 @@
 // libFuzzer target: the onode and extent-shard decoders (onode.h), fed
 // untrusted bytes. Input: one mode byte, then either a raw record (mode bit
 // 0) or a body that the target seals with the tag and the version the mode
-// picks (bit 1: onode record version 1 or 2; bit 2: an extent shard record
+// picks (bit 1: onode record version 1 or 2, bit 3: version 3, which only
+// decodes yet; bit 2: an extent shard record
 // instead of an onode, checked against the ref its own header and bytes
 // would have, so the extent parsing behind the crc is reached too).
 // Properties: never a crash, an out-of-bounds read or undefined behaviour;
@@ -57,7 +58,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   std::string_view rest = as_view(data + 1, size - 1);
   if (mode & 4) return fuzz_shard(mode, rest);
-  std::string record = (mode & 1) ? std::string(rest) : seal_record(kOnodeTag, static_cast<uint8_t>(1 + (mode >> 1) % 2), rest);
+  // Bit 3 picks record version 3 (the onode's version after the rest).
+  const uint8_t version = (mode & 8) ? 3 : static_cast<uint8_t>(1 + (mode >> 1) % 2);
+  std::string record = (mode & 1) ? std::string(rest) : seal_record(kOnodeTag, version, rest);
   Onode o;
   std::string why;
   std::vector<ShardRef> refs;

@@ -269,9 +269,32 @@ refused 1 "Must write data" "$B" seq --path "$W/s2"
 # randwrite: small overwrites (the RBD pattern), every block checked against
 # its last write.
 "$B" randwrite -t 4 --seconds 2 --max-objects 4 -O 1M -b 4K --path "$W/s3" $SMALL --raw-seconds 0 \
-  >"$W/rw.out" 2>"$W/rw.err" || fail "randwrite: $(cat "$W/rw.err")"
+  --json "$W/rw.json" >"$W/rw.out" 2>"$W/rw.err" || fail "randwrite: $(cat "$W/rw.err")"
 grep -q "^Verified 4 objects: every block as last written$" "$W/rw.out" || fail "randwrite verification"
 grep -q "^Total writes made:      " "$W/rw.out" || fail "randwrite summary"
+# CPU per op over the timed phase only (getrusage of the whole process):
+# what the small-write design (docs/small-writes.md) is measured by. The
+# summary's figure is the JSON's, user + sys add up to it, it is neither
+# zero nor absurd, and it is no more than the machine's cores could give in
+# the timed seconds (so setup before them is not in it).
+python3 - "$W/rw.json" "$W/rw.out" <<'PY' || fail "randwrite CPU per op"
+import json, re, sys
+j = json.load(open(sys.argv[1]))
+s = j["summary"]
+n = s["total_writes_made"]
+assert n > 0, s
+per_op = s["cpu_us_per_op"]
+assert abs(per_op - (s["cpu_user_seconds"] + s["cpu_sys_seconds"]) * 1e6 / n) < 0.01 * per_op + 1e-9, s
+assert 1 <= per_op <= 100000, s
+assert s["cpu_user_seconds"] > 0 and s["cpu_sys_seconds"] >= 0, s
+# Not more CPU than the threads could have had in the run (2 s x cores).
+import os
+assert s["cpu_user_seconds"] + s["cpu_sys_seconds"] <= s["total_time_run"] * os.cpu_count() * 1.05 + 0.05, s
+m = re.search(r"^CPU per op \(us\):        ([0-9.]+) \(user ([0-9.]+), sys ([0-9.]+)\)$", open(sys.argv[2]).read(), re.M)
+assert m, "no CPU per op line in the summary"
+assert abs(float(m.group(1)) - per_op) <= 0.06, (m.group(0), per_op)
+assert abs(float(m.group(2)) + float(m.group(3)) - per_op) <= 0.2, m.group(0)
+PY
 
 # mixed: a short trace on a fresh temporary store; migration passes run.
 "$B" mixed -t 4 --seconds 8 --scale 0.002 --days 2 --raw-seconds 0 --json "$W/mixed.json" \

@@ -113,6 +113,10 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "flush instead of a RocksDB WAL sync; 0 = sync RocksDB per group (a journal left by "
                 "an earlier mount is still replayed)",
                 "0", "1G"});
+  v->push_back({"hybridstore_commit_checkpointer", T::kBool, "true",
+                "a thread syncs RocksDB's WAL to free commit journal ring space, off the commit path "
+                "(docs/small-writes.md 6.2); false: the group that needs the space syncs inline, as "
+                "before (for A/B runs)"});
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "
                 "they are acknowledged in order)",

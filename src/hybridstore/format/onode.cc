@@ -306,8 +306,12 @@ namespace {
 constexpr uint32_t kOnodeTag = 0x4f4e4f44;  // "ONOD"
 constexpr uint32_t kShardTag = 0x45585348;  // "EXSH"
 // 1: the extent list follows the attributes. 2: a layout byte first, then
-// the extent list (kInline) or the shards' refs (kInShards).
+// the extent list (kInline) or the shards' refs (kInShards). 3: then the
+// onode's version (varint), for format 5 (docs/small-writes.md section 9).
+// Written: 2, until format 5 is (a format-4 build refuses version 3).
+// Read: up to 3.
 constexpr uint8_t kOnodeVersion = 2;
+constexpr uint8_t kOnodeReadVersion = 3;
 constexpr uint8_t kShardVersion = 1;
 constexpr uint8_t kInline = 0, kInShards = 1;
 constexpr uint64_t kMaxLogical = 1ull << 48;
@@ -414,7 +418,7 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers, 
   };
   uint8_t ver;
   std::string_view body;
-  RecordError re = open_record(kOnodeTag, kOnodeVersion, in, &ver, &body);
+  RecordError re = open_record(kOnodeTag, kOnodeReadVersion, in, &ver, &body);
   if (re != RecordError::kNone) return bad(std::string("onode: ") + record_error_name(re));
   Decoder d(body);
   Onode o;
@@ -448,6 +452,7 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers, 
         return bad("onode: shard refs out of order or range");
       if (r.extents == 0 || r.extents > ExtentMap::kShardSpan / 256) return bad("onode: shard extent count out of range");
     }
+    if (ver >= 3 && !d.get_varint(&o.version)) return bad("onode: truncated version");
     if (!d.done()) return bad("onode: trailing bytes");
     o.extents_in_shards = true;
     *shards = std::move(refs);
@@ -465,6 +470,7 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers, 
     prev_end = e.logical_end();
     o.extents.insert(std::move(e));
   }
+  if (ver >= 3 && !d.get_varint(&o.version)) return bad("onode: truncated version");
   if (!d.done()) return bad("onode: trailing bytes");
   if (shards) shards->clear();
   *out = std::move(o);
@@ -479,7 +485,7 @@ bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, 
   };
   uint8_t ver;
   std::string_view body;
-  RecordError re = open_record(kOnodeTag, kOnodeVersion, in, &ver, &body);
+  RecordError re = open_record(kOnodeTag, kOnodeReadVersion, in, &ver, &body);
   if (re != RecordError::kNone) return bad(std::string("onode: ") + record_error_name(re));
   Decoder d(body);
   OnodeSpace o;
@@ -509,6 +515,7 @@ bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, 
         return bad("onode: shard refs out of order or range");
       if (r.extents == 0 || r.extents > ExtentMap::kShardSpan / 256) return bad("onode: shard extent count out of range");
     }
+    if (ver >= 3 && !d.get_varint(&u)) return bad("onode: truncated version");
     if (!d.done()) return bad("onode: trailing bytes");
     *out = o;
     return true;
@@ -520,6 +527,7 @@ bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, 
     std::string w;
     if (!count_extent(d, tiers, &prev_end, &o, &w)) return bad("onode: " + w);
   }
+  if (ver >= 3 && !d.get_varint(&u)) return bad("onode: truncated version");
   if (!d.done()) return bad("onode: trailing bytes");
   *out = o;
   return true;

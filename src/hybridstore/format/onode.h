@@ -194,6 +194,12 @@ struct Onode {
   // How the map is stored now: in shards (true) or inside the onode's record.
   // Not part of the encoding; set by whoever loads or stores the onode.
   bool extents_in_shards = false;
+  // Raised by one by every transaction that changes the object, so that a
+  // journal delta (which names the version it makes) is replayed exactly
+  // onto the onode it followed (docs/small-writes.md, onode record version
+  // 3). Read from version-3 records; 0 from older ones. Not written yet:
+  // the encoder still writes version 2, which every format-4 build reads.
+  uint64_t version = 0;
 };
 
 // An estimate of the heap an onode made with make_shared holds: itself,

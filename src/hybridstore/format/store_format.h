@@ -30,6 +30,17 @@ namespace hybridstore {
 //    in the kvfs. A format-3 store is upgraded when mounted, its RocksDB
 //    staying in the directory.
 constexpr uint32_t kFormatVersion = 4;
+// 5 (docs/small-writes.md section 9; not written by this build): the commit
+//    journal may hold version-2 records (data blocks and onode deltas), onode
+//    records of version 3 carry a version, RocksDB holds Sjournal_applied and
+//    Sjournal_clean. This build decodes record v2 and onode v3 but cannot yet
+//    apply what a v2 record holds, so it still refuses a format-5 store at
+//    its superblock and label (format_version > kFormatVersion), as a
+//    format-4 build must: reading such a ring as version 1 would drop
+//    acknowledged writes silently.
+constexpr uint32_t kFormatSmallWriteJournal = 5;
+static_assert(kFormatVersion < kFormatSmallWriteJournal,
+              "format 5 is written only once its upgrade and replay are built (small-writes.md step 4)");
 // The encoded label's bytes. A copy occupies a slot of label_slot() bytes,
 // which is larger on a device whose pages are (raw NAND).
 constexpr uint64_t kLabelSize = 4096;

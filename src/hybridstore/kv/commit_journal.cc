@@ -20,10 +20,6 @@
 namespace hybridstore {
 
 namespace {
-constexpr uint32_t kJournalMagic = 0x314a5348;  // "HSJ1"
-constexpr uint32_t kJournalTag = 0x4a524e4c;    // "JRNL"
-constexpr uint8_t kJournalVersion = 1;
-
 uint64_t pad(uint64_t n) { return (n + CommitJournal::kBlock - 1) / CommitJournal::kBlock * CommitJournal::kBlock; }
 
 bool fsync_path(const std::string& p) {
@@ -34,76 +30,6 @@ bool fsync_path(const std::string& p) {
   return ok;
 }
 }  // namespace
-
-namespace {
-uint64_t journal_body_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
-  uint64_t body = fsid.size() + varint_size(entries.size());
-  for (const auto& e : entries) body += 8 + varint_size(e.batch.size()) + e.batch.size();
-  return body;
-}
-}  // namespace
-
-uint64_t journal_record_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
-  return pad(8 + sealed_record_size(journal_body_size(fsid, entries)));
-}
-
-std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {
-  // Built in one buffer of the final size: a group's record carries every
-  // batch of the group, and the committer builds it on the commit path,
-  // where each extra copy of it is time every writer of the group waits.
-  const uint64_t body_size = journal_body_size(fsid, entries);
-  const uint64_t sealed_size = sealed_record_size(body_size);
-  assert(sealed_size <= UINT32_MAX);
-  std::string out;
-  out.reserve(pad(8 + sealed_size));
-  put_fixed32(&out, kJournalMagic);
-  put_fixed32(&out, static_cast<uint32_t>(sealed_size));
-  append_sealed_record(&out, kJournalTag, kJournalVersion, body_size, [&](std::string* o) {
-    o->append(reinterpret_cast<const char*>(fsid.data()), fsid.size());
-    put_varint(o, entries.size());
-    for (const auto& e : entries) {
-      put_fixed64(o, e.seq);
-      put_bytes(o, e.batch);
-    }
-  });
-  out.resize(pad(out.size()), '\0');
-  return out;
-}
-
-std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries) {
-  std::vector<JournalEntryView> views;
-  views.reserve(entries.size());
-  for (const auto& e : entries) views.push_back({e.seq, e.batch});
-  return encode_journal_record(fsid, views);
-}
-
-bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<JournalEntry>* out, uint64_t* len) {
-  if (in.size() < 8 || load_fixed32(in.data()) != kJournalMagic) return false;
-  uint64_t n = load_fixed32(in.data() + 4);
-  if (n > in.size() - 8) return false;
-  uint8_t version;
-  std::string_view body;
-  if (open_record(kJournalTag, kJournalVersion, in.substr(8, n), &version, &body) != RecordError::kNone)
-    return false;
-  if (body.size() < fsid.size() || std::memcmp(body.data(), fsid.data(), fsid.size()) != 0) return false;
-  Decoder d(body.substr(fsid.size()));
-  uint64_t count;
-  if (!d.get_varint(&count) || count > body.size()) return false;
-  std::vector<JournalEntry> entries;
-  uint64_t prev = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    JournalEntry e;
-    if (!d.get_fixed64(&e.seq) || !d.get_bytes(&e.batch)) return false;
-    // Numbers within a record follow each other: anything else is not ours.
-    if (e.seq == 0 || (i > 0 && e.seq != prev + 1)) return false;
-    prev = e.seq;
-    entries.push_back(std::move(e));
-  }
-  if (!d.done() || entries.empty()) return false;
-  *out = std::move(entries);
-  *len = pad(8 + n);
-  return true;
-}
 
 std::string CommitJournal::unusable_ring(const BlockDevice& dev, uint64_t bytes) {
   if (bytes < kMinRingBlocks * kBlock) return "is too small (" + std::to_string(bytes) + " bytes)";
@@ -208,30 +134,50 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
     *error = std::string("reading the commit journal: ") + strerror(-r);
     return -EIO;
   }
-  std::map<uint64_t, std::string> recorded;
+  // By number: the batch to replay (none for a version-2 entry that put
+  // nothing into RocksDB, whose number still counts for the prefix), and
+  // whether the entry holds what this build cannot apply yet.
+  struct Recorded {
+    bool has_batch = false;
+    bool has_deltas = false;
+    std::string batch;
+  };
+  std::map<uint64_t, Recorded> recorded;
   uint64_t highest = held;
   std::string_view all(ring.data(), size_);
   for (uint64_t off = 0; off < size_;) {
-    std::vector<JournalEntry> entries;
+    JournalRecord rec;
     uint64_t len;
-    if (!decode_journal_record(all.substr(off), fsid_, &entries, &len)) {
+    if (!decode_journal_record(all.substr(off), fsid_, &rec, &len)) {
       off += kBlock;
       continue;
     }
-    for (auto& e : entries) {
+    for (auto& e : rec.entries) {
       highest = std::max(highest, e.seq);
-      if (e.seq > held) recorded[e.seq] = std::move(e.batch);
+      if (e.seq > held) recorded[e.seq] = {e.has_batch, !e.deltas.empty(), std::move(e.batch)};
     }
+    // Past the data blocks too: they hold client bytes, never a record.
     off += len;
   }
   int replayed = 0;
   uint64_t seq = held;
   for (auto it = recorded.find(held + 1); it != recorded.end() && it->first == seq + 1; ++it) {
-    rocksdb::WriteBatch b(it->second);
-    s = db->Write(rocksdb::WriteOptions(), &b);
-    if (!s.ok()) {
-      *error = "replaying the commit journal: " + s.ToString();
+    // Onode deltas and ring data are applied only by a build of format 5
+    // (docs/small-writes.md, steps 5 and 6). This build refuses such a
+    // store at its superblock, so meeting them here means a ring it must
+    // not half-replay: refusing loses nothing, skipping would.
+    if (it->second.has_deltas) {
+      *error = "commit journal: transaction " + std::to_string(it->first) +
+               " holds onode deltas, which this build cannot replay";
       return -EIO;
+    }
+    if (it->second.has_batch) {
+      rocksdb::WriteBatch b(it->second.batch);
+      s = db->Write(rocksdb::WriteOptions(), &b);
+      if (!s.ok()) {
+        *error = "replaying the commit journal: " + s.ToString();
+        return -EIO;
+      }
     }
     seq = it->first;
     ++replayed;
@@ -255,21 +201,147 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
   return replayed;
 }
 
+uint64_t CommitJournal::next_start(uint64_t len) const {
+  return head_ % size_ + len > size_ ? head_ + (size_ - head_ % size_) : head_;
+}
+
+uint64_t CommitJournal::place(uint64_t len, uint64_t last_seq) {
+  const uint64_t start = next_start(len);
+  head_ = start + len;
+  if (placed_.empty()) tail_ = start;
+  placed_.push_back({start, head_, last_seq});
+  // Half the ring needed: the checkpointer syncs RocksDB now, well before
+  // a writer would have to wait for room.
+  if (head_ - tail_ > size_ / 2) due_cv_.notify_one();
+  return start % size_;
+}
+
+void CommitJournal::move_tail() {
+  uint64_t durable = UINT64_MAX;
+  for (int h = 0; h < kTailHolds; ++h)
+    if (holds_[h]) durable = std::min(durable, durable_[h]);
+  while (!placed_.empty() && placed_.front().last_seq <= durable) placed_.pop_front();
+  tail_ = placed_.empty() ? head_ : placed_.front().start;
+}
+
+void CommitJournal::hold_tail_for(TailHold h) {
+  std::lock_guard<std::mutex> l(mutex_);
+  holds_[static_cast<int>(h)] = true;
+}
+
+uint64_t CommitJournal::reserve(uint64_t len, uint64_t last_seq) {
+  std::unique_lock<std::mutex> l(mutex_);
+  if (!fits(len) && !aborted_) {
+    // The checkpointer frees room with a RocksDB sync; the throttle of
+    // small-writes.md 6.4 keeps writers from getting here in steady state.
+    ++waiting_;
+    due_cv_.notify_one();
+    room_cv_.wait(l, [&] { return fits(len) || aborted_; });
+    --waiting_;
+  }
+  if (aborted_) return kStopped;
+  return place(len, last_seq);
+}
+
+bool CommitJournal::try_reserve(uint64_t len, uint64_t last_seq, uint64_t* pos) {
+  std::lock_guard<std::mutex> l(mutex_);
+  if (aborted_ || !fits(len)) return false;
+  *pos = place(len, last_seq);
+  return true;
+}
+
+void CommitJournal::advance(TailHold h, uint64_t seq) {
+  std::lock_guard<std::mutex> l(mutex_);
+  uint64_t& d = durable_[static_cast<int>(h)];
+  d = std::max(d, seq);
+  const uint64_t before = tail_;
+  move_tail();
+  if (tail_ != before) {
+    room_cv_.notify_all();
+    discard_free();
+  }
+}
+
+void CommitJournal::batches_written(uint64_t seq) {
+  std::lock_guard<std::mutex> l(mutex_);
+  batches_written_ = std::max(batches_written_, seq);
+}
+
+bool CommitJournal::checkpoint_due(std::chrono::milliseconds timeout, uint64_t* seq) {
+  std::unique_lock<std::mutex> l(mutex_);
+  auto due = [&] {
+    return (head_ - tail_ > size_ / 2 || waiting_ > 0) &&
+           batches_written_ > durable_[static_cast<int>(TailHold::kRocksDb)];
+  };
+  due_cv_.wait_for(l, timeout, [&] { return due() || woken_ || aborted_; });
+  if (woken_ || aborted_ || !due()) {
+    woken_ = false;
+    return false;
+  }
+  *seq = batches_written_;
+  return true;
+}
+
+void CommitJournal::wake() {
+  std::lock_guard<std::mutex> l(mutex_);
+  woken_ = true;
+  due_cv_.notify_all();
+}
+
+void CommitJournal::abort() {
+  std::lock_guard<std::mutex> l(mutex_);
+  aborted_ = true;
+  room_cv_.notify_all();
+  due_cv_.notify_all();
+}
+
+uint64_t CommitJournal::needed() const {
+  std::lock_guard<std::mutex> l(mutex_);
+  return head_ - tail_;
+}
+
+void CommitJournal::discard_free() {
+  if (discard_span_ == 0) return;
+  // The room ahead of the head, up to a ring's length past the tail, holds
+  // no record anyone needs: its whole spans go back to the FTL, once per
+  // lap (discard_next_), so that the head's next pass writes erased pages.
+  // The ring's last partial span, if any, is never discarded.
+  uint64_t from = std::max(head_, discard_next_);
+  const uint64_t to = tail_ + size_;
+  while (from < to) {
+    const uint64_t lap = from / size_ * size_;
+    const uint64_t k = (from - lap + discard_span_ - 1) / discard_span_;
+    if ((k + 1) * discard_span_ > size_) {
+      from = lap + size_;
+      continue;
+    }
+    const uint64_t at = lap + k * discard_span_;
+    if (at + discard_span_ > to) break;
+    // Advisory: a failed discard only costs the FTL a merge later.
+    if (dev_->discard(k * discard_span_, discard_span_) == 0) ++discarded_spans_;
+    from = at + discard_span_;
+  }
+  discard_next_ = std::max(discard_next_, std::min(from, to));
+}
+
 uint64_t CommitJournal::reserve(uint64_t len, bool* needs_checkpoint) {
   std::lock_guard<std::mutex> l(mutex_);
-  // A record never wraps: it starts over at the ring's beginning.
-  if (head_ % size_ + len > size_) head_ += size_ - head_ % size_;
-  uint64_t pos = head_ % size_;
-  head_ += len;
-  *needs_checkpoint = head_ > reusable_;
-  return pos;
+  *needs_checkpoint = !fits(len);
+  // Numbered 0: only checkpoint() frees them.
+  const uint64_t start = next_start(len);
+  head_ = start + len;
+  if (placed_.empty()) tail_ = start;
+  placed_.push_back({start, head_, 0});
+  return start % size_;
 }
 
 void CommitJournal::checkpoint() {
   std::lock_guard<std::mutex> l(mutex_);
   // Every record reserved so far is in RocksDB, durably: a whole ring's
   // length from here on only overwrites such records.
-  reusable_ = head_ + size_;
+  placed_.clear();
+  tail_ = head_;
+  room_cv_.notify_all();
   if (discard_span_ == 0) return;
   // Under the mutex: a record reserved after this goes past the head, into
   // a span already discarded, never one being discarded.
@@ -279,6 +351,7 @@ void CommitJournal::checkpoint() {
     // Advisory: a failed discard only costs the FTL a merge later.
     if (dev_->discard(s * discard_span_, discard_span_) == 0) ++discarded_spans_;
   }
+  discard_next_ = head_ + size_;
 }
 
 void CommitJournal::set_discard_span(uint64_t span) {

@@ -26,18 +26,21 @@
 //    acknowledged only once its record and those of every earlier
 //    transaction are durable, so every acknowledged transaction is replayed
 //    and what is replayed is a prefix.
-//  - Ring space is reused only after a RocksDB WAL flush and sync covering
-//    every transaction recorded in it (checkpoint()), so a record
+//  - Ring space is reused only behind the ring's tail: the oldest record
+//    whose transactions RocksDB does not yet hold durably (docs/
+//    small-writes.md 6.2). The committer's checkpointer thread moves it with
+//    a RocksDB WAL flush and sync, off the commit path, once half the ring
+//    is needed; a group that finds no room waits for it. So a record
 //    overwritten can never be one RocksDB still needs.
 //  - Records are versioned, checksummed and carry the store's fsid; garbage,
 //    a torn write or a record of another store fails decoding and is skipped.
 //
-// On-disk record, at a 4 KiB boundary of the ring, padded to 4 KiB:
-//   [fixed32 magic "HSJ1"][fixed32 n][n bytes: seal_record(kJournalTag, 1,
-//    body)] with body = [16 bytes fsid][varint count]{[fixed64 seq][bytes
-//    batch]}*count. Versions above 1 are rejected.
+// The records (versions 1 and 2) and their codec: journal_record.h.
 #pragma once
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -49,34 +52,13 @@
 
 #include "hybridstore/format/store_format.h"
 #include "hsio/block_device.h"
+#include "hybridstore/kv/journal_record.h"
 
 namespace hybridstore {
 
-struct JournalEntry {
-  uint64_t seq = 0;
-  std::string batch;  // rocksdb::WriteBatch::Data()
-};
-
-// An entry to encode: the batch is read where it lies (the committer's
-// batches), not copied.
-struct JournalEntryView {
-  uint64_t seq = 0;
-  std::string_view batch;
-};
-
-// The padded size of the record of `entries`, known before building it.
-uint64_t journal_record_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries);
-// One record, padded to whole 4 KiB blocks. Its length field is 32 bits:
-// callers write only records below CommitJournal::max_record (< 4 GiB).
-std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntryView>& entries);
-std::string encode_journal_record(const Uuid& fsid, const std::vector<JournalEntry>& entries);
-// Decodes the record at the start of `in` (which may run on past it). False
-// on anything but an intact record of store `fsid`; *len gets its padded size.
-bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<JournalEntry>* out, uint64_t* len);
-
 class CommitJournal {
  public:
-  static constexpr uint64_t kBlock = 4096;
+  static constexpr uint64_t kBlock = kJournalBlock;
   // Opens the ring at `path`, creating it (`size` bytes of zeros, synced,
   // its directory synced) when it does not exist. `wrap` may put a decorator
   // around the device (the storage hooks' fault injection).
@@ -114,13 +96,51 @@ class CommitJournal {
   // the ring onto each other.
   uint64_t max_record(int lanes) const { return size_ / (2 * static_cast<uint64_t>(lanes)) / kBlock * kBlock; }
 
-  // Where the next record of `len` bytes goes. *needs_checkpoint says that
-  // RocksDB must be synced (checkpoint()) before the record is written:
-  // the space it takes was last used by records RocksDB may not hold yet.
+  // The ring's tail (docs/small-writes.md 6.2): space is reused only behind
+  // the oldest record something still needs. A record is needed until every
+  // hold below has passed its last transaction number; each hold is a value
+  // that only grows and that RocksDB holds durably.
+  enum class TailHold { kRocksDb = 0, kApplied = 1, kClean = 2 };
+  static constexpr int kTailHolds = 3;
+  // kRocksDb (RocksDB holds the record's batches durably) always holds;
+  // the others only once enabled here, before the first reserve (nothing
+  // writes ring data or deltas yet: small-writes.md steps 5 and 6).
+  void hold_tail_for(TailHold h);
+  // Where the record of transactions up to `last_seq`, `len` bytes, goes.
+  // Waits while the ring has no room for it behind the tail (backpressure:
+  // the checkpointer frees room, see checkpoint_due); kStopped once
+  // abort() was called.
+  static constexpr uint64_t kStopped = UINT64_MAX;
+  uint64_t reserve(uint64_t len, uint64_t last_seq);
+  // The same without waiting: false when the ring has no room now.
+  bool try_reserve(uint64_t len, uint64_t last_seq, uint64_t* pos);
+  // Every transaction up to `seq` is now durable for `h`: the tail moves
+  // past the records wholly at or below it on every hold. With a discard
+  // span set, whole spans of the room ahead of the head are discarded.
+  void advance(TailHold h, uint64_t seq);
+  // The committer wrote the batches of every transaction up to `seq` into
+  // RocksDB (not synced): what a RocksDB sync would make durable.
+  void batches_written(uint64_t seq);
+  // For the checkpointer: waits up to `timeout` until a RocksDB sync is due
+  // (the ring's needed span passed half of it, or a reserve is waiting for
+  // room) and would free something (batches were written past the last
+  // sync); then true, *seq the number a sync started now covers. False on
+  // timeout, after wake() or abort().
+  bool checkpoint_due(std::chrono::milliseconds timeout, uint64_t* seq);
+  // Wakes a checkpoint_due caller (its thread is stopping).
+  void wake();
+  // Reserves waiting and to come return kStopped (the store failed).
+  void abort();
+  // Bytes from the tail to the head: what the ring must keep.
+  uint64_t needed() const;
+
+  // Without a committer (tests, tools): where the next record of `len`
+  // bytes goes, never waiting; *needs_checkpoint says that it overwrites
+  // records still needed, so RocksDB must be synced (checkpoint()) first.
   uint64_t reserve(uint64_t len, bool* needs_checkpoint);
-  // After a RocksDB WAL sync that covers every record reserved so far.
-  // With a discard span set, also discards every whole span of the ring
-  // but the one holding the head (see set_discard_span).
+  // After a RocksDB WAL sync that covers every record reserved so far:
+  // nothing behind the head is needed any more. With a discard span set,
+  // also discards every whole span of the ring but the one holding the head.
   void checkpoint();
   // On raw NAND behind the FTL (docs/kvfs.md 4), `span` is the FTL's
   // erase-block size: overwriting ring pages in place would send each into
@@ -138,18 +158,39 @@ class CommitJournal {
   // `size`: the ring's bytes, from the device's start; the first lap needs
   // no checkpoint.
   CommitJournal(std::unique_ptr<BlockDevice> dev, uint64_t size, const Uuid& fsid)
-      : dev_(std::move(dev)), size_(size), fsid_(fsid), reusable_(size) {}
+      : dev_(std::move(dev)), size_(size), fsid_(fsid) {}
   // Why a ring of `bytes` on `dev` cannot hold the journal, or "".
   static std::string unusable_ring(const BlockDevice& dev, uint64_t bytes);
+  // Under mutex_: where a record of `len` bytes would start (a record never
+  // wraps: it starts over at the ring's beginning), and whether the ring
+  // has room for it behind the tail.
+  uint64_t next_start(uint64_t len) const;
+  bool fits(uint64_t len) const { return next_start(len) + len - tail_ <= size_; }
+  uint64_t place(uint64_t len, uint64_t last_seq);
+  void move_tail();
+  void discard_free();
 
+  struct Placed {
+    uint64_t start, end;  // bytes since open, as head_
+    uint64_t last_seq;
+  };
   std::unique_ptr<BlockDevice> dev_;
   const uint64_t size_;
   const Uuid fsid_;
   mutable std::mutex mutex_;
-  uint64_t head_ = 0;      // bytes reserved since open (position = head_ % size_)
-  uint64_t reusable_;      // head_ may grow to this before a checkpoint
+  std::condition_variable room_cv_;  // the tail moved / abort
+  std::condition_variable due_cv_;   // a checkpoint may be due / wake
+  uint64_t head_ = 0;  // bytes reserved since open (position = head_ % size_)
+  uint64_t tail_ = 0;  // start of the oldest needed record (head_ when none)
+  std::deque<Placed> placed_;  // records from the tail on, in ring order
+  uint64_t durable_[kTailHolds] = {0, 0, 0};
+  bool holds_[kTailHolds] = {true, false, false};
+  uint64_t batches_written_ = 0;
+  int waiting_ = 0;  // reserves waiting for room
+  bool woken_ = false, aborted_ = false;
   uint64_t discard_span_ = 0;
   uint64_t discarded_spans_ = 0;
+  uint64_t discard_next_ = 0;  // bytes since open: free space before it was discarded
 };
 
 }  // namespace hybridstore

@@ -39,6 +39,11 @@ void KvCommitter::start() {
         pthread_setname_np(pthread_self(), "hs-journal");
         lane_loop();
       });
+  if (journal_ && !inline_checkpoints_)
+    checkpoint_thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "hs-ckpt");
+      checkpoint_loop();
+    });
   finisher_thread_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "hs-finisher");
     finisher_loop();
@@ -62,6 +67,13 @@ void KvCommitter::stop() {
   for (auto& t : lane_threads_)
     if (t.joinable()) t.join();
   lane_threads_.clear();
+  // Last: the commit thread may have waited for it to free ring space.
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    checkpoint_stopping_ = true;
+  }
+  if (journal_) journal_->wake();
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   {
     std::lock_guard<std::mutex> l(fin_mutex_);
     fin_stopping_ = true;
@@ -163,6 +175,9 @@ void KvCommitter::fail(int err, const std::string& msg) {
   }
   sync_waiters_.clear();
   space_cv_.notify_all();
+  // A group waiting for ring space would wait for a checkpointer that has
+  // stopped (or for one whose syncs no longer matter).
+  if (journal_) journal_->abort();
 }
 
 void KvCommitter::commit_loop() {
@@ -269,16 +284,29 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
     }
   *overlap = false;
   if (journal_) {
-    bool checkpoint = false;
+    f.journal_last = next_journal_seq_ - 1;
     const bool sync_now = journal_->record_size(entries) > journal_->max_record(lanes_);
-    if (!sync_now) {
+    bool checkpoint = false;
+    if (!sync_now && inline_checkpoints_) {
       f.record = journal_->encode(entries);
       f.pos = journal_->reserve(f.record.size(), &checkpoint);
+    } else if (!sync_now) {
+      f.record = journal_->encode(entries);
+      // Never a RocksDB sync here: the checkpointer keeps room behind the
+      // ring's tail (docs/small-writes.md 6.2), and this waits only when
+      // it falls behind. Every batch before this group's is in RocksDB
+      // already (groups are processed one at a time), so its sync frees
+      // room without this group's batches.
+      f.pos = journal_->reserve(f.record.size(), f.journal_last);
+      if (f.pos == CommitJournal::kStopped) {
+        fail(-EIO, "commit journal stopped while waiting for ring space");
+        return false;
+      }
     }
-    // The record normally goes to a lane before the batches go to RocksDB,
-    // so the device writes it while this thread fills the memtable. Not
-    // when its ring space must first be freed by a RocksDB sync that has
-    // to cover this group's batches as well.
+    // The record goes to a lane before the batches go to RocksDB, so the
+    // device writes it while this thread fills the memtable; not when (with
+    // inline checkpoints) its space must first be freed by a RocksDB sync
+    // that has to cover this group's batches as well.
     *overlap = !sync_now && !checkpoint;
     bool alone;
     {
@@ -310,15 +338,19 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
       return false;
     }
     if (sync_now || checkpoint) {
-      // Every batch reserved so far is now in RocksDB: one WAL flush and
-      // sync makes them all durable there (FlushWAL first writes out what
-      // manual_wal_flush keeps in RocksDB's buffer).
+      // A group too large for a record is made durable by RocksDB alone:
+      // one WAL flush and sync (FlushWAL first writes out what
+      // manual_wal_flush keeps in RocksDB's buffer), which covers every
+      // batch before it too; so is the space of an inline checkpoint.
       rocksdb::Status s = db_->FlushWAL(true);
       if (!s.ok()) {
         fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
         return false;
       }
-      journal_->checkpoint();
+      if (checkpoint)
+        journal_->checkpoint();
+      else
+        journal_->advance(CommitJournal::TailHold::kRocksDb, f.journal_last);
       std::lock_guard<std::mutex> l(mutex_);
       ++stats_.journal_checkpoints;
     }
@@ -354,7 +386,33 @@ bool KvCommitter::write_batches(Flight& f) {
     fail(-EIO, "RocksDB commit failed: " + s.ToString());
     return false;
   }
+  if (journal_) journal_->batches_written(f.journal_last);
   return true;
+}
+
+// RocksDB's WAL syncs, off the commit path: when the ring's needed span
+// passes half of it (or a group waits for room), one FlushWAL(true) makes
+// every batch written so far durable in RocksDB, and the ring's tail moves
+// past their records. Before this thread, the group whose record needed the
+// space ran the sync itself, once per lap, and every group behind it waited.
+void KvCommitter::checkpoint_loop() {
+  for (;;) {
+    uint64_t seq = 0;
+    const bool due = journal_->checkpoint_due(std::chrono::milliseconds(200), &seq);
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (checkpoint_stopping_ || error_) return;
+    }
+    if (!due) continue;
+    rocksdb::Status s = db_->FlushWAL(true);
+    if (!s.ok()) {
+      fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
+      return;
+    }
+    journal_->advance(CommitJournal::TailHold::kRocksDb, seq);
+    std::lock_guard<std::mutex> l(mutex_);
+    ++stats_.journal_checkpoints;
+  }
 }
 
 // A WriteBatch's representation is a 12-byte header (fixed64 sequence,

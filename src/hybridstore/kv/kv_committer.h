@@ -123,7 +123,7 @@ struct CommitterStats {
   uint64_t groups = 0;
   uint64_t device_flushes = 0;
   uint64_t journal_records = 0;      // groups made durable by one journal write
-  uint64_t journal_checkpoints = 0;  // RocksDB WAL syncs that freed ring space
+  uint64_t journal_checkpoints = 0;  // RocksDB WAL syncs that freed ring space (the checkpointer's, and large groups')
   uint64_t commit_latency_ns_total = 0;
 };
 
@@ -140,6 +140,9 @@ class KvCommitter {
   // groups in flight; journal numbers start at `next_journal_seq` (from
   // CommitJournal::replay). Without it every group ends with a RocksDB sync.
   void set_journal(CommitJournal* journal, uint64_t next_journal_seq, int lanes);
+  // Before start(): free ring space with a RocksDB sync on the commit path,
+  // by the group that needs it, as before the checkpointer (A/B runs).
+  void set_inline_checkpoints(bool on) { inline_checkpoints_ = on; }
   void start();
   // Drains the queue and joins the threads.
   void stop();
@@ -172,6 +175,7 @@ class KvCommitter {
     std::deque<CommitWork> group;
     std::string record;  // journal record still to write; empty when durable already
     uint64_t pos = 0;
+    uint64_t journal_last = 0;  // the journal number of its last transaction
     bool claimed = false;
     bool record_written = false, kv_written = false;
     bool done = false;  // both: the record durable and the batches in RocksDB
@@ -186,6 +190,7 @@ class KvCommitter {
   bool write_metadata(Flight& f, bool* overlap);
   bool write_batches(Flight& f);
   void lane_loop();
+  void checkpoint_loop();
   // Acknowledges, in queue order, every group at the front that is durable.
   void complete_ready();
   void acknowledge(Flight& f);
@@ -223,6 +228,9 @@ class KvCommitter {
   uint64_t next_journal_seq_ = 1;  // committer thread only
   int lanes_ = 1;
   std::vector<std::thread> lane_threads_;
+  std::thread checkpoint_thread_;  // hs-ckpt: RocksDB WAL syncs that move the ring's tail
+  bool checkpoint_stopping_ = false;
+  bool inline_checkpoints_ = false;
   std::multimap<uint64_t, std::function<void()>> waiters_;  // call_when_committed
   uint64_t next_seq_ = 1;
   bool stopping_ = false;

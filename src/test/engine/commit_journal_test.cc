@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,10 +21,14 @@
 #include <set>
 #include <thread>
 
+#include <pthread.h>
+
 #include <rocksdb/db.h>
+#include <rocksdb/utilities/stackable_db.h>
 #include <rocksdb/write_batch.h>
 
 #include "common_helpers.h"
+#include "hscommon/crc32c.h"
 #include "hscommon/encoding.h"
 #include "hsio/forwarding_device.h"
 #include "hsio/region_device.h"
@@ -319,6 +324,318 @@ TEST(CommitJournalRecord, RandomGarbageNeverDecodes) {
       g.replace(0, 8, m);
     }
     EXPECT_FALSE(decode_journal_record(g, fsid_a(), &out, &len));
+  }
+}
+
+// ---- Version 2 records (docs/small-writes.md section 5) ----
+
+std::string block_of(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  return test::random_bytes(rng, CommitJournal::kBlock);
+}
+
+JournalDelta overwrite(const std::string& key, uint64_t version, uint64_t logical, uint64_t first,
+                       const std::vector<std::string>& blocks, size_t count) {
+  JournalDelta d;
+  d.kind = JournalDeltaKind::kOverwrite;
+  d.key = key;
+  d.version = version;
+  d.logical = logical;
+  d.tier = 1;
+  d.physical = (logical + (64 << 20));
+  d.first_block = first;
+  for (size_t i = 0; i < count; ++i) d.crcs.push_back(crc32c(blocks[first + i]));
+  return d;
+}
+
+JournalDelta attr(JournalDeltaKind kind, const std::string& key, uint64_t version, const std::string& name,
+                  const std::string& value = "") {
+  JournalDelta d;
+  d.kind = kind;
+  d.key = key;
+  d.version = version;
+  d.name = name;
+  d.value = value;
+  return d;
+}
+
+// A group of three transactions: one with omap (a batch) and an overwrite of
+// two blocks with two attrs; one pure overwrite of one block (no batch);
+// one that extends an object (overwrite and size). Four data blocks.
+struct V2Group {
+  std::vector<std::string> blocks;
+  std::vector<JournalEntry> entries;
+  std::vector<std::string_view> data() const { return {blocks.begin(), blocks.end()}; }
+};
+V2Group v2_group(uint64_t first_seq, uint64_t seed) {
+  V2Group g;
+  for (uint64_t i = 0; i < 4; ++i) g.blocks.push_back(block_of(seed * 10 + i));
+  JournalEntry a{first_seq, batch_putting("omap" + std::to_string(first_seq), "entry", first_seq)};
+  a.deltas = {overwrite("Oa", 7, 8192, 0, g.blocks, 2), attr(JournalDeltaKind::kSetAttr, "Oa", 7, "_", "info"),
+              attr(JournalDeltaKind::kRmAttr, "Oa", 7, "snapset")};
+  JournalEntry b{first_seq + 1, ""};
+  b.has_batch = false;
+  b.deltas = {overwrite("Ob", 1, 0, 2, g.blocks, 1)};
+  JournalEntry c{first_seq + 2, ""};
+  c.has_batch = false;
+  JournalDelta size;
+  size.kind = JournalDeltaKind::kSetSize;
+  size.key = "Oa";
+  size.version = 8;
+  size.size = 4 << 20;
+  c.deltas = {overwrite("Oa", 8, (4 << 20) - 4096, 3, g.blocks, 1), size};
+  g.entries = {a, b, c};
+  return g;
+}
+
+void expect_same_entries(const std::vector<JournalEntry>& got, const std::vector<JournalEntry>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].seq, want[i].seq);
+    EXPECT_EQ(got[i].has_batch, want[i].has_batch);
+    EXPECT_EQ(got[i].batch, want[i].batch);
+    EXPECT_TRUE(got[i].deltas == want[i].deltas) << "entry " << i;
+  }
+}
+
+// A version-2 record framed by hand around `body` (sealed as `version`),
+// padded, with `blocks` after it: for bodies the encoder would never make.
+std::string frame_v2(std::string_view body, uint8_t version, const std::vector<std::string>& blocks,
+                     uint32_t magic = 0x324a5348) {
+  std::string sealed = seal_record(0x4a524e4c, version, body);
+  std::string r;
+  put_fixed32(&r, magic);
+  put_fixed32(&r, static_cast<uint32_t>(sealed.size()));
+  put_fixed32(&r, static_cast<uint32_t>(blocks.size()));
+  r += sealed;
+  r.resize((r.size() + 4095) / 4096 * 4096, '\0');
+  for (const auto& b : blocks) r += b;
+  return r;
+}
+
+std::string fsid_bytes() { return std::string(reinterpret_cast<const char*>(fsid_a().data()), fsid_a().size()); }
+
+TEST(CommitJournalRecordV2, RoundTripsDeltasAndDataBlocksAfterAPaddedHeader) {
+  const V2Group g = v2_group(40, 1);
+  const std::string r = encode_journal_record_v2(fsid_a(), g.entries, g.data());
+  std::vector<JournalEntryView> views;
+  for (const auto& e : g.entries) views.push_back({e.seq, e.batch, e.has_batch, &e.deltas});
+  EXPECT_EQ(journal_record_v2_size(fsid_a(), views, 4), r.size());
+  ASSERT_EQ(r.size() % CommitJournal::kBlock, 0u);
+  // The data blocks are the record's last four blocks, as they were given:
+  // they go to their place later straight from there.
+  const size_t header = r.size() - 4 * CommitJournal::kBlock;
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(r.substr(header + i * CommitJournal::kBlock, CommitJournal::kBlock), g.blocks[i]);
+  EXPECT_EQ(load_fixed32(r.data()), 0x324a5348u);
+  EXPECT_EQ(load_fixed32(r.data() + 8), 4u);
+  JournalRecord rec;
+  uint64_t len = 0;
+  std::string why;
+  // Followed by more ring (a next record's bytes): the length says where it ends.
+  ASSERT_TRUE(decode_journal_record(r + std::string(8192, 'x'), fsid_a(), &rec, &len, &why)) << why;
+  EXPECT_EQ(len, r.size());
+  EXPECT_EQ(rec.version, 2);
+  expect_same_entries(rec.entries, g.entries);
+  ASSERT_EQ(rec.data.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(rec.data[i], g.blocks[i]);
+  // The entries-only decoder takes it too.
+  std::vector<JournalEntry> out;
+  ASSERT_TRUE(decode_journal_record(r, fsid_a(), &out, &len));
+  expect_same_entries(out, g.entries);
+  // A record of batches only (no data) is one header block.
+  const std::string plain = encode_journal_record_v2(fsid_a(), entries(3, 2), {});
+  EXPECT_EQ(plain.size(), CommitJournal::kBlock);
+  ASSERT_TRUE(decode_journal_record(plain, fsid_a(), &rec, &len, &why)) << why;
+  expect_same_entries(rec.entries, entries(3, 2));
+  EXPECT_TRUE(rec.data.empty());
+  // Version 1 through the same decoder.
+  ASSERT_TRUE(decode_journal_record(encode_journal_record(fsid_a(), entries(9, 2)), fsid_a(), &rec, &len, &why)) << why;
+  EXPECT_EQ(rec.version, 1);
+  expect_same_entries(rec.entries, entries(9, 2));
+}
+
+TEST(CommitJournalRecordV2, RejectsEveryFlippedHeaderBitTruncationAndAnotherStoresRecord) {
+  const V2Group g = v2_group(1, 2);
+  const std::string r = encode_journal_record_v2(fsid_a(), g.entries, g.data());
+  JournalRecord rec;
+  uint64_t len;
+  std::string why;
+  EXPECT_FALSE(decode_journal_record(r, fsid_b(), &rec, &len, &why));
+  EXPECT_NE(why.find("another store"), std::string::npos) << why;
+  const size_t framed = 12 + load_fixed32(r.data() + 4);
+  for (size_t byte = 0; byte < framed; ++byte)
+    for (int bit = 0; bit < 8; ++bit) {
+      std::string bad = r;
+      bad[byte] = static_cast<char>(bad[byte] ^ (1 << bit));
+      why.clear();
+      EXPECT_FALSE(decode_journal_record(bad, fsid_a(), &rec, &len, &why)) << "byte " << byte << " bit " << bit;
+      EXPECT_FALSE(why.empty());
+    }
+  // Cut anywhere, header or data: never a record.
+  for (size_t n = 0; n < r.size(); n += (n < framed ? 5 : 509)) {
+    why.clear();
+    EXPECT_FALSE(decode_journal_record(r.substr(0, n), fsid_a(), &rec, &len, &why)) << "cut at " << n;
+    EXPECT_FALSE(why.empty());
+  }
+}
+
+// A data block's bytes are checked by the crc its delta carries: any change
+// in any block, even with the header intact, refuses the whole record.
+TEST(CommitJournalRecordV2, ABadCrcOfAnyDataBlockRefusesTheRecord) {
+  const V2Group g = v2_group(1, 3);
+  const std::string r = encode_journal_record_v2(fsid_a(), g.entries, g.data());
+  const size_t header = r.size() - 4 * CommitJournal::kBlock;
+  std::mt19937_64 rng(test::test_seed(5858));
+  JournalRecord rec;
+  uint64_t len;
+  for (size_t b = 0; b < 4; ++b)
+    for (int k = 0; k < 64; ++k) {
+      std::string bad = r;
+      const size_t at = header + b * CommitJournal::kBlock + rng() % CommitJournal::kBlock;
+      bad[at] = static_cast<char>(bad[at] ^ (1 << (rng() % 8)));
+      std::string why;
+      EXPECT_FALSE(decode_journal_record(bad, fsid_a(), &rec, &len, &why)) << "block " << b << " byte " << at;
+      EXPECT_NE(why.find("data block crc"), std::string::npos) << why;
+    }
+  // A delta whose crc is wrong for a good block: the same.
+  V2Group h = v2_group(1, 3);
+  h.entries[1].deltas[0].crcs[0] ^= 1;
+  std::string why;
+  EXPECT_FALSE(decode_journal_record(encode_journal_record_v2(fsid_a(), h.entries, h.data()), fsid_a(), &rec, &len, &why));
+  EXPECT_NE(why.find("data block crc"), std::string::npos) << why;
+}
+
+// A record torn while written: its blocks reach the ring in any order and
+// some never do; what is left of an older record of the same size, or the
+// zeros of a fresh ring, may be under them. Every mix of new blocks and
+// what was under them is refused, and the whole record decodes.
+TEST(CommitJournalRecordV2, EveryTornMixOfNewAndOldBlocksIsRefused) {
+  const V2Group g = v2_group(20, 4);
+  const std::string fresh = encode_journal_record_v2(fsid_a(), g.entries, g.data());
+  const V2Group o = v2_group(10, 5);
+  const std::string old = encode_journal_record_v2(fsid_a(), o.entries, o.data());
+  ASSERT_EQ(old.size(), fresh.size());
+  const size_t blocks = fresh.size() / CommitJournal::kBlock;
+  ASSERT_LE(blocks, 12u);
+  const std::string zeros(fresh.size(), '\0');
+  JournalRecord rec;
+  uint64_t len;
+  for (const std::string* under : {&old, &zeros})
+    for (uint32_t mask = 0; mask + 1 < (1u << blocks); ++mask) {
+      std::string torn = *under;
+      for (size_t b = 0; b < blocks; ++b)
+        if (mask & (1u << b))
+          torn.replace(b * CommitJournal::kBlock, CommitJournal::kBlock,
+                       fresh.substr(b * CommitJournal::kBlock, CommitJournal::kBlock));
+      // Only the old record itself (nothing new written) may decode, as itself.
+      if (torn == old) continue;
+      std::string why;
+      EXPECT_FALSE(decode_journal_record(torn, fsid_a(), &rec, &len, &why)) << "new blocks mask " << mask;
+      EXPECT_FALSE(why.empty());
+    }
+  std::string why;
+  ASSERT_TRUE(decode_journal_record(fresh, fsid_a(), &rec, &len, &why)) << why;
+  EXPECT_EQ(rec.entries[0].seq, 20u);
+}
+
+// Headers whose seal is intact but whose meaning is not: the decoder refuses
+// them with a reason, never takes them.
+TEST(CommitJournalRecordV2, RefusesWellSealedNonsense) {
+  JournalRecord rec;
+  uint64_t len;
+  auto refused = [&](const std::string& r, const std::string& reason) {
+    std::string why;
+    EXPECT_FALSE(decode_journal_record(r, fsid_a(), &rec, &len, &why)) << reason;
+    EXPECT_NE(why.find(reason), std::string::npos) << "want '" << reason << "', got '" << why << "'";
+  };
+  auto encoded = [&](const std::function<void(V2Group&)>& spoil) {
+    V2Group g = v2_group(1, 6);
+    spoil(g);
+    return encode_journal_record_v2(fsid_a(), g.entries, g.data());
+  };
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].first_block = 3; }), "out of order");
+  refused(encoded([](V2Group& g) { g.entries[0].deltas[0].first_block = 1; }), "out of order");
+  refused(encoded([](V2Group& g) { g.blocks.push_back(block_of(99)); }), "data blocks no delta names");
+  refused(encoded([](V2Group& g) { g.entries[2].deltas.clear(); }), "data blocks no delta names");
+  refused(encoded([](V2Group& g) { g.entries[0].deltas[1].version = 6; }), "disagree on its version");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].version = 0; }), "version 0");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].key.clear(); }), "without an object key");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].tier = kMaxTiers; }), "bad tier");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].logical = 100; }), "misaligned");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].physical = 4097; }), "misaligned");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].kind = static_cast<JournalDeltaKind>(9); }),
+          "unknown delta kind");
+  refused(encoded([](V2Group& g) { g.entries[1].seq = 5; }), "not consecutive");
+  refused(encoded([](V2Group& g) { g.entries[2].deltas[1].size = 1ull << 62; }), "setsize out of range");
+  // By hand: what the encoder cannot even say.
+  auto body_with = [&](uint64_t flags, const std::string& batch) {
+    std::string b = fsid_bytes();
+    put_varint(&b, 1);
+    put_fixed64(&b, 1);
+    put_varint(&b, flags);
+    put_bytes(&b, batch);
+    put_varint(&b, 0);
+    return b;
+  };
+  refused(frame_v2(body_with(2, ""), 2, {}), "unknown entry flags");
+  refused(frame_v2(body_with(0, "batch"), 2, {}), "flagged without one");
+  refused(frame_v2(body_with(1, "batch") + "x", 2, {}), "trailing bytes");
+  std::string none = fsid_bytes();
+  put_varint(&none, 0);
+  refused(frame_v2(none, 2, {}), "entry count");
+  // The magic fixes the version: each version under the other's magic, and
+  // a version past 2 under either, is refused although its seal is intact.
+  ASSERT_TRUE(decode_journal_record(frame_v2(body_with(1, "b"), 2, {}), fsid_a(), &rec, &len));
+  refused(frame_v2(body_with(1, "b"), 1, {}), "does not match the magic");
+  refused(frame_v2(body_with(1, "b"), 3, {}), record_error_name(RecordError::kBadVersion));
+  std::string v1body = fsid_bytes();
+  put_varint(&v1body, 1);
+  put_fixed64(&v1body, 1);
+  put_bytes(&v1body, "b");
+  std::string sealed = seal_record(0x4a524e4c, 2, v1body);
+  std::string v1magic;
+  put_fixed32(&v1magic, 0x314a5348);
+  put_fixed32(&v1magic, static_cast<uint32_t>(sealed.size()));
+  v1magic += sealed;
+  v1magic.resize(4096, '\0');
+  refused(v1magic, record_error_name(RecordError::kBadVersion));
+  // A data block count past the input: the record is torn, not a huge one.
+  std::string many = frame_v2(body_with(1, "b"), 2, {});
+  store_fixed32(many.data() + 8, 0xffffffffu);
+  refused(many, "truncated data blocks");
+}
+
+// Garbage of every kind, with each magic: refused with a reason, never a
+// crash (the ASan and UBSan builds and qa/fuzz's journal target look for
+// the rest).
+TEST(CommitJournalRecordV2, RandomGarbageAndMutationsNeverDecode) {
+  std::mt19937_64 rng(test::test_seed(5859));
+  JournalRecord rec;
+  uint64_t len;
+  for (int i = 0; i < 3000; ++i) {
+    std::string g = test::random_bytes(rng, 4096 * (1 + rng() % 3));
+    std::string m;
+    put_fixed32(&m, i % 3 == 0 ? 0x314a5348 : 0x324a5348);
+    put_fixed32(&m, static_cast<uint32_t>(rng() % 9000));
+    put_fixed32(&m, static_cast<uint32_t>(rng() % 4));
+    if (i % 3 != 2) g.replace(0, 12, m);
+    std::string why;
+    EXPECT_FALSE(decode_journal_record(g, fsid_a(), &rec, &len, &why)) << "garbage " << i;
+    EXPECT_FALSE(why.empty());
+  }
+  const V2Group grp = v2_group(1, 7);
+  const std::string r = encode_journal_record_v2(fsid_a(), grp.entries, grp.data());
+  const size_t framed = 12 + load_fixed32(r.data() + 4);
+  const size_t header = r.size() - 4 * CommitJournal::kBlock;
+  for (int i = 0; i < 3000; ++i) {
+    std::string bad = r;
+    // 1-4 random bytes changed in the framed header or the data blocks.
+    for (int n = 1 + static_cast<int>(rng() % 4); n > 0; --n) {
+      const size_t at = rng() % 2 ? rng() % framed : header + rng() % (r.size() - header);
+      bad[at] = static_cast<char>(bad[at] ^ (1 + rng() % 255));
+    }
+    std::string why;
+    EXPECT_FALSE(decode_journal_record(bad, fsid_a(), &rec, &len, &why)) << "mutation " << i;
   }
 }
 
@@ -891,6 +1208,355 @@ TEST_P(CommitJournalReplay, ARecordTornAtTheExtentBoundaryEndsTheReplayedPrefix)
   backing.expect_others_untouched();
 }
 
+// Version-2 records of batches mixed with version-1 records in one ring,
+// in any order there: replay takes both, in number order, entries without a
+// batch counting for the prefix. Data blocks are skipped, not scanned: the
+// ones here hold an intact version-1 record of this store (client bytes may
+// be anything), numbered right after the last real one, which replay would
+// otherwise take.
+TEST_P(CommitJournalReplay, ReplaysVersion1And2RecordsMixedInOneRing) {
+  auto db = open_db(dir_.file("db"));
+  for (uint64_t s = 1; s <= 2; ++s) {
+    rocksdb::WriteBatch b(batch_putting("k" + std::to_string(s), "v", s));
+    ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &b).ok());
+  }
+  {
+    auto j = open_journal();
+    auto put = [&](const std::string& r) {
+      bool cp = false;
+      ASSERT_EQ(j->write(j->reserve(r.size(), &cp), r), 0);
+    };
+    // Held already: a record with data and deltas that RocksDB's number covers.
+    std::vector<std::string> blocks = {encode_journal_record(fsid_a(), entries(9, 1)),
+                                       encode_journal_record(fsid_a(), entries(10, 1))};
+    ASSERT_EQ(blocks[0].size(), CommitJournal::kBlock);
+    auto held = entries(1, 2);
+    held[1].deltas = {overwrite("Oa", 1, 0, 0, blocks, 2)};
+    put(encode_journal_record_v2(fsid_a(), held, {blocks[0], blocks[1]}));
+    put(encode_journal_record(fsid_a(), entries(6, 2)));
+    auto mid = entries(3, 3);
+    mid[1].batch.clear();
+    mid[1].has_batch = false;
+    put(encode_journal_record_v2(fsid_a(), mid, {}));
+    put(encode_journal_record_v2(fsid_a(), entries(8, 1), {}));
+  }
+  auto j = open_journal();
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(j->replay(db.get(), &next, &err), 6) << err;
+  EXPECT_EQ(next, 9u) << "a number from inside a data block was taken";
+  std::string v;
+  for (uint64_t s : {1, 2, 3, 5, 6, 7, 8})
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k" + std::to_string(s), &v).ok()) << s;
+  for (uint64_t s : {4, 9, 10})
+    EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k" + std::to_string(s), &v).IsNotFound()) << s;
+  ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v).ok());
+  EXPECT_EQ(load_fixed64(v.data()), 8u);
+  ring().expect_others_untouched();
+}
+
+// Deltas and ring data past what RocksDB holds are what only a format-5
+// build can apply; this one refuses the replay rather than drop them.
+TEST_P(CommitJournalReplay, DeltasPastWhatRocksDBHoldsAreRefusedNotSkipped) {
+  {
+    auto j = open_journal();
+    const std::vector<std::string> blocks = {block_of(77)};
+    auto e = entries(1, 2);
+    e[1].deltas = {overwrite("Oa", 1, 0, 0, blocks, 1)};
+    const std::string r = encode_journal_record_v2(fsid_a(), e, {blocks[0]});
+    bool cp = false;
+    ASSERT_EQ(j->write(j->reserve(r.size(), &cp), r), 0);
+  }
+  auto db = open_db(dir_.file("db"));
+  auto j = open_journal();
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(j->replay(db.get(), &next, &err), -EIO);
+  EXPECT_NE(err.find("transaction 2 holds onode deltas"), std::string::npos) << err;
+}
+
+// A version-2 record torn in the ring (its second header block never
+// written) is absent: replay stops before it, whatever follows.
+TEST_P(CommitJournalReplay, ATornVersion2RecordEndsTheReplayedPrefix) {
+  {
+    auto j = open_journal();
+    auto put = [&](const std::string& r, bool torn) {
+      bool cp = false;
+      const uint64_t pos = j->reserve(r.size(), &cp);
+      std::string w = r;
+      if (torn) std::memset(w.data() + CommitJournal::kBlock, 0, w.size() - CommitJournal::kBlock);
+      ASSERT_EQ(j->write(pos, w), 0);
+    };
+    put(encode_journal_record(fsid_a(), entries(1, 2)), false);
+    std::vector<JournalEntry> big = {{3, batch_putting("k3", std::string(6000, 'v'), 3)}};
+    const std::string r3 = encode_journal_record_v2(fsid_a(), big, {});
+    ASSERT_EQ(r3.size(), 2 * CommitJournal::kBlock);
+    put(r3, true);
+    put(encode_journal_record_v2(fsid_a(), entries(4, 1), {}), false);
+  }
+  auto db = open_db(dir_.file("db"));
+  auto j = open_journal();
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(j->replay(db.get(), &next, &err), 2) << err;
+  EXPECT_EQ(next, 5u);
+  std::string v;
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k2", &v).ok());
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k3", &v).IsNotFound());
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k4", &v).IsNotFound());
+}
+
+// ---- The ring's tail (docs/small-writes.md 6.2, step 3) ----
+
+using Hold = CommitJournal::TailHold;
+
+// Records never straddle the ring's end (the rest of the lap is skipped),
+// and room is reused only behind the oldest record still needed.
+TEST_P(CommitJournalReplay, TailRoomIsReusedOnlyBehindTheOldestNeededRecord) {
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0;
+  for (uint64_t s = 1; s <= 5; ++s) {
+    ASSERT_TRUE(j->try_reserve(3 * kB, s, &pos)) << s;
+    EXPECT_EQ(pos, (s - 1) * 3 * kB);
+  }
+  EXPECT_EQ(j->needed(), 15 * kB);
+  // A sixth starts over at the ring's beginning, over record 1.
+  EXPECT_FALSE(j->try_reserve(3 * kB, 6, &pos));
+  j->advance(Hold::kRocksDb, 0);
+  EXPECT_FALSE(j->try_reserve(3 * kB, 6, &pos));
+  j->advance(Hold::kRocksDb, 1);
+  ASSERT_TRUE(j->try_reserve(3 * kB, 6, &pos));
+  EXPECT_EQ(pos, 0u);
+  EXPECT_EQ(j->needed(), 16 * kB) << "records 2..6 and the block skipped at the end";
+  EXPECT_FALSE(j->try_reserve(kB, 7, &pos));
+  // A hold never goes back.
+  j->advance(Hold::kRocksDb, 6);
+  j->advance(Hold::kRocksDb, 2);
+  EXPECT_EQ(j->needed(), 0u);
+  ASSERT_TRUE(j->try_reserve(13 * kB, 8, &pos));  // transactions 7 and 8
+  EXPECT_EQ(pos, 3 * kB) << "fills the ring exactly to its end";
+  // A record only partly covered by a hold (its last number past it) is
+  // still needed.
+  j->advance(Hold::kRocksDb, 7);
+  EXPECT_EQ(j->needed(), 13 * kB);
+  j->advance(Hold::kRocksDb, 8);
+  EXPECT_EQ(j->needed(), 0u);
+}
+
+// Each of the three conditions keeps the tail by itself: RocksDB's durable
+// number, the applied data and the checkpointed onodes.
+TEST_P(CommitJournalReplay, EachOfTheThreeHoldsKeepsTheTail) {
+  const Hold holds[] = {Hold::kRocksDb, Hold::kApplied, Hold::kClean};
+  for (Hold lagging : holds) {
+    SCOPED_TRACE(static_cast<int>(lagging));
+    auto j = open_journal(16 * kB);
+    j->hold_tail_for(Hold::kApplied);
+    j->hold_tail_for(Hold::kClean);
+    uint64_t pos = 0;
+    for (uint64_t s = 1; s <= 4; ++s) ASSERT_TRUE(j->try_reserve(4 * kB, s, &pos));
+    for (Hold h : holds)
+      if (h != lagging) j->advance(h, 4);
+    EXPECT_FALSE(j->try_reserve(4 * kB, 5, &pos)) << "the lagging hold keeps every record";
+    EXPECT_EQ(j->needed(), 16 * kB);
+    j->advance(lagging, 2);
+    EXPECT_EQ(j->needed(), 8 * kB);
+    ASSERT_TRUE(j->try_reserve(8 * kB, 5, &pos));
+    EXPECT_EQ(pos, 0u);
+    EXPECT_FALSE(j->try_reserve(kB, 6, &pos));
+  }
+  // Holds not enabled do not count.
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0;
+  for (uint64_t s = 1; s <= 4; ++s) ASSERT_TRUE(j->try_reserve(4 * kB, s, &pos));
+  j->advance(Hold::kRocksDb, 4);
+  EXPECT_EQ(j->needed(), 0u);
+}
+
+// Backpressure: a reserve without room waits, makes a checkpoint due, and
+// goes on once the tail moves; abort() releases a waiter with kStopped.
+TEST_P(CommitJournalReplay, AReserveWaitsForRoomAndAbortReleasesIt) {
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0, seq = 0;
+  for (uint64_t s = 1; s <= 4; ++s) ASSERT_TRUE(j->try_reserve(4 * kB, s, &pos));
+  j->batches_written(4);
+  std::atomic<uint64_t> got{1};
+  std::thread t([&] { got = j->reserve(4 * kB, 5); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(got.load(), 1u) << "reserved without room";
+  EXPECT_TRUE(j->checkpoint_due(std::chrono::seconds(10), &seq)) << "a waiting reserve makes a sync due";
+  EXPECT_EQ(seq, 4u);
+  j->advance(Hold::kRocksDb, 1);
+  t.join();
+  EXPECT_EQ(got.load(), 0u);
+  std::atomic<uint64_t> got2{1};
+  std::thread t2([&] { got2 = j->reserve(4 * kB, 6); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(got2.load(), 1u) << "reserved without room";
+  j->abort();
+  t2.join();
+  EXPECT_EQ(got2.load(), CommitJournal::kStopped);
+  EXPECT_FALSE(j->try_reserve(kB, 7, &pos)) << "nothing is reserved after abort";
+}
+
+// The checkpointer's signal: due past half the ring, and only when a sync
+// would free something (batches written past the last one).
+TEST_P(CommitJournalReplay, ACheckpointIsDuePastHalfTheRingWhenASyncWouldFreeRoom) {
+  auto j = open_journal(16 * kB);
+  uint64_t pos = 0, seq = 0;
+  const auto now = std::chrono::milliseconds(0);
+  EXPECT_FALSE(j->checkpoint_due(now, &seq));
+  ASSERT_TRUE(j->try_reserve(8 * kB, 1, &pos));
+  j->batches_written(1);
+  EXPECT_FALSE(j->checkpoint_due(now, &seq)) << "half the ring is not past half";
+  ASSERT_TRUE(j->try_reserve(kB, 2, &pos));
+  EXPECT_TRUE(j->checkpoint_due(now, &seq));
+  EXPECT_EQ(seq, 1u) << "a sync covers only the batches written";
+  j->advance(Hold::kRocksDb, 1);
+  EXPECT_EQ(j->needed(), kB);
+  EXPECT_FALSE(j->checkpoint_due(now, &seq));
+  ASSERT_TRUE(j->try_reserve(8 * kB, 3, &pos));
+  EXPECT_FALSE(j->checkpoint_due(now, &seq)) << "no batch written since the last sync: nothing to free";
+  j->batches_written(3);
+  EXPECT_TRUE(j->checkpoint_due(now, &seq));
+  EXPECT_EQ(seq, 3u);
+  j->wake();
+  EXPECT_FALSE(j->checkpoint_due(std::chrono::seconds(10), &seq)) << "wake() ends a wait";
+}
+
+// Retention (small-writes.md 8, I2) with the tail: groups of random sizes
+// lap a small ring while RocksDB's durable number lags by a random amount
+// (the checkpointer behind); a group that finds no room waits for a sync.
+// After a crash at a random point, RocksDB's number is the last one made
+// durable, and the ring still holds every record after it.
+TEST_P(CommitJournalReplay, TheTailKeepsEveryRecordPastRocksDBsDurableNumber) {
+  std::mt19937_64 rng(test::test_seed(GetParam() == Ring::kFile ? 4403 : 4404));
+  const RingBacking backing = ring(64 * kB);
+  std::map<uint64_t, std::string> values;
+  uint64_t seq = 0, durable = 0, reserved = 0;
+  int waits = 0;
+  {
+    auto j = backing.open();
+    ASSERT_TRUE(j);
+    while (reserved < 3 * j->size() || waits < 3 || rng() % 5 != 0) {
+      ASSERT_LT(seq, 100000u) << "the loop never met its ends";
+      std::vector<JournalEntry> group;
+      for (int n = 1 + static_cast<int>(rng() % 3); n > 0; --n) {
+        ++seq;
+        values[seq] = test::random_bytes(rng, rng() % 5000);
+        group.push_back({seq, batch_putting("k" + std::to_string(seq), values[seq], seq)});
+      }
+      const std::string record = j->encode(group);
+      uint64_t pos = 0;
+      if (!j->try_reserve(record.size(), seq, &pos)) {
+        // What the checkpointer does when a group waits: a sync covering
+        // every batch written (the groups before this one).
+        ++waits;
+        durable = group.front().seq - 1;
+        j->advance(Hold::kRocksDb, durable);
+        ASSERT_TRUE(j->try_reserve(record.size(), seq, &pos)) << "a sync of everything before frees room";
+      }
+      reserved += record.size();
+      ASSERT_EQ(j->write(pos, record), 0) << "seq " << seq;
+      // Sometimes a sync lagging behind the writes.
+      if (rng() % 6 == 0 && seq > durable + 1) {
+        durable += 1 + rng() % (seq - durable - 1);
+        j->advance(Hold::kRocksDb, durable);
+      }
+    }
+  }
+  ASSERT_GT(seq, durable);
+  auto db = open_db(dir_.file("db"));
+  {
+    std::string n;
+    put_fixed64(&n, durable);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    ASSERT_TRUE(db->Put(wo, kv::journal_seq_key(), n).ok());
+  }
+  auto j = backing.open();
+  ASSERT_TRUE(j);
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(j->replay(db.get(), &next, &err), static_cast<int>(seq - durable)) << err;
+  EXPECT_EQ(next, seq + 1);
+  std::string v;
+  for (const auto& [s, want] : values) {
+    if (s <= durable) continue;
+    ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), "k" + std::to_string(s), &v).ok()) << "seq " << s;
+    EXPECT_TRUE(v == want) << "seq " << s;
+  }
+  backing.expect_others_untouched();
+}
+
+// RocksDB's WAL syncs leave the commit path: with a small ring that laps
+// many times, every FlushWAL runs on the checkpointer thread (hs-ckpt),
+// none on the committer, a lane or a writer, and every transaction is
+// acknowledged in order.
+class SyncSpyDb final : public rocksdb::StackableDB {
+ public:
+  explicit SyncSpyDb(rocksdb::DB* db) : rocksdb::StackableDB(db) {}
+  rocksdb::Status FlushWAL(bool sync) override {
+    char name[32] = {0};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    std::lock_guard<std::mutex> l(mu);
+    ++by_thread[name];
+    return rocksdb::StackableDB::FlushWAL(sync);
+  }
+  std::mutex mu;
+  std::map<std::string, int> by_thread;
+};
+
+TEST_P(CommitJournalReplay, RocksDBSyncsRunOnTheCheckpointerNotOnTheCommitPath) {
+  // With inline checkpoints (hybridstore_commit_checkpointer=false, the A
+  // of step 3's A/B) the group that needs room syncs, as before.
+  for (bool inline_checkpoints : {false, true}) {
+    SCOPED_TRACE(inline_checkpoints ? "inline checkpoints" : "checkpointer");
+    test::TempDir dir("journal");
+    SyncSpyDb db(open_db(dir.file("db")).release());
+    auto j = RingBacking(dir, GetParam(), 64 * kB).open();
+    ASSERT_TRUE(j);
+    WriteTracker tracker;
+    {
+      KvCommitter c(&db, {nullptr, nullptr}, &tracker, 64);
+      c.set_journal(j.get(), 1, 4);
+      c.set_inline_checkpoints(inline_checkpoints);
+      c.start();
+      std::vector<std::thread> th;
+      for (int w = 0; w < 8; ++w)
+        th.emplace_back([&, w] {
+          for (int i = 0; i < 200; ++i) {
+            CommitWork work;
+            work.batch = std::make_unique<rocksdb::WriteBatch>();
+            work.batch->Put("w" + std::to_string(w) + "_" + std::to_string(i), std::string(3000, 'x'));
+            const uint64_t s = c.submit(std::move(work), i % 2 == 0);
+            ASSERT_GT(s, 0u);
+            ASSERT_EQ(c.wait_committed(s), 0);
+          }
+        });
+      for (auto& t : th) t.join();
+      EXPECT_EQ(c.committed_seq(), 1600u);
+      EXPECT_GT(c.stats().journal_checkpoints, 0u);
+      c.stop();
+    }
+    std::lock_guard<std::mutex> l(db.mu);
+    int on_ckpt = db.by_thread.count("hs-ckpt") ? db.by_thread["hs-ckpt"] : 0, elsewhere = 0;
+    for (const auto& [name, n] : db.by_thread)
+      if (name != "hs-ckpt") elsewhere += n;
+    if (inline_checkpoints) {
+      EXPECT_EQ(on_ckpt, 0);
+      EXPECT_GT(elsewhere, 0);
+    } else {
+      EXPECT_GT(on_ckpt, 0);
+      for (const auto& [name, n] : db.by_thread) EXPECT_EQ(name, "hs-ckpt") << n << " syncs on " << name;
+    }
+    std::string v;
+    for (int w = 0; w < 8; ++w)
+      EXPECT_TRUE(
+          static_cast<rocksdb::DB&>(db).Get(rocksdb::ReadOptions(), "w" + std::to_string(w) + "_199", &v).ok())
+          << w;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Rings, CommitJournalReplay, ::testing::Values(Ring::kFile, Ring::kRegion),
                          [](const auto& info) { return std::string(info.param == Ring::kFile ? "file" : "region"); });
 
@@ -947,6 +1613,79 @@ class DiscardRecorder final : public ForwardingBlockDevice {
 // On NAND the ring's erase-block spans are discarded at a checkpoint, all
 // but the head's: every record they held is in RocksDB by then, and what
 // is written after the checkpoint replays.
+// With the tail (step 3): as it moves, the whole spans of the room ahead of
+// the head are discarded, each once per lap, never one holding a record
+// still needed or the head; what is written after replays.
+TEST(CommitJournalRegion, AsTheTailMovesTheFreeSpansAheadOfTheHeadAreDiscarded) {
+  constexpr uint64_t kB = CommitJournal::kBlock, kSpan = 4 * kB, kRing = 32 * kB;
+  test::TempDir dir("journal");
+  DeviceOpenOptions o;
+  o.create = true;
+  o.create_size = kRing + 8 * kB;
+  std::string err;
+  auto recorder = std::make_shared<DiscardRecorder>(open_block_device(dir.file("ssd"), o, &err));
+  ASSERT_TRUE(recorder->inner()) << err;
+  auto make = [&] {
+    auto region = RegionDevice::make(recorder, {{8 * kB, kRing}}, &err);
+    EXPECT_TRUE(region) << err;
+    return CommitJournal::open_region(std::move(region), fsid_a(), &err);
+  };
+  {
+    auto region = RegionDevice::make(recorder, {{8 * kB, kRing}}, &err);
+    ASSERT_TRUE(region) << err;
+    ASSERT_EQ(CommitJournal::format_region(*region, &err), 0) << err;
+  }
+  auto j = make();
+  ASSERT_TRUE(j) << err;
+  j->set_discard_span(kSpan);
+  auto put = [&](uint64_t s) {
+    const std::string r = j->encode(entries(s, 1));
+    ASSERT_EQ(r.size(), kB);
+    uint64_t pos = 0;
+    ASSERT_TRUE(j->try_reserve(r.size(), s, &pos));
+    ASSERT_EQ(j->write(pos, r), 0);
+  };
+  auto spans = [&] {
+    std::multiset<uint64_t> d;
+    for (const auto& [off, len] : recorder->discards) {
+      EXPECT_EQ(len, kSpan);
+      d.insert((off - 8 * kB) / kSpan);
+    }
+    return d;
+  };
+  // Records 1..5, a block each: the head at block 5, in span 1.
+  for (uint64_t s = 1; s <= 5; ++s) put(s);
+  EXPECT_TRUE(spans().empty());
+  // 1..3 durable: records 4 and 5 (spans 0 and 1) still needed; spans 2..7
+  // are free ahead of the head.
+  j->advance(CommitJournal::TailHold::kRocksDb, 3);
+  EXPECT_EQ(spans(), (std::multiset<uint64_t>{2, 3, 4, 5, 6, 7}));
+  // 4 durable: span 0 is free now (its records all durable), once; span 1
+  // holds record 5 and the head.
+  j->advance(CommitJournal::TailHold::kRocksDb, 4);
+  EXPECT_EQ(spans(), (std::multiset<uint64_t>{0, 2, 3, 4, 5, 6, 7}));
+  // The tail not moving discards nothing more.
+  j->advance(CommitJournal::TailHold::kRocksDb, 4);
+  EXPECT_EQ(j->discarded_spans(), 7u);
+  // Records 6..10 go into span 1 and the discarded span 2; RocksDB holds
+  // up to 4: replay finds 5..10 whole.
+  for (uint64_t s = 6; s <= 10; ++s) put(s);
+  j.reset();
+  auto db = open_db(dir.file("db"));
+  {
+    std::string n;
+    put_fixed64(&n, 4);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    ASSERT_TRUE(db->Put(wo, kv::journal_seq_key(), n).ok());
+  }
+  auto again = make();
+  ASSERT_TRUE(again) << err;
+  uint64_t next = 0;
+  EXPECT_EQ(again->replay(db.get(), &next, &err), 6) << err;
+  EXPECT_EQ(next, 11u);
+}
+
 TEST(CommitJournalRegion, ACheckpointDiscardsEverySpanButTheHeads) {
   constexpr uint64_t kB = CommitJournal::kBlock, kSpan = 4 * kB, kRing = 32 * kB;
   test::TempDir dir("journal");

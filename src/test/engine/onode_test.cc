@@ -1,5 +1,7 @@
 #include "hybridstore/format/onode.h"
 
+#include "hscommon/encoding.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -338,4 +340,83 @@ TEST(Onode, OnlyAMapLargerThanTheInlineLimitGoesInShards) {
   EXPECT_TRUE(refs.empty());
   EXPECT_FALSE(back.extents_in_shards);
   EXPECT_EQ(back.extents.size(), 1u);
+}
+
+// Onode record version 3 (format 5, docs/small-writes.md section 9): the
+// version after everything else. This build decodes it and still writes
+// version 2, which every format-4 build reads.
+namespace {
+constexpr uint32_t kOnodeTagCopy = 0x4f4e4f44;  // onode.cc
+// `rec` (a version-2 record) resealed as version 3 with `tail` appended.
+std::string as_v3(const std::string& rec, const std::string& tail, uint8_t version = 3) {
+  uint8_t ver = 0;
+  std::string_view body;
+  EXPECT_EQ(open_record(kOnodeTagCopy, 2, rec, &ver, &body), RecordError::kNone);
+  EXPECT_EQ(ver, 2);
+  return seal_record(kOnodeTagCopy, version, std::string(body) + tail);
+}
+std::string varint(uint64_t v) {
+  std::string s;
+  put_varint(&s, v);
+  return s;
+}
+}  // namespace
+
+TEST(Onode, RecordVersion3CarriesTheVersionAndOlderOnesReadAsZero) {
+  Onode o;
+  o.size = 8192;
+  o.attrs["_"] = "info";
+  o.extents.insert(extent(0, 8192, 65536));
+  o.version = 41;  // not written: the encoder writes version 2
+  const std::string v2 = encode_onode(o);
+  uint8_t ver = 0;
+  std::string_view body;
+  ASSERT_EQ(open_record(kOnodeTagCopy, 3, v2, &ver, &body), RecordError::kNone);
+  EXPECT_EQ(ver, 2) << "version 3 must not be written before format 5 is";
+  Onode back;
+  std::string why;
+  ASSERT_TRUE(decode_onode(v2, &back, &why)) << why;
+  EXPECT_EQ(back.version, 0u);
+  for (uint64_t v : {1ull, 127ull, 128ull, 1ull << 40}) {
+    ASSERT_TRUE(decode_onode(as_v3(v2, varint(v)), &back, &why)) << why;
+    EXPECT_EQ(back.version, v);
+    EXPECT_EQ(back.size, o.size);
+    EXPECT_EQ(back.attrs, o.attrs);
+    EXPECT_EQ(extent_fingerprint(back.extents), extent_fingerprint(o.extents));
+    OnodeSpace sp;
+    std::vector<ShardRef> refs;
+    ASSERT_TRUE(decode_onode_space(as_v3(v2, varint(v)), &sp, &why, kMaxTiers, &refs)) << why;
+    EXPECT_EQ(sp.allocated, 8192u);
+  }
+  // The version is required in 3, and nothing may follow it.
+  EXPECT_FALSE(decode_onode(as_v3(v2, ""), &back, &why));
+  EXPECT_NE(why.find("truncated version"), std::string::npos) << why;
+  EXPECT_FALSE(decode_onode(as_v3(v2, varint(5) + "x"), &back, &why));
+  EXPECT_NE(why.find("trailing"), std::string::npos) << why;
+  EXPECT_FALSE(decode_onode(as_v3(v2, std::string(1, '\x80')), &back, &why));
+  // A version past 3 is refused.
+  EXPECT_FALSE(decode_onode(as_v3(v2, varint(5), 4), &back, &why));
+  // Every flipped byte and every cut of a version-3 record is refused.
+  const std::string v3 = as_v3(v2, varint(300));
+  for (size_t i = 0; i < v3.size(); ++i) {
+    std::string bad = v3;
+    bad[i] = static_cast<char>(bad[i] ^ 0x41);
+    EXPECT_FALSE(decode_onode(bad, &back, &why)) << "byte " << i;
+  }
+  for (size_t n = 0; n < v3.size(); ++n) EXPECT_FALSE(decode_onode(v3.substr(0, n), &back, &why)) << n;
+}
+
+TEST(Onode, AShardedRecordOfVersion3CarriesTheVersionToo) {
+  Onode o = sharded_onode();
+  const std::string v3 = as_v3(encode_onode(o, true), varint(9));
+  Onode back;
+  std::string why;
+  std::vector<ShardRef> refs;
+  ASSERT_TRUE(decode_onode(v3, &back, &why, kMaxTiers, &refs)) << why;
+  EXPECT_EQ(back.version, 9u);
+  EXPECT_EQ(refs.size(), 3u);
+  OnodeSpace sp;
+  ASSERT_TRUE(decode_onode_space(v3, &sp, &why, kMaxTiers, &refs)) << why;
+  EXPECT_EQ(refs.size(), 3u);
+  EXPECT_FALSE(decode_onode(as_v3(encode_onode(o, true), ""), &back, &why, kMaxTiers, &refs));
 }

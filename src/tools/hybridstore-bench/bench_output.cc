@@ -134,6 +134,9 @@ nlohmann::json run_json(const RunRecord& rec) {
   s["min_latency"] = r.min_lat;
   s["bytes"] = r.bytes;
   s["verify_errors"] = r.verify_errors;
+  s["cpu_user_seconds"] = r.cpu_user;
+  s["cpu_sys_seconds"] = r.cpu_sys;
+  s["cpu_us_per_op"] = r.cpu_us_per_op();
   j["summary"] = s;
   std::vector<double> sorted = r.latencies;
   std::sort(sorted.begin(), sorted.end());

@@ -223,6 +223,7 @@ SUMMARY_ROWS = [
     ("Stddev Latency(s)", "stddev_latency", "%.6f"),
     ("Max latency(s)", "max_latency", "%.6f"),
     ("Min latency(s)", "min_latency", "%.6f"),
+    ("CPU per op (us)", "cpu_us_per_op", "%.1f"),
     ("Verification errors", "verify_errors", "%d"),
 ]
 

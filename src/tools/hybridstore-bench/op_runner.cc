@@ -1,5 +1,6 @@
 #include "op_runner.h"
 
+#include <sys/resource.h>
 #include <sys/time.h>
 
 #include <algorithm>
@@ -201,6 +202,8 @@ RunResult run_ops(const RunnerConfig& cfg, const OpFn& op) {
     for (const auto& n : cfg.sample) sample_ids.push_back(cfg.store->perf().find(n));
 
   PerSecond ps;
+  struct rusage ru0;
+  getrusage(RUSAGE_SELF, &ru0);
   std::thread printer([&] { print_status(st, cfg, t0, sample_ids, &ps, &res); });
 
   std::vector<std::thread> workers;
@@ -208,6 +211,13 @@ RunResult run_ops(const RunnerConfig& cfg, const OpFn& op) {
     workers.emplace_back([&, w] { run_worker(w, st, cfg, op, stop_at, &res); });
   for (auto& t : workers) t.join();
   res.time_run = since(t0);
+  struct rusage ru1;
+  getrusage(RUSAGE_SELF, &ru1);
+  auto secs = [](const timeval& a, const timeval& b) {
+    return static_cast<double>(b.tv_sec - a.tv_sec) + static_cast<double>(b.tv_usec - a.tv_usec) / 1e6;
+  };
+  res.cpu_user = secs(ru0.ru_utime, ru1.ru_utime);
+  res.cpu_sys = secs(ru0.ru_stime, ru1.ru_stime);
   {
     std::lock_guard<std::mutex> l(st.mu);
     st.done = true;
@@ -236,6 +246,16 @@ RunResult run_ops(const RunnerConfig& cfg, const OpFn& op) {
   return res;
 }
 
+namespace {
+// After rados bench's own lines, which scripts read by their labels.
+void print_cpu(std::ostream& out, const RunResult& r, const char* label) {
+  const double n = r.finished ? static_cast<double>(r.finished) : 1;
+  out << label << std::fixed << std::setprecision(1) << r.cpu_us_per_op() << " (user "
+      << r.cpu_user * 1e6 / n << ", sys " << r.cpu_sys * 1e6 / n << ")" << std::defaultfloat
+      << std::setprecision(6) << "\n";
+}
+}  // namespace
+
 void print_summary(std::ostream& out, RadosMode mode, const RunResult& r, uint64_t op_size, uint64_t object_size,
                    bool show_time) {
   std::string pre = show_time ? local_time_prefix() : "";
@@ -253,6 +273,7 @@ void print_summary(std::ostream& out, RadosMode mode, const RunResult& r, uint64
         << "Average Latency(s):   " << r.avg_lat << "\n"
         << "Max latency(s):       " << r.max_lat << "\n"
         << "Min latency(s):       " << r.min_lat << "\n";
+    print_cpu(out, r, "CPU per op (us):      ");
     return;
   }
   const bool ops = mode == RadosMode::kMixed;
@@ -272,6 +293,7 @@ void print_summary(std::ostream& out, RadosMode mode, const RunResult& r, uint64
       << "Stddev Latency(s):      " << r.stddev_lat << "\n"
       << "Max latency(s):         " << r.max_lat << "\n"
       << "Min latency(s):         " << r.min_lat << "\n";
+  print_cpu(out, r, "CPU per op (us):        ");
 }
 
 }  // namespace hybridstore::bench

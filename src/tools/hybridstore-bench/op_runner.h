@@ -56,6 +56,15 @@ struct RunResult {
   int avg_iops = 0, max_iops = 0, min_iops = 0;
   double stddev_iops = 0;
   std::vector<SecondSample> series;
+  // CPU time of the whole process (every thread, the store's included) over
+  // the timed phase: what a design that trades syscalls and threads for
+  // fewer device bytes has to be judged by, and which the run's own
+  // setup (making the store, a prefill) would otherwise swamp.
+  double cpu_user = 0, cpu_sys = 0;  // seconds
+  // Microseconds of CPU per finished op; 0 when none finished.
+  double cpu_us_per_op() const {
+    return finished ? (cpu_user + cpu_sys) * 1e6 / static_cast<double>(finished) : 0;
+  }
 };
 
 RunResult run_ops(const RunnerConfig& cfg, const OpFn& op);
