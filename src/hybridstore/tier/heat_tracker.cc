@@ -30,6 +30,8 @@ HeatTrackerOptions heat_tracker_options_from_config(const Config& conf) {
   o.decay = conf.get_double("hybridstore_tier_heat_decay");
   o.continuation_us =
       static_cast<uint64_t>(conf.get_int("hybridstore_tier_heat_continuation_ms")) * 1000;
+  o.on_demand = conf.get_str("hybridstore_tier_heat_mode") == "on_demand";
+  o.max_bytes = conf.get_size("hybridstore_tier_heat_memory");
   return o;
 }
 

@@ -87,7 +87,8 @@ struct HeatTrackerOptions {
   size_t max_bytes = 64ull << 20;
 };
 
-// From hybridstore_tier_heat_max_objects, _window_sec, _decay, _continuation_ms.
+// From hybridstore_tier_heat_max_objects, _window_sec, _decay, _continuation_ms,
+// _mode and _memory.
 HeatTrackerOptions heat_tracker_options_from_config(const Config& conf);
 
 // One object's heat, as of the current window (decay applied).
