@@ -9,6 +9,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -319,4 +320,40 @@ TEST(HeatMerge, TheStoresMergeOperatorAddsOperandsInRocksDb) {
   ASSERT_TRUE(db->Merge(rocksdb::WriteOptions(), "Hokey", encode_heat_record(ops[0])).ok());
   ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), "Hokey", &v).ok());
   EXPECT_EQ(decode_ok(v).cur_f, ops[0].cur_f);
+}
+
+// forget() on demand: the stored record must go whether or not the object
+// is hot, after whatever its earlier deltas wrote (a delete before a
+// pending merge would let the merge bring the history of a removed object
+// back), and a new object of the same name starts from nothing.
+TEST(HeatMerge, ForgetWritesADeleteAfterTheObjectsPendingOperands) {
+  HeatTrackerOptions o;
+  o.on_demand = true;
+  HeatTracker t(o);
+  t.record("a", AccessType::kRead, 0, 4096, 1, 4096);
+  t.record("b", AccessType::kRead, 0, 4096, 2, 4096);
+  HeatDelta first = t.export_dirty();
+  ASSERT_EQ(first.ops.size(), 2u);
+  t.record("a", AccessType::kRead, 0, 4096, 3000000, 4096);
+  t.forget("a");
+  t.forget("c");  // cold: only on disk, if anywhere
+  HeatSample s;
+  EXPECT_FALSE(t.lookup("a", &s));
+  HeatDelta d = t.export_dirty();
+  // Without a spill the ops wait (in order per key; shards apart): the
+  // deletes, and no delta of "a" after its delete.
+  std::vector<std::pair<std::string, bool>> got;
+  for (const auto& op : d.ops) got.emplace_back(op.key, op.operand.empty());
+  std::sort(got.begin(), got.end());
+  const std::vector<std::pair<std::string, bool>> want = {{"a", true}, {"c", true}};
+  EXPECT_EQ(got, want);
+  std::vector<HeatOp> spilled;
+  t.set_spill([&](std::vector<HeatOp>&& v) {
+    for (auto& op : v) spilled.push_back(std::move(op));
+  });
+  t.forget("b");
+  ASSERT_EQ(spilled.size(), 1u);
+  EXPECT_EQ(spilled[0].key, "b");
+  EXPECT_TRUE(spilled[0].operand.empty());
+  EXPECT_EQ(t.size(), 0u);
 }
