@@ -1,4 +1,4 @@
-// libFuzzer target: the heat record decoder (tier/heat_record.h), which
+// libFuzzer target: the heat record decoder (kv/heat_record.h), which
 // reads RocksDB merge operands and stored records, fed untrusted bytes.
 // Input: one mode byte, then either a raw record (mode bit 0) or a body the
 // target seals with the heat tag and version 1 or 2 (bit 1), so the parsing
@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "fuzz_common.h"
-#include "hybridstore/tier/heat_record.h"
+#include "hybridstore/kv/heat_record.h"
 
 using namespace hybridstore;
 using namespace hybridstore::fuzz;

@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "hscommon/encoding.h"
-#include "hybridstore/tier/heat_record.h"
+#include "hybridstore/kv/heat_record.h"
 
 namespace hybridstore::kv {
 
@@ -183,7 +183,7 @@ class StoreMergeOperator final : public rocksdb::AssociativeMergeOperator {
   const char* Name() const override { return "hybridstore.merge.v1"; }
 
  private:
-  // Heat records are added to without being read (tier/heat_record.h); a
+  // Heat records are added to without being read (kv/heat_record.h); a
   // store that never writes a Merge to them keeps using Put as before.
   HeatMergeOperator heat_;
 };

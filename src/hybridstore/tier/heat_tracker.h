@@ -41,7 +41,7 @@
 // a time, so they see each shard consistently but not all shards at one instant.
 //
 // Persistence. The engine stores one RocksDB record per object (key = its own
-// prefix + the object key, value = a HeatRecord, tier/heat_record.h) and one
+// prefix + the object key, value = a HeatRecord, kv/heat_record.h) and one
 // tracker-state record. export_dirty() returns what changed since the last
 // export; at mount the engine calls import_state() and then import_entry() for
 // every stored record, before any record(). Records are versioned and
@@ -69,7 +69,7 @@
 #include <utility>
 #include <vector>
 
-#include "hybridstore/tier/heat_record.h"
+#include "hybridstore/kv/heat_record.h"
 
 namespace hybridstore {
 

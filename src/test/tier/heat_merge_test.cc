@@ -1,9 +1,9 @@
-// Heat records merged in RocksDB (tier/heat_record.h) and the tracker's hot
+// Heat records merged in RocksDB (kv/heat_record.h) and the tracker's hot
 // set over them (HeatTrackerOptions::on_demand): the merge of a trace's
 // operands, in any grouping, equals the in-memory fold of the same trace,
 // garbage is dropped without failing a read, and the hot set stays within
 // its bytes.
-#include "hybridstore/tier/heat_record.h"
+#include "hybridstore/kv/heat_record.h"
 
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>

@@ -1,4 +1,4 @@
-#include "hybridstore/tier/heat_record.h"
+#include "hybridstore/kv/heat_record.h"
 
 #include <cerrno>
 #include <cmath>

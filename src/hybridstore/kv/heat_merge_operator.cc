@@ -1,6 +1,6 @@
 // HeatMergeOperator (heat_record.h), apart from the records' codec so that
 // the codec builds without RocksDB's library (the fuzz targets).
-#include "hybridstore/tier/heat_record.h"
+#include "hybridstore/kv/heat_record.h"
 
 namespace hybridstore {
 
