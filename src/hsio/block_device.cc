@@ -45,10 +45,27 @@ class BufferPool {
   }
   bool give(char* p, size_t cls) {
     std::lock_guard<std::mutex> l(mutex_);
-    if (idle_ + cls > kMaxIdleBytes) return false;
+    if (idle_ + cls > limit_) return false;
     free_[cls].push_back(p);
     idle_ += cls;
     return true;
+  }
+  // Frees idle buffers, largest first, until at most `bytes` stay idle.
+  void set_limit(size_t bytes) {
+    std::vector<char*> drop;
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      limit_ = std::min(bytes, kMaxIdleBytes);
+      for (auto it = free_.rbegin(); it != free_.rend() && idle_ > limit_; ++it) {
+        auto& v = it->second;
+        while (!v.empty() && idle_ > limit_) {
+          drop.push_back(v.back());
+          v.pop_back();
+          idle_ -= it->first;
+        }
+      }
+    }
+    for (char* p : drop) free(p);
   }
   void idle(uint64_t* buffers, uint64_t* bytes) {
     std::lock_guard<std::mutex> l(mutex_);
@@ -61,6 +78,7 @@ class BufferPool {
   std::mutex mutex_;
   std::map<size_t, std::vector<char*>> free_;
   size_t idle_ = 0;
+  size_t limit_ = kMaxIdleBytes;
 };
 
 BufferPool& buffer_pool() {
@@ -71,6 +89,7 @@ BufferPool& buffer_pool() {
 }  // namespace
 
 void aligned_buffer_pool_idle(uint64_t* buffers, uint64_t* bytes) { buffer_pool().idle(buffers, bytes); }
+void aligned_buffer_pool_set_idle_limit(uint64_t bytes) { buffer_pool().set_limit(bytes); }
 
 AlignedBuffer::AlignedBuffer(size_t size, size_t align, Fill fill) : size_(size) {
   size_t alloc = size ? (size + align - 1) / align * align : align;

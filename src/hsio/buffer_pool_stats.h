@@ -8,5 +8,8 @@
 namespace hybridstore {
 
 void aligned_buffer_pool_idle(uint64_t* buffers, uint64_t* bytes);
+// At most `bytes` (and never more than 256 MiB) kept idle from now on; what
+// is idle above it is freed at once. A memory target sets it.
+void aligned_buffer_pool_set_idle_limit(uint64_t bytes);
 
 }  // namespace hybridstore

@@ -146,7 +146,7 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "are sized from what the rest leaves at mount, in place of "
                 "hybridstore_onode_cache_bytes and hybridstore_kv_block_cache_size, then shrunk "
                 "while the heap (tcmalloc's allocated bytes, else mallinfo2) is above it and grown "
-                "back below, every 5 s, each cache kept at or above its minimum (docs/memory.md); "
+                "back below, every second, each cache kept at or above its minimum (docs/memory.md); "
                 "0 = off, each cache sized by its own option",
                 "0", ""});
   v->push_back({"hybridstore_rocksdb_options", T::kString,

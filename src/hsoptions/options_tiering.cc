@@ -22,7 +22,7 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "the bounded planner's candidate cap (docs/memory.md): a pass keeps at most this many "
                 "objects by benefit, as many of the coldest on the faster tier and a few of the most "
                 "valuable, about 64 bytes each, and plans over them, holding only those objects during the "
-                "pass; 0 = plan over every object (the default). Its scan reads the onode records from "
+                "pass; 0 = plan over every object (the default), or 10,000 when hybridstore_memory_target is set. Its scan reads the onode records from "
                 "RocksDB in key ranges, not through the onode cache, which it leaves as it was",
                 "0", "1000000000"});
   // Heat tracker.

@@ -107,5 +107,15 @@ std::vector<Option> get_hybridstore_options() {
   eio.set_flag(Option::FLAG_RUNTIME);
   eio.add_tag("hybridstore");
   out.push_back(std::move(eio));
+  // As bluestore_cache_autotune: whether an OSD's store sizes its caches
+  // from osd_memory_target when hybridstore_memory_target is not set.
+  Option autotune("hybridstore_cache_autotune", Option::TYPE_BOOL, Option::LEVEL_ADVANCED);
+  autotune.set_default(true);
+  autotune.set_description("in a ceph-osd whose hybridstore_memory_target is 0, give the store osd_memory_target "
+                           "as its memory target: the onode cache, the RocksDB block cache and the data cache "
+                           "are resized to keep the process's heap near it (docs/memory.md)");
+  autotune.set_flag(Option::FLAG_RUNTIME);
+  autotune.add_tag("hybridstore");
+  out.push_back(std::move(autotune));
   return out;
 }

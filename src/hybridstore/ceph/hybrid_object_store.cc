@@ -4,6 +4,7 @@
 #include "hybridstore/ceph/hybrid_object_store.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -14,6 +15,8 @@
 #include "common/debug.h"
 #include "common/errno.h"
 #include "include/ceph_assert.h"
+#include "include/mempool.h"
+#include "include/msgr.h"
 #include "include/uuid.h"
 
 #include "hybridstore/ceph/ceph_ids.h"
@@ -74,6 +77,7 @@ HybridObjectStore::HybridObjectStore(CephContext* cct, const std::string& path)
     cfg = Config();
   }
   replace_engine(std::move(cfg));
+  cct->_conf.add_observer(this);
 }
 
 void HybridObjectStore::replace_engine(Config cfg) {
@@ -86,6 +90,7 @@ void HybridObjectStore::replace_engine(Config cfg) {
 }
 
 HybridObjectStore::~HybridObjectStore() {
+  cct->_conf.remove_observer(this);
   if (mounted_) umount();
   perf_bridge_.reset();
 }
@@ -156,11 +161,121 @@ int HybridObjectStore::open_engine(std::string* error, bool read_only) {
   if (build_engine_config(&cfg, error) < 0) return -EINVAL;
   // A fresh engine object: umount leaves the old one unusable for a mount.
   if (engine_->is_mounted()) return -EBUSY;
+  // Given here, not after the mount: the engine sizes its block cache from
+  // the target before it reads anything through it.
+  if (cfg.get_size("hybridstore_memory_target") == 0) {
+    if (const uint64_t target = memory_target()) {
+      if (cfg.set("hybridstore_memory_target", std::to_string(target), error) < 0) return -EINVAL;
+      dout(1) << "memory target " << target << " bytes (osd_memory_target)" << dendl;
+    }
+  }
   replace_engine(std::move(cfg));
   return read_only ? engine_->mount_read_only(error) : engine_->mount(error);
 }
 
+// ---- memory -----------------------------------------------------------------
+
+uint64_t HybridObjectStore::memory_target() const {
+  const uint64_t own = cct->_conf.get_val<Option::size_t>("hybridstore_memory_target").value;
+  if (own) return own;
+  // osd_memory_target is an OSD's budget for its whole process, which is
+  // what the engine's tuner reads (the heap); a tool that opens a store has
+  // no such budget.
+  if (cct->get_module_type() != CEPH_ENTITY_TYPE_OSD) return 0;
+  if (!cct->_conf.get_val<bool>("hybridstore_cache_autotune")) return 0;
+  return cct->_conf.get_val<Option::size_t>("osd_memory_target").value;
+}
+
+#if HS_CEPH_RELEASE >= 20
+std::vector<std::string> HybridObjectStore::get_tracked_keys() const noexcept {
+  return {"osd_memory_target", "hybridstore_memory_target", "hybridstore_cache_autotune"};
+}
+#else
+const char** HybridObjectStore::get_tracked_conf_keys() const {
+  static const char* keys[] = {"osd_memory_target", "hybridstore_memory_target", "hybridstore_cache_autotune",
+                               nullptr};
+  return keys;
+}
+#endif
+
+void HybridObjectStore::handle_conf_change(const ConfigProxy&, const std::set<std::string>&) {
+  std::lock_guard l(mount_lock_);
+  if (!mounted_ || read_only_mount_) return;
+  const uint64_t target = memory_target();
+  dout(1) << "memory target now " << target << " bytes" << dendl;
+  engine_->set_memory_target(target);
+}
+
+namespace {
+
+// Ceph's pools are fixed at build time (include/mempool.h); the engine's
+// holders go to the BlueStore pools that hold the same kind of thing, so
+// that dashboards and `dump_mempools` readers find them where they look.
+// RocksDB's memory is not charged, as BlueStore does not charge its own.
+constexpr std::array<mempool::pool_index_t, 4> kChargedPools = {
+    mempool::mempool_bluestore_cache_onode, mempool::mempool_bluestore_cache_data,
+    mempool::mempool_bluestore_alloc, mempool::mempool_bluestore_cache_other};
+
+int charged_pool_slot(const std::string& engine_pool) {
+  if (engine_pool == "onode_cache") return 0;
+  if (engine_pool == "data_cache") return 1;
+  if (engine_pool == "tier_sections") return 2;
+  if (engine_pool.rfind("kv_", 0) == 0) return -1;
+  return 3;  // heat, tier_plan, io_buffers_idle and whatever comes next
+}
+
+}  // namespace
+
+void HybridObjectStore::charge_mempools(bool release) {
+  std::array<std::pair<int64_t, int64_t>, 4> now{};
+  if (!release)
+    for (const MemPoolStat& p : engine_->mempools()) {
+      const int slot = charged_pool_slot(p.name);
+      if (slot < 0) continue;
+      now[slot].first += static_cast<int64_t>(p.items);
+      now[slot].second += static_cast<int64_t>(p.bytes);
+    }
+  std::lock_guard l(mempool_lock_);
+  for (size_t i = 0; i < kChargedPools.size(); ++i) {
+    const auto [items, bytes] = now[i];
+    mempool::get_pool(kChargedPools[i])
+        .adjust_count(items - mempool_charged_[i].first, bytes - mempool_charged_[i].second);
+    mempool_charged_[i] = now[i];
+  }
+}
+
+void HybridObjectStore::start_mempool_thread() {
+  {
+    std::lock_guard l(mempool_thread_lock_);
+    mempool_thread_stop_ = false;
+  }
+  charge_mempools();
+  mempool_thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "hs_mempool");
+    std::unique_lock l(mempool_thread_lock_);
+    // As often as the engine's tuner reads the heap: a reading costs a walk
+    // of the SSD sections' extents.
+    while (!mempool_thread_cv_.wait_for(l, std::chrono::seconds(5), [this] { return mempool_thread_stop_; })) {
+      l.unlock();
+      charge_mempools();
+      l.lock();
+    }
+  });
+}
+
+void HybridObjectStore::stop_mempool_thread() {
+  if (!mempool_thread_.joinable()) return;
+  {
+    std::lock_guard l(mempool_thread_lock_);
+    mempool_thread_stop_ = true;
+  }
+  mempool_thread_cv_.notify_all();
+  mempool_thread_.join();
+  charge_mempools(/*release=*/true);
+}
+
 int HybridObjectStore::mount() {
+  std::lock_guard l(mount_lock_);
   std::string error;
   int r = open_engine(&error);
   if (r < 0) {
@@ -174,13 +289,16 @@ int HybridObjectStore::mount() {
   }
   finisher_.start();
   mounted_ = true;
+  start_mempool_thread();
   dout(1) << "mounted, fsid " << fsid_ << dendl;
   return 0;
 }
 
 int HybridObjectStore::umount() {
+  std::lock_guard l(mount_lock_);
   if (!mounted_) return 0;
   dout(1) << "umount" << dendl;
+  stop_mempool_thread();
   // Every commit callback has been delivered once the engine is down.
   int r = engine_->umount();
   finisher_.wait_for_empty();
@@ -196,6 +314,7 @@ int HybridObjectStore::umount() {
 
 #if HS_CEPH_RELEASE >= 20
 int HybridObjectStore::mount_readonly() {
+  std::lock_guard l(mount_lock_);
   std::string error;
   int r = open_engine(&error, /*read_only=*/true);
   if (r < 0) {

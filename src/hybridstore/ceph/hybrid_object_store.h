@@ -24,16 +24,20 @@
 //    database reach it; the adapter copies the values that differ from the
 //    engine's defaults into the engine's Config at mkfs and mount.
 #pragma once
+#include <array>
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "common/Finisher.h"
 #include "common/ceph_mutex.h"
+#include "common/config_obs.h"
 #include "common/perf_counters.h"
 #include "os/ObjectStore.h"
 
@@ -68,7 +72,9 @@ class PerfBridge;
 //     only omap walk, pure virtual); mount_readonly()/umount_readonly()
 //     are new, and ceph-objectstore-tool mounts with them for its read-only
 //     ops (list, export, get-bytes, ...), so they must work;
-//     get_ideal_list_max() is no longer virtual (never overridden here).
+//     get_ideal_list_max() is no longer virtual (never overridden here);
+//     md_config_obs_t names its keys with get_tracked_keys() (a vector)
+//     instead of get_tracked_conf_keys() (a null-ended char* array).
 // Features a release gained in a point release, keyed on the tree's
 // os/ObjectStore.h rather than on HS_CEPH_RELEASE (CMakeLists.txt here sets
 // them; 0 when unset):
@@ -110,7 +116,7 @@ using AttrPtrMap = std::map<std::string, ceph::buffer::ptr, std::less<>>;
 using AttrPtrMap = std::map<std::string, ceph::buffer::ptr>;
 #endif
 
-class HybridObjectStore : public ObjectStore {
+class HybridObjectStore : public ObjectStore, public md_config_obs_t {
  public:
   struct Collection;
   using CollectionRef = ceph::ref_t<Collection>;
@@ -237,6 +243,23 @@ class HybridObjectStore : public ObjectStore {
   void inject_data_error(const ghobject_t& oid) override;
   void inject_mdata_error(const ghobject_t& oid) override;
 
+  // Memory (docs/memory.md, "In a ceph-osd"): in an OSD the engine's
+  // memory target follows osd_memory_target unless hybridstore_memory_target
+  // is set or hybridstore_cache_autotune is false, at mount and whenever
+  // either changes; the engine's holders are charged to Ceph's mempools, so
+  // `ceph daemon osd.N dump_mempools` shows them.
+#if HS_CEPH_RELEASE >= 20
+  std::vector<std::string> get_tracked_keys() const noexcept override;
+#else
+  const char** get_tracked_conf_keys() const override;
+#endif
+  void handle_conf_change(const ConfigProxy& conf, const std::set<std::string>& changed) override;
+  // The target the engine is given: 0 = none (each cache by its option).
+  uint64_t memory_target() const;
+  // Brings Ceph's mempool counts to what the engine holds now; with
+  // release, gives back everything charged (at umount).
+  void charge_mempools(bool release = false);
+
  private:
   friend struct Collection;
   // The engine's Config: its defaults, overridden by every hybridstore_*
@@ -262,6 +285,21 @@ class HybridObjectStore : public ObjectStore {
   std::unique_ptr<PerfBridge> perf_bridge_;
   bool mounted_ = false;
   bool read_only_mount_ = false;  // mount_readonly(): transactions refused
+
+  // Mount and umount against the config observer, which may run on any
+  // thread at any time.
+  std::mutex mount_lock_;
+  // What this store has charged to each of Ceph's mempools it uses (items,
+  // bytes), so that a new reading adjusts by the difference; and the thread
+  // that takes a reading every few seconds while mounted.
+  std::mutex mempool_lock_;
+  std::array<std::pair<int64_t, int64_t>, 4> mempool_charged_{};
+  std::thread mempool_thread_;
+  std::mutex mempool_thread_lock_;
+  std::condition_variable mempool_thread_cv_;
+  bool mempool_thread_stop_ = false;
+  void start_mempool_thread();
+  void stop_mempool_thread();
 
   ceph::shared_mutex coll_lock_ = ceph::make_shared_mutex("HybridObjectStore::coll_lock");
   std::map<coll_t, CollectionRef> coll_map_;      // collections that exist (or existed: see open_collection)

@@ -29,10 +29,12 @@
 
 namespace hybridstore {
 
-// The process's heap in use: tcmalloc's generic.current_allocated_bytes
-// when the process runs on tcmalloc (found at run time, so a binary built
-// without it needs nothing), else glibc's mallinfo2 (in-use arena bytes and
-// mmapped blocks); 0 when neither answers. *source names which.
+// The process's heap as memory it holds: on tcmalloc (found at run time,
+// so a binary built without it needs nothing), its free pages are released
+// to the system first and the heap still mapped is returned (heap size less
+// unmapped bytes, as Ceph's own cache autotuner reads it); else glibc's
+// mallinfo2 (in-use arena bytes and mmapped blocks); 0 when neither
+// answers. *source names which.
 uint64_t read_heap_bytes(const char** source = nullptr);
 
 class MemoryTuner {

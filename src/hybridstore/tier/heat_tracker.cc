@@ -450,44 +450,54 @@ int HeatTracker::import_entry(std::string_view key, std::string_view record, std
 
 HeatDelta HeatTracker::export_dirty() {
   HeatDelta d;
-  for (unsigned i = 0; i < opts_.shards; ++i) {
-    std::lock_guard<std::mutex> g(shards_[i].mu);
-    if (shards_[i].erase_overflow) d.full = true;
-  }
-  for (unsigned i = 0; i < opts_.shards; ++i) {
-    Shard& s = shards_[i];
-    std::lock_guard<std::mutex> g(s.mu);
-    // An overflow that appeared after the first pass waits for the next export,
-    // which will then be full; this export still carries what it has.
-    if (d.full) s.erase_overflow = false;
-    if (opts_.on_demand) {
-      for (auto& op : s.pending) d.ops.push_back(std::move(op));
-      s.pending.clear();
-      uint32_t epoch = epoch_.load(std::memory_order_relaxed);
-      for (size_t j = 0; j < s.map.size(); ++j) {
-        Entry& e = s.map.at(j).value;
-        if (!e.dirty) continue;
-        fold(&e, epoch);
-        d.ops.push_back({s.map.at(j).key, encode_heat_record(delta_of(e))});
-        e.d_hist_f = e.d_hist_r = 0;
-        e.d_cur_f = e.d_cur_r = 0;
-        e.dirty = false;
-      }
-      continue;
-    }
-    for (size_t j = 0; j < s.map.size(); ++j) {
-      auto& kv = s.map.at(j);
-      if (d.full || kv.value.dirty) {
-        d.put.emplace_back(kv.key, encode_entry(kv.value));
-        kv.value.dirty = false;
-      }
-    }
-    if (!d.full)
-      for (auto& k : s.erased) d.erase.push_back(std::move(k));
-    s.erased.clear();
-  }
+  d.full = begin_export();
+  for (unsigned i = 0; i < opts_.shards; ++i) export_shard(i, d.full, &d);
   d.state = encode_state();
   return d;
+}
+
+bool HeatTracker::begin_export() {
+  bool full = false;
+  for (unsigned i = 0; i < opts_.shards; ++i) {
+    std::lock_guard<std::mutex> g(shards_[i].mu);
+    if (shards_[i].erase_overflow) full = true;
+  }
+  return full;
+}
+
+void HeatTracker::export_shard(unsigned shard, bool full, HeatDelta* d) {
+  Shard& s = shards_[shard];
+  std::lock_guard<std::mutex> g(s.mu);
+  // An overflow that appeared after begin_export() waits for the next export,
+  // which will then be full; this export still carries what it has.
+  if (full) s.erase_overflow = false;
+  if (opts_.on_demand) {
+    // Operands only: what eviction and forget() left without a spill, in
+    // order, then the deltas of the dirty entries.
+    for (auto& op : s.pending) d->ops.push_back(std::move(op));
+    s.pending.clear();
+    uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+    for (size_t j = 0; j < s.map.size(); ++j) {
+      Entry& e = s.map.at(j).value;
+      if (!e.dirty) continue;
+      fold(&e, epoch);
+      d->ops.push_back({s.map.at(j).key, encode_heat_record(delta_of(e))});
+      e.d_hist_f = e.d_hist_r = 0;
+      e.d_cur_f = e.d_cur_r = 0;
+      e.dirty = false;
+    }
+    return;
+  }
+  for (size_t j = 0; j < s.map.size(); ++j) {
+    auto& kv = s.map.at(j);
+    if (full || kv.value.dirty) {
+      d->put.emplace_back(kv.key, encode_entry(kv.value));
+      kv.value.dirty = false;
+    }
+  }
+  if (!full)
+    for (auto& k : s.erased) d->erase.push_back(std::move(k));
+  s.erased.clear();
 }
 
 }  // namespace hybridstore

@@ -167,6 +167,15 @@ class HeatTracker {
   static size_t bytes_per_entry(size_t key_len);
 
   HeatDelta export_dirty();
+  // export_dirty() in parts, so that a caller can write each and free it
+  // before the next is built (a million dirty entries are ~150 MB as a
+  // delta, ~50 MB more as one batch): begin_export() says whether this
+  // export is full, export_shard(i, full, &d) adds shard i's part to d
+  // (0 <= i < shards()), export_state() is the tracker-state record.
+  bool begin_export();
+  void export_shard(unsigned shard, bool full, HeatDelta* d);
+  std::string export_state() const { return encode_state(); }
+  unsigned shards() const { return opts_.shards; }
   int import_state(std::string_view record, std::string* error);
   int import_entry(std::string_view key, std::string_view record, std::string* error);
 

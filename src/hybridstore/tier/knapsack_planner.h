@@ -81,6 +81,12 @@ struct PlannerOptions {
 // budget is that share of `ssd_capacity`, in whole allocation units.
 PlannerOptions planner_options_from_config(const Config& conf, uint64_t ssd_capacity,
                                            uint64_t alloc_unit);
+// The candidate cap a pass uses: hybridstore_tier_plan_max_candidates when
+// set; else, on a store with hybridstore_memory_target, the cap below (its
+// pass costs ~13 MB above the mount at 1M objects, docs/memory.md); else 0,
+// every object.
+inline constexpr size_t kPlanCandidatesUnderATarget = 10000;
+size_t plan_max_candidates(const Config& conf);
 
 struct TierPlan {
   std::vector<size_t> chosen;   // candidate indices in rank order (a forced object first)

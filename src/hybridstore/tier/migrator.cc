@@ -154,7 +154,7 @@ int Migrator::scan(Pass* pass) {
   HeatTracker* heat = store_->heat();
   std::vector<std::pair<CollectionId, ObjectId>> mixed;
   const Config& cfg = store_->config();
-  const size_t max_candidates = static_cast<size_t>(cfg.get_int("hybridstore_tier_plan_max_candidates"));
+  const size_t max_candidates = plan_max_candidates(cfg);
   pass->bounded = max_candidates > 0;
   bool heat_on_disk = heat->options().on_demand;
   if (pass->bounded) {

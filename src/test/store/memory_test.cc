@@ -5,6 +5,8 @@
 #include <map>
 #include <regex>
 
+#include "hsio/block_device.h"
+#include "hsio/buffer_pool_stats.h"
 #include "hybridstore/store/test_hooks.h"
 #include "hybridstore/tier/migrator.h"
 #include "store_helpers.h"
@@ -221,6 +223,32 @@ TEST_F(MemoryStoreTest, WithATargetTheCachesFollowTheHeap) {
   ASSERT_EQ(store_->set_memory_target(0), 0);
   EXPECT_TRUE(StoreTestHooks::memory_sizes(*store_).empty());
   EXPECT_EQ(block_cache_capacity(*store_), 64 * MiB);
+}
+
+uint64_t idle_io_bytes() {
+  uint64_t buffers = 0, bytes = 0;
+  aligned_buffer_pool_idle(&buffers, &bytes);
+  return bytes;
+}
+
+// Frees `n` buffers of 1 MiB into the pool of idle I/O buffers.
+void leave_idle_buffers(int n) {
+  std::vector<AlignedBuffer> held;
+  for (int i = 0; i < n; ++i) held.emplace_back(1 << 20, 4096, AlignedBuffer::kUninitialized);
+}
+
+TEST_F(MemoryStoreTest, ATargetBoundsTheIdleIoBuffers) {
+  leave_idle_buffers(64);
+  ASSERT_GE(idle_io_bytes(), 64 * MiB);
+  // 256 MiB / 32 is below the floor the journal replay needs: 16 MiB.
+  ASSERT_EQ(store_->set_memory_target(256 * MiB), 0);
+  EXPECT_LE(idle_io_bytes(), 16 * MiB);
+  leave_idle_buffers(64);
+  EXPECT_LE(idle_io_bytes(), 16 * MiB);
+  // Off again: the pool keeps what it kept before (up to 256 MiB).
+  ASSERT_EQ(store_->set_memory_target(0), 0);
+  leave_idle_buffers(64);
+  EXPECT_GE(idle_io_bytes(), 64 * MiB);
 }
 
 }  // namespace

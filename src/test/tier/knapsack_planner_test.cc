@@ -426,3 +426,16 @@ TEST(BoundedPlanner, OptionDefaultsToEveryObject) {
   ASSERT_EQ(conf.set("hybridstore_tier_plan_max_candidates", "5000", &err), 0) << err;
   EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 5000u);
 }
+
+TEST(BoundedPlanner, AMemoryTargetBoundsThePassUnlessTheOptionSaysOtherwise) {
+  Config conf;
+  std::string err;
+  ASSERT_EQ(conf.set("hybridstore_memory_target", "2G", &err), 0) << err;
+  EXPECT_EQ(plan_max_candidates(conf), kPlanCandidatesUnderATarget);
+  EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, kPlanCandidatesUnderATarget);
+  ASSERT_EQ(conf.set("hybridstore_tier_plan_max_candidates", "5000", &err), 0) << err;
+  EXPECT_EQ(plan_max_candidates(conf), 5000u);
+  ASSERT_EQ(conf.set("hybridstore_memory_target", "0", &err), 0) << err;
+  ASSERT_EQ(conf.set("hybridstore_tier_plan_max_candidates", "0", &err), 0) << err;
+  EXPECT_EQ(plan_max_candidates(conf), 0u);
+}
