@@ -18,6 +18,7 @@ namespace hybridstore::fuzz {
 
 constexpr uint32_t kOnodeTag = 0x4f4e4f44;  // onode.cc
 constexpr uint32_t kShardTag = 0x45585348;  // onode.cc, extent shards
+constexpr uint32_t kHeatTag = 0x48454154;   // kv/heat_record.cc, "HEAT"
 constexpr uint32_t kLabelTag = 0x4c41424c;  // store_format.cc
 constexpr uint32_t kSuperTag = 0x53555052;  // store_format.cc
 constexpr char kLabelMagic[] = "HYBRIDSTORE-LABEL\n";

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 W=$(mktemp -d "${TMPDIR:-/tmp}/hs-fuzz.XXXXXX")
 failed=""
 printf '%-10s %8s %12s %10s %8s %11s  %s\n' target seconds executions "exec/s" corpus seed result >"$W/summary"
-for t in onode label txn_json kvfs journal; do
+for t in onode label txn_json kvfs journal heat; do
   mkdir -p "$W/$t"
   dict=""
   [ -f "qa/fuzz/$t.dict" ] && dict="-dict=qa/fuzz/$t.dict"

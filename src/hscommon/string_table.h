@@ -21,6 +21,7 @@
 // hole, so indices of other entries stay valid except the last one's.
 // Not thread-safe: the caller locks.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -72,6 +73,7 @@ class StringTable {
     const size_t i = size_++;
     Entry& e = at(i);
     e.key.assign(key.data(), key.size());
+    key_bytes_ += key_heap_bytes(key.size());
     e.hash = hash;
     e.value = value;
     place(hash, i);
@@ -81,6 +83,7 @@ class StringTable {
   // Removes entry i; the last entry (if another) takes index i.
   void erase(size_t i) {
     const size_t last = size_ - 1;
+    key_bytes_ -= key_heap_bytes(at(i).key.size());
     remove_slot(slot_of(i));
     if (i != last) {
       Entry& hole = at(i);
@@ -100,10 +103,21 @@ class StringTable {
   // Heap bytes held: slots, chunks, and the keys longer than the
   // small-string buffer (malloc-rounded as glibc does).
   size_t memory_bytes() const {
-    size_t bytes = slots_.capacity() * sizeof(uint64_t) + chunks_.capacity() * sizeof(void*) +
-                   chunks_.size() * malloc_rounded(kChunk * sizeof(Entry));
-    for (size_t i = 0; i < size_; ++i) bytes += key_heap_bytes(at(i).key.size());
-    return bytes;
+    return slots_.capacity() * sizeof(uint64_t) + chunks_.capacity() * sizeof(void*) +
+           chunks_.size() * malloc_rounded(kChunk * sizeof(Entry)) + key_bytes_;
+  }
+  // memory_bytes() once one more key of `key_len` bytes is inserted: a
+  // caller held to a byte budget checks before it inserts.
+  size_t memory_bytes_with(size_t key_len) const {
+    size_t slots = slots_.capacity();
+    if ((size_ + 1) * 2 > slots_.size()) slots = std::max(slots, slots_.empty() ? size_t{16} : slots_.size() * 2);
+    size_t chunk_ptrs = chunks_.capacity(), chunks = chunks_.size();
+    if (size_ == chunks * kChunk) {
+      ++chunks;
+      if (chunks > chunk_ptrs) chunk_ptrs = std::max<size_t>(1, chunk_ptrs * 2);
+    }
+    return slots * sizeof(uint64_t) + chunk_ptrs * sizeof(void*) + chunks * malloc_rounded(kChunk * sizeof(Entry)) +
+           key_bytes_ + key_heap_bytes(key_len);
   }
   // The estimate per entry for a table of many entries with keys of
   // `key_len` bytes: its entry, three slots (the table is between a quarter
@@ -158,6 +172,7 @@ class StringTable {
   size_t mask_ = 0;
   std::vector<std::unique_ptr<Entry[]>> chunks_;
   size_t size_ = 0;
+  size_t key_bytes_ = 0;  // heap blocks of the long keys, so memory_bytes() costs no walk
 };
 
 }  // namespace hybridstore

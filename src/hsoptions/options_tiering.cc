@@ -27,9 +27,20 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "0", "1000000000"});
   // Heat tracker.
   v->push_back({"hybridstore_tier_heat_max_objects", T::kInt, "1000000",
-                "objects whose heat is tracked; beyond it the coldest (lowest decayed access "
-                "count) are forgotten. About 120 bytes of memory each, plus the key if longer than 15 bytes",
+                "objects whose heat is tracked (load mode); beyond it the coldest (lowest decayed access "
+                "count) are forgotten. About 136 bytes of memory each, plus the key if longer than 15 bytes",
                 "1024", "1000000000"});
+  v->push_back({"hybridstore_tier_heat_mode", T::kString, "load",
+                "where the heat lives (docs/memory.md): load = every object's record read into memory "
+                "at mount (up to hybridstore_tier_heat_max_objects); on_demand = the mount reads none, "
+                "memory holds the recently accessed objects up to hybridstore_tier_heat_memory and "
+                "adds what leaves it to the stored records with RocksDB merges, and a migration pass "
+                "reads the records with the onodes",
+                "", "", {"load", "on_demand"}});
+  v->push_back({"hybridstore_tier_heat_memory", T::kSize, "64M",
+                "on_demand heat: the hot set's bytes; the coldest entries go to RocksDB beyond it "
+                "(about 140 bytes an object, plus the key if longer than 15 bytes)",
+                "64K", ""});
   v->push_back({"hybridstore_tier_heat_window_sec", T::kInt, "86400",
                 "length of a heat window: access counts are per window, older windows decay",
                 "1", ""});

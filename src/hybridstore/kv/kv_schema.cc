@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "hscommon/encoding.h"
+#include "hybridstore/kv/heat_record.h"
 
 namespace hybridstore::kv {
 
@@ -153,7 +154,7 @@ namespace {
 class StoreMergeOperator final : public rocksdb::AssociativeMergeOperator {
  public:
   bool Merge(const rocksdb::Slice& key, const rocksdb::Slice* existing, const rocksdb::Slice& value,
-             std::string* new_value, rocksdb::Logger*) const override {
+             std::string* new_value, rocksdb::Logger* logger) const override {
     if (key.size() > 0 && key[0] == kBitmap) {
       // XOR: allocating and freeing both toggle bits, so concurrent batches
       // never need to read the chunk first.
@@ -164,6 +165,7 @@ class StoreMergeOperator final : public rocksdb::AssociativeMergeOperator {
         for (size_t i = 0; i < existing->size(); ++i) (*new_value)[i] ^= (*existing)[i];
       return true;
     }
+    if (key.size() > 0 && key[0] == kHeat) return heat_.Merge(key, existing, value, new_value, logger);
     if (key.ToStringView() == stats_key()) {
       int64_t a[kStatCount], b[kStatCount];
       if (!decode_stats(value.ToStringView(), b)) return false;
@@ -179,6 +181,11 @@ class StoreMergeOperator final : public rocksdb::AssociativeMergeOperator {
     return false;
   }
   const char* Name() const override { return "hybridstore.merge.v1"; }
+
+ private:
+  // Heat records are added to without being read (kv/heat_record.h); a
+  // store that never writes a Merge to them keeps using Put as before.
+  HeatMergeOperator heat_;
 };
 
 constexpr uint32_t kCollectionTag = 0x434f4c4c;  // "COLL"

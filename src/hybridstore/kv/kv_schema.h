@@ -83,8 +83,8 @@ constexpr int stat_objects_on(Tier t) { return kStatTierObjects + tier_index(t);
 std::string encode_stat_delta(const int64_t (&delta)[kStatCount]);
 bool decode_stats(std::string_view v, int64_t (&out)[kStatCount]);
 
-// XOR for bitmap chunks, element-wise add for statistics; any other key is
-// a corruption (the merge fails and RocksDB reports it).
+// XOR for bitmap chunks, element-wise add for statistics, HeatMergeOperator
+// for heat records (kv/heat_record.h); any other key is a corruption (the merge fails and RocksDB reports it).
 std::shared_ptr<rocksdb::MergeOperator> make_merge_operator();
 
 // The memtable insert hints (RocksDB's memtable_insert_with_hint_prefix_extractor):

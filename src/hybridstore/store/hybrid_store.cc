@@ -81,6 +81,10 @@ class HybridStore::ComponentView final : public Migrator::Store, public TierClea
       const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) override {
     return s_->scan_objects(fn);
   }
+  int scan_objects_heat(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&,
+                                                 const HeatSample*)>& fn) override {
+    return s_->scan_objects_heat(fn);
+  }
   int migrate(const CollectionId& c, const ObjectId& o, Tier target) override { return s_->migrate(c, o, target); }
   void tick() override {
     s_->tick();
@@ -387,11 +391,28 @@ int HybridStore::for_each_object(
 
 int HybridStore::scan_objects(
     const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) {
+  return scan_objects_impl(false, [&](const CollectionId& c, const ObjectId& o, const ObjectStat& s,
+                                      const HeatSample*) { fn(c, o, s); });
+}
+
+int HybridStore::scan_objects_heat(
+    const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&, const HeatSample*)>& fn) {
+  if (!store_) return -ENOTCONN;
+  if (!store_->heat().on_demand()) return -EOPNOTSUPP;
+  return scan_objects_impl(true, fn);
+}
+
+int HybridStore::scan_objects_impl(
+    bool with_heat,
+    const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&, const HeatSample*)>& fn) {
   // Enough objects per range that the seeks cost nothing against the reads,
   // few enough that a range's snapshot is let go within a fraction of a
   // second.
   constexpr size_t kRange = 4096;
   if (!store_) return -ENOTCONN;
+  const std::string heat_prefix = ObjectHeat::record_prefix();
+  HeatTracker* tracker = store_->heat().tracker();
+  size_t bad_heat = 0;
   for (const auto& c : list_collections()) {
     // As collection_list: what was queued on the collection before the scan
     // is in RocksDB before the scan reads it.
@@ -402,6 +423,21 @@ int HybridStore::scan_objects(
     std::string from = prefix;
     while (!from.empty()) {
       std::string next;
+      // The heat records of the range, walked beside its onodes: an `H`
+      // key is its prefix + the onode key, so both come in the same order
+      // and the join is one step of each iterator (the merge operator has
+      // folded each record's operands by the time the iterator yields it).
+      std::unique_ptr<rocksdb::Iterator> hit;
+      const std::string heat_end = heat_prefix + end;
+      const rocksdb::Slice heat_upper(heat_end);
+      std::string want;
+      if (with_heat) {
+        rocksdb::ReadOptions ro;
+        ro.fill_cache = false;
+        ro.iterate_upper_bound = &heat_upper;
+        hit.reset(store_->db()->NewIterator(ro));
+        hit->Seek(heat_prefix + from);
+      }
       int r = store_->onodes().scan_space(
           from, end, kRange,
           [&](std::string_view key, const OnodeSpace& sp) {
@@ -413,13 +449,29 @@ int HybridStore::scan_objects(
             s.omap_id = sp.nid;
             s.allocated = sp.allocated;
             s.bytes_on = sp.bytes_on;
-            fn(c, o, s);
+            if (!with_heat) {
+              fn(c, o, s, nullptr);
+              return;
+            }
+            want.assign(heat_prefix).append(key);
+            const rocksdb::Slice target(want);
+            while (hit->Valid() && hit->key().compare(target) < 0) hit->Next();
+            HeatRecord stored;
+            bool have = false;
+            if (hit->Valid() && hit->key() == target) {
+              if (decode_heat_record(hit->value().ToStringView(), &stored, nullptr) == 0) have = true;
+              else ++bad_heat;
+            }
+            HeatSample h;
+            fn(c, o, s, tracker->lookup_merged(key, have ? &stored : nullptr, &h) ? &h : nullptr);
           },
           &next);
       if (r < 0) return r;
+      if (hit && !hit->status().ok()) return -EIO;
       from = std::move(next);
     }
   }
+  if (bad_heat) HS_WARN("{} heat records were unreadable and left out of the scan", bad_heat);
   return 0;
 }
 

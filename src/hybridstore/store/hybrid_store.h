@@ -45,6 +45,7 @@ class TierCleaner;
 struct CleanerReport;
 struct StorePerf;
 class StoreTestHooks;
+struct HeatSample;
 
 class HybridStore {
  public:
@@ -186,6 +187,11 @@ class HybridStore {
   // the onode cache (OnodeStore::scan_space): what the migration pass's scan
   // uses when its planner is bounded. Sees what was committed.
   int scan_objects(const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn);
+  // The same with each object's heat read from its record beside the onode
+  // and the hot set's unwritten part added (null: no heat), when the heat
+  // is on demand (hybridstore_tier_heat_mode); -EOPNOTSUPP in load mode.
+  int scan_objects_heat(
+      const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&, const HeatSample*)>& fn);
 
   int statfs(StoreStats* st);
   // Checks metadata (every extent referenced once, allocation state agrees
@@ -268,6 +274,9 @@ class HybridStore {
                           std::vector<std::string>* exported, std::string* error);
 
  private:
+  int scan_objects_impl(
+      bool with_heat,
+      const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&, const HeatSample*)>& fn);
   // White-box tests reach a few internals through these narrow hooks
   // (store/test_hooks.h), nothing else.
   friend class StoreTestHooks;

@@ -32,10 +32,34 @@ ObjectHeat::ObjectHeat(const Config& cfg, const TierSet* tiers)
 
 ObjectHeat::~ObjectHeat() = default;
 
+std::string ObjectHeat::record_prefix() { return heat_entry_prefix(); }
+
+namespace {
+void add_ops(rocksdb::WriteBatch* b, const std::vector<HeatOp>& ops) {
+  const std::string prefix = heat_entry_prefix();
+  for (const auto& op : ops) {
+    if (op.operand.empty()) b->Delete(prefix + op.key);
+    else b->Merge(prefix + op.key, op.operand);
+  }
+}
+}  // namespace
+
 void ObjectHeat::load(rocksdb::DB* db) {
   std::string v, err;
   if (db->Get(rocksdb::ReadOptions(), heat_state_key(), &v).ok() && tracker_->import_state(v, &err) < 0)
     HS_WARN("heat history state unreadable ({}); starting fresh", err);
+  if (on_demand()) {
+    // Written straight away, off the commit path as the periodic save is:
+    // a crash loses at most what the last seconds added to cold objects.
+    tracker_->set_spill([this, db](std::vector<HeatOp>&& ops) {
+      rocksdb::WriteBatch b;
+      add_ops(&b, ops);
+      rocksdb::Status st = db->Write(rocksdb::WriteOptions(), &b);
+      if (!st.ok() && spill_errors_.fetch_add(1, std::memory_order_relaxed) == 0)
+        HS_WARN("writing evicted heat records failed ({}); their history is lost", st.ToString());
+    });
+    return;
+  }
   std::string prefix = heat_entry_prefix();
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
   size_t bad = 0;
@@ -70,12 +94,18 @@ int ObjectHeat::save(rocksdb::DB* db, KvCommitter* committer) {
     if (full && i == 0) b.DeleteRange(prefix, kv::prefix_end(prefix));
     for (const auto& k : d.erase) b.Delete(prefix + k);
     for (const auto& [k, v] : d.put) b.Put(prefix + k, v);
+    add_ops(&b, d.ops);
     if (b.Count() == 0) continue;
     if (int r = write(&b); r < 0) return r;
   }
   rocksdb::WriteBatch b;
   b.Put(heat_state_key(), tracker_->export_state());
   return write(&b);
+}
+
+void ObjectHeat::detach() {
+  // Later evictions wait in the tracker's memory, never written.
+  if (on_demand()) tracker_->set_spill(nullptr);
 }
 
 void ObjectHeat::note(const CollectionId& c, const ObjectId& o, AccessType type, uint64_t off, uint64_t len,

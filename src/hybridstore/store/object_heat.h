@@ -2,7 +2,10 @@
 // often and how randomly each is read and written) and what the store does
 // with it between the migrator's passes: a small object read often while it
 // lies below the fastest tier is queued for promotion at once. The history
-// is loaded at mount and saved periodically and at umount (`H` keys).
+// is saved periodically and at umount (`H` keys); with
+// hybridstore_tier_heat_mode = load it is read whole at mount, with
+// on_demand memory holds a bounded hot set and what leaves it is merged
+// into the stored records (tier/heat_tracker.h).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -35,6 +38,13 @@ class ObjectHeat {
   // umount. A failed save fails the store.
   void load(rocksdb::DB* db);
   int save(rocksdb::DB* db, KvCommitter* committer);
+  // Before the database closes: on demand, entries leaving memory are no
+  // longer written.
+  void detach();
+  bool on_demand() const { return tracker_->options().on_demand; }
+  // On demand: the key prefix of the objects' records (+ onode key), for a
+  // scan that reads them in onode order.
+  static std::string record_prefix();
 
   // A client's access to the object. `counts`: false for an access that
   // must not make the object hotter (a write the fastest tier absorbs).
@@ -65,6 +75,7 @@ class ObjectHeat {
  private:
   const TierSet* tiers_;
   std::unique_ptr<HeatTracker> tracker_;
+  std::atomic<uint64_t> spill_errors_{0};
   std::atomic<Migrator*> migrator_{nullptr};
   const uint64_t promote_hits_;        // hybridstore_tier_promote_hits
   const uint64_t promote_max_size_;    // hybridstore_tier_promote_max_size

@@ -547,6 +547,7 @@ int MountedStore::close() {
   // After an I/O error the store is read-only and writes nothing more: a
   // RocksDB whose WAL write failed aborts on FlushWAL (assertion builds).
   if (committer_->error() == 0) save_heat();  // which may fail the store itself
+  if (heat_) heat_->detach();
   const bool failed = committer_->error() != 0;
   reads_.reset();
   pipeline_.reset();

@@ -16,22 +16,8 @@ namespace hybridstore {
 
 namespace {
 
-// Record kinds (crc seeds) and versions.
-constexpr uint32_t kEntryTag = 0x48454154;  // "HEAT"
 constexpr uint32_t kStateTag = 0x48545354;  // "HTST"
-constexpr uint8_t kEntryVersion = 1;
 constexpr uint8_t kStateVersion = 1;
-
-uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
 
 uint64_t key_hash(std::string_view key) { return std::hash<std::string_view>()(key); }
 
@@ -44,11 +30,9 @@ HeatTrackerOptions heat_tracker_options_from_config(const Config& conf) {
   o.decay = conf.get_double("hybridstore_tier_heat_decay");
   o.continuation_us =
       static_cast<uint64_t>(conf.get_int("hybridstore_tier_heat_continuation_ms")) * 1000;
+  o.on_demand = conf.get_str("hybridstore_tier_heat_mode") == "on_demand";
+  o.max_bytes = conf.get_size("hybridstore_tier_heat_memory");
   return o;
-}
-
-const char* access_type_name(AccessType t) {
-  return t == AccessType::kWrite ? "write" : "read";
 }
 
 struct HeatTracker::Shard {
@@ -58,6 +42,8 @@ struct HeatTracker::Shard {
   std::vector<std::string> erased;
   // Set when `erased` hit its cap and dropped keys: the next export is full.
   bool erase_overflow = false;
+  // On demand without a spill: operands waiting for export_dirty(), in order.
+  std::vector<HeatOp> pending;
 };
 
 HeatTracker::HeatTracker(const HeatTrackerOptions& opts) : opts_(opts) {
@@ -67,9 +53,20 @@ HeatTracker::HeatTracker(const HeatTrackerOptions& opts) : opts_(opts) {
   if (!(opts_.decay >= 0.0)) opts_.decay = 0.0;  // also catches NaN
   if (opts_.decay > 1.0) opts_.decay = 1.0;
   if (opts_.window_us == 0) opts_.window_us = 1;
+  // A shard's table grows in chunks of 64 entries: with a small hot set,
+  // fewer shards keep each one able to hold a few hundred entries, so the
+  // byte cap evicts the coldest of many, not of a handful.
+  if (opts_.on_demand)
+    while (opts_.shards > 1 && opts_.max_bytes / opts_.shards < 256 * StringTable<Entry>::bytes_per_entry(0))
+      opts_.shards /= 2;
   shard_cap_ = std::min<size_t>(opts_.max_objects / opts_.shards, StringTable<Entry>::kMaxEntries);
   erase_cap_ = std::max<size_t>(64, shard_cap_ / 8);
   shards_ = std::make_unique<Shard[]>(opts_.shards);
+  if (opts_.on_demand) {
+    shard_cap_ = StringTable<Entry>::kMaxEntries;
+    const size_t fixed = sizeof(*this) + opts_.shards * sizeof(Shard);
+    shard_bytes_ = (opts_.max_bytes > fixed ? opts_.max_bytes - fixed : 0) / opts_.shards;
+  }
 }
 
 HeatTracker::~HeatTracker() = default;
@@ -80,11 +77,7 @@ HeatTracker::Shard& HeatTracker::shard_for(uint64_t hash) const {
 }
 
 double HeatTracker::decayed(double v, uint32_t from, uint32_t to) const {
-  if (to <= from) return v;
-  uint32_t gap = to - from;
-  if (opts_.decay == 0.0) return 0.0;
-  if (opts_.decay == 1.0) return v;
-  return v * std::pow(opts_.decay, static_cast<double>(gap));
+  return heat_decayed(v, from, to, opts_.decay);
 }
 
 void HeatTracker::fold(Entry* e, uint32_t epoch) const {
@@ -95,7 +88,44 @@ void HeatTracker::fold(Entry* e, uint32_t epoch) const {
   e->hist_r = static_cast<float>(r);
   e->cur_f = 0;
   e->cur_r = 0;
+  // The same arithmetic as fold_heat(), so a delta merged into its stored
+  // record equals what the fold of every access would give.
+  e->d_hist_f = static_cast<float>(decayed(static_cast<double>(e->d_hist_f) + e->d_cur_f, e->epoch, epoch));
+  e->d_hist_r = static_cast<float>(decayed(static_cast<double>(e->d_hist_r) + e->d_cur_r, e->epoch, epoch));
+  e->d_cur_f = 0;
+  e->d_cur_r = 0;
   e->epoch = epoch;
+}
+
+HeatRecord HeatTracker::delta_of(const Entry& e) const {
+  HeatRecord r;
+  r.size = e.size;
+  r.last_offset = e.last_offset;
+  r.last_end = e.last_end;
+  r.last_time_us = e.last_time_us;
+  r.hist_f = e.d_hist_f;
+  r.hist_r = e.d_hist_r;
+  r.cur_f = e.d_cur_f;
+  r.cur_r = e.d_cur_r;
+  r.epoch = e.epoch;
+  r.last_type = e.last_type;
+  r.decay = opts_.decay;
+  return r;
+}
+
+bool HeatTracker::over_budget(const Shard& s, size_t key_len) const {
+  return opts_.on_demand && s.map.memory_bytes_with(key_len) > shard_bytes_;
+}
+
+void HeatTracker::spill(Shard* s, std::vector<HeatOp>* ops) {
+  if (ops->empty()) return;
+  if (spill_) {
+    spill_(std::move(*ops));
+  } else {
+    std::lock_guard<std::mutex> g(s->mu);
+    for (auto& op : *ops) s->pending.push_back(std::move(op));
+  }
+  ops->clear();
 }
 
 double HeatTracker::coldness_f(const Entry& e, uint32_t epoch) const {
@@ -107,42 +137,55 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
   const uint64_t h = key_hash(key);
   Shard& s = shard_for(h);
   uint32_t epoch = epoch_.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> g(s.mu);
-  ptrdiff_t found = s.map.find(key, h);
-  uint64_t end = offset + len < offset ? UINT64_MAX : offset + len;
-  if (found < 0) {
-    if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch);
-    Entry e;
-    e.size = object_size;
-    e.last_type = type;
-    e.last_offset = offset;
-    e.last_end = end;
-    e.last_time_us = now_us;
-    e.cur_f = counts ? 1 : 0;
-    e.cur_r = counts ? 1 : 0;
-    e.epoch = epoch;
-    e.dirty = true;
-    s.map.insert(key, h, e);
-    return;
+  std::vector<HeatOp> evicted;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    ptrdiff_t found = s.map.find(key, h);
+    uint64_t end = offset + len < offset ? UINT64_MAX : offset + len;
+    if (found < 0) {
+      if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch, &evicted);
+      while (s.map.size() > 0 && over_budget(s, key.size())) evict_coldest(&s, epoch, &evicted);
+      Entry e;
+      e.size = object_size;
+      e.last_type = type;
+      e.last_offset = offset;
+      e.last_end = end;
+      e.last_time_us = now_us;
+      e.cur_f = counts ? 1 : 0;
+      e.cur_r = counts ? 1 : 0;
+      e.d_cur_f = e.cur_f;
+      e.d_cur_r = e.cur_r;
+      e.epoch = epoch;
+      e.dirty = true;
+      s.map.insert(key, h, e);
+    } else {
+      Entry& e = s.map.at(static_cast<size_t>(found)).value;
+      fold(&e, epoch);
+      e.size = object_size;
+      e.dirty = true;
+      if (counts && e.cur_f != UINT32_MAX) {
+        ++e.cur_f;
+        if (e.d_cur_f != UINT32_MAX) ++e.d_cur_f;
+      }
+      // A clock that stepped backwards never counts as "within 0.5 s".
+      bool continues = type == e.last_type && now_us >= e.last_time_us &&
+                       now_us - e.last_time_us < opts_.continuation_us && offset == e.last_end;
+      if (continues) {
+        e.last_end = end;
+        e.last_time_us = now_us;
+      } else {
+        if (counts && e.cur_r != UINT32_MAX) {
+          ++e.cur_r;
+          if (e.d_cur_r != UINT32_MAX) ++e.d_cur_r;
+        }
+        e.last_type = type;
+        e.last_offset = offset;
+        e.last_end = end;
+        e.last_time_us = now_us;
+      }
+    }
   }
-  Entry& e = s.map.at(static_cast<size_t>(found)).value;
-  fold(&e, epoch);
-  e.size = object_size;
-  e.dirty = true;
-  if (counts && e.cur_f != UINT32_MAX) ++e.cur_f;
-  // A clock that stepped backwards never counts as "within 0.5 s".
-  bool continues = type == e.last_type && now_us >= e.last_time_us &&
-                   now_us - e.last_time_us < opts_.continuation_us && offset == e.last_end;
-  if (continues) {
-    e.last_end = end;
-    e.last_time_us = now_us;
-    return;
-  }
-  if (counts && e.cur_r != UINT32_MAX) ++e.cur_r;
-  e.last_type = type;
-  e.last_offset = offset;
-  e.last_end = end;
-  e.last_time_us = now_us;
+  spill(&s, &evicted);
 }
 
 void HeatTracker::note_erased(Shard* s, const std::string& key) {
@@ -153,8 +196,8 @@ void HeatTracker::note_erased(Shard* s, const std::string& key) {
   }
 }
 
-void HeatTracker::evict_coldest(Shard* s, uint32_t epoch) {
-  size_t n = std::max<size_t>(1, shard_cap_ / 16);
+void HeatTracker::evict_coldest(Shard* s, uint32_t epoch, std::vector<HeatOp>* out) {
+  size_t n = std::max<size_t>(1, (opts_.on_demand ? s->map.size() : shard_cap_) / 16);
   if (n > s->map.size()) n = s->map.size();
   struct Cand {
     double f;
@@ -177,7 +220,14 @@ void HeatTracker::evict_coldest(Shard* s, uint32_t epoch) {
   std::sort(c.begin(), c.begin() + static_cast<ptrdiff_t>(n),
             [](const Cand& a, const Cand& b) { return a.index > b.index; });
   for (size_t i = 0; i < n; ++i) {
-    note_erased(s, s->map.at(c[i].index).key);
+    auto& kv = s->map.at(c[i].index);
+    if (!opts_.on_demand) {
+      note_erased(s, kv.key);
+    } else if (kv.value.dirty) {
+      // Its history is the stored record plus this: nothing is lost.
+      fold(&kv.value, epoch);
+      out->push_back({kv.key, encode_heat_record(delta_of(kv.value))});
+    }
     s->map.erase(c[i].index);
   }
   evictions_.fetch_add(n, std::memory_order_relaxed);
@@ -186,11 +236,21 @@ void HeatTracker::evict_coldest(Shard* s, uint32_t epoch) {
 void HeatTracker::forget(std::string_view key) {
   const uint64_t h = key_hash(key);
   Shard& s = shard_for(h);
-  std::lock_guard<std::mutex> g(s.mu);
-  ptrdiff_t found = s.map.find(key, h);
-  if (found < 0) return;
-  note_erased(&s, s.map.at(static_cast<size_t>(found)).key);
-  s.map.erase(static_cast<size_t>(found));
+  std::vector<HeatOp> ops;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    ptrdiff_t found = s.map.find(key, h);
+    if (opts_.on_demand) {
+      // The stored record may exist whether or not the object is hot.
+      ops.push_back({std::string(key), std::string()});
+      if (found >= 0) s.map.erase(static_cast<size_t>(found));
+    } else {
+      if (found < 0) return;
+      note_erased(&s, s.map.at(static_cast<size_t>(found)).key);
+      s.map.erase(static_cast<size_t>(found));
+    }
+  }
+  spill(&s, &ops);
 }
 
 HeatSample HeatTracker::sample_of(const std::string& key, const Entry& e, uint32_t epoch) const {
@@ -215,6 +275,36 @@ bool HeatTracker::lookup(std::string_view key, HeatSample* out) const {
   if (found < 0) return false;
   const auto& kv = s.map.at(static_cast<size_t>(found));
   *out = sample_of(kv.key, kv.value, epoch);
+  return true;
+}
+
+bool HeatTracker::lookup_merged(std::string_view key, const HeatRecord* stored, HeatSample* out) const {
+  const uint64_t h = key_hash(key);
+  Shard& s = shard_for(h);
+  uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+  HeatRecord acc;
+  bool have = stored != nullptr;
+  if (stored) acc = *stored;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    ptrdiff_t found = s.map.find(key, h);
+    if (found >= 0) {
+      Entry e = s.map.at(static_cast<size_t>(found)).value;
+      fold(&e, epoch);
+      merge_heat(&acc, delta_of(e));
+      have = true;
+    }
+  }
+  if (!have) return false;
+  fold_heat(&acc, epoch, opts_.decay);
+  out->key = std::string(key);
+  out->size = acc.size;
+  out->frequency = static_cast<double>(acc.hist_f) + acc.cur_f;
+  out->randomness = static_cast<double>(acc.hist_r) + acc.cur_r;
+  out->last_type = acc.last_type;
+  out->last_time_us = acc.last_time_us;
+  out->last_offset = acc.last_offset;
+  out->last_end = acc.last_end;
   return true;
 }
 
@@ -267,61 +357,40 @@ size_t HeatTracker::memory_bytes() const {
     total += s.map.memory_bytes();
     total += s.erased.capacity() * sizeof(std::string);
     for (const auto& k : s.erased) total += StringTable<Entry>::key_heap_bytes(k.size());
+    total += s.pending.capacity() * sizeof(HeatOp);
+    for (const auto& op : s.pending)
+      total += StringTable<Entry>::key_heap_bytes(op.key.size()) + StringTable<Entry>::key_heap_bytes(op.operand.size());
   }
   return total;
 }
 
-// Entry record v1 body: varint size, varint last_offset, varint (last_end -
-// last_offset), varint last_time_us, varint cur_f, varint cur_r, fixed32 hist_f
-// (IEEE float bits), fixed32 hist_r, varint epoch, u8 last_type.
 std::string HeatTracker::encode_entry(const Entry& e) const {
-  std::string body;
-  put_varint(&body, e.size);
-  put_varint(&body, e.last_offset);
-  put_varint(&body, e.last_end - e.last_offset);
-  put_varint(&body, e.last_time_us);
-  put_varint(&body, e.cur_f);
-  put_varint(&body, e.cur_r);
-  put_fixed32(&body, float_bits(e.hist_f));
-  put_fixed32(&body, float_bits(e.hist_r));
-  put_varint(&body, e.epoch);
-  put_u8(&body, static_cast<uint8_t>(e.last_type));
-  return seal_record(kEntryTag, kEntryVersion, body);
+  HeatRecord r = delta_of(e);
+  r.hist_f = e.hist_f;
+  r.hist_r = e.hist_r;
+  r.cur_f = e.cur_f;
+  r.cur_r = e.cur_r;
+  return encode_heat_record(r);
 }
 
 int HeatTracker::decode_entry(std::string_view record, Entry* out, std::string* error) const {
-  uint8_t version;
-  std::string_view body;
-  if (int r = open_stored_record(kEntryTag, kEntryVersion, record, "heat record", &version, &body, error); r < 0)
-    return r;
-  Decoder d(body);
+  HeatRecord r;
+  if (int rc = decode_heat_record(record, &r, error); rc < 0) return rc;
+  if (r.epoch > epoch_.load(std::memory_order_relaxed)) {
+    if (error) *error = "heat record: entry from a future window";
+    return -EIO;
+  }
   Entry e;
-  uint64_t len;
-  uint32_t hf, hr;
-  uint8_t type;
-  if (!d.get_varint(&e.size) || !d.get_varint(&e.last_offset) || !d.get_varint(&len) ||
-      !d.get_varint(&e.last_time_us) || !d.get_varint32(&e.cur_f) || !d.get_varint32(&e.cur_r) ||
-      !d.get_fixed32(&hf) || !d.get_fixed32(&hr) || !d.get_varint32(&e.epoch) ||
-      !d.get_u8(&type) || !d.done()) {
-    if (error) *error = "heat record: malformed body";
-    return -EIO;
-  }
-  e.hist_f = bits_float(hf);
-  e.hist_r = bits_float(hr);
-  const char* why = nullptr;
-  if (type > static_cast<uint8_t>(AccessType::kWrite)) why = "unknown access type";
-  else if (len > UINT64_MAX - e.last_offset) why = "last request end overflows";
-  else if (e.cur_r > e.cur_f) why = "randomness count exceeds frequency";
-  else if (!std::isfinite(e.hist_f) || !std::isfinite(e.hist_r) || e.hist_f < 0 || e.hist_r < 0)
-    why = "history counts not finite and non-negative";
-  else if (e.hist_r > e.hist_f * 1.0001f + 1e-3f) why = "randomness history exceeds frequency";
-  else if (e.epoch > epoch_.load(std::memory_order_relaxed)) why = "entry from a future window";
-  if (why) {
-    if (error) *error = fmt::format("heat record: {}", why);
-    return -EIO;
-  }
-  e.last_end = e.last_offset + len;
-  e.last_type = static_cast<AccessType>(type);
+  e.size = r.size;
+  e.last_offset = r.last_offset;
+  e.last_end = r.last_end;
+  e.last_time_us = r.last_time_us;
+  e.hist_f = r.hist_f;
+  e.hist_r = r.hist_r;
+  e.cur_f = r.cur_f;
+  e.cur_r = r.cur_r;
+  e.epoch = r.epoch;
+  e.last_type = r.last_type;
   *out = e;
   return 0;
 }
@@ -373,7 +442,8 @@ int HeatTracker::import_entry(std::string_view key, std::string_view record, std
     s.map.at(static_cast<size_t>(found)).value = e;  // the stored record is authoritative at mount
     return 0;
   }
-  if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch);
+  std::vector<HeatOp> none;  // load mode: nothing is spilled
+  if (s.map.size() >= shard_cap_) evict_coldest(&s, epoch, &none);
   s.map.insert(key, h, e);
   return 0;
 }
@@ -401,6 +471,23 @@ void HeatTracker::export_shard(unsigned shard, bool full, HeatDelta* d) {
   // An overflow that appeared after begin_export() waits for the next export,
   // which will then be full; this export still carries what it has.
   if (full) s.erase_overflow = false;
+  if (opts_.on_demand) {
+    // Operands only: what eviction and forget() left without a spill, in
+    // order, then the deltas of the dirty entries.
+    for (auto& op : s.pending) d->ops.push_back(std::move(op));
+    s.pending.clear();
+    uint32_t epoch = epoch_.load(std::memory_order_relaxed);
+    for (size_t j = 0; j < s.map.size(); ++j) {
+      Entry& e = s.map.at(j).value;
+      if (!e.dirty) continue;
+      fold(&e, epoch);
+      d->ops.push_back({s.map.at(j).key, encode_heat_record(delta_of(e))});
+      e.d_hist_f = e.d_hist_r = 0;
+      e.d_cur_f = e.d_cur_r = 0;
+      e.dirty = false;
+    }
+    return;
+  }
   for (size_t j = 0; j < s.map.size(); ++j) {
     auto& kv = s.map.at(j);
     if (full || kv.value.dirty) {

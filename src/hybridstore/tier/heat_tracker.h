@@ -29,8 +29,9 @@
 // window); among equals, the least recently accessed goes first. Eviction is
 // exact within a shard; keys are spread evenly over shards by hash, so it
 // approximates the global order. memory_bytes() estimates the heap footprint:
-// 120 bytes per entry with a key of up to 15 bytes, plus one heap block for a
-// longer key (184 bytes in all with a 40-byte key; measured in heat_tracker_test).
+// 136 bytes per entry with a key of up to 15 bytes (16 of them the on-demand
+// delta below), plus one heap block for a longer key (200 bytes in all with a
+// 40-byte key; measured in heat_tracker_test).
 // Each shard is a StringTable (common/string_table.h): a lookup costs about
 // three cache misses, not the five of a std::unordered_map.
 //
@@ -40,14 +41,27 @@
 // a time, so they see each shard consistently but not all shards at one instant.
 //
 // Persistence. The engine stores one RocksDB record per object (key = its own
-// prefix + the object key, value = encode_entry()) and one tracker-state record.
-// export_dirty() returns what changed since the last export; at mount the engine
-// calls import_state() and then import_entry() for every stored record, before
-// any record(). Records are versioned and crc32c-checked; import rejects garbage
-// with -EINVAL and a message, and never crashes on it.
+// prefix + the object key, value = a HeatRecord, kv/heat_record.h) and one
+// tracker-state record. export_dirty() returns what changed since the last
+// export; at mount the engine calls import_state() and then import_entry() for
+// every stored record, before any record(). Records are versioned and
+// crc32c-checked; import rejects garbage with -EIO and a message, and never
+// crashes on it.
+//
+// On demand (options.on_demand; docs/memory.md, "1. Heat"). Memory holds a
+// hot set of at most `max_bytes`, and the stored records are the history:
+// the mount imports the state only. A miss inserts a fresh entry (f = R = 1,
+// as for a new object) without reading the store; each entry also keeps the
+// delta of its counts since it was last written, and what leaves memory
+// (evicted coldest first, or written by export_dirty()) goes out as a merge
+// operand of that delta, which HeatMergeOperator adds to the stored record.
+// forget() writes a delete. lookup() and snapshot() see the hot set only;
+// lookup_merged() adds an entry's unwritten delta to its stored record, for
+// the migration pass that reads the records in key order.
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,12 +69,11 @@
 #include <utility>
 #include <vector>
 
+#include "hybridstore/kv/heat_record.h"
+
 namespace hybridstore {
 
 class Config;
-
-enum class AccessType : uint8_t { kRead = 0, kWrite = 1 };
-const char* access_type_name(AccessType t);
 
 struct HeatTrackerOptions {
   size_t max_objects = 1000000;          // cap on tracked objects (>= shards)
@@ -68,9 +81,14 @@ struct HeatTrackerOptions {
   uint64_t continuation_us = 500000;     // HRO's 0.5 s continuation window
   uint64_t window_us = 86400000000ull;   // window length for advance_to() (one day)
   unsigned shards = 32;                  // power of two, <= max_objects
+  // The hot set over stored records (see the top of this file); max_objects
+  // then does not apply, max_bytes does (what memory_bytes() reports).
+  bool on_demand = false;
+  size_t max_bytes = 64ull << 20;
 };
 
-// From hybridstore_tier_heat_max_objects, _window_sec, _decay, _continuation_ms.
+// From hybridstore_tier_heat_max_objects, _window_sec, _decay, _continuation_ms,
+// _mode and _memory.
 HeatTrackerOptions heat_tracker_options_from_config(const Config& conf);
 
 // One object's heat, as of the current window (decay applied).
@@ -95,7 +113,15 @@ struct HeatDelta {
   std::vector<std::pair<std::string, std::string>> put;  // object key -> encoded entry
   std::vector<std::string> erase;                        // object keys to delete
   std::string state;                                     // encoded tracker state
+  // On demand only, in the order they must be applied: merge operands of
+  // deltas, and deletes.
+  struct Op {
+    std::string key;
+    std::string operand;  // an encoded HeatRecord; empty: delete the key's record
+  };
+  std::vector<Op> ops;
 };
+using HeatOp = HeatDelta::Op;
 
 class HeatTracker {
  public:
@@ -116,6 +142,14 @@ class HeatTracker {
   void forget(std::string_view key);
 
   bool lookup(std::string_view key, HeatSample* out) const;
+  // On demand: the object's heat as the store would have it after the next
+  // export, its stored record (null: none) plus the hot entry's unwritten
+  // delta. False when neither exists.
+  bool lookup_merged(std::string_view key, const HeatRecord* stored, HeatSample* out) const;
+  // On demand: where entries leaving memory go, called outside the tracker's
+  // locks with the operands in order (evictions on a client's record(), a
+  // forget()). Unset, they wait for export_dirty(). Set before use.
+  void set_spill(std::function<void(std::vector<HeatOp>&&)> spill) { spill_ = std::move(spill); }
   // Every tracked entry; order is unspecified.
   std::vector<HeatSample> snapshot() const;
 
@@ -161,6 +195,11 @@ class HeatTracker {
     uint32_t cur_f = 0;
     uint32_t cur_r = 0;
     uint32_t epoch = 0;  // invariant: <= the tracker's epoch_
+    // On demand: the part of the counts above not yet written (same epoch).
+    float d_hist_f = 0;
+    float d_hist_r = 0;
+    uint32_t d_cur_f = 0;
+    uint32_t d_cur_r = 0;
     AccessType last_type = AccessType::kRead;
     bool dirty = false;  // changed since the last export
   };
@@ -171,7 +210,14 @@ class HeatTracker {
   void fold(Entry* e, uint32_t epoch) const;
   double decayed(double v, uint32_t from, uint32_t to) const;
   double coldness_f(const Entry& e, uint32_t epoch) const;
-  void evict_coldest(Shard* s, uint32_t epoch);
+  // Evicts the coldest 1/16 of the shard; on demand their deltas go to *out.
+  void evict_coldest(Shard* s, uint32_t epoch, std::vector<HeatOp>* out);
+  // On demand: the entry's unwritten delta, as a merge operand's record.
+  HeatRecord delta_of(const Entry& e) const;
+  // On demand: whether one more entry of this key length would take the
+  // shard past its share of max_bytes.
+  bool over_budget(const Shard& s, size_t key_len) const;
+  void spill(Shard* s, std::vector<HeatOp>* ops);
   HeatSample sample_of(const std::string& key, const Entry& e, uint32_t epoch) const;
   std::string encode_entry(const Entry& e) const;
   int decode_entry(std::string_view record, Entry* e, std::string* error) const;
@@ -181,6 +227,8 @@ class HeatTracker {
   HeatTrackerOptions opts_;
   size_t shard_cap_;   // entries per shard; shards * shard_cap_ <= max_objects
   size_t erase_cap_;   // erasures remembered per shard before a full export is needed
+  size_t shard_bytes_ = 0;  // on demand: each shard's share of max_bytes
+  std::function<void(std::vector<HeatOp>&&)> spill_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<uint32_t> epoch_{0};
   mutable std::mutex window_mu_;      // serializes advance_to() and state encoding

@@ -156,6 +156,7 @@ int Migrator::scan(Pass* pass) {
   const Config& cfg = store_->config();
   const size_t max_candidates = plan_max_candidates(cfg);
   pass->bounded = max_candidates > 0;
+  bool heat_on_disk = heat->options().on_demand;
   if (pass->bounded) {
     for (int upper = 0; upper + 1 < pass->order.count(); ++upper) {
       // The budget is set when the pair is planned (it depends on what the
@@ -168,7 +169,7 @@ int Migrator::scan(Pass* pass) {
     pass->on_upper.assign(pass->planners.size(), 0);
   }
   size_t offered = 0;
-  auto offer = [&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+  auto offer = [&](const CollectionId& c, const ObjectId& o, const ObjectStat& s, const HeatSample* merged) {
     if (!s.allocated) return;  // nothing to place
     const int home = home_rank(s, pass->order);
     if (home < 0) return;
@@ -179,7 +180,11 @@ int Migrator::scan(Pass* pass) {
     TierCandidate cand;
     cand.size = s.allocated;
     HeatSample h;
-    if (heat->lookup(kv::onode_key(c, o), &h)) {
+    if (merged) {
+      cand.frequency = merged->frequency;
+      cand.randomness = merged->randomness;
+      cand.last_access_us = merged->last_time_us;
+    } else if (!heat_on_disk && heat->lookup(kv::onode_key(c, o), &h)) {
       cand.frequency = h.frequency;
       cand.randomness = h.randomness;
       cand.last_access_us = h.last_time_us;
@@ -208,9 +213,15 @@ int Migrator::scan(Pass* pass) {
     pass->refs[slot] += kept;
     if (pass->refs[slot] == 0) pass->free_slots.push_back(slot);
   };
-  // The bounded pass keeps only what its planners keep, so its scan must
-  // not keep every object either (the moves look the kept ones up again).
-  int r = pass->bounded ? store_->scan_objects(offer) : store_->for_each_object(offer);
+  auto offer_stat = [&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) { offer(c, o, s, nullptr); };
+  // With the heat in RocksDB the scan reads it with the onodes, bounded pass
+  // or not. The bounded pass keeps only what its planners keep, so its scan
+  // must not keep every object either (the moves look the kept ones up again).
+  int r = heat_on_disk ? store_->scan_objects_heat(offer) : -EOPNOTSUPP;
+  if (r == -EOPNOTSUPP) {
+    heat_on_disk = false;
+    r = pass->bounded ? store_->scan_objects(offer_stat) : store_->for_each_object(offer_stat);
+  }
   if (r < 0) return r;
   for (const auto& [c, o] : mixed) note_absorbed(c, o);
   pass->rep->objects = offered;

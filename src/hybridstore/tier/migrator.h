@@ -73,6 +73,7 @@
 namespace hybridstore {
 
 class HeatTracker;
+struct HeatSample;
 
 struct MigrationReport {
   size_t objects = 0;        // candidates considered
@@ -110,6 +111,17 @@ class Migrator {
     virtual int scan_objects(
         const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&)>& fn) {
       return for_each_object(fn);
+    }
+    // The same scan with each object's heat, for a store whose heat lives in
+    // RocksDB with only a hot set in memory (hybridstore_tier_heat_mode =
+    // on_demand): the heat records are read in the onodes' key order and
+    // joined with them, each with the hot set's unwritten part added
+    // (HeatTracker::lookup_merged); null for an object without heat.
+    // -EOPNOTSUPP: the store has none such (the pass looks heat up in the
+    // tracker).
+    virtual int scan_objects_heat(
+        const std::function<void(const CollectionId&, const ObjectId&, const ObjectStat&, const HeatSample*)>&) {
+      return -EOPNOTSUPP;
     }
     // Moves all of an object's data to `target`: 0, or -EAGAIN when it was
     // written while being copied (nothing moved), or another negative errno.

@@ -234,7 +234,9 @@ TEST(HeatTracker, MemoryPerTrackedObjectIsBoundedAndEstimated) {
   double estimated = static_cast<double>(t->memory_bytes()) / n;
   std::printf("heat tracker: %.1f bytes per object measured, %.1f estimated (%zu-byte keys)\n",
               measured, estimated, key_len);
-  EXPECT_LT(measured, 200.0);
+  // 16 bytes of it are the on-demand delta (heat_tracker.h), kept in load
+  // mode too.
+  EXPECT_LT(measured, 216.0);
   EXPECT_NEAR(estimated, measured, measured * 0.25);
   // Keys up to 15 bytes live inside the entry (small-string buffer); longer
   // ones add one heap block of length + 1, malloc-rounded (41 -> 64 bytes).
@@ -420,7 +422,7 @@ TEST(HeatTracker, ImportRejectsWellFramedButImpossibleEntries) {
   EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 9, 0), &err), -EIO);  // future window
   EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 0, 7), &err), -EIO);  // bad type
   EXPECT_EQ(t.import_entry("x", entry(3, 2, 0, 0, 0, 0, true), &err), -EIO);
-  EXPECT_EQ(t.import_entry("x", seal_record(0x48454154, 2, "future version"), &err), -EOPNOTSUPP);
+  EXPECT_EQ(t.import_entry("x", seal_record(0x48454154, 3, "future version"), &err), -EOPNOTSUPP);
   EXPECT_EQ(t.size(), 1u);
 }
 

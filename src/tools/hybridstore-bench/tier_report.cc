@@ -33,6 +33,7 @@ struct TierReportArgs {
   unsigned gap_samples = 12;
   unsigned gap_objects = 2000;
   size_t plan_max_candidates = 0;  // > 0: the bounded planner (docs/memory.md)
+  double heat_hot_set = 0;         // > 0: heat on demand, hot set capped at this share of the objects
   bool quick = false;
   std::string json;
 };
@@ -183,6 +184,7 @@ ProfileOut run_profile(const WorkloadProfile* p, const TierReportArgs& a,
     cfg.heat.max_objects = 4000000;
     cfg.metadata_op_us = a.metadata_us;
     cfg.plan_max_candidates = a.plan_max_candidates;
+    cfg.heat_hot_set = a.heat_hot_set;
     cfg.on_day = [&](unsigned day) {
       double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       fmt::print(stderr, "[{:>8} {:>8}] day {}/{} done ({:.0f} s elapsed)\n", p->name, cs.label,
@@ -255,6 +257,7 @@ nlohmann::json print_profile(const ProfileOut& po, const TierReportArgs& a) {
     cj["days"] = days;
     cj["heat_entries"] = po.res[i].heat_entries;
     cj["heat_memory_bytes"] = po.res[i].heat_memory;
+    cj["heat_stored"] = po.res[i].heat_stored;
     pj["configs"][kConfigs[i].label] = cj;
   }
   const TierCounters& hdd = po.res[0].total;
@@ -276,6 +279,9 @@ nlohmann::json print_profile(const ProfileOut& po, const TierReportArgs& a) {
              pct(hro.bandwidth_mbps(), hot.bandwidth_mbps()), pct(lat, mean_lat(hot)),
              pct(seek_total(hro), seek_total(hot)),
              pct(hro.mean_hdd_seek_mib(), hot.mean_hdd_seek_mib()));
+  fmt::print("hro heat at the end: {} entries in memory, {} bytes{}\n", po.res[3].heat_entries,
+             po.res[3].heat_memory,
+             a.heat_hot_set > 0 ? fmt::format(", {} objects with a stored record", po.res[3].heat_stored) : "");
   std::string head = fmt::format("{:<9}", "MB/s/day");
   for (size_t d = 0; d < po.res[0].days.size(); ++d) head += fmt::format(" {:>7}", d + 1);
   fmt::print("{}\n", head);
@@ -358,7 +364,8 @@ int run_tier_report(TierReportArgs a) {
                 {"seed", a.seed},         {"ssd_fraction", a.ssd_fraction},
                 {"heat_decay", a.decay},  {"gap_samples", a.gap_samples},
                 {"zipf_override", a.zipf}, {"metadata_us", a.metadata_us},
-                {"gap_objects", a.gap_objects}, {"plan_max_candidates", a.plan_max_candidates}};
+                {"gap_objects", a.gap_objects}, {"plan_max_candidates", a.plan_max_candidates},
+                {"heat_hot_set", a.heat_hot_set}};
   {
     HddModel hdd;
     SsdModel ssd;
@@ -366,8 +373,11 @@ int run_tier_report(TierReportArgs a) {
     fmt::print("devices (modelled): {}\n                    {}\n", hdd.describe(), ssd.describe());
   }
   fmt::print("run: {} days, scale {}, seed {}, SSD = {:.0f}% of the data set, heat decay {}, "
-             "metadata op {} us{}{}\n\n",
+             "metadata op {} us{}{}{}\n\n",
              a.days, a.scale, a.seed, a.ssd_fraction * 100, a.decay, a.metadata_us,
+             a.heat_hot_set > 0 ? fmt::format(", heat on demand with a hot set of {:.0f}% of the objects",
+                                              a.heat_hot_set * 100)
+                                : "",
              a.zipf > 0 ? fmt::format(", zipf {} for every profile", a.zipf) : "",
              a.plan_max_candidates > 0
                  ? fmt::format(", bounded planner keeping {} candidates", a.plan_max_candidates)
@@ -436,6 +446,12 @@ BenchCommand tier_command(
                       "plan each migration with the bounded planner keeping this many candidates "
                       "(docs/memory.md); 0 = every object, as the engine's pass does today")
           ->capture_default_str();
+      sub->add_option("--heat-hot-set", a->heat_hot_set,
+                      "heat on demand (hybridstore_tier_heat_mode = on_demand): the tracker's hot set "
+                      "capped in bytes at this share of the objects, the rest merged into stored "
+                      "records the planner reads (docs/memory.md); 0 = every object in memory")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 1.0));
       sub->add_flag("--quick", a->quick, "smoke run: scale <= 0.1, 3 days");
       sub->add_option("--json", a->json, "also write the results as JSON to this file");
       return [a] { return run_tier_report(*a); };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 namespace hybridstore::bench {
 
@@ -66,7 +67,12 @@ struct Dirty {
 class Simulation {
  public:
   Simulation(const WorkloadProfile& profile, const WorkloadOptions& wopts, const TierSimConfig& cfg)
-      : cfg_(cfg), gen_(profile, wopts), heat_(cfg.heat) {
+      : cfg_(cfg), gen_(profile, wopts), heat_(heat_options(cfg, gen_.object_sizes().size())) {
+    if (cfg.heat_hot_set > 0) {
+      heat_.set_spill([this](std::vector<HeatOp>&& ops) {
+        for (const auto& op : ops) store_op(op);
+      });
+    }
     const auto& sizes = gen_.object_sizes();
     objects_.resize(sizes.size());
     uint64_t addr = 0;
@@ -107,10 +113,31 @@ class Simulation {
     for (const auto& d : res.days) res.total.add(d);
     res.heat_entries = heat_.size();
     res.heat_memory = heat_.memory_bytes();
+    res.heat_stored = stored_.size();
     return res;
   }
 
  private:
+  static HeatTrackerOptions heat_options(const TierSimConfig& cfg, size_t objects) {
+    HeatTrackerOptions o = cfg.heat;
+    if (cfg.heat_hot_set > 0) {
+      o.on_demand = true;
+      o.max_bytes = static_cast<size_t>(cfg.heat_hot_set * static_cast<double>(objects) *
+                                        static_cast<double>(HeatTracker::bytes_per_entry(4)));
+    }
+    return o;
+  }
+  // What the engine's RocksDB does with the tracker's operands.
+  void store_op(const HeatOp& op) {
+    const uint32_t id = id_of(op.key);
+    if (op.operand.empty()) {
+      stored_.erase(id);
+      return;
+    }
+    HeatRecord r;
+    if (decode_heat_record(op.operand, &r, nullptr) == 0) merge_heat(&stored_[id], r);
+  }
+
   bool tracking() const { return !cfg_.hdd_only && cfg_.policy != TierPolicy::kNone; }
 
   static std::string_view key_of(uint32_t id, char* buf) {
@@ -241,8 +268,22 @@ class Simulation {
     if (cfg_.on_day) cfg_.on_day(day);
   }
 
+  // On demand: every object's merged heat, as the engine's pass reads it
+  // (the stored records beside the onodes, plus the hot set's unwritten part).
+  std::vector<HeatSample> merged_snapshot() {
+    std::vector<HeatSample> out;
+    char kb[4];
+    for (uint32_t id = 0; id < objects_.size(); ++id) {
+      auto it = stored_.find(id);
+      HeatSample h;
+      if (heat_.lookup_merged(key_of(id, kb), it == stored_.end() ? nullptr : &it->second, &h))
+        out.push_back(std::move(h));
+    }
+    return out;
+  }
+
   void migrate(unsigned day) {
-    std::vector<HeatSample> snap = heat_.snapshot();
+    std::vector<HeatSample> snap = cfg_.heat_hot_set > 0 ? merged_snapshot() : heat_.snapshot();
     std::vector<TierCandidate> cands;
     std::vector<uint32_t> ids;
     std::vector<bool> seen(objects_.size(), false);
@@ -311,6 +352,7 @@ class Simulation {
   TierSimConfig cfg_;
   WorkloadGenerator gen_;
   HeatTracker heat_;
+  std::unordered_map<uint32_t, HeatRecord> stored_;  // on demand: the `H` records
   std::vector<Object> objects_;
   HddModel hdd_;
   SsdModel ssd_;

@@ -52,6 +52,12 @@ struct TierSimConfig {
   // > 0: plan each migration with a BoundedPlanner keeping this many
   // candidates (docs/memory.md); 0: plan_tiers over every object.
   size_t plan_max_candidates = 0;
+  // > 0: the heat tracker on demand (docs/memory.md, step 5), its hot set
+  // capped at this share of the objects (in bytes, at the tracker's bytes
+  // per entry), what leaves it merged into a map that stands for RocksDB's
+  // `H` records; the planner reads every object's merged heat. 0: the
+  // tracker holds every object (today's load mode).
+  double heat_hot_set = 0;
   uint64_t readahead_min = 128 << 10;
   uint64_t readahead_max = 1 << 20;
   uint64_t writeback_extent_max = 1 << 20;
@@ -90,6 +96,7 @@ struct TierSimResult {
   uint64_t objects = 0;
   size_t heat_entries = 0;
   size_t heat_memory = 0;
+  size_t heat_stored = 0;  // on demand: objects with a stored record
 };
 
 TierSimResult run_tier_sim(const WorkloadProfile& profile, const WorkloadOptions& wopts,
