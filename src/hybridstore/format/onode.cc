@@ -533,7 +533,13 @@ bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, 
   return true;
 }
 
-bool add_extent_shard_space(std::string_view in, const ShardRef& ref, OnodeSpace* out, std::string* why, int tiers) {
+namespace {
+
+// Opens extent shard record `in` and checks its header against the onode's
+// reference to it: the shard's index, its extent count and the crc the onode
+// was written with. *extents gets the encoded extents, *n their count.
+bool open_extent_shard(std::string_view in, const ShardRef& ref, std::string_view* extents, uint64_t* n,
+                       std::string* why) {
   auto bad = [&](const std::string& w) {
     if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
     return false;
@@ -543,12 +549,29 @@ bool add_extent_shard_space(std::string_view in, const ShardRef& ref, OnodeSpace
   RecordError re = open_record(kShardTag, kShardVersion, in, &ver, &body);
   if (re != RecordError::kNone) return bad(record_error_name(re));
   Decoder d(body);
-  uint64_t index, n;
-  if (!d.get_varint(&index) || !d.get_varint(&n)) return bad("truncated header");
+  uint64_t index;
+  if (!d.get_varint(&index) || !d.get_varint(n)) return bad("truncated header");
   if (index != ref.index) return bad(fmt::format("holds shard {}", index));
-  if (n != ref.extents) return bad(fmt::format("holds {} extents, the onode says {}", n, ref.extents));
+  if (*n != ref.extents) return bad(fmt::format("holds {} extents, the onode says {}", *n, ref.extents));
   if (crc32c(d.rest()) != ref.crc) return bad("not the shard the onode was written with (crc)");
-  if (n > d.remaining() / 9 || n > ExtentMap::kShardSpan / 256) return bad("extent count out of range");
+  // Each extent takes at least nine bytes and 256 of the shard's span: a
+  // count beyond either is garbage, not an allocation request.
+  if (*n > d.remaining() / 9 || *n > ExtentMap::kShardSpan / 256) return bad("extent count out of range");
+  *extents = d.rest();
+  return true;
+}
+
+}  // namespace
+
+bool add_extent_shard_space(std::string_view in, const ShardRef& ref, OnodeSpace* out, std::string* why, int tiers) {
+  std::string_view extents;
+  uint64_t n;
+  if (!open_extent_shard(in, ref, &extents, &n, why)) return false;
+  auto bad = [&](const std::string& w) {
+    if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
+    return false;
+  };
+  Decoder d(extents);
   OnodeSpace add;
   uint64_t prev_end = 0;
   for (uint64_t i = 0; i < n; ++i) {
@@ -577,23 +600,14 @@ std::string encode_extent_shard(const ExtentMap& m, uint64_t index) {
 }
 
 bool decode_extent_shard(std::string_view in, const ShardRef& ref, ExtentMap* into, std::string* why, int tiers) {
+  std::string_view extents;
+  uint64_t n;
+  if (!open_extent_shard(in, ref, &extents, &n, why)) return false;
   auto bad = [&](const std::string& w) {
     if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
     return false;
   };
-  uint8_t ver;
-  std::string_view body;
-  RecordError re = open_record(kShardTag, kShardVersion, in, &ver, &body);
-  if (re != RecordError::kNone) return bad(record_error_name(re));
-  Decoder d(body);
-  uint64_t index, n;
-  if (!d.get_varint(&index) || !d.get_varint(&n)) return bad("truncated header");
-  if (index != ref.index) return bad(fmt::format("holds shard {}", index));
-  if (n != ref.extents) return bad(fmt::format("holds {} extents, the onode says {}", n, ref.extents));
-  if (crc32c(d.rest()) != ref.crc) return bad("not the shard the onode was written with (crc)");
-  // Each extent takes at least nine bytes and 256 of the shard's span: a
-  // count beyond either is garbage, not an allocation request.
-  if (n > d.remaining() / 9 || n > ExtentMap::kShardSpan / 256) return bad("extent count out of range");
+  Decoder d(extents);
   std::vector<DataExtent> got;
   got.reserve(n);
   uint64_t prev_end = 0;
@@ -601,7 +615,7 @@ bool decode_extent_shard(std::string_view in, const ShardRef& ref, ExtentMap* in
     DataExtent e;
     std::string w;
     if (!decode_extent(d, tiers, prev_end, &e, &w)) return bad(w);
-    if (e.logical / ExtentMap::kShardSpan != index) return bad("extent outside the shard");
+    if (e.logical / ExtentMap::kShardSpan != ref.index) return bad("extent outside the shard");
     if (into->any_in(e.logical, e.logical_end())) return bad("extent overlaps another shard's");
     prev_end = e.logical_end();
     got.push_back(std::move(e));
