@@ -267,6 +267,7 @@ int read_wu_list(uint32_t eu, std::string_view wu_list, const EraseUnitHead& h, 
 int read_placements(Decoder* d, const ExtentRecord& x, uint64_t n, uint64_t limit, uint32_t block_size,
                     ExtentDesc* e, uint64_t* end, std::string* error) {
   e->placements.clear();
+  e->placements.reserve(n);  // n <= the extent's blocks, checked by the caller
   uint64_t prev_end = 0;
   for (uint64_t k = 0; k < n; ++k) {
     uint64_t gap, blocks, bytes, writes, owner, born;
