@@ -18,24 +18,26 @@ void add_tiering_options(std::vector<OptionSpec>* v) {
                 "fraction of the SSD tier the planner may fill with migrated objects (the rest "
                 "absorbs new writes between migrations)",
                 "0", "1"});
-  v->push_back({"hybridstore_tier_plan_max_candidates", T::kInt, "0",
+  v->push_back({"hybridstore_tier_plan_max_candidates", T::kInt, "10000",
                 "the bounded planner's candidate cap (docs/memory.md): a pass keeps at most this many "
                 "objects by benefit, as many of the coldest on the faster tier and a few of the most "
                 "valuable, about 64 bytes each, and plans over them, holding only those objects during the "
-                "pass; 0 = plan over every object (the default), or 10,000 when hybridstore_memory_target is set. Its scan reads the onode records from "
-                "RocksDB in key ranges, not through the onode cache, which it leaves as it was",
+                "pass, so its memory does not grow with the object count; 0 = plan over every object at "
+                "once (10,000 all the same when hybridstore_memory_target is set). Its scan reads the onode "
+                "records from RocksDB in key ranges, not through the onode cache, which it leaves as it was",
                 "0", "1000000000"});
   // Heat tracker.
   v->push_back({"hybridstore_tier_heat_max_objects", T::kInt, "1000000",
                 "objects whose heat is tracked (load mode); beyond it the coldest (lowest decayed access "
                 "count) are forgotten. About 136 bytes of memory each, plus the key if longer than 15 bytes",
                 "1024", "1000000000"});
-  v->push_back({"hybridstore_tier_heat_mode", T::kString, "load",
-                "where the heat lives (docs/memory.md): load = every object's record read into memory "
-                "at mount (up to hybridstore_tier_heat_max_objects); on_demand = the mount reads none, "
+  v->push_back({"hybridstore_tier_heat_mode", T::kString, "on_demand",
+                "where the heat lives (docs/memory.md): on_demand (the default) = the mount reads none, "
                 "memory holds the recently accessed objects up to hybridstore_tier_heat_memory and "
                 "adds what leaves it to the stored records with RocksDB merges, and a migration pass "
-                "reads the records with the onodes",
+                "reads the records with the onodes; load = every object's record read into memory at "
+                "mount (up to hybridstore_tier_heat_max_objects), memory and mount time growing with the "
+                "object count",
                 "", "", {"load", "on_demand"}});
   v->push_back({"hybridstore_tier_heat_memory", T::kSize, "64M",
                 "on_demand heat: the hot set's bytes; the coldest entries go to RocksDB beyond it "

@@ -419,12 +419,18 @@ TEST(BoundedPlanner, KeepsItsBoundAndNearlyAllOfTheGlobalPlansValue) {
   }
 }
 
-TEST(BoundedPlanner, OptionDefaultsToEveryObject) {
+// Bounded by default, so a pass's memory does not grow with the objects;
+// 0 asks for every object at once, but not under a memory target.
+TEST(BoundedPlanner, OptionDefaultsToABoundAndZeroToEveryObject) {
   Config conf;
-  EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 0u);
+  EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 10000u);
   std::string err;
   ASSERT_EQ(conf.set("hybridstore_tier_plan_max_candidates", "5000", &err), 0) << err;
   EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 5000u);
+  ASSERT_EQ(conf.set("hybridstore_tier_plan_max_candidates", "0", &err), 0) << err;
+  EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 0u);
+  ASSERT_EQ(conf.set("hybridstore_memory_target", "1G", &err), 0) << err;
+  EXPECT_EQ(planner_options_from_config(conf, 1ull << 30, 4096).max_candidates, 10000u);
 }
 
 TEST(BoundedPlanner, AMemoryTargetBoundsThePassUnlessTheOptionSaysOtherwise) {

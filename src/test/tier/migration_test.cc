@@ -276,7 +276,12 @@ TEST_F(BreakEvenTest, ZeroTurnsTheRuleOff) {
   EXPECT_TRUE(whole_on(obj("big"), Tier::kSsd));
 }
 
+// The tracker's memory after a remount is the loaded mode's; on demand the
+// mount reads no heat and the history is in the stored records, which
+// BoundedScanTest.OnDemandHeatMovesWhatLoadedHeatMovesAndAMountReadsNone
+// checks through a pass after a remount.
 TEST_F(MigrationTest, HeatHistorySurvivesRemount) {
+  with({{"hybridstore_tier_heat_mode", "load"}});
   put_on_hdd(obj("h"), std::string(64 << 10, 'h'));
   for (int n = 0; n < 50; ++n) {
     std::string out;
@@ -346,6 +351,9 @@ class BoundedScanTest : public MigrationTest {
     c->set("hybridstore_tier_promote_hits", "0", &err);  // passes alone decide
     // Every object planned, whatever --hs-set says; the test sets K itself.
     c->set("hybridstore_tier_plan_max_candidates", "0", &err);
+    // Heat held whole in memory, the pass's scan through the onode cache: the
+    // reference the bounded and on-demand runs are held to.
+    c->set("hybridstore_tier_heat_mode", "load", &err);
   }
   ObjectId o(int i) { return obj("z" + std::to_string(i)); }
   // Reads that never start where the object's last one ended, so none
