@@ -91,8 +91,9 @@ crash-long: build
 
 # Ten million small objects with xattrs and omap (issue 57): the fill, a
 # mount, a migration pass, fsck, random reads and a remount, each with its
-# wall time and peak RSS, and the create rate plotted (qa/scale.sh). Long:
-# about an hour for the fill here; SCALE_OBJECTS=N for a shorter one.
+# wall time and peak RSS, and the create rate plotted (qa/scale.sh). Long, not
+# in CI: the fill took 9.3 min here, the whole run 12 min and 27 GB of disk;
+# SCALE_OBJECTS=N for a shorter one.
 .PHONY: scale
 SCALE_OUT ?= scale-report
 scale: build
