@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
-#include <set>
 
 #include "hscommon/encoding.h"
 #include "hybridstore/sections/section_allocator.h"
@@ -163,42 +162,52 @@ struct ExtentRecord {
   std::string_view value;
 };
 
-struct RecordsByKind {
-  std::vector<std::pair<uint32_t, std::string_view>> eus;
-  std::vector<ExtentRecord> extents;
-};
-
-// Sorts the records by kind, checking each key: its size, its kind, its
-// erase unit among the `eu_count` units, and that no key comes twice.
-int sort_records(const std::vector<std::pair<std::string, std::string>>& records, size_t eu_count,
-                 RecordsByKind* out, std::string* error) {
-  std::set<std::string> seen;
-  for (const auto& [key, value] : records) {
-    if (key.size() != kKeySize) {
-      *error = fmt::format("allocator record key of {} bytes (expected {})", key.size(), kKeySize);
-      return -EIO;
-    }
-    if (!seen.insert(key).second) {
-      *error = "duplicate allocator record key";
-      return -EIO;
-    }
-    uint8_t type = static_cast<uint8_t>(key[0]);
-    uint32_t eu = get_be32(key.data() + 1), idx = get_be32(key.data() + 5);
-    if (eu >= eu_count) {
-      *error = fmt::format("allocator record for erase unit {} beyond the {} units", eu, eu_count);
-      return -EIO;
-    }
-    if (type == static_cast<uint8_t>(PersistOp::Type::kEraseUnit) && idx == 0) {
-      out->eus.emplace_back(eu, value);
-    } else if (type == static_cast<uint8_t>(PersistOp::Type::kExtent)) {
-      out->extents.push_back(ExtentRecord{eu, idx, value});
-    } else {
-      *error = fmt::format("allocator record of unknown type {}", type);
-      return -EIO;
-    }
+// Checks an allocator record's key - its size, its kind, its erase unit
+// among the `eu_count` units - and splits it.
+int parse_record_key(std::string_view key, size_t eu_count, PersistOp::Type* type, uint32_t* eu, uint32_t* idx,
+                     std::string* error) {
+  if (key.size() != kKeySize) {
+    *error = fmt::format("allocator record key of {} bytes (expected {})", key.size(), kKeySize);
+    return -EIO;
+  }
+  const uint8_t t = static_cast<uint8_t>(key[0]);
+  *eu = get_be32(key.data() + 1);
+  *idx = get_be32(key.data() + 5);
+  if (*eu >= eu_count) {
+    *error = fmt::format("allocator record for erase unit {} beyond the {} units", *eu, eu_count);
+    return -EIO;
+  }
+  if (t == static_cast<uint8_t>(PersistOp::Type::kEraseUnit) && *idx == 0) {
+    *type = PersistOp::Type::kEraseUnit;
+  } else if (t == static_cast<uint8_t>(PersistOp::Type::kExtent)) {
+    *type = PersistOp::Type::kExtent;
+  } else {
+    *error = fmt::format("allocator record of unknown type {}", t);
+    return -EIO;
   }
   return 0;
 }
+
+// The records of a vector, in key order whatever the vector's.
+class SortedRecords : public AllocatorRecordSource {
+ public:
+  explicit SortedRecords(const std::vector<std::pair<std::string, std::string>>& records) {
+    order_.reserve(records.size());
+    for (const auto& r : records) order_.push_back(&r);
+    std::sort(order_.begin(), order_.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  }
+  int next(std::string_view* key, std::string_view* value, std::string*) override {
+    if (at_ == order_.size()) return 0;
+    *key = order_[at_]->first;
+    *value = order_[at_]->second;
+    ++at_;
+    return 1;
+  }
+
+ private:
+  std::vector<const std::pair<std::string, std::string>*> order_;
+  size_t at_ = 0;
+};
 
 // The fields an erase unit record starts with; its write-unit list follows.
 struct EraseUnitHead {
@@ -375,12 +384,20 @@ int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTunin
                               const std::vector<std::pair<std::string, std::string>>& records,
                               uint64_t now_us, std::unique_ptr<SectionAllocator>* out,
                               std::string* error) {
+  SortedRecords sorted(records);
+  return rebuild(geo, tune, &sorted, now_us, out, error);
+}
+
+int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
+                              AllocatorRecordSource* records, uint64_t now_us,
+                              std::unique_ptr<SectionAllocator>* out, std::string* error) {
+  (void)now_us;
   std::unique_ptr<SectionAllocator> a(new SectionAllocator());
   int r = a->init(geo, tune, error);
   if (r < 0) return r;
   bool track = a->track_;
   a->track_ = false;  // restoring writes nothing back
-  r = a->restore(records, now_us, error);
+  r = a->restore(records, error);
   if (r < 0) return r;
   a->track_ = track;
   // Units left without live data (a crash between the last release and the
@@ -394,48 +411,77 @@ int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTunin
   return 0;
 }
 
-int SectionAllocator::restore(const std::vector<std::pair<std::string, std::string>>& records,
-                              uint64_t now, std::string* error) {
-  (void)now;
-  RecordsByKind recs;
-  if (int r = sort_records(records, eus_.size(), &recs, error); r < 0) return r;
-
-  // Erase units first: they say who owns what.
-  for (auto [eu, value] : recs.eus) {
-    EraseUnitHead h;
-    std::string_view wu_list;
-    if (int r = read_eu_head(eu, value, geo_, &h, &wu_list, error); r < 0) return r;
-    const SectionRt& rt = secs_[h.section];
-    if (h.next_untaken > rt.extents_per_eu || h.wus != rt.extents_per_eu / rt.extents_per_wu) {
-      *error = fmt::format("erase unit {} record: {} extents / {} write units do not match the "
-                           "section's geometry",
-                           eu, h.next_untaken, h.wus);
+int SectionAllocator::restore(AllocatorRecordSource* records, std::string* error) {
+  // Keys in byte order put every erase unit record (kind 1) before the
+  // extent records (kind 2), which need their unit's owner and geometry.
+  std::string prev;
+  bool units_done = false;
+  for (;;) {
+    std::string_view key, value;
+    int r = records->next(&key, &value, error);
+    if (r < 0) return r;
+    if (r == 0) break;
+    if (!prev.empty() && key <= std::string_view(prev)) {
+      *error = key == std::string_view(prev) ? "duplicate allocator record key" : "allocator records out of key order";
       return -EIO;
     }
-    Lane& l = lanes_[h.section * geo_.groups + h.group];
-    if (take_eu(l) < 0) return -EIO;  // cannot happen: the pool is full here
-    // take_eu picked the lowest free unit; move the ownership to `eu`.
-    uint32_t got = static_cast<uint32_t>(l.current);
-    if (got != eu) {
-      if (eus_[eu].lane >= 0) {
-        *error = fmt::format("erase unit {} owned twice", eu);
-        return -EIO;
-      }
-      std::swap(eus_[got], eus_[eu]);
-      {
-        std::lock_guard<std::mutex> pl(pool_mutex_);
-        free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
-        free_bits_[got / 64] |= uint64_t(1) << (got % 64);
-      }
-      for (auto& e : eus_[eu].extents) e.eu = eu;
+    prev.assign(key);
+    PersistOp::Type type;
+    uint32_t eu, idx;
+    if (int r2 = parse_record_key(key, eus_.size(), &type, &eu, &idx, error); r2 < 0) return r2;
+    if (type == PersistOp::Type::kEraseUnit) {
+      if (int r2 = restore_eu(eu, value, error); r2 < 0) return r2;
+      continue;
     }
-    EraseUnit& u = eus_[eu];
-    u.next_untaken = static_cast<uint32_t>(h.next_untaken);
-    u.last_modified_us = h.last_mod;
-    u.current = h.current != 0;
-    l.current = -1;
-    if (int r = read_wu_list(eu, wu_list, h, rt.extents_per_wu, &u, error); r < 0) return r;
+    if (!units_done) {
+      if (int r2 = restore_current_units(error); r2 < 0) return r2;
+      units_done = true;
+    }
+    if (int r2 = restore_extent(eu, idx, value, error); r2 < 0) return r2;
   }
+  if (!units_done) {
+    if (int r = restore_current_units(error); r < 0) return r;
+  }
+  return index_restored(error);
+}
+
+int SectionAllocator::restore_eu(uint32_t eu, std::string_view value, std::string* error) {
+  EraseUnitHead h;
+  std::string_view wu_list;
+  if (int r = read_eu_head(eu, value, geo_, &h, &wu_list, error); r < 0) return r;
+  const SectionRt& rt = secs_[h.section];
+  if (h.next_untaken > rt.extents_per_eu || h.wus != rt.extents_per_eu / rt.extents_per_wu) {
+    *error = fmt::format("erase unit {} record: {} extents / {} write units do not match the "
+                         "section's geometry",
+                         eu, h.next_untaken, h.wus);
+    return -EIO;
+  }
+  Lane& l = lanes_[h.section * geo_.groups + h.group];
+  if (take_eu(l) < 0) return -EIO;  // cannot happen: the pool is full here
+  // take_eu picked the lowest free unit; move the ownership to `eu`.
+  uint32_t got = static_cast<uint32_t>(l.current);
+  if (got != eu) {
+    if (eus_[eu].lane >= 0) {
+      *error = fmt::format("erase unit {} owned twice", eu);
+      return -EIO;
+    }
+    std::swap(eus_[got], eus_[eu]);
+    {
+      std::lock_guard<std::mutex> pl(pool_mutex_);
+      free_bits_[eu / 64] &= ~(uint64_t(1) << (eu % 64));
+      free_bits_[got / 64] |= uint64_t(1) << (got % 64);
+    }
+    for (auto& e : eus_[eu].extents) e.eu = eu;
+  }
+  EraseUnit& u = eus_[eu];
+  u.next_untaken = static_cast<uint32_t>(h.next_untaken);
+  u.last_modified_us = h.last_mod;
+  u.current = h.current != 0;
+  l.current = -1;
+  return read_wu_list(eu, wu_list, h, rt.extents_per_wu, &u, error);
+}
+
+int SectionAllocator::restore_current_units(std::string* error) {
   for (size_t li = 0; li < lanes_.size(); ++li) lanes_[li].current = -1;
   for (uint32_t eu = 0; eu < eus_.size(); ++eu) {
     EraseUnit& u = eus_[eu];
@@ -447,26 +493,27 @@ int SectionAllocator::restore(const std::vector<std::pair<std::string, std::stri
     }
     l.current = static_cast<int32_t>(eu);
   }
+  return 0;
+}
 
-  // Extents.
-  for (const ExtentRecord& x : recs.extents) {
-    EraseUnit& u = eus_[x.eu];
-    if (u.lane < 0) {
-      *error = fmt::format("extent record {}/{} in a free erase unit", x.eu, x.idx);
-      return -EIO;
-    }
-    const SectionRt& rt = secs_[lanes_[u.lane].section];
-    if (x.idx >= u.next_untaken) {
-      *error = fmt::format("extent record {}/{} was never handed out", x.eu, x.idx);
-      return -EIO;
-    }
-    ExtentDesc& e = u.extents[x.idx];
-    const bool written_wu = u.wu_written[wu_of(u, x.idx)] != 0;
-    if (int r = read_extent(x, rt.s, rt.map, geo_.block_size, written_wu, &e, error); r < 0) return r;
-    for (const Placement& p : e.placements) account(&e, p, +1, 0);
-    seq_ = std::max(seq_, e.seq);
+int SectionAllocator::restore_extent(uint32_t eu, uint32_t idx, std::string_view value, std::string* error) {
+  const ExtentRecord x{eu, idx, value};
+  EraseUnit& u = eus_[x.eu];
+  if (u.lane < 0) {
+    *error = fmt::format("extent record {}/{} in a free erase unit", x.eu, x.idx);
+    return -EIO;
   }
-  return index_restored(error);
+  const SectionRt& rt = secs_[lanes_[u.lane].section];
+  if (x.idx >= u.next_untaken) {
+    *error = fmt::format("extent record {}/{} was never handed out", x.eu, x.idx);
+    return -EIO;
+  }
+  ExtentDesc& e = u.extents[x.idx];
+  const bool written_wu = u.wu_written[wu_of(u, x.idx)] != 0;
+  if (int r = read_extent(x, rt.s, rt.map, geo_.block_size, written_wu, &e, error); r < 0) return r;
+  for (const Placement& p : e.placements) account(&e, p, +1, 0);
+  seq_ = std::max(seq_, e.seq);
+  return 0;
 }
 
 int SectionAllocator::index_restored(std::string* error) {

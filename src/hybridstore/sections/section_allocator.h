@@ -58,6 +58,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "hybridstore/sections/extent_state.h"
@@ -195,6 +196,17 @@ struct PersistOp {
   std::string key() const;
 };
 
+// The persisted records rebuild() reads, one at a time, in ascending byte
+// order of their keys (PersistOp::key(); RocksDB's order), so that a mount
+// holds one record at a time, not all of them. next() returns 1 with a
+// record, whose views stay valid until the next call, 0 at the end, or < 0
+// with *error when the records cannot be read.
+class AllocatorRecordSource {
+ public:
+  virtual ~AllocatorRecordSource() = default;
+  virtual int next(std::string_view* key, std::string_view* value, std::string* error) = 0;
+};
+
 class SectionAllocator {
  public:
   // Returns 0, or -EINVAL with *error when the geometry is unusable.
@@ -209,6 +221,11 @@ class SectionAllocator {
                      const std::vector<std::pair<std::string, std::string>>& records,
                      uint64_t now_us, std::unique_ptr<SectionAllocator>* out,
                      std::string* error);
+  // The same from a source that yields the records in key order, as a mount
+  // reads them from RocksDB; a key out of order or repeated is -EIO.
+  static int rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
+                     AllocatorRecordSource* records, uint64_t now_us,
+                     std::unique_ptr<SectionAllocator>* out, std::string* error);
 
   // The geometry record written at mkfs; check_geometry_record() at mount says
   // whether the configured geometry matches it (mkfs-only options).
@@ -390,8 +407,12 @@ class SectionAllocator {
   void mark(uint32_t eu);
   std::string encode_eu(uint32_t eu) const;
   std::string encode_extent(const ExtentDesc& e) const;
-  int restore(const std::vector<std::pair<std::string, std::string>>& records, uint64_t now,
-              std::string* error);
+  int restore(AllocatorRecordSource* records, std::string* error);
+  // restore()'s steps: one erase unit's record; the lanes' current units,
+  // once every unit is in; one extent's record.
+  int restore_eu(uint32_t eu, std::string_view value, std::string* error);
+  int restore_current_units(std::string* error);
+  int restore_extent(uint32_t eu, uint32_t idx, std::string_view value, std::string* error);
   // The second half of restore(): the open-extent tables, free runs and
   // staged write units, derived from the restored units and extents.
   int index_restored(std::string* error);

@@ -54,6 +54,33 @@ int SsdSections::format(const Config& cfg, uint64_t offset, uint64_t bytes, rock
   return 0;
 }
 
+namespace {
+
+// The allocator's records under `prefix`, keys without it, in RocksDB's order.
+class RocksDbRecords : public AllocatorRecordSource {
+ public:
+  RocksDbRecords(rocksdb::Iterator* it, std::string prefix) : it_(it), prefix_(std::move(prefix)) {}
+  int next(std::string_view* key, std::string_view* value, std::string* error) override {
+    if (started_) it_->Next(); else it_->Seek(prefix_);
+    started_ = true;
+    if (!it_->Valid() || !it_->key().starts_with(prefix_)) {
+      if (it_->status().ok()) return 0;
+      *error = "reading SSD section records: " + it_->status().ToString();
+      return -EIO;
+    }
+    *key = it_->key().ToStringView().substr(prefix_.size());
+    *value = it_->value().ToStringView();
+    return 1;
+  }
+
+ private:
+  std::unique_ptr<rocksdb::Iterator> it_;
+  std::string prefix_;
+  bool started_ = false;
+};
+
+}  // namespace
+
 int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint64_t bytes,
                       const std::function<bool(uint64_t, uint64_t)>& marked_used, const Ranges& lent,
                       std::unique_ptr<SsdSections>* out, std::string* error) {
@@ -75,17 +102,14 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
     *error = "the SSD section geometry record is missing";
     return -EIO;
   }
-  std::vector<std::pair<std::string, std::string>> records;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-  std::string prefix = record_prefix();
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next())
-    records.emplace_back(it->key().ToString().substr(prefix.size()), it->value().ToString());
-  if (!it->status().ok()) {
-    *error = "reading SSD section records: " + it->status().ToString();
-    return -EIO;
-  }
-  it.reset();
-  if (int r = SectionAllocator::rebuild(geo, AllocatorTuning::from_config(cfg), records, s->now_us(), &s->sa_, error);
+  // The records go to the allocator one at a time, straight from the
+  // iterator: at 10M small objects, copying them all first doubled the
+  // mount's peak. They are read once, so they stay out of the block cache.
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  RocksDbRecords records(db->NewIterator(ro), record_prefix());
+  if (int r = SectionAllocator::rebuild(geo, AllocatorTuning::from_config(cfg), &records, s->now_us(), &s->sa_,
+                                        error);
       r < 0) {
     *error = "SSD sections: " + *error;
     return r;
