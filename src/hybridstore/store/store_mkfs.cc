@@ -82,6 +82,18 @@ int open_store_db(const std::string& path, const Config& cfg, bool create, std::
     // the tuner exists: with a target it starts at a fraction of it.
     block_cache = std::min(block_cache, std::max<uint64_t>(16ull << 20, target / 4));
   table.block_cache = rocksdb::NewLRUCache(block_cache);
+  // Under a memory target, index and filter blocks live in that cache, not
+  // beside it in each open table reader: at 10M small objects the readers
+  // held 148 MB that no target could shrink. L0's stay pinned, as every
+  // write's lookup reads them; the others are cached with high priority, as
+  // BlueStore's RocksDB has them (Ceph's rocksdb_cache_index_and_filter_blocks).
+  // Without a target they stay in the readers: each lookup through the
+  // cache cost random 4 KiB reads 10% of their rate (docs/memory.md, step 8).
+  if (cfg.get_size("hybridstore_memory_target") > 0) {
+    table.cache_index_and_filter_blocks = true;
+    table.cache_index_and_filter_blocks_with_high_priority = true;
+    table.pin_l0_filter_and_index_blocks_in_cache = true;
+  }
   if (block_cache_out) *block_cache_out = table.block_cache;
   base.memtable_prefix_bloom_size_ratio = 0.02;
   base.memtable_whole_key_filtering = true;
