@@ -535,15 +535,18 @@ bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, 
 
 namespace {
 
+// Names the shard in a decoder's complaint; false, for `return`.
+bool shard_error(const ShardRef& ref, const std::string& what, std::string* why) {
+  if (why) *why = fmt::format("extent shard {}: {}", ref.index, what);
+  return false;
+}
+
 // Opens extent shard record `in` and checks its header against the onode's
 // reference to it: the shard's index, its extent count and the crc the onode
 // was written with. *extents gets the encoded extents, *n their count.
 bool open_extent_shard(std::string_view in, const ShardRef& ref, std::string_view* extents, uint64_t* n,
                        std::string* why) {
-  auto bad = [&](const std::string& w) {
-    if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
-    return false;
-  };
+  auto bad = [&](const std::string& w) { return shard_error(ref, w, why); };
   uint8_t ver;
   std::string_view body;
   RecordError re = open_record(kShardTag, kShardVersion, in, &ver, &body);
@@ -567,10 +570,7 @@ bool add_extent_shard_space(std::string_view in, const ShardRef& ref, OnodeSpace
   std::string_view extents;
   uint64_t n;
   if (!open_extent_shard(in, ref, &extents, &n, why)) return false;
-  auto bad = [&](const std::string& w) {
-    if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
-    return false;
-  };
+  auto bad = [&](const std::string& w) { return shard_error(ref, w, why); };
   Decoder d(extents);
   OnodeSpace add;
   uint64_t prev_end = 0;
@@ -603,10 +603,7 @@ bool decode_extent_shard(std::string_view in, const ShardRef& ref, ExtentMap* in
   std::string_view extents;
   uint64_t n;
   if (!open_extent_shard(in, ref, &extents, &n, why)) return false;
-  auto bad = [&](const std::string& w) {
-    if (why) *why = fmt::format("extent shard {}: {}", ref.index, w);
-    return false;
-  };
+  auto bad = [&](const std::string& w) { return shard_error(ref, w, why); };
   Decoder d(extents);
   std::vector<DataExtent> got;
   got.reserve(n);
