@@ -32,7 +32,8 @@ void add_kvfs_options(std::vector<OptionSpec>* v) {
   v->push_back({"hybridstore_kvfs_reserve", T::kSize, "0",
                 "free space of the fastest tier that new object data may not take, kept for RocksDB to "
                 "grow into; 0 = 1/32 of the tier, at least two grow steps, at most 4 GiB and 1/8 of "
-                "the tier",
+                "the tier, and at least twice RocksDB's write_buffer_size (a flush's table beside the "
+                "WAL it empties) up to a quarter of the tier",
                 "0", ""});
   v->push_back({"hybridstore_kvfs_give_back", T::kBool, "true",
                 "once a second the KV file system gives free space back to the tier when more than four "

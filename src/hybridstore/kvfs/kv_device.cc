@@ -39,7 +39,12 @@ int size_kv_device(const KvSizingRequest& req, KvSizing* out, std::string* why) 
     s.reserve = align_up(req.reserve, G);
   } else {
     const uint64_t want = std::clamp(req.usable / 32, 2 * s.grow_step, 4 * GiB);
-    s.reserve = align_up(std::min(want, req.usable / 8), G);
+    // A flush writes a table as large as the memtable while that memtable's
+    // WAL is still alive. When object data has filled the tier to the floor,
+    // RocksDB grows only into the floor, so the floor must hold both. On a
+    // small tier this takes up to a quarter of it.
+    const uint64_t burst = std::min(2 * req.memtable, req.usable / 4);
+    s.reserve = align_up(std::max(std::min(want, req.usable / 8), burst), G);
   }
   // At least 16 segments in the first chunks, so the log's first laps
   // never wait for growth.

@@ -37,6 +37,9 @@ struct KvSizingRequest {
   uint64_t reserve = 0;
   uint64_t log_segment = 4 << 20;
   uint64_t alloc_unit = 64 << 10;  // A
+  // RocksDB's write_buffer_size: a memtable's WAL stays while its table is
+  // written, so RocksDB's bursts are about two of them (0: not known).
+  uint64_t memtable = 0;
 };
 
 struct KvSizing {

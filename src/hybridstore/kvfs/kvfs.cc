@@ -846,7 +846,10 @@ int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, s
   if (!fits(want)) {
     // Waiting for the tier is worth it only when nothing else will do.
     const bool must = !fits(need);
-    if ((grown = grow(want + headroom, must, &grow_why)) < 0 && must) {
+    // Only the shortfall: asking for the whole headroom again, on a tier
+    // down to its floor, was refused while what was missing would fit.
+    const uint64_t shortfall = want + headroom - std::min(want + headroom, alloc_.free_bytes());
+    if ((grown = grow(shortfall, must, &grow_why)) < 0 && must) {
       *why = headroom ? fmt::format("{} (the kvfs keeps {} bytes for the next mount)", grow_why, headroom) : grow_why;
       return -ENOSPC;
     }
@@ -858,7 +861,8 @@ int KvFs::allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, s
   if (r == -ENOSPC && need < want && fits(need)) r = alloc_.allocate(need, hint, &got);
   // Free pieces too small for even that: grow, unless the tier just refused.
   if (r == -ENOSPC && grown >= 0) {
-    if ((r = grow(want + headroom, true, why)) < 0) return r;
+    // Enough is free, in pieces: a fresh chunk of `want` joins them.
+    if ((r = grow(want, true, why)) < 0) return r;
     r = alloc_.allocate(want, hint, &got);
   }
   if (r < 0) {

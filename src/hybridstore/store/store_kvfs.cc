@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
 #include <rocksdb/version.h>
@@ -25,6 +26,23 @@ namespace hybridstore {
 namespace {
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// The write_buffer_size hybridstore_rocksdb_options gives RocksDB (its
+// default when the string does not say; 0 when it does not parse: mkfs and
+// mount refuse such a string themselves).
+uint64_t rocksdb_memtable_bytes(const Config& cfg) {
+  rocksdb::ColumnFamilyOptions base, parsed;
+#if ROCKSDB_MAJOR > 6 || (ROCKSDB_MAJOR == 6 && ROCKSDB_MINOR >= 11)
+  rocksdb::ConfigOptions co;
+  co.ignore_unknown_options = true;
+  rocksdb::Status s =
+      rocksdb::GetColumnFamilyOptionsFromString(co, base, cfg.get_str("hybridstore_rocksdb_options"), &parsed);
+#else
+  rocksdb::Status s =
+      rocksdb::GetColumnFamilyOptionsFromString(base, cfg.get_str("hybridstore_rocksdb_options"), &parsed);
+#endif
+  return s.ok() ? parsed.write_buffer_size : 0;
+}
 
 }  // namespace
 
@@ -68,6 +86,7 @@ int kvfs_sizing(const Config& cfg, uint64_t size, uint64_t head, uint64_t lend_u
   req.grow_step = cfg.get_size("hybridstore_kvfs_grow_step");
   req.reserve = cfg.get_size("hybridstore_kvfs_reserve");
   req.alloc_unit = cfg.get_size("hybridstore_kvfs_alloc_unit");
+  req.memtable = rocksdb_memtable_bytes(cfg);
   req.log_segment = std::max(req.alloc_unit, cfg.get_size("hybridstore_kvfs_log_segment"));
   // G is the tier's, A the option's: the tier's G must be a multiple of A.
   if (lend_unit % req.alloc_unit != 0) {

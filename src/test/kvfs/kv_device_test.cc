@@ -63,6 +63,29 @@ TEST(KvDeviceSizing, TheDefaultsOfThreeTiers) {
   EXPECT_EQ(small.log_segment, 4 * MiB);
 }
 
+// RocksDB's memtable sets the floor's least: a flush's table and the WAL it
+// empties are on the tier together, so twice the memtable, up to a quarter
+// of the tier; a big tier's own floor stays when it is larger.
+TEST(KvDeviceSizing, TheFloorHoldsAFlushOfRocksDBsMemtable) {
+  KvSizingRequest req;
+  req.memtable = 64 * MiB;
+  KvSizing s;
+  std::string why;
+  req.usable = 512 * MiB;
+  ASSERT_EQ(size_kv_device(req, &s, &why), 0) << why;
+  EXPECT_EQ(s.reserve, 128 * MiB);
+  req.usable = 256 * MiB;
+  ASSERT_EQ(size_kv_device(req, &s, &why), 0) << why;
+  EXPECT_EQ(s.reserve, 64 * MiB) << "a quarter of the tier at most";
+  req.usable = 8 * GiB;
+  ASSERT_EQ(size_kv_device(req, &s, &why), 0) << why;
+  EXPECT_EQ(s.reserve, 256 * MiB) << "the tier's own floor is larger";
+  req.memtable = 4 * MiB;
+  req.usable = 256 * MiB;
+  ASSERT_EQ(size_kv_device(req, &s, &why), 0) << why;
+  EXPECT_EQ(s.reserve, 8 * MiB) << "a small memtable leaves the tier's own floor";
+}
+
 TEST(KvDeviceSizing, GivenValuesAreRoundedAndATooSmallTierIsRefused) {
   KvSizingRequest req;
   req.usable = 8 * GiB;

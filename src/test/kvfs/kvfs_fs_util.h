@@ -28,7 +28,7 @@ class FakeLender : public KvFsLender {
   int lend(uint64_t want, std::vector<Interval>* out) override {
     std::lock_guard<std::mutex> l(mutex_);
     const uint64_t give = std::min(want, budget_ - lent_);
-    if (give < kG || refuse_next_ > 0) {
+    if (give < kG || refuse_next_ > 0 || (whole_ && give < want)) {
       refuse_next_ -= refuse_next_ > 0;
       ++refusals_;
       return -ENOSPC;
@@ -47,6 +47,11 @@ class FakeLender : public KvFsLender {
   void refuse_next(uint64_t n) {
     std::lock_guard<std::mutex> l(mutex_);
     refuse_next_ = n;
+  }
+  // As the store's tiers lend (TierSpace::lend): all of an ask or nothing.
+  void lend_whole_asks_only() {
+    std::lock_guard<std::mutex> l(mutex_);
+    whole_ = true;
   }
   void set_budget(uint64_t b) {
     std::lock_guard<std::mutex> l(mutex_);
@@ -73,6 +78,7 @@ class FakeLender : public KvFsLender {
   uint64_t refusals_ = 0;
   uint64_t refuse_next_ = 0;
   uint64_t taken_back_ = 0;
+  bool whole_ = false;
 };
 
 inline KvFsParams test_params() {

@@ -465,6 +465,38 @@ TEST(KvFs, TheMountHeadroomOutlivesATierThatRanOut) {
   }
 }
 
+// A tier lends all of an ask or nothing. A kvfs that is short of its mount
+// headroom by less than a grow step asks for the shortfall, rounded up to a
+// grow step, and gets it from a tier down to one step. It used to ask for the
+// whole headroom again and was refused. That is how bench.sh's random-read
+// row turned a 512 MiB SSD read-only.
+TEST(KvFs, GrowthAsksForTheShortfallNotTheWholeHeadroom) {
+  const uint64_t headroom = 3 * kG;
+  Mounted m(8 * kG);
+  m.lender.lend_whole_asks_only();
+  m.fs->set_grow_step(kG);
+  m.fs->set_mount_headroom(headroom);
+  std::unique_ptr<KvFsWritableFile> f;
+  std::string why;
+  ASSERT_EQ(m.fs->open_writable("db", "wal", &f, &why), 0) << why;
+  const std::string piece = pattern(kA, 21);
+  // Fill the kvfs until less than the headroom plus a unit is free.
+  while (m.fs->free_bytes() >= headroom + 2 * kA) {
+    ASSERT_EQ(f->append(piece, &why), 0) << why;
+    ASSERT_EQ(f->sync(&why), 0) << why;
+  }
+  ASSERT_LT(m.lender.lent() + kG, 8 * kG) << "the tier still has a grow step to lend";
+  const uint64_t budget = m.lender.lent() + kG;
+  m.lender.set_budget(budget);
+  const uint64_t refused = m.lender.refusals();
+  ASSERT_EQ(f->append(piece + piece, &why), 0) << why;
+  ASSERT_EQ(f->sync(&why), 0) << why;
+  EXPECT_EQ(m.lender.refusals(), refused) << "the shortfall fits the tier's last step";
+  EXPECT_EQ(m.lender.lent(), budget) << "one grow step lent";
+  EXPECT_GE(m.fs->free_bytes(), headroom);
+  f->close(&why);
+}
+
 // A refused lend is waited for (grow_wait) and retried once only when what
 // the kvfs has free cannot serve the write: while it can, the file takes
 // what it needs from free space at once and asks the tier again next time.
