@@ -359,7 +359,7 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
   if (journal_ && cfg_->get_size("hybridstore_commit_journal_size") > 0)
     committer_->set_journal(journal_.get(), next_journal_seq,
                             static_cast<int>(cfg_->get_int("hybridstore_commit_lanes")));
-    committer_->set_inline_checkpoints(!cfg_->get_bool("hybridstore_commit_checkpointer"));
+  committer_->set_inline_checkpoints(!cfg_->get_bool("hybridstore_commit_checkpointer"));
   committer_->start();
   DeferredOptions dopts;
   dopts.batch_bytes = cfg_->get_size("hybridstore_deferred_batch_bytes");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 
@@ -44,6 +45,14 @@ struct HeatTracker::Shard {
   bool erase_overflow = false;
   // On demand without a spill: operands waiting for export_dirty(), in order.
   std::vector<HeatOp> pending;
+  // Operands leave the shard in the order its lock made them, though they
+  // are written outside it. Otherwise an eviction's merge could reach
+  // RocksDB after a forget's delete of the same key and leave a record for
+  // a removed object. A ticket is taken under `mu` and served in turn.
+  uint64_t spill_tickets = 0;  // under mu
+  std::mutex spill_mu;
+  std::condition_variable spill_cv;
+  uint64_t spill_turn = 0;  // under spill_mu
 };
 
 HeatTracker::HeatTracker(const HeatTrackerOptions& opts) : opts_(opts) {
@@ -117,8 +126,10 @@ bool HeatTracker::over_budget(const Shard& s, size_t key_len) const {
   return opts_.on_demand && s.map.memory_bytes_with(key_len) > shard_bytes_;
 }
 
-void HeatTracker::spill(Shard* s, std::vector<HeatOp>* ops) {
+void HeatTracker::spill(Shard* s, std::vector<HeatOp>* ops, uint64_t ticket) {
   if (ops->empty()) return;
+  std::unique_lock<std::mutex> turn(s->spill_mu);
+  s->spill_cv.wait(turn, [&] { return s->spill_turn == ticket; });
   if (spill_) {
     spill_(std::move(*ops));
   } else {
@@ -126,6 +137,8 @@ void HeatTracker::spill(Shard* s, std::vector<HeatOp>* ops) {
     for (auto& op : *ops) s->pending.push_back(std::move(op));
   }
   ops->clear();
+  ++s->spill_turn;
+  s->spill_cv.notify_all();
 }
 
 double HeatTracker::coldness_f(const Entry& e, uint32_t epoch) const {
@@ -138,6 +151,7 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
   Shard& s = shard_for(h);
   uint32_t epoch = epoch_.load(std::memory_order_relaxed);
   std::vector<HeatOp> evicted;
+  uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> g(s.mu);
     ptrdiff_t found = s.map.find(key, h);
@@ -158,6 +172,7 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
       e.epoch = epoch;
       e.dirty = true;
       s.map.insert(key, h, e);
+      if (!evicted.empty()) ticket = s.spill_tickets++;
     } else {
       Entry& e = s.map.at(static_cast<size_t>(found)).value;
       fold(&e, epoch);
@@ -185,7 +200,7 @@ void HeatTracker::record(std::string_view key, AccessType type, uint64_t offset,
       }
     }
   }
-  spill(&s, &evicted);
+  spill(&s, &evicted, ticket);
 }
 
 void HeatTracker::note_erased(Shard* s, const std::string& key) {
@@ -237,6 +252,7 @@ void HeatTracker::forget(std::string_view key) {
   const uint64_t h = key_hash(key);
   Shard& s = shard_for(h);
   std::vector<HeatOp> ops;
+  uint64_t ticket = 0;
   {
     std::lock_guard<std::mutex> g(s.mu);
     ptrdiff_t found = s.map.find(key, h);
@@ -244,13 +260,14 @@ void HeatTracker::forget(std::string_view key) {
       // The stored record may exist whether or not the object is hot.
       ops.push_back({std::string(key), std::string()});
       if (found >= 0) s.map.erase(static_cast<size_t>(found));
+      ticket = s.spill_tickets++;
     } else {
       if (found < 0) return;
       note_erased(&s, s.map.at(static_cast<size_t>(found)).key);
       s.map.erase(static_cast<size_t>(found));
     }
   }
-  spill(&s, &ops);
+  spill(&s, &ops, ticket);
 }
 
 HeatSample HeatTracker::sample_of(const std::string& key, const Entry& e, uint32_t epoch) const {

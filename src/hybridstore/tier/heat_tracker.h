@@ -217,7 +217,8 @@ class HeatTracker {
   // On demand: whether one more entry of this key length would take the
   // shard past its share of max_bytes.
   bool over_budget(const Shard& s, size_t key_len) const;
-  void spill(Shard* s, std::vector<HeatOp>* ops);
+  // Hands `ops` on once every earlier ticket of the shard was served.
+  void spill(Shard* s, std::vector<HeatOp>* ops, uint64_t ticket);
   HeatSample sample_of(const std::string& key, const Entry& e, uint32_t epoch) const;
   std::string encode_entry(const Entry& e) const;
   int decode_entry(std::string_view record, Entry* e, std::string* error) const;

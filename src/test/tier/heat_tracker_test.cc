@@ -315,7 +315,9 @@ TEST(HeatTracker, AnExportInShardsIsTheWholeExport) {
     for (unsigned i = 0; i < parts.shards(); ++i) parts.export_shard(i, p.full, &p);
     std::printf("full %d, %zu puts, %zu erasures\n", d.full, d.put.size(), d.erase.size());
     EXPECT_EQ(d.full, cap == 256u);
-    if (!d.full) EXPECT_FALSE(d.erase.empty());
+    if (!d.full) {
+      EXPECT_FALSE(d.erase.empty());
+    }
     EXPECT_EQ(p.full, d.full);
     auto sorted = [](auto v) {
       std::sort(v.begin(), v.end());
