@@ -266,7 +266,8 @@ def cmd_report(outdir):
           f"{meta.get('load_start')}, at end {meta.get('load_end', '?')} (shared machine: absolute figures are noisy)",
           f"- Devices: {meta.get('devices')}; SSD role {meta.get('ssd_size')}, HDD role {meta.get('hdd_size')}, "
           f"the same for both stores and fresh for every run (BlueStore: block on the HDD role, "
-          f"block.db on the SSD role; HybridStore: its two tiers, RocksDB in the data directory)",
+          f"block.db on the SSD role; HybridStore: its two tiers, RocksDB and the commit journal "
+          f"{'in the data directory' if meta.get('kv_location') == 'directory' else 'on the SSD tier (the kvfs)'})",
           f"- Matrix {meta.get('matrix')}, {meta.get('repeats')} repeat(s) of each pair, stores alternated "
           f"(the order flips every repeat), {meta.get('runtime')} s measured a run; data set "
           f"{meta.get('dataset')} (4 MiB objects) for the rows on existing objects, up to "

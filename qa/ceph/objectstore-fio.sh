@@ -480,8 +480,14 @@ json.dump(a, open(sys.argv[1], "w"), indent=1, sort_keys=True)
         "hdd_size=$HS_FIO_HDD_SIZE" "matrix=$HS_FIO_MATRIX" "repeats=$HS_FIO_REPEATS" \
         "runtime=$HS_FIO_RUNTIME" "dataset=$HS_FIO_DATASET" "new_objects=$HS_FIO_NEW_OBJECTS" \
         "oi_attr_len=$pg_oi" "snapset_attr_len=$pg_snapset" "fastinfo_len=$pg_fastinfo" \
-        "pglog_len=$pg_log" "pglog_dup_len=$pg_dup" "stores=${stores[*]}"
+        "pglog_len=$pg_log" "pglog_dup_len=$pg_dup" "stores=${stores[*]}" "kv_location=$kv_location"
 }
+# Where the engine puts RocksDB and the ring: the option's default unless
+# HS_FIO_HS_OPTIONS names it.
+kv_location=device
+for o in $HS_FIO_HS_OPTIONS; do
+    case $o in hybridstore_kv_location=*) kv_location=${o#*=} ;; esac
+done
 load_start=$(load)
 write_meta
 begin=$SECONDS
