@@ -328,8 +328,20 @@ run_fio() {
         if ((SECONDS - start >= HS_FIO_TIMEOUT)); then
             hung=1
             log "$what: no end after $HS_FIO_TIMEOUT s; stacks in $rdir/hang-backtraces.txt"
-            command -v gdb > /dev/null &&
+            if command -v gdb > /dev/null; then
                 timeout 120 gdb -p "$pid" -batch -ex "thread apply all bt" > "$rdir/hang-backtraces.txt" 2>&1
+            else
+                # No gdb where fio runs (a bare chroot): each thread's name,
+                # state and kernel wait channel, which still tell a thread
+                # blocked in the kernel from one spinning.
+                {
+                    echo "no gdb here: each thread's name, state and wait channel from /proc (apt install gdb for stacks)"
+                    for t in /proc/"$pid"/task/*; do
+                        printf '%s %s %s %s\n' "${t##*/}" "$(cat "$t/comm" 2> /dev/null)" \
+                            "$(awk '{print $3}' "$t/stat" 2> /dev/null)" "$(cat "$t/wchan" 2> /dev/null)"
+                    done
+                } > "$rdir/hang-backtraces.txt" 2>&1
+            fi
             kill -TERM "$pid" 2> /dev/null
             for _ in $(seq 30); do kill -0 "$pid" 2> /dev/null || break; sleep 1; done
             kill -KILL "$pid" 2> /dev/null
