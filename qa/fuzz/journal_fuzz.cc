@@ -6,6 +6,8 @@
 //     data blocks, block i filled with the byte i (the seeds, made by the
 //     real encoder over the same blocks, carry their crcs, so mutations
 //     reach the checks behind them).
+// The same input also goes to the ring tail's decoder and, padded to whole
+// blocks, to the ring walk (walk_journal_ring).
 // Properties: never a crash, an out-of-bounds read or undefined behaviour;
 // a rejected record says why; an accepted one has a size of whole blocks
 // within the input (version 1: but for its padding), and re-encodes to a record that decodes to the same
@@ -57,6 +59,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     in = std::string(rest);
   } else {
     in = frame_journal_record(mode, rest);
+  }
+  {
+    // The tail's decoder over the raw bytes, and the walk over the record
+    // as a ring of whole blocks, from a tail the mode picks.
+    JournalTail t;
+    std::string terr;
+    if (decode_journal_tail(rest, &t, &terr) == 0)
+      require(t.pos % kJournalBlock == 0, "an accepted tail is at a block boundary");
+    else
+      require(!terr.empty(), "a rejected tail must say why");
+    std::string ring = in;
+    ring.resize((ring.size() + kJournalBlock - 1) / kJournalBlock * kJournalBlock, '\0');
+    uint64_t prev = 0;
+    const JournalWalk w = walk_journal_ring(ring, kFsid, {(mode >> 4) % 4 * kJournalBlock, mode & 2u}, mode % 8,
+                                            [&](JournalRecord& rec) {
+                                              require(!rec.entries.empty() && rec.entries.front().seq > prev,
+                                                      "a walk takes rising numbers");
+                                              prev = rec.entries.back().seq;
+                                            });
+    require(ring.empty() || w.end < ring.size(), "a walk ends inside the ring");
+    require(w.records <= ring.size() / kJournalBlock, "a walk takes at most a lap");
   }
   JournalRecord r;
   uint64_t len = 0;

@@ -29,18 +29,26 @@ namespace hybridstore {
 //    RocksDB location; RocksDB and the commit journal may live on the SSD tier
 //    in the kvfs. A format-3 store is upgraded when mounted, its RocksDB
 //    staying in the directory.
-constexpr uint32_t kFormatVersion = 4;
-// 5 (docs/small-writes.md section 9; not written by this build): the commit
+// 5: mount walks the commit journal's ring by its records' lengths from the
+//    tail RocksDB keeps (Sjournal_tail, journal_record.h) instead of trying
+//    every block, so client bytes in the ring are never taken for a record
+//    (docs/small-writes.md 12.9). A format-4 build would scan, finding records
+//    the tail says are gone, and a format-4 store has no tail: it is read by
+//    the scan once and upgraded at its next read-write mount.
+constexpr uint32_t kFormatVersion = 5;
+// The first format that walks the ring.
+constexpr uint32_t kFormatWalkedJournal = 5;
+// 6 (docs/small-writes.md section 9; not written by this build): the commit
 //    journal may hold version-2 records (data blocks and onode deltas), onode
 //    records of version 3 carry a version, RocksDB holds Sjournal_applied and
 //    Sjournal_clean. This build decodes record v2 and onode v3 but cannot yet
-//    apply what a v2 record holds, so it still refuses a format-5 store at
+//    apply what a v2 record holds, so it still refuses a format-6 store at
 //    its superblock and label (format_version > kFormatVersion), as a
-//    format-4 build must: reading such a ring as version 1 would drop
+//    format-5 build must: reading such a ring as version 1 would drop
 //    acknowledged writes silently.
-constexpr uint32_t kFormatSmallWriteJournal = 5;
+constexpr uint32_t kFormatSmallWriteJournal = 6;
 static_assert(kFormatVersion < kFormatSmallWriteJournal,
-              "format 5 is written only once its upgrade and replay are built (small-writes.md step 4)");
+              "format 6 is written only once its upgrade and replay are built (small-writes.md step 5)");
 // The encoded label's bytes. A copy occupies a slot of label_slot() bytes,
 // which is larger on a device whose pages are (raw NAND).
 constexpr uint64_t kLabelSize = 4096;

@@ -115,7 +115,7 @@ std::unique_ptr<CommitJournal> CommitJournal::open_region(std::unique_ptr<BlockD
   return std::unique_ptr<CommitJournal>(new CommitJournal(std::move(region), size, fsid));
 }
 
-int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error) {
+int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how) {
   std::string v;
   uint64_t held = 0;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v);
@@ -128,6 +128,18 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
   } else if (!s.IsNotFound()) {
     *error = "reading the commit journal number: " + s.ToString();
     return -EIO;
+  }
+  // Absent on a ring nothing has written since mkfs: its first record is
+  // at 0, numbered 1.
+  JournalTail from;
+  if (how == RingRead::kWalkFromTail) {
+    s = db->Get(rocksdb::ReadOptions(), kv::journal_tail_key(), &v);
+    if (s.ok()) {
+      if (int r = decode_journal_tail(v, &from, error); r < 0) return r;
+    } else if (!s.IsNotFound()) {
+      *error = "reading the commit journal's tail: " + s.ToString();
+      return -EIO;
+    }
   }
   AlignedBuffer ring(size_, 4096, AlignedBuffer::kUninitialized);
   if (int r = dev_->read(0, ring.data(), size_); r < 0) {
@@ -143,26 +155,37 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
     std::string batch;
   };
   std::map<uint64_t, Recorded> recorded;
-  uint64_t highest = held;
-  std::string_view all(ring.data(), size_);
-  for (uint64_t off = 0; off < size_;) {
-    JournalRecord rec;
-    uint64_t len;
-    if (!decode_journal_record(all.substr(off), fsid_, &rec, &len)) {
-      off += kBlock;
-      continue;
-    }
+  uint64_t highest = std::max(held, from.covered);
+  auto keep = [&](JournalRecord& rec) {
     for (auto& e : rec.entries) {
       highest = std::max(highest, e.seq);
       if (e.seq > held) recorded[e.seq] = {e.has_batch, !e.deltas.empty(), std::move(e.batch)};
     }
-    // Past the data blocks too: they hold client bytes, never a record.
-    off += len;
+  };
+  std::string_view all(ring.data(), size_);
+  if (how == RingRead::kWalkFromTail) {
+    const JournalWalk w = walk_journal_ring(all, fsid_, from, held, keep);
+    HS_DEBUG("commit journal: walked {} records from ring position {} (transaction {}) to {}", w.records, from.pos,
+             from.covered, w.end);
+  } else {
+    // Format 4: every block is tried. The data blocks of a record that
+    // decodes are stepped over whole (client bytes, never a record); a
+    // torn record's are not, which is why format 5 walks instead.
+    for (uint64_t off = 0; off < size_;) {
+      JournalRecord rec;
+      uint64_t len;
+      if (!decode_journal_record(all.substr(off), fsid_, &rec, &len)) {
+        off += kBlock;
+        continue;
+      }
+      keep(rec);
+      off += len;
+    }
   }
   int replayed = 0;
   uint64_t seq = held;
   for (auto it = recorded.find(held + 1); it != recorded.end() && it->first == seq + 1; ++it) {
-    // Onode deltas and ring data are applied only by a build of format 5
+    // Onode deltas and ring data are applied only by a build of format 6
     // (docs/small-writes.md, steps 5 and 6). This build refuses such a
     // store at its superblock, so meeting them here means a ring it must
     // not half-replay: refusing loses nothing, skipping would.
@@ -184,10 +207,12 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
   }
   // Numbers past a gap belong to transactions never acknowledged; the next
   // ones handed out must not meet them again in the ring.
+  const uint64_t last = highest + renumber_gap();
   rocksdb::WriteBatch b;
   std::string n;
-  put_fixed64(&n, highest);
+  put_fixed64(&n, last);
   b.Put(kv::journal_seq_key(), n);
+  b.Put(kv::journal_tail_key(), encode_journal_tail({0, last}));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   s = db->Write(wo, &b);
@@ -197,8 +222,24 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
   }
   if (replayed) HS_INFO("commit journal: replayed {} transactions ({}..{})", replayed, held + 1, seq);
   if (highest > seq) HS_INFO("commit journal: {} unacknowledged transactions after a gap dropped", highest - seq);
-  *next_seq = highest + 1;
+  *next_seq = last + 1;
   return replayed;
+}
+
+std::string CommitJournal::tail_mark(uint64_t covered) const {
+  std::lock_guard<std::mutex> l(mutex_);
+  uint64_t at = head_;
+  for (const Placed& p : placed_)
+    if (p.last_seq > covered) {
+      at = p.start;
+      break;
+    }
+  return encode_journal_tail({at % size_, covered});
+}
+
+uint64_t CommitJournal::batches_written_seq() const {
+  std::lock_guard<std::mutex> l(mutex_);
+  return batches_written_;
 }
 
 uint64_t CommitJournal::next_start(uint64_t len) const {

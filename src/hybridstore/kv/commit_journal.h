@@ -25,7 +25,9 @@
 //    the first one it does not hold, then syncs RocksDB. A transaction is
 //    acknowledged only once its record and those of every earlier
 //    transaction are durable, so every acknowledged transaction is replayed
-//    and what is replayed is a prefix.
+//    and what is replayed is a prefix. It finds the records by walking them
+//    from the tail RocksDB keeps (format 5), never by trying every block,
+//    so client bytes inside a record are never read as one (RingRead).
 //  - Ring space is reused only behind the ring's tail: the oldest record
 //    whose transactions RocksDB does not yet hold durably (docs/
 //    small-writes.md 6.2). The committer's checkpointer thread moves it with
@@ -79,11 +81,31 @@ class CommitJournal {
   static int format_region(BlockDevice& ring, std::string* error);
   static constexpr uint64_t kMinRingBlocks = 16;
 
+  // How mount finds the records. A store of format 5 keeps the ring's tail
+  // in RocksDB (Sjournal_tail) and mount walks the records from there by
+  // their lengths (walk_journal_ring); a store of format 4 never wrote it,
+  // so its ring is read as format 4 read it, trying every block, once,
+  // before its upgrade.
+  enum class RingRead { kWalkFromTail, kScanEveryBlock };
   // Mount: replays into `db` every transaction recorded past the one RocksDB
-  // holds (see above), then makes RocksDB's journal number cover everything
-  // the ring holds, so numbers handed out next are new. Returns how many were
-  // replayed, or -EIO with *error; *next_seq gets the first number to use.
-  int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error);
+  // holds (see above). Then, in one synced write, makes RocksDB's journal
+  // number cover everything the ring can hold and marks the tail at the
+  // ring's start, where the next record goes: the numbers handed out next
+  // start renumber_gap() past the last one seen, so no record left in the
+  // ring (a torn one's successors, never acknowledged) can ever continue
+  // the new sequence. Returns how many were replayed, or -EIO with *error;
+  // *next_seq gets the first number to use.
+  int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how = RingRead::kWalkFromTail);
+  // Every number in the ring takes 8 bytes of it at least (an entry's
+  // number), so the ring never holds more numbers than this.
+  uint64_t renumber_gap() const { return size_ / 8; }
+  // The value of Sjournal_tail for a RocksDB sync that will cover every
+  // transaction up to `covered`: the start of the first record past it
+  // (the head when none is reserved yet). Written into RocksDB before the
+  // sync, in the order of the syncs.
+  std::string tail_mark(uint64_t covered) const;
+  // The last number whose batches the committer wrote into RocksDB.
+  uint64_t batches_written_seq() const;
 
   uint64_t size() const { return size_; }
   std::string encode(const std::vector<JournalEntryView>& entries) const { return encode_journal_record(fsid_, entries); }

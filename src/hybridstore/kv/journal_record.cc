@@ -1,6 +1,7 @@
 #include "hybridstore/kv/journal_record.h"
 
 #include <cassert>
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -15,6 +16,7 @@ namespace {
 constexpr uint32_t kJournalMagicV1 = 0x314a5348;  // "HSJ1"
 constexpr uint32_t kJournalMagicV2 = 0x324a5348;  // "HSJ2"
 constexpr uint32_t kJournalTag = 0x4a524e4c;      // "JRNL"
+constexpr uint32_t kJournalTailTag = 0x4a54414c;  // "JTAL"
 constexpr uint64_t kEntryHasBatch = 1;
 // Offsets and lengths past this are not an object's or a device's: the same
 // bound the onode decoder puts on them.
@@ -292,6 +294,63 @@ bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<Jo
   if (!decode_journal_record(in, fsid, &r, len)) return false;
   *out = std::move(r.entries);
   return true;
+}
+
+std::string encode_journal_tail(const JournalTail& t) {
+  std::string body;
+  put_varint(&body, t.pos);
+  put_varint(&body, t.covered);
+  return seal_record(kJournalTailTag, 1, body);
+}
+
+int decode_journal_tail(std::string_view in, JournalTail* out, std::string* error) {
+  uint8_t version;
+  std::string_view body;
+  if (int r = open_stored_record(kJournalTailTag, 1, in, "the commit journal's tail", &version, &body, error); r < 0)
+    return r;
+  Decoder d(body);
+  JournalTail t;
+  if (!d.get_varint(&t.pos) || !d.get_varint(&t.covered) || !d.done() || t.pos % kJournalBlock != 0 || t.pos > kMaxOffset) {
+    if (error) *error = "the commit journal's tail: malformed body";
+    return -EIO;
+  }
+  *out = t;
+  return 0;
+}
+
+JournalWalk walk_journal_ring(std::string_view ring, const Uuid& fsid, const JournalTail& from, uint64_t held,
+                              const std::function<void(JournalRecord&)>& take) {
+  JournalWalk w;
+  w.last = from.covered;
+  const uint64_t size = ring.size();
+  // A ring made again since the mark (smaller) starts over at 0.
+  uint64_t pos = from.pos < size ? from.pos : 0;
+  uint64_t walked = 0;  // bytes from `from` on, wrapped skips included: at most one lap
+  auto next_of = [&](uint64_t at, JournalRecord* rec, uint64_t* len) {
+    if (!decode_journal_record(ring.substr(at), fsid, rec, len) || rec->entries.empty()) return false;
+    for (size_t i = 1; i < rec->entries.size(); ++i)
+      if (rec->entries[i].seq != rec->entries[i - 1].seq + 1) return false;
+    const uint64_t first = rec->entries.front().seq;
+    return first == w.last + 1 || (first > w.last && first <= held + 1);
+  };
+  for (;;) {
+    JournalRecord rec;
+    uint64_t len = 0;
+    uint64_t at = pos;
+    if (!next_of(at, &rec, &len)) {
+      at = 0;
+      if (pos == 0 || !next_of(at, &rec, &len)) break;
+    }
+    const uint64_t step = (at == pos ? 0 : size - pos) + len;
+    if (walked + step > size) break;
+    walked += step;
+    w.last = rec.entries.back().seq;
+    ++w.records;
+    take(rec);
+    pos = (at + len) % size;
+  }
+  w.end = pos;
+  return w;
 }
 
 }  // namespace hybridstore

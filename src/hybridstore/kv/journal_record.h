@@ -33,6 +33,7 @@
 // reverse) is refused, as is any version above 2.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -120,5 +121,38 @@ bool decode_journal_record(std::string_view in, const Uuid& fsid, JournalRecord*
                            std::string* why = nullptr);
 // The entries alone (what a version-1 caller needs).
 bool decode_journal_record(std::string_view in, const Uuid& fsid, std::vector<JournalEntry>* out, uint64_t* len);
+
+// Where mount starts reading the ring (format 5; docs/small-writes.md 6.2):
+// RocksDB holds durably every transaction up to `covered`, and the record of
+// the next one, if the ring has it, starts at byte `pos` of the ring, or at
+// 0 when the writer wrapped there. Written (key Sjournal_tail) before every
+// RocksDB WAL sync that lets the ring's tail move, so the value RocksDB
+// recovers never points behind a record it lacks. Value: seal_record(
+// "JTAL", 1, [varint pos][varint covered]).
+struct JournalTail {
+  uint64_t pos = 0;
+  uint64_t covered = 0;
+};
+std::string encode_journal_tail(const JournalTail& t);
+// 0, or -EIO (damaged) / -EOPNOTSUPP (a newer version) with *error.
+int decode_journal_tail(std::string_view in, JournalTail* out, std::string* error);
+
+// The records mount replays, found by walking the ring from `from` by their
+// lengths, never by trying every block: client bytes inside a record (a
+// batch's values, a version-2 record's data blocks) are never read as a
+// record, even where a later lap left a record's middle without its head.
+// A record is taken when its entries are numbered one after another and its
+// first is the next number: `last` + 1, or at most `held` + 1 after numbers
+// RocksDB holds without a record (groups too large for one, synced
+// instead). At a place where the next record does not start, the walk
+// tries the ring's start once (a record never wraps: its writer starts over
+// there), then stops. `take` gets each record taken, in ring order.
+struct JournalWalk {
+  uint64_t last = 0;      // the last number taken (from.covered when none)
+  uint64_t records = 0;   // records taken
+  uint64_t end = 0;       // ring position where the walk stopped
+};
+JournalWalk walk_journal_ring(std::string_view ring, const Uuid& fsid, const JournalTail& from, uint64_t held,
+                              const std::function<void(JournalRecord&)>& take);
 
 }  // namespace hybridstore

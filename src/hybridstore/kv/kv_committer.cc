@@ -337,23 +337,11 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
     } else if (!*overlap && !write_batches(f)) {
       return false;
     }
-    if (sync_now || checkpoint) {
-      // A group too large for a record is made durable by RocksDB alone:
-      // one WAL flush and sync (FlushWAL first writes out what
-      // manual_wal_flush keeps in RocksDB's buffer), which covers every
-      // batch before it too; so is the space of an inline checkpoint.
-      rocksdb::Status s = db_->FlushWAL(true);
-      if (!s.ok()) {
-        fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
-        return false;
-      }
-      if (checkpoint)
-        journal_->checkpoint();
-      else
-        journal_->advance(CommitJournal::TailHold::kRocksDb, f.journal_last);
-      std::lock_guard<std::mutex> l(mutex_);
-      ++stats_.journal_checkpoints;
-    }
+    // A group too large for a record is made durable by RocksDB alone:
+    // one WAL flush and sync (FlushWAL first writes out what
+    // manual_wal_flush keeps in RocksDB's buffer), which covers every
+    // batch before it too; so is the space of an inline checkpoint.
+    if ((sync_now || checkpoint) && !sync_rocksdb_for_ring(checkpoint)) return false;
   } else if (!write_batches(f)) {
     return false;
   }
@@ -404,15 +392,30 @@ void KvCommitter::checkpoint_loop() {
       if (checkpoint_stopping_ || error_) return;
     }
     if (!due) continue;
-    rocksdb::Status s = db_->FlushWAL(true);
-    if (!s.ok()) {
-      fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
-      return;
-    }
-    journal_->advance(CommitJournal::TailHold::kRocksDb, seq);
-    std::lock_guard<std::mutex> l(mutex_);
-    ++stats_.journal_checkpoints;
+    if (!sync_rocksdb_for_ring(false)) return;
   }
+}
+
+bool KvCommitter::sync_rocksdb_for_ring(bool whole_ring) {
+  std::lock_guard<std::mutex> order(ring_sync_mutex_);
+  // Every batch written so far precedes the mark in RocksDB's WAL, and the
+  // sync covers them all: RocksDB recovers the mark only with them.
+  const uint64_t covered = journal_->batches_written_seq();
+  rocksdb::WriteBatch mark;
+  mark.Put(kv::journal_tail_key(), journal_->tail_mark(covered));
+  rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &mark);
+  if (s.ok()) s = db_->FlushWAL(true);
+  if (!s.ok()) {
+    fail(-EIO, "RocksDB WAL sync failed: " + s.ToString());
+    return false;
+  }
+  if (whole_ring)
+    journal_->checkpoint();
+  else
+    journal_->advance(CommitJournal::TailHold::kRocksDb, covered);
+  std::lock_guard<std::mutex> l(mutex_);
+  ++stats_.journal_checkpoints;
+  return true;
 }
 
 // A WriteBatch's representation is a 12-byte header (fixed64 sequence,

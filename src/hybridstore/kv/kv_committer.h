@@ -191,6 +191,10 @@ class KvCommitter {
   bool write_batches(Flight& f);
   void lane_loop();
   void checkpoint_loop();
+  // The RocksDB WAL sync that lets the ring's tail move: the tail's mark,
+  // FlushWAL(true), then the tail moved (or, `whole_ring`, every record
+  // freed: the inline checkpoint). False after a failure.
+  bool sync_rocksdb_for_ring(bool whole_ring);
   // Acknowledges, in queue order, every group at the front that is durable.
   void complete_ready();
   void acknowledge(Flight& f);
@@ -231,6 +235,11 @@ class KvCommitter {
   std::thread checkpoint_thread_;  // hs-ckpt: RocksDB WAL syncs that move the ring's tail
   bool checkpoint_stopping_ = false;
   bool inline_checkpoints_ = false;
+  // Syncs that move the ring's tail run one at a time, in the order of the
+  // tails they mark: RocksDB must never end up with a mark older than a
+  // tail already passed (the checkpointer and a group too large for a
+  // record both sync).
+  std::mutex ring_sync_mutex_;
   std::multimap<uint64_t, std::function<void()>> waiters_;  // call_when_committed
   uint64_t next_seq_ = 1;
   bool stopping_ = false;

@@ -33,6 +33,9 @@ inline std::string mkfs_done_key() { return super_key("mkfs_done"); }
 // fixed64: the commit journal number of the last transaction RocksDB holds
 // (commit_journal.h); every transaction's batch writes it.
 inline std::string journal_seq_key() { return super_key("journal_seq"); }
+// encode_journal_tail (journal_record.h): where mount starts walking the
+// commit journal's ring (format 5).
+inline std::string journal_tail_key() { return super_key("journal_tail"); }
 
 std::string collection_key(const CollectionId& c);
 bool decode_collection_key(std::string_view k, CollectionId* c);

@@ -144,10 +144,13 @@ struct FsckReport {
   uint64_t kvfs_owned = 0;
   uint64_t kvfs_used = 0;
   // kvfs files RocksDB does not use (repair deletes them), and the commit
-  // journal's records in the ring and the highest number among them.
+  // journal's ring as a mount would read it: the records of the walk from
+  // the tail RocksDB keeps, the last number it reached, and the ring
+  // position where it stopped (where the next record goes).
   uint64_t kvfs_orphans = 0;
   uint64_t kvfs_ring_records = 0;
   uint64_t kvfs_ring_seq = 0;
+  uint64_t kvfs_ring_walk_end = 0;
   std::vector<std::string> problems;  // one line each
 };
 

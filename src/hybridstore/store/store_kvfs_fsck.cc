@@ -219,22 +219,6 @@ void check_kvfs_ring(rocksdb::DB* db, BlockDevice* dev, const std::vector<KvFsEx
     }
     at += e.length;
   }
-  uint64_t records = 0, highest = 0;
-  const std::string_view all(buf.data(), size);
-  for (uint64_t off = 0; off < size;) {
-    std::vector<JournalEntry> entries;
-    uint64_t len = 0;
-    if (!decode_journal_record(all.substr(off), fsid, &entries, &len) || len == 0) {
-      off += 4096;  // records start on the ring's 4 KiB boundaries
-      continue;
-    }
-    ++records;
-    for (const JournalEntry& e : entries) highest = std::max(highest, e.seq);
-    off += len;
-  }
-  rep->kvfs_ring_records = records;
-  rep->kvfs_ring_seq = highest;
-
   std::string v;
   uint64_t held = 0;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v);
@@ -247,6 +231,25 @@ void check_kvfs_ring(rocksdb::DB* db, BlockDevice* dev, const std::vector<KvFsEx
     error(rep, "RocksDB's commit journal number cannot be read: " + s.ToString());
     return;
   }
+  // What a mount would replay: the walk from the tail RocksDB keeps.
+  JournalTail from;
+  s = db->Get(rocksdb::ReadOptions(), kv::journal_tail_key(), &v);
+  if (s.ok()) {
+    std::string why;
+    if (decode_journal_tail(v, &from, &why) < 0) {
+      error(rep, why);
+      return;
+    }
+  } else if (!s.IsNotFound()) {
+    error(rep, "RocksDB's commit journal tail cannot be read: " + s.ToString());
+    return;
+  }
+  const JournalWalk w =
+      walk_journal_ring(std::string_view(buf.data(), size), fsid, from, held, [](JournalRecord&) {});
+  rep->kvfs_ring_records = w.records;
+  rep->kvfs_ring_seq = w.last;
+  rep->kvfs_ring_walk_end = w.end;
+  const uint64_t highest = w.last, records = w.records;
   if (highest > held)
     error(rep, fmt::format("the commit journal's ring holds number {} ({} records), above RocksDB's {}: "
                            "transactions the mount's replay did not bring into RocksDB",

@@ -31,11 +31,12 @@ namespace hybridstore {
 // compaction is in no live list yet and must not read as an orphan.
 void check_kvfs_files(rocksdb::DB* db, KvFs* fs, bool deep, FsckReport* report, std::vector<std::string>* changes);
 
-// The records in the ring `ring` (in ring order) of `dev`, whose records
-// carry `fsid`: their count and highest number into the report, and an
-// error when a number is above RocksDB's journal number: mount's replay
-// brings RocksDB up to every record it could apply, and fsck runs with
-// every commit durable in RocksDB.
+// The ring `ring` (in ring order) of `dev`, whose records carry `fsid`,
+// walked as a mount walks it from the tail RocksDB keeps: the records
+// taken, the last number and where the walk stopped into the report, and
+// an error when a record taken is numbered above RocksDB's journal number:
+// mount's replay brings RocksDB up to every record it could apply, and
+// fsck runs with every commit in RocksDB.
 void check_kvfs_ring(rocksdb::DB* db, BlockDevice* dev, const std::vector<KvFsExtent>& ring, const Uuid& fsid,
                      FsckReport* report);
 

@@ -323,7 +323,7 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
     // asks for one; replayed whenever it exists.
     journal_ = kv_->open_journal(size, super_.fsid, journal_discard_span_, error);
     if (!journal_) return error->empty() ? 0 : -EIO;
-    int r = journal_->replay(db_.get(), next_seq, error);
+    int r = journal_->replay(db_.get(), next_seq, error, ring_read());
     return r < 0 ? r : 0;
   }
   std::error_code ec;
@@ -334,7 +334,7 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
     wrap = [&](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
   journal_ = CommitJournal::open(path, size > 0 ? size : (16ull << 20), super_.fsid, wrap, error);
   if (!journal_) return -EIO;
-  int r = journal_->replay(db_.get(), next_seq, error);
+  int r = journal_->replay(db_.get(), next_seq, error, ring_read());
   return r < 0 ? r : 0;
 }
 
@@ -426,6 +426,7 @@ int MountedStore::upgrade_format(std::string* error) {
   // A format-4 label pair puts copy B at s, inside the head the store
   // reserved; a head too small for it (none is known) keeps the old format.
   for (Tier t : tiers_->ids()) {
+    if (super_.format_version >= 4) break;
     const uint64_t s = label_slot(tiers_->device(t));
     if (super_.tier[t].reserved < 2 * s) {
       HS_WARN("store {}: the {} tier reserves {} bytes, too few for two {}-byte label copies; it stays at "
@@ -440,10 +441,12 @@ int MountedStore::upgrade_format(std::string* error) {
   // explicit. A mount that fails leaves the old format, which the previous
   // build still opens. One durable commit; a build of the old format
   // refuses the new superblock instead of misreading it, and so never sees
-  // the labels rewritten after it.
+  // the labels rewritten after it. To format 5 the commit adds nothing:
+  // this mount's replay wrote the ring's tail, and every RocksDB sync since
+  // has moved it.
   Superblock up = super_;
   up.format_version = kFormatVersion;
-  up.kv_location = KvLocation::kDirectory;
+  if (super_.format_version < 4) up.kv_location = KvLocation::kDirectory;
   CommitWork work;
   work.batch = std::make_unique<rocksdb::WriteBatch>();
   work.batch->Put(kv::superblock_key(), encode_superblock(up));

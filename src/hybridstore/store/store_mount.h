@@ -148,6 +148,10 @@ class MountedStore {
   // Opens <store>/journal (making it when the option asks for one) and
   // replays it into RocksDB; *next_seq gets the first journal number to use.
   int open_journal(uint64_t* next_seq, std::string* error);
+  CommitJournal::RingRead ring_read() const {
+    return super_.format_version >= kFormatWalkedJournal ? CommitJournal::RingRead::kWalkFromTail
+                                                         : CommitJournal::RingRead::kScanEveryBlock;
+  }
   int open_tiers(std::vector<std::string>* repair_log, std::string* error);
   // Once the tiers are loaded: the kvfs grows into the SSD's space, which
   // keeps a floor free for it.

@@ -136,14 +136,15 @@ uint32_t probed_format(const std::string& path) {
   return probe.format_version;
 }
 
-// What a format-4 store's labels say: pairs of record version 2, intact,
-// mkfs done, and on the SSD the store's tiers, fastest first.
-void expect_format4_labels(const std::string& path) {
+// What the labels of a store of format 4 or later say: pairs of record
+// version 2, intact, mkfs done, and on the SSD the store's tiers, fastest
+// first.
+void expect_label_pairs(const std::string& path) {
   for (Tier t : {Tier::kSsd, Tier::kHdd}) {
     SCOPED_TRACE(tier_name(t));
     const Labels l = read_tier_labels(path, t);
     EXPECT_EQ(l.label.record_version, 2);
-    EXPECT_EQ(l.label.format_version, 4u);
+    EXPECT_EQ(l.label.format_version, kFormatVersion);
     EXPECT_TRUE(l.status.intact()) << l.status.problem();
     EXPECT_TRUE(l.label.flags & kLabelMkfsDone);
     EXPECT_FALSE(l.label.flags & kLabelKvOnDevice);
@@ -198,7 +199,7 @@ TEST(FormatCompat, AFormat1StoreOfMainOn20261128OpensReadsAndChecksClean) {
   StoreStats ss;
   ASSERT_EQ(store.statfs(&ss), 0);
   EXPECT_EQ(ss.format_version, kFormatVersion);
-  EXPECT_EQ(kFormatVersion, 4u);
+  EXPECT_EQ(kFormatVersion, 5u);
   EXPECT_EQ(ss.tiers, 2);
   EXPECT_EQ(ss.order[0], Tier::kSsd);
   EXPECT_EQ(ss.order[1], Tier::kHdd);
@@ -264,7 +265,7 @@ void expect_moved_rolled_back_and_moved_again(const std::string& fixture, const 
   expect_fixture_content(store);
   ASSERT_EQ(store.statfs(&st), 0);
   EXPECT_TRUE(st.kv_on_device);
-  EXPECT_EQ(st.format_version, 4u);
+  EXPECT_EQ(st.format_version, kFormatVersion);
   ASSERT_EQ(store.umount(), 0);
 
   ASSERT_EQ(store.move_kv_rollback(&err), 0) << err;
@@ -306,11 +307,47 @@ TEST(FormatCompat, AFormat4DeviceStoreOfMainOn20261129OpensReadsAndChecksClean) 
   StoreStats st;
   ASSERT_EQ(store.statfs(&st), 0);
   EXPECT_TRUE(st.kv_on_device);
+  // Upgraded at this first read-write mount: its ring read by the scan of
+  // format 4 once, walked from then on.
+  EXPECT_EQ(st.format_version, kFormatVersion);
   ASSERT_EQ(store.umount(), 0);
+  EXPECT_EQ(probed_format(path), kFormatVersion);
+  EXPECT_EQ(read_tier_labels(path, Tier::kSsd).label.format_version, kFormatVersion);
   FsckReport report;
   EXPECT_EQ(store.fsck(/*deep=*/true, &report), 0);
   EXPECT_EQ(report.objects, 4u);
   for (const auto& p : report.problems) ADD_FAILURE() << p;
+}
+
+// The upgrade to format 5 cut after the mount's replay wrote the ring's
+// tail and before the superblock said 5 (a read-only mount stops there
+// too): the store is still of format 4, its ring read by the scan again,
+// and the next read-write mount upgrades it; the record the power cut left
+// only in the ring survives every step.
+TEST(FormatCompat, AFormat4StoreCutBeforeItsUpgradeTo5IsScannedAgainAndUpgraded) {
+  TempDir dir("fmt4dev-cut-up");
+  const std::string path = unpack("format4-device-20261129/store-powercut.tar.gz", dir);
+  std::string err;
+  {
+    HybridStore store(path);
+    ASSERT_EQ(store.mount_read_only(&err), 0) << err;
+    expect_fixture_content(store);
+    ASSERT_EQ(store.umount(), 0);
+  }
+  EXPECT_EQ(probed_format(path), 4u);
+  {
+    HybridStore store(path);
+    ASSERT_EQ(store.mount(&err), 0) << err;
+    expect_fixture_content(store);
+    expect_write_survives_remount(store, "written after the upgrade to format 5");
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(probed_format(path), kFormatVersion);
+  HybridStore store(path);
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  ASSERT_EQ(store.umount(), 0);
+  expect_clean_fsck(store, 5);
 }
 
 // Its second transaction is only in the ring inside the kvfs (the power
@@ -387,11 +424,11 @@ TEST(FormatCompat, AFormat3StoreIsUpgradedToFormat4AtItsFirstReadWriteMount) {
     ASSERT_EQ(store.mount(&err), 0) << err;
     StoreStats ss;
     ASSERT_EQ(store.statfs(&ss), 0);
-    EXPECT_EQ(ss.format_version, 4u);
+    EXPECT_EQ(ss.format_version, kFormatVersion);
     ASSERT_EQ(store.umount(), 0);
   }
-  EXPECT_EQ(probed_format(path), 4u);
-  expect_format4_labels(path);
+  EXPECT_EQ(probed_format(path), kFormatVersion);
+  expect_label_pairs(path);
   // The data layout is the store's: the upgrade moved nothing.
   const uint64_t gen = read_tier_labels(path, Tier::kSsd).label.generation;
   HybridStore store(path);
@@ -449,7 +486,7 @@ TEST(FormatCompat, AFormat3DirectoryStoreMountsUnderTheDeviceDefaultAndStaysInIt
       StoreStats st;
       ASSERT_EQ(store.statfs(&st), 0);
       EXPECT_FALSE(st.kv_on_device);
-      EXPECT_EQ(st.format_version, 4u);  // upgraded in place, not moved
+      EXPECT_EQ(st.format_version, kFormatVersion);  // upgraded in place, not moved
       expect_fixture_content(store);
       expect_write_survives_remount(store, "written under the device default");
       set_log_sink(nullptr);  // no line can come in while they are copied
@@ -461,7 +498,7 @@ TEST(FormatCompat, AFormat3DirectoryStoreMountsUnderTheDeviceDefaultAndStaysInIt
     EXPECT_FALSE(std::filesystem::exists(path + "/db.format3-moved"));
     StoreProbe probe;
     ASSERT_EQ(HybridStore::probe(path, *cfg, &probe, nullptr), 0);
-    EXPECT_EQ(probe.format_version, 4u);
+    EXPECT_EQ(probe.format_version, kFormatVersion);
     HybridStore store(path, *cfg);
     expect_clean_fsck(store, 5);
   }
@@ -485,7 +522,7 @@ TEST(FormatCompat, AnUpgradeCutBetweenItsStepsIsFinishedByTheNextMount) {
   // Superblock committed, no label written yet.
   put_head(path + "/block.ssd", ssd_v1);
   put_head(path + "/block.hdd", hdd_v1);
-  EXPECT_EQ(probed_format(path), 4u);
+  EXPECT_EQ(probed_format(path), kFormatVersion);
   EXPECT_EQ(read_tier_labels(path, Tier::kSsd).label.record_version, 1);
   {
     HybridStore store(path);
@@ -494,7 +531,7 @@ TEST(FormatCompat, AnUpgradeCutBetweenItsStepsIsFinishedByTheNextMount) {
     expect_fixture_content(store);
     ASSERT_EQ(store.umount(), 0);
   }
-  expect_format4_labels(path);
+  expect_label_pairs(path);
 
   // The HDD's pair torn: B of version 2 written, A still version 1.
   put_head(path + "/block.hdd", hdd_v1.substr(0, kLabelSize) + hdd_v2.substr(kLabelSize));
@@ -509,7 +546,7 @@ TEST(FormatCompat, AnUpgradeCutBetweenItsStepsIsFinishedByTheNextMount) {
   ASSERT_EQ(store.mount(&err), 0) << err;
   expect_fixture_content(store);
   ASSERT_EQ(store.umount(), 0);
-  expect_format4_labels(path);
+  expect_label_pairs(path);
   expect_clean_fsck(store, 4);
 }
 
@@ -544,8 +581,8 @@ TEST(FormatCompat, MkfsWritesFormat4WithLabelPairs) {
   std::string err;
   HybridStore store(path, hybridstore::test::small_store_config(64ull << 20, 64ull << 20));
   ASSERT_EQ(store.mkfs(&err), 0) << err;
-  EXPECT_EQ(probed_format(path), 4u);
-  expect_format4_labels(path);
+  EXPECT_EQ(probed_format(path), kFormatVersion);
+  expect_label_pairs(path);
   for (Tier t : {Tier::kSsd, Tier::kHdd}) EXPECT_GE(read_tier_labels(path, t).label.head, 4 * kLabelSize);
   const uint64_t gen = read_tier_labels(path, Tier::kSsd).label.generation;
   EXPECT_EQ(gen, 2u);  // mkfs_done clear, then set

@@ -183,32 +183,53 @@ TEST_F(KvOnDeviceFsckTest, AFlippedByteInALiveTableIsADeepErrorNamingIt) {
   drop_store();
 }
 
-TEST_F(KvOnDeviceFsckTest, RingRecordsAboveRocksDBsNumberAreAnError) {
+// fsck reads the ring as a mount does, walking from the tail RocksDB
+// keeps: a record of this store off the walk (client bytes a later lap
+// left) is no record, and one where the walk ends, numbered next but past
+// everything RocksDB holds, is an error.
+TEST_F(KvOnDeviceFsckTest, RingRecordsOnTheWalkAboveRocksDBsNumberAreAnError) {
   fill(20);
   FsckReport before = fsck(false);
   ASSERT_EQ(before.errors, 0u) << all(before);
+  ASSERT_GT(before.kvfs_ring_records, 0u);
   std::vector<Interval> ring;
   ASSERT_EQ(StoreTestHooks::kvfs_ring(*store_, &ring), 0);
   ASSERT_FALSE(ring.empty());
-  // A valid record of this store numbered past everything RocksDB holds, in
-  // the ring's last block (a few transactions never reach it).
+  auto device_offset = [&](uint64_t pos) {
+    for (const Interval& i : ring) {
+      if (pos < i.length) return i.offset + pos;
+      pos -= i.length;
+    }
+    ADD_FAILURE() << "position past the ring";
+    return uint64_t{0};
+  };
   Uuid fsid;
   ASSERT_TRUE(parse_uuid(store_->fsid(), &fsid));
-  const uint64_t seq = before.kvfs_ring_seq + 1000;
-  const std::string rec = encode_journal_record(fsid, std::vector<JournalEntry>{{seq, std::string()}});
-  ASSERT_EQ(rec.size(), 4096u);
-  const Interval& last = ring.back();
-  AlignedBuffer block(4096);
-  memcpy(block.data(), rec.data(), rec.size());
   BlockDevice* dev = StoreTestHooks::device(*store_, Tier::kSsd);
-  ASSERT_EQ(dev->write(last.offset + last.length - 4096, block.data(), 4096), 0);
-  ASSERT_EQ(dev->flush(), 0);
-
-  FsckReport rep = fsck(false);
-  EXPECT_EQ(rep.errors, 1u) << all(rep);
-  EXPECT_EQ(rep.kvfs_ring_seq, seq);
-  EXPECT_EQ(rep.kvfs_ring_records, before.kvfs_ring_records + 1);
-  EXPECT_TRUE(mentions(rep, "ring holds number " + std::to_string(seq))) << all(rep);
+  auto put_record = [&](uint64_t pos, uint64_t seq) {
+    const std::string rec = encode_journal_record(fsid, std::vector<JournalEntry>{{seq, std::string()}});
+    ASSERT_EQ(rec.size(), 4096u);
+    AlignedBuffer block(4096);
+    memcpy(block.data(), rec.data(), rec.size());
+    ASSERT_EQ(dev->write(device_offset(pos), block.data(), 4096), 0);
+    ASSERT_EQ(dev->flush(), 0);
+  };
+  // Off the walk: the ring's last block (a few transactions never reach it).
+  uint64_t ring_size = 0;
+  for (const Interval& i : ring) ring_size += i.length;
+  ASSERT_GT(ring_size - 4096, before.kvfs_ring_walk_end);
+  put_record(ring_size - 4096, before.kvfs_ring_seq + 1);
+  FsckReport off = fsck(false);
+  EXPECT_EQ(off.errors, 0u) << all(off);
+  EXPECT_EQ(off.kvfs_ring_seq, before.kvfs_ring_seq);
+  EXPECT_EQ(off.kvfs_ring_records, before.kvfs_ring_records);
+  // Where the walk ends, numbered next.
+  put_record(before.kvfs_ring_walk_end, before.kvfs_ring_seq + 1);
+  FsckReport on = fsck(false);
+  EXPECT_EQ(on.errors, 1u) << all(on);
+  EXPECT_EQ(on.kvfs_ring_seq, before.kvfs_ring_seq + 1);
+  EXPECT_EQ(on.kvfs_ring_records, before.kvfs_ring_records + 1);
+  EXPECT_TRUE(mentions(on, "ring holds number " + std::to_string(before.kvfs_ring_seq + 1))) << all(on);
   drop_store();
 }
 

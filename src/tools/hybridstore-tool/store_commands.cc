@@ -71,6 +71,7 @@ ToolCommand fsck_cmd("fsck", "check the store's metadata (and with --deep, all d
                              j["kvfs_orphans"] = rep.kvfs_orphans;
                              j["kvfs_ring_records"] = rep.kvfs_ring_records;
                              j["kvfs_ring_seq"] = rep.kvfs_ring_seq;
+                             j["kvfs_ring_walk_end"] = rep.kvfs_ring_walk_end;
                            }
                            printf("%s\n", j.dump(2).c_str());
                          } else {
