@@ -48,6 +48,14 @@ if [ $rc -eq 0 ]; then
         --seed "$((SEED + 3000))" --set hybridstore_kv_location=directory
     rc=$?
 fi
+if [ $rc -eq 0 ]; then
+    # Small overwrites' data in the commit journal's ring (format 6,
+    # docs/small-writes.md step 5): kills and torn power cuts.
+    rm -rf "$W"
+    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_RING_ROUNDS:-10}" --mode mixed \
+        --seed "$((SEED + 4000))" --set hybridstore_small_write_journal=data
+    rc=$?
+fi
 set -e
 if [ $rc -eq 0 ]; then rm -rf "$W"; else echo "crash harness failed; its store and logs are kept in $W" >&2; fi
 exit $rc

@@ -117,6 +117,12 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "a thread syncs RocksDB's WAL to free commit journal ring space, off the commit path "
                 "(docs/small-writes.md 6.2); false: the group that needs the space syncs inline, as "
                 "before (for A/B runs)"});
+  v->push_back({"hybridstore_small_write_journal", T::kString, "off",
+                "data: small in-place overwrites (whole 4 KiB blocks) ride in the commit journal's "
+                "record instead of a deferred record in RocksDB, and reach their place later "
+                "(docs/small-writes.md step 5); makes the store format 6, which older builds refuse. "
+                "off: through RocksDB, as before",
+                "", "", {"off", "data"}});
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "
                 "they are acknowledged in order)",

@@ -218,9 +218,9 @@ int decode_label(std::string_view block, DeviceLabel* out, std::string* why) {
   }
   std::memcpy(l.fsid.data(), fsid.data(), 16);
   l.role = tier_at(role);
-  if (l.format_version > kFormatVersion) {
+  if (l.format_version > kFormatNewest) {
     *why = fmt::format("label format version {} is newer than this build supports ({})",
-                       l.format_version, kFormatVersion);
+                       l.format_version, kFormatNewest);
     return -EOPNOTSUPP;
   }
   *out = std::move(l);
@@ -559,9 +559,9 @@ int decode_superblock(std::string_view v, Superblock* out, std::string* why) {
     *why = "superblock: trailing bytes";
     return -EIO;
   }
-  if (s.format_version > kFormatVersion) {
+  if (s.format_version > kFormatNewest) {
     *why = fmt::format("store format version {} is newer than this build supports ({})",
-                       s.format_version, kFormatVersion);
+                       s.format_version, kFormatNewest);
     return -EOPNOTSUPP;
   }
   if (ver < 2) {

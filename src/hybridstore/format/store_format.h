@@ -38,17 +38,16 @@ namespace hybridstore {
 constexpr uint32_t kFormatVersion = 5;
 // The first format that walks the ring.
 constexpr uint32_t kFormatWalkedJournal = 5;
-// 6 (docs/small-writes.md section 9; not written by this build): the commit
-//    journal may hold version-2 records (data blocks and onode deltas), onode
-//    records of version 3 carry a version, RocksDB holds Sjournal_applied and
-//    Sjournal_clean. This build decodes record v2 and onode v3 but cannot yet
-//    apply what a v2 record holds, so it still refuses a format-6 store at
-//    its superblock and label (format_version > kFormatVersion), as a
-//    format-5 build must: reading such a ring as version 1 would drop
-//    acknowledged writes silently.
+// 6 (docs/small-writes.md step 5): the commit journal may hold version-2
+//    records whose RING_DATA deltas carry small overwrites' data, and
+//    RocksDB says how far it is in place (Sjournal_applied). Written by mkfs
+//    and by a mount's upgrade only with hybridstore_small_write_journal=data;
+//    a format-5 build would take such a ring's data for deltas it cannot
+//    replay, so it refuses the store at its superblock and labels.
 constexpr uint32_t kFormatSmallWriteJournal = 6;
-static_assert(kFormatVersion < kFormatSmallWriteJournal,
-              "format 6 is written only once its upgrade and replay are built (small-writes.md step 5)");
+// The newest format this build reads (it makes kFormatVersion, or
+// kFormatSmallWriteJournal when asked).
+constexpr uint32_t kFormatNewest = kFormatSmallWriteJournal;
 // The encoded label's bytes. A copy occupies a slot of label_slot() bytes,
 // which is larger on a device whose pages are (raw NAND).
 constexpr uint64_t kLabelSize = 4096;

@@ -115,32 +115,38 @@ std::unique_ptr<CommitJournal> CommitJournal::open_region(std::unique_ptr<BlockD
   return std::unique_ptr<CommitJournal>(new CommitJournal(std::move(region), size, fsid));
 }
 
-int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how) {
+namespace {
+// Where a replay starts: the number RocksDB holds and, walking, the tail.
+int read_replay_start(rocksdb::DB* db, bool walk, uint64_t* held, JournalTail* from, std::string* error) {
   std::string v;
-  uint64_t held = 0;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v);
   if (s.ok()) {
     if (v.size() != 8) {
       *error = "corrupt commit journal number in RocksDB";
       return -EIO;
     }
-    held = load_fixed64(v.data());
+    *held = load_fixed64(v.data());
   } else if (!s.IsNotFound()) {
     *error = "reading the commit journal number: " + s.ToString();
     return -EIO;
   }
   // Absent on a ring nothing has written since mkfs: its first record is
   // at 0, numbered 1.
+  if (!walk) return 0;
+  s = db->Get(rocksdb::ReadOptions(), kv::journal_tail_key(), &v);
+  if (s.ok()) return decode_journal_tail(v, from, error);
+  if (s.IsNotFound()) return 0;
+  *error = "reading the commit journal's tail: " + s.ToString();
+  return -EIO;
+}
+}  // namespace
+
+int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how,
+                          std::vector<RingWrite>* ring_data) {
+  uint64_t held = 0;
   JournalTail from;
-  if (how == RingRead::kWalkFromTail) {
-    s = db->Get(rocksdb::ReadOptions(), kv::journal_tail_key(), &v);
-    if (s.ok()) {
-      if (int r = decode_journal_tail(v, &from, error); r < 0) return r;
-    } else if (!s.IsNotFound()) {
-      *error = "reading the commit journal's tail: " + s.ToString();
-      return -EIO;
-    }
-  }
+  if (int r = read_replay_start(db, how == RingRead::kWalkFromTail, &held, &from, error); r < 0) return r;
+  rocksdb::Status s;
   AlignedBuffer ring(size_, 4096, AlignedBuffer::kUninitialized);
   if (int r = dev_->read(0, ring.data(), size_); r < 0) {
     *error = std::string("reading the commit journal: ") + strerror(-r);
@@ -155,11 +161,30 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
     std::string batch;
   };
   std::map<uint64_t, Recorded> recorded;
+  std::map<uint64_t, RingWrite> data;  // by staging number
   uint64_t highest = std::max(held, from.covered);
   auto keep = [&](JournalRecord& rec) {
     for (auto& e : rec.entries) {
       highest = std::max(highest, e.seq);
-      if (e.seq > held) recorded[e.seq] = {e.has_batch, !e.deltas.empty(), std::move(e.batch)};
+      bool onode_deltas = false;
+      for (const JournalDelta& d : e.deltas) {
+        if (d.kind != JournalDeltaKind::kRingData) {
+          onode_deltas = true;
+          continue;
+        }
+        // The walk took the whole record, and a transaction's data counts
+        // whether or not RocksDB holds its batch: the deferred writer's
+        // applied number says which pieces are in place.
+        if (!ring_data) {
+          onode_deltas = true;  // refused below, as data this caller cannot place
+          continue;
+        }
+        RingWrite w{d.staged, tier_at(d.tier), d.physical, {}};
+        w.data.reserve(d.crcs.size() * kBlock);
+        for (size_t i = 0; i < d.crcs.size(); ++i) w.data.append(rec.data[d.first_block + i]);
+        data[d.staged] = std::move(w);
+      }
+      if (e.seq > held) recorded[e.seq] = {e.has_batch, onode_deltas, std::move(e.batch)};
     }
   };
   std::string_view all(ring.data(), size_);
@@ -191,7 +216,7 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
     // not half-replay: refusing loses nothing, skipping would.
     if (it->second.has_deltas) {
       *error = "commit journal: transaction " + std::to_string(it->first) +
-               " holds onode deltas, which this build cannot replay";
+               " holds onode deltas or ring data, which this build cannot replay here";
       return -EIO;
     }
     if (it->second.has_batch) {
@@ -208,14 +233,20 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
   // Numbers past a gap belong to transactions never acknowledged; the next
   // ones handed out must not meet them again in the ring.
   const uint64_t last = highest + renumber_gap();
-  rocksdb::WriteBatch b;
-  std::string n;
-  put_fixed64(&n, last);
-  b.Put(kv::journal_seq_key(), n);
-  b.Put(kv::journal_tail_key(), encode_journal_tail({0, last}));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  s = db->Write(wo, &b);
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    before_tail_seq_ = last;
+  }
+  if (ring_data && !data.empty()) {
+    for (auto& [staged, w] : data) ring_data->push_back(std::move(w));
+    s = db->FlushWAL(true);
+  } else {
+    rocksdb::WriteBatch b;
+    finish_replay(&b, last + 1);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    s = db->Write(wo, &b);
+  }
   if (!s.ok()) {
     *error = "recording the commit journal number: " + s.ToString();
     return -EIO;
@@ -226,15 +257,33 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
   return replayed;
 }
 
-std::string CommitJournal::tail_mark(uint64_t covered) const {
+void CommitJournal::finish_replay(rocksdb::WriteBatch* b, uint64_t next_seq) const {
+  std::string n;
+  put_fixed64(&n, next_seq - 1);
+  b->Put(kv::journal_seq_key(), n);
+  b->Put(kv::journal_tail_key(), encode_journal_tail({0, next_seq - 1}));
+  // The deferred writer numbers its stagings from 1 again in this life.
+  std::string zero;
+  put_fixed64(&zero, 0);
+  b->Put(kv::journal_applied_key(), zero);
+}
+
+std::string CommitJournal::tail_mark_after(TailHold h, uint64_t seq) const {
   std::lock_guard<std::mutex> l(mutex_);
-  uint64_t at = head_;
-  for (const Placed& p : placed_)
-    if (p.last_seq > covered) {
-      at = p.start;
-      break;
-    }
-  return encode_journal_tail({at % size_, covered});
+  uint64_t durable = UINT64_MAX;
+  for (int i = 0; i < kTailHolds; ++i)
+    if (holds_[i]) durable = std::min(durable, i == static_cast<int>(h) ? std::max(durable_[i], seq) : durable_[i]);
+  // The first record a walk needs, and the last number before it: the
+  // record's first is the next one (or one after numbers RocksDB holds
+  // without a record), as the walk wants it.
+  uint64_t before = before_tail_seq_;
+  for (const Placed& p : placed_) {
+    if (p.last_seq > durable) return encode_journal_tail({p.start % size_, before});
+    before = std::max(before, p.last_seq);
+  }
+  // None: the next record goes at the head (or at 0), numbered after
+  // everything a sync up to `durable` covers.
+  return encode_journal_tail({head_ % size_, std::max(before, durable == UINT64_MAX ? 0 : durable)});
 }
 
 uint64_t CommitJournal::batches_written_seq() const {
@@ -261,7 +310,10 @@ void CommitJournal::move_tail() {
   uint64_t durable = UINT64_MAX;
   for (int h = 0; h < kTailHolds; ++h)
     if (holds_[h]) durable = std::min(durable, durable_[h]);
-  while (!placed_.empty() && placed_.front().last_seq <= durable) placed_.pop_front();
+  while (!placed_.empty() && placed_.front().last_seq <= durable) {
+    before_tail_seq_ = std::max(before_tail_seq_, placed_.front().last_seq);
+    placed_.pop_front();
+  }
   tail_ = placed_.empty() ? head_ : placed_.front().start;
 }
 
@@ -277,6 +329,11 @@ uint64_t CommitJournal::reserve(uint64_t len, uint64_t last_seq) {
     // small-writes.md 6.4 keeps writers from getting here in steady state.
     ++waiting_;
     due_cv_.notify_one();
+    if (room_wanted_) {
+      l.unlock();
+      room_wanted_();
+      l.lock();
+    }
     room_cv_.wait(l, [&] { return fits(len) || aborted_; });
     --waiting_;
   }

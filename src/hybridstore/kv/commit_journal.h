@@ -53,6 +53,7 @@
 #include <rocksdb/db.h>
 
 #include "hybridstore/format/store_format.h"
+#include "hybridstore/format/tier.h"
 #include "hsio/block_device.h"
 #include "hybridstore/kv/journal_record.h"
 
@@ -95,23 +96,38 @@ class CommitJournal {
   // ring (a torn one's successors, never acknowledged) can ever continue
   // the new sequence. Returns how many were replayed, or -EIO with *error;
   // *next_seq gets the first number to use.
-  int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how = RingRead::kWalkFromTail);
+  // Small overwrites' data the walk found (format 6, RING_DATA deltas):
+  // each piece with the deferred writer's staging number. With `ring_data`
+  // and any found, replay leaves RocksDB's journal number and tail as they
+  // were (the data is not in place yet: a crash must walk these records
+  // again) and syncs only the batches it replayed; the caller writes the
+  // data, then finish_replay() into the batch that records it.
+  struct RingWrite {
+    uint64_t staged = 0;
+    Tier tier = Tier::kSsd;
+    uint64_t physical = 0;
+    std::string data;
+  };
+  int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how = RingRead::kWalkFromTail,
+             std::vector<RingWrite>* ring_data = nullptr);
+  // What replay() left out when it returned ring data: RocksDB's journal
+  // number and the tail at the ring's start, for `next_seq` from replay.
+  void finish_replay(rocksdb::WriteBatch* b, uint64_t next_seq) const;
   // Every number in the ring takes 8 bytes of it at least (an entry's
   // number), so the ring never holds more numbers than this.
   uint64_t renumber_gap() const { return size_ / 8; }
-  // The value of Sjournal_tail for a RocksDB sync that will cover every
-  // transaction up to `covered`: the start of the first record past it
-  // (the head when none is reserved yet). Written into RocksDB before the
-  // sync, in the order of the syncs.
-  std::string tail_mark(uint64_t covered) const;
-  // The last number whose batches the committer wrote into RocksDB.
-  uint64_t batches_written_seq() const;
 
   uint64_t size() const { return size_; }
   std::string encode(const std::vector<JournalEntryView>& entries) const { return encode_journal_record(fsid_, entries); }
   std::string encode(const std::vector<JournalEntry>& entries) const { return encode_journal_record(fsid_, entries); }
   uint64_t record_size(const std::vector<JournalEntryView>& entries) const {
     return journal_record_size(fsid_, entries);
+  }
+  std::string encode_v2(const std::vector<JournalEntryView>& entries, const std::vector<std::string_view>& data) const {
+    return encode_journal_record_v2(fsid_, entries, data);
+  }
+  uint64_t record_v2_size(const std::vector<JournalEntryView>& entries, size_t data_blocks) const {
+    return journal_record_v2_size(fsid_, entries, data_blocks);
   }
   // Records larger than this go through a RocksDB sync instead: small
   // enough that the records of `lanes` groups in flight never reach around
@@ -128,12 +144,26 @@ class CommitJournal {
   // the others only once enabled here, before the first reserve (nothing
   // writes ring data or deltas yet: small-writes.md steps 5 and 6).
   void hold_tail_for(TailHold h);
+  // The value of Sjournal_tail for a RocksDB sync that will cover every
+  // transaction up to `covered`: the start of the first record past it
+  // (the head when none is reserved yet). Written into RocksDB before the
+  // sync, in the order of the syncs.
+  std::string tail_mark(uint64_t covered) const { return tail_mark_after(TailHold::kRocksDb, covered); }
+  // The value of Sjournal_tail RocksDB must hold before advance(h, seq):
+  // the walk's start once hold `h` reaches `seq` and the others stay.
+  std::string tail_mark_after(TailHold h, uint64_t seq) const;
+  // The last number whose batches the committer wrote into RocksDB.
+  uint64_t batches_written_seq() const;
   // Where the record of transactions up to `last_seq`, `len` bytes, goes.
   // Waits while the ring has no room for it behind the tail (backpressure:
   // the checkpointer frees room, see checkpoint_due); kStopped once
   // abort() was called.
   static constexpr uint64_t kStopped = UINT64_MAX;
   uint64_t reserve(uint64_t len, uint64_t last_seq);
+  // Called (without the journal's lock) when a reserve starts to wait for
+  // room: whoever holds the tail back may hurry (the deferred writer, whose
+  // applied ring data moves the kApplied hold). Before the first reserve.
+  void set_room_wanted(std::function<void()> f) { room_wanted_ = std::move(f); }
   // The same without waiting: false when the ring has no room now.
   bool try_reserve(uint64_t len, uint64_t last_seq, uint64_t* pos);
   // Every transaction up to `seq` is now durable for `h`: the tail moves
@@ -196,6 +226,9 @@ class CommitJournal {
     uint64_t start, end;  // bytes since open, as head_
     uint64_t last_seq;
   };
+  // The last number of the record before the tail (what the mark of a
+  // walk starting at the tail says it covers).
+  uint64_t before_tail_seq_ = 0;
   std::unique_ptr<BlockDevice> dev_;
   const uint64_t size_;
   const Uuid fsid_;
@@ -209,6 +242,7 @@ class CommitJournal {
   bool holds_[kTailHolds] = {true, false, false};
   uint64_t batches_written_ = 0;
   int waiting_ = 0;  // reserves waiting for room
+  std::function<void()> room_wanted_;
   bool woken_ = false, aborted_ = false;
   uint64_t discard_span_ = 0;
   uint64_t discarded_spans_ = 0;

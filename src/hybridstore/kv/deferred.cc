@@ -72,9 +72,14 @@ void DeferredWriter::throttle() {
 uint64_t DeferredWriter::stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data,
                                bool held) {
   std::lock_guard<std::mutex> l(mutex_);
+  return stage_locked(batch, tier, offset, std::move(data), held, false, nullptr);
+}
+
+uint64_t DeferredWriter::stage_locked(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data,
+                                      bool held, bool ring, std::shared_ptr<const std::string>* bytes) {
   uint64_t seq = next_seq_++;
   ++stats_.records_staged;
-  batch->Put(deferred_key(seq), encode_deferred(tier, offset, data));
+  if (!ring) batch->Put(deferred_key(seq), encode_deferred(tier, offset, data));
   max_entry_len_ = std::max<uint64_t>(max_entry_len_, data.size());
   pending_bytes_ += data.size();
   if (perf_.set) {
@@ -83,8 +88,50 @@ uint64_t DeferredWriter::stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64
     perf_.set->inc(perf_.queue_bytes, data.size());
   }
   by_offset_[tier].emplace(offset, seq);
-  entries_.emplace(seq, Entry{tier, offset, std::make_shared<const std::string>(std::move(data)), false, held});
+  Entry e{tier, offset, std::make_shared<const std::string>(std::move(data)), false, held};
+  e.ring = ring;
+  if (ring) ring_seqs_.insert(seq);
+  if (bytes) *bytes = e.data;
+  entries_.emplace(seq, std::move(e));
   return seq;
+}
+
+uint64_t DeferredWriter::stage_ring(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data,
+                                    bool* ring, std::shared_ptr<const std::string>* bytes) {
+  std::lock_guard<std::mutex> l(mutex_);
+  if (*ring) {
+    // Over a D record still pending, the replay order of the two kinds
+    // would not be the staging order of this range: a D record it is.
+    const auto& idx = by_offset_[tier];
+    auto it = idx.lower_bound(offset > max_entry_len_ ? offset - max_entry_len_ : 0);
+    for (; it != idx.end() && it->first < offset + data.size(); ++it) {
+      const Entry& en = entries_.at(it->second);
+      if (!en.ring && en.offset + en.data->size() > offset) {
+        *ring = false;
+        break;
+      }
+    }
+  }
+  return stage_locked(batch, tier, offset, std::move(data), false, *ring, bytes);
+}
+
+void DeferredWriter::ring_room_wanted() {
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    ring_room_wanted_ = true;
+  }
+  work_cv_.notify_one();
+}
+
+void DeferredWriter::record_instead(rocksdb::WriteBatchBase* batch, const std::vector<uint64_t>& seqs) {
+  std::lock_guard<std::mutex> l(mutex_);
+  for (uint64_t seq : seqs) {
+    auto it = entries_.find(seq);
+    if (it == entries_.end() || !it->second.ring) continue;
+    batch->Put(deferred_key(seq), encode_deferred(it->second.tier, it->second.offset, *it->second.data));
+    it->second.ring = false;
+    ring_seqs_.erase(seq);
+  }
 }
 
 void DeferredWriter::write_region(Tier tier, uint64_t begin, uint64_t end) {
@@ -105,6 +152,10 @@ void DeferredWriter::erase_locked(std::map<uint64_t, Entry>::iterator it) {
     }
   pending_bytes_ -= it->second.data->size();
   if (perf_.set) perf_.set->dec(perf_.queue_bytes, it->second.data->size());
+  if (it->second.ring) {
+    ring_seqs_.erase(it->first);
+    if (it->second.committed) ring_journal_.erase(ring_journal_.find(it->second.journal_seq));
+  }
   if (it->second.committed && !it->second.held) committed_bytes_ -= it->second.data->size();
   entries_.erase(it);
 }
@@ -184,15 +235,23 @@ void DeferredWriter::cancel(const std::vector<uint64_t>& seqs) {
   done_cv_.notify_all();
 }
 
-void DeferredWriter::committed(const std::vector<uint64_t>& seqs, std::vector<PExtent> released) {
+void DeferredWriter::committed(const std::vector<uint64_t>& seqs, std::vector<PExtent> released,
+                               uint64_t journal_seq) {
   std::vector<PExtent> ready;
   bool kick = false;
   {
     std::lock_guard<std::mutex> l(mutex_);
+    last_committed_journal_ = std::max(last_committed_journal_, journal_seq);
     for (uint64_t s : seqs) {
       auto it = entries_.find(s);
       if (it == entries_.end() || it->second.committed) continue;
       it->second.committed = true;
+      if (it->second.ring) {
+        it->second.journal_seq = journal_seq;
+        ring_journal_.insert(journal_seq);
+        ++stats_.records_in_ring;
+        if (perf_.set) perf_.set->inc(perf_.ring_ops);
+      }
       if (it->second.held) continue;
       if (committed_bytes_ == 0) oldest_committed_ = std::chrono::steady_clock::now();
       committed_bytes_ += it->second.data->size();
@@ -365,12 +424,46 @@ void DeferredWriter::pick_work_locked(Batch* b) {
     b->records.emplace_back(seq, e);
   }
   b->discarded.swap(discarded_);
+  if (!ring_sync_) return;
+  // What this batch leaves pending of the ring entries. Entries not yet
+  // committed get journal numbers above every one committed so far.
+  std::set<uint64_t> going;
+  std::multiset<uint64_t> going_journal;
+  for (auto* list : {&b->records, &b->covered})
+    for (const auto& [seq, e] : *list)
+      if (e.ring) {
+        going.insert(seq);
+        if (e.committed) going_journal.insert(e.journal_seq);
+      }
+  b->applied_staged = next_seq_ - 1;
+  bool any_left = false;
+  for (uint64_t seq : ring_seqs_)
+    if (!going.count(seq)) {
+      b->applied_staged = seq - 1;
+      any_left = true;
+      break;
+    }
+  // Read under this lock: a ring entry staged after it is numbered after
+  // every batch written now.
+  b->applied_journal = any_left ? last_committed_journal_ : std::max(last_committed_journal_, journal_written_());
+  for (auto it = ring_journal_.begin(); it != ring_journal_.end(); ++it) {
+    auto g = going_journal.find(*it);
+    if (g != going_journal.end()) {
+      going_journal.erase(g);
+      continue;
+    }
+    b->applied_journal = std::min(b->applied_journal, *it - 1);
+    break;
+  }
 }
 
 int DeferredWriter::apply_batch(std::unique_lock<std::mutex>& l) {
   Batch b;
   pick_work_locked(&b);
-  if (b.records.empty() && b.regions.empty() && b.discarded.empty()) return 0;  // nothing ready yet
+  // Nothing ready yet; unless the commit journal waits for ring space, which
+  // recording how far ring data is applied may free.
+  const bool ring_only = ring_sync_ && ring_room_wanted_;
+  if (b.records.empty() && b.regions.empty() && b.discarded.empty() && !ring_only) return 0;
   if (store_failed_) {
     if (int e = store_failed_(); e < 0) {
       // Read-only after a failure elsewhere: the records stay for replay.
@@ -522,6 +615,14 @@ int DeferredWriter::delete_records(const Batch& b, std::string* failure) {
   // waited behind it (0.4% of a lone writer's RocksDB writes, about 500 us
   // each). FlushWAL's sync runs beside later writes and covers everything
   // written before it.
+  if (ring_sync_) {
+    // The same synced batch says which ring data is in place now: replay
+    // writes only what was staged after it, among the D records left.
+    std::string n;
+    put_fixed64(&n, b.applied_staged);
+    del.Put(kv::journal_applied_key(), n);
+    return ring_sync_(&del, b.applied_journal, failure);
+  }
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &del);
   if (s.ok()) s = db_->FlushWAL(true);
   if (s.ok()) return 0;
@@ -531,6 +632,7 @@ int DeferredWriter::delete_records(const Batch& b, std::string* failure) {
 
 void DeferredWriter::finish_batch_locked(const Batch& b, int err, uint64_t t0_ns) {
   in_flight_ = false;
+  ring_room_wanted_ = false;
   inflight_regions_.clear();
   if (err) {
     error_ = err;
@@ -562,6 +664,7 @@ void DeferredWriter::run() {
     auto due = [&] {
       if (!regions_.empty() && has_work_locked()) return true;
       if (!discarded_.empty() && (stopping_ || drain_requests_)) return true;
+      if (ring_room_wanted_) return true;
       if (committed_bytes_ == 0) return false;
       if (stopping_ || drain_requests_ || committed_bytes_ >= opts_.batch_bytes) return true;
       return std::chrono::steady_clock::now() - oldest_committed_ >= std::chrono::milliseconds(opts_.max_delay_ms);
@@ -611,35 +714,61 @@ std::vector<std::pair<uint64_t, uint64_t>> outside(uint64_t off, uint64_t len,
 
 }  // namespace
 
+namespace {
+// `bytes` at `off` of `dev`; a piece smaller than the device's alignment by
+// read-modify-write.
+int write_replayed(BlockDevice* dev, uint64_t off, std::string_view bytes) {
+  const uint64_t a = dev->alignment();
+  const uint64_t rb = off / a * a, re = std::min(dev->size(), (off + bytes.size() + a - 1) / a * a);
+  AlignedBuffer b(re - rb, 4096, AlignedBuffer::kUninitialized);
+  if (rb != off || re != off + bytes.size())
+    if (int r = dev->read(rb, b.data(), re - rb); r < 0) return r;
+  std::memcpy(b.data() + (off - rb), bytes.data(), bytes.size());
+  return dev->write(rb, b.data(), re - rb);
+}
+}  // namespace
+
 int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::string* error,
-                           std::vector<std::string>* dropped, const Exclude* exclude) {
+                           std::vector<std::string>* dropped, const Exclude* exclude, const RingReplay* ring) {
   std::vector<std::pair<uint64_t, uint64_t>> excluded;
   if (exclude) {
     excluded = exclude->ranges;
     std::sort(excluded.begin(), excluded.end());
   }
+  // Everything to write, by staging number: the D records, and the ring's
+  // pieces staged after what was applied. A range never holds both kinds
+  // pending out of staging order (stage_ring), so this order is the one
+  // the writes were made in.
+  struct Pending {
+    Tier tier;
+    uint64_t offset;
+    std::string_view data;
+    std::string what;
+  };
+  std::map<uint64_t, Pending> pending;
+  std::vector<std::string> record_bytes;
   std::string prefix(1, kv::kDeferred);
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-  rocksdb::WriteBatch del;
-  int n = 0;
-  PerTier<bool> wrote;
+  rocksdb::WriteBatch own;
+  rocksdb::WriteBatch& del = ring && ring->also ? *ring->also : own;
+  std::vector<std::pair<uint64_t, std::string>> records;  // staging number, data
+  auto check = [&](Tier t, uint64_t off, uint64_t len, const std::string& what, std::string* bad) {
+    BlockDevice* dev = devices[t];
+    if (!dev)
+      *bad = fmt::format("{} targets {}, a tier this store does not have", what, tier_name(t));
+    else if (off < 4096 || len == 0 || off + len > dev->size())
+      *bad = fmt::format("{} targets an invalid {} range {}~{}", what, tier_name(t), off, len);
+  };
   for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    Tier t;
-    uint64_t off;
+    Tier t = Tier::kSsd;
+    uint64_t off = 0;
     std::string data;
     std::string bad;
-    BlockDevice* dev = nullptr;
-    if (it->key().size() != 9 || !decode_deferred(it->value().ToStringView(), &t, &off, &data)) {
-      bad = "corrupt deferred write record " + it->key().ToString(true);
-    } else {
-      dev = devices[t];
-      if (!dev)
-        bad = fmt::format("deferred write record {} targets {}, a tier this store does not have",
-                          it->key().ToString(true), tier_name(t));
-      else if (off < 4096 || data.empty() || off + data.size() > dev->size())
-        bad = fmt::format("deferred write record {} targets an invalid {} range {}~{}", it->key().ToString(true),
-                          tier_name(t), off, data.size());
-    }
+    const std::string what = "deferred write record " + it->key().ToString(true);
+    if (it->key().size() != 9 || !decode_deferred(it->value().ToStringView(), &t, &off, &data))
+      bad = "corrupt " + what;
+    else
+      check(t, off, data.size(), what, &bad);
     if (!bad.empty()) {
       if (!dropped) {
         *error = bad + " (hybridstore-tool repair can drop it)";
@@ -649,40 +778,53 @@ int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::
       del.Delete(it->key());
       continue;
     }
+    del.Delete(it->key());
+    uint64_t seq = 0;
+    for (size_t i = 1; i < 9; ++i) seq = seq << 8 | static_cast<uint8_t>(it->key().data()[i]);
+    records.emplace_back(seq, std::move(data));
+    pending[seq] = {t, off, {}, what};
+  }
+  if (!it->status().ok()) {
+    *error = "reading deferred records: " + it->status().ToString();
+    return -EIO;
+  }
+  for (const auto& [seq, data] : records) pending[seq].data = data;
+  if (ring && ring->writes)
+    for (const CommitJournal::RingWrite& w : *ring->writes) {
+      if (w.staged <= ring->applied) continue;
+      const std::string what = fmt::format("ring data staged as {}", w.staged);
+      std::string bad;
+      check(w.tier, w.physical, w.data.size(), what, &bad);
+      if (!bad.empty()) {
+        // The record's checksums held: this is damage of another kind (a
+        // store whose tiers changed), not a torn write to skip.
+        *error = bad;
+        return -EIO;
+      }
+      pending[w.staged] = {w.tier, w.physical, w.data, what};
+    }
+  int n = 0;
+  PerTier<bool> wrote;
+  for (const auto& [seq, p] : pending) {
     // A record of space that was freed and then lent to the KV file system
     // before its delete committed: its bytes there are stale, the kvfs's are
     // not. Chunks are aligned to whole erase units or more, so the
     // read-modify-write of a piece outside one stays outside it.
     uint64_t inside = 0;
     std::vector<std::pair<uint64_t, uint64_t>> pieces =
-        exclude && exclude->tier == t ? outside(off, data.size(), excluded, &inside)
-                                      : std::vector<std::pair<uint64_t, uint64_t>>{{off, data.size()}};
+        exclude && exclude->tier == p.tier ? outside(p.offset, p.data.size(), excluded, &inside)
+                                           : std::vector<std::pair<uint64_t, uint64_t>>{{p.offset, p.data.size()}};
     if (inside)
-      HS_WARN("dropped deferred write of {} bytes at {}: the space belongs to the KV file system", inside, off);
+      HS_WARN("dropped {} of {} bytes at {}: the space belongs to the KV file system", p.what, inside, p.offset);
     for (const auto& [poff, plen] : pieces) {
-      // Records smaller than the device's alignment: read-modify-write.
-      uint64_t a = dev->alignment();
-      uint64_t rb = poff / a * a, re = std::min(dev->size(), (poff + plen + a - 1) / a * a);
-      AlignedBuffer b(re - rb, 4096, AlignedBuffer::kUninitialized);
-      if (rb != poff || re != poff + plen) {
-        if (int r = dev->read(rb, b.data(), re - rb); r < 0) {
-          *error = fmt::format("replaying deferred write to {}: {}", tier_name(t), strerror(-r));
-          return r;
-        }
-      }
-      std::memcpy(b.data() + (poff - rb), data.data() + (poff - off), plen);
-      if (int r = dev->write(rb, b.data(), re - rb); r < 0) {
-        *error = fmt::format("replaying deferred write to {}: {}", tier_name(t), strerror(-r));
+      const std::string_view bytes = p.data.substr(poff - p.offset, plen);
+      if (int r = write_replayed(devices[p.tier], poff, bytes); r < 0) {
+        *error = fmt::format("replaying {} to {}: {}", p.what, tier_name(p.tier), strerror(-r));
         return r;
       }
-      wrote[t] = true;
+      wrote[p.tier] = true;
     }
-    del.Delete(it->key());
     if (!pieces.empty()) ++n;
-  }
-  if (!it->status().ok()) {
-    *error = "reading deferred records: " + it->status().ToString();
-    return -EIO;
   }
   for (Tier t : tier_ids(kMaxTiers))
     if (wrote[t])

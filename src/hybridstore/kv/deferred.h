@@ -30,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "hscommon/perf_counters.h"
 #include "hybridstore/format/onode.h"
 #include "hsio/block_device.h"
+#include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/kv_committer.h"
 
 namespace hybridstore {
@@ -52,6 +54,7 @@ struct DeferredOptions {
 
 struct DeferredStats {
   uint64_t records_staged = 0;
+  uint64_t records_in_ring = 0;  // of those committed: data in the commit journal's record, no D record
   uint64_t records_applied = 0;
   uint64_t bytes_applied = 0;
   uint64_t device_writes = 0;  // after merging adjacent ranges
@@ -62,7 +65,8 @@ struct DeferredStats {
 // Counter ids the deferred writer updates; without a set it counts nothing.
 struct DeferredPerf {
   PerfCounterSet* set = nullptr;
-  int write_ops = -1, write_bytes = -1, queue_bytes = -1, apply_ops = -1, apply_bytes = -1, apply_lat = -1;
+  int write_ops = -1, write_bytes = -1, ring_ops = -1, queue_bytes = -1, apply_ops = -1, apply_bytes = -1,
+      apply_lat = -1;
 };
 
 class DeferredWriter {
@@ -92,13 +96,40 @@ class DeferredWriter {
   // it visible to reads. Returns the record's sequence number.
   uint64_t stage(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data,
                  bool held = false);
+  // The same, without a D record, when *ring (data to carry in the commit
+  // journal's record instead, docs/small-writes.md step 5) and no staged D
+  // record overlaps the range (the two kinds land in staging order only
+  // when a range never mixes them); *ring then says which it did, and
+  // *bytes gets the data the record must carry.
+  uint64_t stage_ring(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data, bool* ring,
+                      std::shared_ptr<const std::string>* bytes);
+  // The transaction of these ring entries cannot carry them in its record:
+  // they become D records in `batch`.
+  void record_instead(rocksdb::WriteBatchBase* batch, const std::vector<uint64_t>& seqs);
+  // Ring entries on: every applied batch records, in the synced batch that
+  // deletes its D records, the staging number up to which every ring entry
+  // is applied (Sjournal_applied), through `sync` with the journal number
+  // up to which every ring entry's transaction is applied (the ring's tail
+  // hold, KvCommitter::sync_applied_ring_data). Before start().
+  // `written` gives the journal number up to which the committer wrote its
+  // batches: with no ring entry pending, every number up to it is applied
+  // as far as ring data goes (an entry staged later commits above it).
+  using RingSync = std::function<int(rocksdb::WriteBatch*, uint64_t journal_seq, std::string* failure)>;
+  void set_ring_sync(RingSync sync, std::function<uint64_t()> written) {
+    ring_sync_ = std::move(sync);
+    journal_written_ = std::move(written);
+  }
+  // The commit journal waits for ring space its ring entries hold: apply
+  // what is committed now, whatever the batch size and delay say.
+  void ring_room_wanted();
   // The device range [begin, end) of `tier` (aligned) is complete: write it
   // whole once every record in it is committed.
   void write_region(Tier tier, uint64_t begin, uint64_t end);
   // The transaction that staged these failed: forget them.
   void cancel(const std::vector<uint64_t>& seqs);
-  // The transaction that staged `seqs` and freed `released` is durable.
-  void committed(const std::vector<uint64_t>& seqs, std::vector<PExtent> released);
+  // The transaction that staged `seqs` and freed `released` is durable, as
+  // commit journal number `journal_seq` (0 without a journal).
+  void committed(const std::vector<uint64_t>& seqs, std::vector<PExtent> released, uint64_t journal_seq = 0);
 
   // Overlay for reads: copies every staged range overlapping
   // [offset, offset+len) of `tier` into `buf` (which holds the device bytes
@@ -143,8 +174,17 @@ class DeferredWriter {
   // The part of a record inside `exclude` is not written (docs/kvfs.md
   // 2.6: a stale record of space since lent would overwrite kvfs data); the
   // record is deleted all the same, and the drop logged.
+  // Ring data the commit journal's replay found (format 6): the pieces
+  // staged after `applied` are written too, in staging order among the D
+  // records; `also` goes into the synced batch that deletes them.
+  struct RingReplay {
+    const std::vector<CommitJournal::RingWrite>* writes = nullptr;
+    uint64_t applied = 0;
+    rocksdb::WriteBatch* also = nullptr;
+  };
   static int replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::string* error,
-                    std::vector<std::string>* dropped = nullptr, const Exclude* exclude = nullptr);
+                    std::vector<std::string>* dropped = nullptr, const Exclude* exclude = nullptr,
+                    const RingReplay* ring = nullptr);
 
  private:
   struct Entry {
@@ -153,6 +193,8 @@ class DeferredWriter {
     std::shared_ptr<const std::string> data;
     bool committed = false;
     bool held = false;
+    bool ring = false;          // its data rides in the commit journal, no D record
+    uint64_t journal_seq = 0;   // ring entries, once committed
   };
   struct Region {
     Tier tier;
@@ -162,6 +204,8 @@ class DeferredWriter {
     uint64_t tag;  // applied once every seq <= tag is applied
     PExtent extent;
   };
+  uint64_t stage_locked(rocksdb::WriteBatchBase* batch, Tier tier, uint64_t offset, std::string data, bool held,
+                        bool ring, std::shared_ptr<const std::string>* bytes);
   void run();
   // Picks committed work (regions whose records are all committed, and
   // unheld records in staging order up to the first uncommitted one).
@@ -176,6 +220,10 @@ class DeferredWriter {
     std::vector<std::pair<uint64_t, Entry>> covered;  // applied through a region
     std::vector<uint64_t> discarded;                  // records only to delete
     uint64_t bytes = 0, writes = 0;
+    // Ring entries on: once this batch is applied, every ring entry staged
+    // up to applied_staged, and every ring entry of a transaction numbered
+    // up to applied_journal, is in place.
+    uint64_t applied_staged = 0, applied_journal = 0;
   };
   struct Run;
   void pick_work_locked(Batch* b);
@@ -226,6 +274,12 @@ class DeferredWriter {
   std::map<uint64_t, Span> dead_spans_;  // discarded seq -> its range, until deleted durably
   bool in_flight_ = false;           // apply_batch is writing outside the lock
   uint64_t next_seq_ = 1;
+  RingSync ring_sync_;
+  std::function<uint64_t()> journal_written_;
+  bool ring_room_wanted_ = false;
+  std::set<uint64_t> ring_seqs_;            // staging numbers of ring entries in entries_
+  std::multiset<uint64_t> ring_journal_;    // journal numbers of committed ones
+  uint64_t last_committed_journal_ = 0;     // highest journal number committed() saw
   std::atomic<uint64_t> pending_bytes_{0};
   uint64_t drain_requests_ = 0;
   bool stopping_ = false;

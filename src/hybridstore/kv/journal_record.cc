@@ -36,7 +36,8 @@ void put_delta(std::string* o, const JournalDelta& d) {
   put_varint(o, d.version);
   switch (d.kind) {
     case JournalDeltaKind::kOverwrite:
-      put_varint(o, d.logical);
+    case JournalDeltaKind::kRingData:
+      put_varint(o, d.kind == JournalDeltaKind::kRingData ? d.staged : d.logical);
       put_varint(o, d.crcs.size());
       put_u8(o, d.tier);
       put_varint(o, d.physical);
@@ -91,14 +92,21 @@ bool decode_delta(Decoder& d, const std::vector<std::string_view>& data, uint64_
   uint8_t kind;
   JournalDelta x;
   if (!d.get_u8(&kind) || !d.get_bytes(&x.key) || !d.get_varint(&x.version)) return fail(why, "truncated delta");
-  if (x.key.empty()) return fail(why, "delta without an object key");
-  // A delta makes a version; the first one any object can get is 1.
-  if (x.version == 0) return fail(why, "delta making version 0");
+  if (kind == static_cast<uint8_t>(JournalDeltaKind::kRingData)) {
+    // Data only: no object, no version.
+    if (!x.key.empty() || x.version != 0) return fail(why, "ring data naming an object");
+  } else {
+    if (x.key.empty()) return fail(why, "delta without an object key");
+    // A delta makes a version; the first one any object can get is 1.
+    if (x.version == 0) return fail(why, "delta making version 0");
+  }
   switch (kind) {
-    case static_cast<uint8_t>(JournalDeltaKind::kOverwrite): {
+    case static_cast<uint8_t>(JournalDeltaKind::kOverwrite):
+    case static_cast<uint8_t>(JournalDeltaKind::kRingData): {
       uint64_t blocks;
-      if (!d.get_varint(&x.logical) || !d.get_varint(&blocks) || !d.get_u8(&x.tier) || !d.get_varint(&x.physical) ||
-          !d.get_varint(&x.first_block))
+      const bool ring = kind == static_cast<uint8_t>(JournalDeltaKind::kRingData);
+      if ((ring ? !d.get_varint(&x.staged) || x.staged == 0 : !d.get_varint(&x.logical)) || !d.get_varint(&blocks) ||
+          !d.get_u8(&x.tier) || !d.get_varint(&x.physical) || !d.get_varint(&x.first_block))
         return fail(why, "truncated overwrite");
       if (blocks == 0 || blocks > d.remaining() / 4) return fail(why, "overwrite block count out of range");
       if (x.tier >= kMaxTiers) return fail(why, "overwrite on a bad tier");
@@ -165,6 +173,7 @@ bool decode_entries(Decoder& d, uint8_t version, const std::vector<std::string_v
       std::map<std::string, uint64_t> made;
       for (auto& x : e.deltas) {
         if (!decode_delta(d, data, &next_block, &x, why)) return false;
+        if (x.kind == JournalDeltaKind::kRingData) continue;
         auto [it, fresh] = made.emplace(x.key, x.version);
         if (!fresh && it->second != x.version) return fail(why, "deltas of one object in one entry disagree on its version");
       }
@@ -181,7 +190,7 @@ bool decode_entries(Decoder& d, uint8_t version, const std::vector<std::string_v
 bool operator==(const JournalDelta& a, const JournalDelta& b) {
   return a.kind == b.kind && a.key == b.key && a.version == b.version && a.logical == b.logical &&
          a.tier == b.tier && a.physical == b.physical && a.first_block == b.first_block && a.crcs == b.crcs &&
-         a.name == b.name && a.value == b.value && a.size == b.size;
+         a.name == b.name && a.value == b.value && a.size == b.size && a.staged == b.staged;
 }
 
 uint64_t journal_record_size(const Uuid& fsid, const std::vector<JournalEntryView>& entries) {

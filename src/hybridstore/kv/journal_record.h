@@ -25,6 +25,11 @@
 //     SETATTR (2):   [bytes name][bytes value]
 //     RMATTR (3):    [bytes name]
 //     SETSIZE (4):   [varint size]
+//     RING_DATA (5): [varint staged][varint blocks][u8 tier][varint physical]
+//                    [varint first data block][fixed32 crc32c]*blocks,
+//                    with an empty key and version 0: data only, for the
+//                    deferred writer (its staging number `staged`), no onode
+//                    change (the transaction's batch carries its onode).
 // The seal covers the header, and through the crcs it holds every data
 // block: a record is intact when its seal verifies and each data block
 // matches its crc. A torn record fails one or the other and is absent.
@@ -44,7 +49,7 @@ namespace hybridstore {
 
 constexpr uint64_t kJournalBlock = 4096;
 
-enum class JournalDeltaKind : uint8_t { kOverwrite = 1, kSetAttr = 2, kRmAttr = 3, kSetSize = 4 };
+enum class JournalDeltaKind : uint8_t { kOverwrite = 1, kSetAttr = 2, kRmAttr = 3, kSetSize = 4, kRingData = 5 };
 
 // One change a transaction made to one object's onode, named by the
 // onode's RocksDB key and the onode version it makes (onode record v3).
@@ -65,6 +70,11 @@ struct JournalDelta {
   std::string value;
   // kSetSize
   uint64_t size = 0;
+  // kRingData: `crcs.size()` blocks at `physical` on tier index `tier`, the
+  // record's data blocks from `first_block` on, staged by the deferred
+  // writer as number `staged` (replay applies them in that order, among
+  // the D records).
+  uint64_t staged = 0;
 };
 bool operator==(const JournalDelta& a, const JournalDelta& b);
 

@@ -106,6 +106,7 @@ uint64_t KvCommitter::submit(CommitWork work, bool caller_waits) {
   work.seq = next_seq_++;
   if (perf_.set) work.submit_ns = perf_now_ns();
   uint64_t seq = work.seq;
+  if (!work.ring_deltas.empty()) ++ring_works_queued_;
   // Nothing else to commit and the caller is about to wait for it: the
   // caller commits it itself (wait_committed), so that a lone writer does
   // not pay two thread switches per transaction for the committer thread.
@@ -120,7 +121,7 @@ int KvCommitter::wait_committed(uint64_t seq) {
   if (committed_.load() < seq && !error_ && !busy_ && !queue_.empty() && flights_.empty() &&
       queue_.back().seq >= seq) {
     auto f = std::make_shared<Flight>();
-    f->group.swap(queue_);
+    take_group_locked(f.get());
     busy_ = true;
     l.unlock();
     process_group(f);
@@ -191,7 +192,7 @@ void KvCommitter::commit_loop() {
                (stopping_ && queue_.empty() && !busy_);
       });
       if (queue_.empty() && stopping_) return;
-      f->group.swap(queue_);
+      take_group_locked(f.get());
       busy_ = true;
     }
     process_group(f);
@@ -200,6 +201,59 @@ void KvCommitter::commit_loop() {
       busy_ = false;
     }
   }
+}
+
+namespace {
+// An upper bound of what `w` adds to a version-2 record: its batch with the
+// journal number the committer puts into it, its entry, deltas and data.
+uint64_t record_bytes_of(const CommitWork& w) {
+  uint64_t n = w.batch->GetDataSize() + 64;
+  for (const JournalDelta& d : w.ring_deltas) n += 64 + d.key.size() + 4 * d.crcs.size();
+  for (const auto& b : w.ring_data) n += b->size();
+  return n;
+}
+}  // namespace
+
+void KvCommitter::take_group_locked(Flight* f) {
+  if (!journal_ || ring_works_queued_ == 0) {
+    f->group.swap(queue_);
+    return;
+  }
+  // A group whose record would not fit is synced through RocksDB instead,
+  // which ring data cannot be: such groups stop where one record is full
+  // (the pipeline never submits one transaction larger than that).
+  const uint64_t room = journal_->max_record(lanes_);
+  uint64_t bytes = 2 * kJournalBlock;
+  bool ring = false;
+  while (!queue_.empty()) {
+    CommitWork& w = queue_.front();
+    const uint64_t n = record_bytes_of(w);
+    const bool has_ring = !w.ring_deltas.empty();
+    if (!f->group.empty() && (ring || has_ring) && bytes + n > room) break;
+    bytes += n;
+    ring |= has_ring;
+    if (has_ring) --ring_works_queued_;
+    f->group.push_back(std::move(w));
+    queue_.pop_front();
+  }
+}
+
+uint64_t KvCommitter::ring_work_room() const {
+  if (!journal_) return 0;
+  return journal_->max_record(lanes_) / 2;
+}
+
+int KvCommitter::sync_applied_ring_data(rocksdb::WriteBatch* b, uint64_t journal_seq, std::string* failure) {
+  std::lock_guard<std::mutex> order(ring_sync_mutex_);
+  b->Put(kv::journal_tail_key(), journal_->tail_mark_after(CommitJournal::TailHold::kApplied, journal_seq));
+  rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), b);
+  if (s.ok()) s = db_->FlushWAL(true);
+  if (!s.ok()) {
+    *failure = "recording applied ring data failed: " + s.ToString();
+    return -EIO;
+  }
+  journal_->advance(CommitJournal::TailHold::kApplied, journal_seq);
+  return 0;
 }
 
 // Everything between taking a group and handing it on, in queue order (one
@@ -275,23 +329,55 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
   // Each batch records its journal number.
   // The batches are read where they lie until the record is built.
   std::vector<JournalEntryView> entries;
-  if (journal_)
+  // With ring data the record is of version 2: the deltas of each
+  // transaction, their data blocks numbered across the group.
+  std::vector<std::vector<JournalDelta>> deltas;
+  std::vector<std::string_view> data;
+  bool ring = false;
+  for (const auto& w : f.group) ring |= !w.ring_deltas.empty();
+  if (journal_) {
+    if (ring) deltas.resize(f.group.size());
+    size_t i = 0;
     for (auto& w : f.group) {
       std::string n;
       put_fixed64(&n, next_journal_seq_);
       w.batch->Put(kv::journal_seq_key(), n);
+      w.journal_seq = next_journal_seq_;
       entries.push_back({next_journal_seq_++, w.batch->Data()});
+      if (ring) {
+        const uint64_t base = data.size();
+        for (JournalDelta d : w.ring_deltas) {
+          d.first_block += base;
+          deltas[i].push_back(std::move(d));
+        }
+        for (const auto& buf : w.ring_data)
+          for (uint64_t off = 0; off < buf->size(); off += kJournalBlock)
+            data.push_back(std::string_view(*buf).substr(off, kJournalBlock));
+        entries.back().deltas = &deltas[i];
+      }
+      ++i;
     }
+  }
   *overlap = false;
   if (journal_) {
     f.journal_last = next_journal_seq_ - 1;
-    const bool sync_now = journal_->record_size(entries) > journal_->max_record(lanes_);
+    const uint64_t size = ring ? journal_->record_v2_size(entries, data.size()) : journal_->record_size(entries);
+    const bool sync_now = size > journal_->max_record(lanes_);
+    if (sync_now && ring) {
+      // take_group_locked and the pipeline's bound keep this from happening;
+      // a RocksDB sync would not make the data durable.
+      fail(-EIO, fmt::format("a commit group's record with ring data needs {} bytes, more than the {} a record "
+                             "may take",
+                             size, journal_->max_record(lanes_)));
+      return false;
+    }
     bool checkpoint = false;
+    auto encode = [&] { return ring ? journal_->encode_v2(entries, data) : journal_->encode(entries); };
     if (!sync_now && inline_checkpoints_) {
-      f.record = journal_->encode(entries);
+      f.record = encode();
       f.pos = journal_->reserve(f.record.size(), &checkpoint);
     } else if (!sync_now) {
-      f.record = journal_->encode(entries);
+      f.record = encode();
       // Never a RocksDB sync here: the checkpointer keeps room behind the
       // ring's tail (docs/small-writes.md 6.2), and this waits only when
       // it falls behind. Every batch before this group's is in RocksDB
@@ -587,7 +673,7 @@ void KvCommitter::acknowledge(Flight& f) {
 
   std::vector<std::function<void()>> callbacks;
   for (auto& w : group) {
-    if (w.after_commit) w.after_commit();
+    if (w.after_commit) w.after_commit(w.journal_seq);
     for (auto& cb : w.on_commit) callbacks.push_back(std::move(cb));
   }
   // Callbacks reach the finisher before committed_ moves, so whoever sees

@@ -89,8 +89,16 @@ struct CommitWork {
   std::shared_ptr<PendingWrites> writes;
   std::vector<std::function<void()>> on_commit;
   // Runs on the committer thread once the group is durable, before callbacks
-  // (returns freed space to the allocators).
-  std::function<void()> after_commit;
+  // (returns freed space to the allocators), with the transaction's commit
+  // journal number (0 without a journal).
+  std::function<void(uint64_t journal_seq)> after_commit;
+  // Small overwrites whose data rides in the journal record instead of a D
+  // record (hybridstore_small_write_journal=data, docs/small-writes.md
+  // step 5): RING_DATA deltas, their first_block counted in `ring_data`,
+  // whose buffers are whole 4 KiB blocks in the deltas' order.
+  std::vector<JournalDelta> ring_deltas;
+  std::vector<std::shared_ptr<const std::string>> ring_data;
+  uint64_t journal_seq = 0;  // set by the committer
   uint64_t seq = 0;
   uint64_t start_ns = 0;  // when the transaction entered the store (commit_lat)
   uint64_t submit_ns = 0;  // set by submit()
@@ -143,6 +151,14 @@ class KvCommitter {
   // Before start(): free ring space with a RocksDB sync on the commit path,
   // by the group that needs it, as before the checkpointer (A/B runs).
   void set_inline_checkpoints(bool on) { inline_checkpoints_ = on; }
+  // The most a transaction may carry in the journal record, batch and ring
+  // data together (0: it may carry no ring data: no journal).
+  uint64_t ring_work_room() const;
+  // The deferred writer applied every ring piece of transactions up to
+  // `journal_seq`: writes `b` (its deletes and applied number) with the
+  // ring's tail mark for that, synced, then lets the tail move past them.
+  // One at a time with the other syncs that move the tail. 0 or -EIO.
+  int sync_applied_ring_data(rocksdb::WriteBatch* b, uint64_t journal_seq, std::string* failure);
   void start();
   // Drains the queue and joins the threads.
   void stop();
@@ -195,6 +211,9 @@ class KvCommitter {
   // FlushWAL(true), then the tail moved (or, `whole_ring`, every record
   // freed: the inline checkpoint). False after a failure.
   bool sync_rocksdb_for_ring(bool whole_ring);
+  // Moves the queue's front into f's group: all of it, but when it holds
+  // ring data only as much as one record carries.
+  void take_group_locked(Flight* f);
   // Acknowledges, in queue order, every group at the front that is durable.
   void complete_ready();
   void acknowledge(Flight& f);
@@ -230,6 +249,7 @@ class KvCommitter {
   std::mutex complete_mutex_;  // one thread acknowledges at a time (taken before mutex_)
   CommitJournal* journal_ = nullptr;
   uint64_t next_journal_seq_ = 1;  // committer thread only
+  size_t ring_works_queued_ = 0;   // works in queue_ with ring data (mutex_)
   int lanes_ = 1;
   std::vector<std::thread> lane_threads_;
   std::thread checkpoint_thread_;  // hs-ckpt: RocksDB WAL syncs that move the ring's tail

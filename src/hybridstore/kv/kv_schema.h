@@ -36,6 +36,12 @@ inline std::string journal_seq_key() { return super_key("journal_seq"); }
 // encode_journal_tail (journal_record.h): where mount starts walking the
 // commit journal's ring (format 5).
 inline std::string journal_tail_key() { return super_key("journal_tail"); }
+// fixed64 (format 6): the deferred writer's staging number up to which
+// every small write whose data rode in the commit journal is in place;
+// mount writes the pieces the ring holds past it (DeferredWriter::replay).
+// Reset to 0 with the ring's tail at every mount (staging numbers start
+// again at 1).
+inline std::string journal_applied_key() { return super_key("journal_applied"); }
 
 std::string collection_key(const CollectionId& c);
 bool decode_collection_key(std::string_view k, CollectionId* c);

@@ -42,6 +42,7 @@ struct StoreStats {
   uint64_t transactions_committed = 0;
   uint64_t commit_groups = 0;
   uint64_t deferred_staged = 0;         // deferred writes acknowledged through RocksDB
+  uint64_t deferred_in_ring = 0;        // ... of which rode in the commit journal instead (format 6)
   uint64_t deferred_applied = 0;        // ... and since written to their devices
   uint64_t deferred_device_writes = 0;  // device writes those took (adjacent ones merged)
   uint64_t deferred_pending_bytes = 0;

@@ -45,7 +45,8 @@ DataWriter::DataWriter(TierSet* tiers, const DataReader* reader, DeferredWriter*
                                                                           : 0),
       cut_at_shards_(cfg.get_size("hybridstore_extent_map_inline_max") > 0),
       absorb_max_(cfg.get_size("hybridstore_tier_absorb_max")),
-      absorb_min_free_(cfg.get_double("hybridstore_tier_absorb_min_free")) {
+      absorb_min_free_(cfg.get_double("hybridstore_tier_absorb_min_free")),
+      ring_data_(cfg.get_str("hybridstore_small_write_journal") == "data") {
   const bool always = cfg.get_str("hybridstore_tier_absorb") == "always";
   const Tier fastest = tiers->fastest();
   const Media top = tiers->device(fastest)->media();
@@ -182,7 +183,18 @@ void DataWriter::overwrite_in_place(TxnContext& tx, Tier tier, Onode& o, uint64_
     const char* src = buf + (x - a);
     for (uint64_t blk = (x - e.logical) / e.csum_block; blk < (y - e.logical) / e.csum_block; ++blk)
       e.csums[blk] = crc32c(0, buf + (e.logical + blk * e.csum_block - a), e.csum_block);
-    tx.deferred.push_back(deferred_->stage(tx.batch.get(), tier, e.physical + (x - e.logical), std::string(src, y - x)));
+    const uint64_t at = e.physical + (x - e.logical);
+    // Whole 4 KiB blocks ride in the commit journal's record (its data
+    // blocks); anything else is a D record, as without the option.
+    bool ring = ring_data_ && at % kJournalBlock == 0 && (y - x) % kJournalBlock == 0 && y > x;
+    if (!ring) {
+      tx.deferred.push_back(deferred_->stage(tx.batch.get(), tier, at, std::string(src, y - x)));
+      continue;
+    }
+    std::shared_ptr<const std::string> bytes;
+    const uint64_t seq = deferred_->stage_ring(tx.batch.get(), tier, at, std::string(src, y - x), &ring, &bytes);
+    tx.deferred.push_back(seq);
+    if (ring) tx.ring.push_back({seq, tier, at, std::move(bytes)});
   }
 }
 

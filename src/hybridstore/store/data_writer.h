@@ -114,6 +114,7 @@ class DataWriter {
   const bool cut_at_shards_;  // hybridstore_extent_map_inline_max > 0
   const uint64_t absorb_max_;        // hybridstore_tier_absorb_max
   const double absorb_min_free_;     // hybridstore_tier_absorb_min_free
+  const bool ring_data_;             // hybridstore_small_write_journal=data
   // By tier id: the fastest tier absorbs small writes into objects there
   // (hybridstore_tier_absorb, and absorb_pays of the devices' media).
   PerTier<bool> absorb_from_;

@@ -397,6 +397,8 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
   }
 
   Superblock sb;
+  sb.format_version =
+      cfg.get_str("hybridstore_small_write_journal") == "data" ? kFormatSmallWriteJournal : kFormatVersion;
   sb.fsid = fsid != Uuid{} ? fsid : generate_uuid();
   sb.created_us = now_us();
   sb.csum_block = static_cast<uint32_t>(cfg.get_size("hybridstore_csum_block"));

@@ -18,6 +18,7 @@
 #endif
 #include <rocksdb/db.h>
 
+#include "hscommon/encoding.h"
 #include "hscommon/log.h"
 #include "hybridstore/kv/commit_journal.h"
 #include "hybridstore/kv/deferred.h"
@@ -114,6 +115,12 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
     return r;
   }
   if (int r = m->read_superblock(error); r < 0) return r;
+  m->ring_data_ = cfg->get_str("hybridstore_small_write_journal") == "data";
+  if (m->ring_data_ && cfg->get_size("hybridstore_commit_journal_size") == 0) {
+    *error = "hybridstore_small_write_journal=data puts small writes' data in the commit journal, which "
+             "hybridstore_commit_journal_size=0 turns off";
+    return -EINVAL;
+  }
   // Transactions the commit journal made durable but RocksDB lost go back
   // into RocksDB before anything reads it.
   uint64_t next_journal_seq = 1;
@@ -151,6 +158,13 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   }
   if (!read_only) {
     if (int r = m->upgrade_format(error); r < 0) return r;
+    if (m->ring_data_ && m->super_.format_version < kFormatSmallWriteJournal) {
+      *error = fmt::format("store at {} stays at format {}, and hybridstore_small_write_journal=data needs "
+                           "format {}",
+                           path, m->super_.format_version, kFormatSmallWriteJournal);
+      m->close();
+      return -EOPNOTSUPP;
+    }
     if (m->kv_)
       if (int r = m->finish_move(error); r < 0) return r;
   }
@@ -323,7 +337,8 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
     // asks for one; replayed whenever it exists.
     journal_ = kv_->open_journal(size, super_.fsid, journal_discard_span_, error);
     if (!journal_) return error->empty() ? 0 : -EIO;
-    int r = journal_->replay(db_.get(), next_seq, error, ring_read());
+    int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr());
+    journal_next_seq_ = *next_seq;
     return r < 0 ? r : 0;
   }
   std::error_code ec;
@@ -334,7 +349,8 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
     wrap = [&](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
   journal_ = CommitJournal::open(path, size > 0 ? size : (16ull << 20), super_.fsid, wrap, error);
   if (!journal_) return -EIO;
-  int r = journal_->replay(db_.get(), next_seq, error, ring_read());
+  int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr());
+  journal_next_seq_ = *next_seq;
   return r < 0 ? r : 0;
 }
 
@@ -347,8 +363,30 @@ int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* 
   const PerTier<std::vector<Interval>> lent = kvfs_chunks();
   DeferredWriter::Exclude exclude;
   for (const Interval& i : lent[Tier::kSsd]) exclude.ranges.emplace_back(i.offset, i.length);
-  if (int r = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log, kv_ ? &exclude : nullptr); r < 0)
+  // Ring data goes to its place with the D records, in staging order; the
+  // journal's number and tail, which replay left as they were, are written
+  // with the records' deletes, once the data is in place.
+  rocksdb::WriteBatch finish;
+  DeferredWriter::RingReplay ring;
+  if (!ring_writes_.empty()) {
+    std::string v;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kv::journal_applied_key(), &v);
+    if (s.ok() && v.size() == 8) {
+      ring.applied = load_fixed64(v.data());
+    } else if (!s.IsNotFound()) {
+      *error = s.ok() ? "corrupt applied ring data number in RocksDB" : "reading the applied ring data number: " + s.ToString();
+      return -EIO;
+    }
+    journal_->finish_replay(&finish, journal_next_seq_);
+    ring.writes = &ring_writes_;
+    ring.also = &finish;
+  }
+  if (int r = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log, kv_ ? &exclude : nullptr,
+                                     ring_writes_.empty() ? nullptr : &ring);
+      r < 0)
     return r;
+  ring_writes_.clear();
+  ring_writes_.shrink_to_fit();
   if (int r = tiers_->load(db_.get(), *cfg_, lent, error); r < 0) return r;
   if (kv_) lend_to_kvfs();
   return 0;
@@ -360,6 +398,9 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
     committer_->set_journal(journal_.get(), next_journal_seq,
                             static_cast<int>(cfg_->get_int("hybridstore_commit_lanes")));
   committer_->set_inline_checkpoints(!cfg_->get_bool("hybridstore_commit_checkpointer"));
+  const bool ring_data = ring_data_ && journal_ && cfg_->get_size("hybridstore_commit_journal_size") > 0;
+  // Ring space holds each record until its data is in place, too.
+  if (ring_data) journal_->hold_tail_for(CommitJournal::TailHold::kApplied);
   committer_->start();
   DeferredOptions dopts;
   dopts.batch_bytes = cfg_->get_size("hybridstore_deferred_batch_bytes");
@@ -375,6 +416,16 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
   deferred_->set_store_failure([committer] { return committer->error(); },
                                [committer](int err, const std::string& why) { committer->fail(err, why); });
   deferred_->set_perf(deferred_counters(perf_));
+  if (ring_data) {
+    CommitJournal* journal = journal_.get();
+    deferred_->set_ring_sync(
+        [committer](rocksdb::WriteBatch* b, uint64_t journal_seq, std::string* failure) {
+          return committer->sync_applied_ring_data(b, journal_seq, failure);
+        },
+        [journal] { return journal->batches_written_seq(); });
+    DeferredWriter* deferred = deferred_.get();
+    journal_->set_room_wanted([deferred] { deferred->ring_room_wanted(); });
+  }
   deferred_->start();
 }
 
@@ -422,7 +473,8 @@ int MountedStore::set_object_gauges(std::string* error) {
 }
 
 int MountedStore::upgrade_format(std::string* error) {
-  if (super_.format_version >= kFormatVersion) return upgrade_labels(error);
+  const uint32_t target = ring_data_ ? kFormatSmallWriteJournal : kFormatVersion;
+  if (super_.format_version >= target) return upgrade_labels(error);
   // A format-4 label pair puts copy B at s, inside the head the store
   // reserved; a head too small for it (none is known) keeps the old format.
   for (Tier t : tiers_->ids()) {
@@ -445,7 +497,7 @@ int MountedStore::upgrade_format(std::string* error) {
   // this mount's replay wrote the ring's tail, and every RocksDB sync since
   // has moved it.
   Superblock up = super_;
-  up.format_version = kFormatVersion;
+  up.format_version = target;
   if (super_.format_version < 4) up.kv_location = KvLocation::kDirectory;
   CommitWork work;
   work.batch = std::make_unique<rocksdb::WriteBatch>();
@@ -456,8 +508,17 @@ int MountedStore::upgrade_format(std::string* error) {
     close();
     return -EIO;
   }
+  // In RocksDB itself, not only in the journal's ring: a mount reads the
+  // superblock before it replays the ring, and how it reads the ring
+  // depends on the format (a format-6 ring's data is replayed only by a
+  // mount that knows the store is of format 6).
+  if (rocksdb::Status s = db_->FlushWAL(true); !s.ok()) {
+    *error = "cannot sync the upgraded superblock: " + s.ToString();
+    close();
+    return -EIO;
+  }
   HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
-          kFormatVersion);
+          target);
   super_ = up;
   return upgrade_labels(error);
 }
@@ -793,6 +854,7 @@ int MountedStore::statfs(StoreStats* st) {
   }
   auto ds = deferred_->stats();
   st->deferred_staged = ds.records_staged;
+  st->deferred_in_ring = ds.records_in_ring;
   st->deferred_applied = ds.records_applied;
   st->deferred_device_writes = ds.device_writes;
   st->deferred_pending_bytes = deferred_->pending_bytes();

@@ -148,6 +148,9 @@ class MountedStore {
   // Opens <store>/journal (making it when the option asks for one) and
   // replays it into RocksDB; *next_seq gets the first journal number to use.
   int open_journal(uint64_t* next_seq, std::string* error);
+  std::vector<CommitJournal::RingWrite>* ring_writes_ptr() {
+    return super_.format_version >= kFormatSmallWriteJournal ? &ring_writes_ : nullptr;
+  }
   CommitJournal::RingRead ring_read() const {
     return super_.format_version >= kFormatWalkedJournal ? CommitJournal::RingRead::kWalkFromTail
                                                          : CommitJournal::RingRead::kScanEveryBlock;
@@ -214,6 +217,12 @@ class MountedStore {
   bool compactions_held_ = false;
   std::unique_ptr<rocksdb::DB> db_;
   std::unique_ptr<CommitJournal> journal_;  // outlives committer_, which writes it
+  // Format 6: the ring data the journal's replay found, written by the
+  // deferred replay in open_tiers; the journal number replay handed out.
+  std::vector<CommitJournal::RingWrite> ring_writes_;
+  uint64_t journal_next_seq_ = 0;
+  // hybridstore_small_write_journal=data
+  bool ring_data_ = false;
   WriteTracker write_tracker_;
   std::unique_ptr<TierSet> tiers_;
   std::unique_ptr<CollectionTable> colls_;

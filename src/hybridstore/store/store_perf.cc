@@ -28,6 +28,9 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
 
   deferred_write_ops = c("deferred_write_ops", "writes staged through RocksDB and applied later (small overwrites, SSD section data)");
   deferred_write_bytes = c("deferred_write_bytes", "bytes of deferred writes staged");
+  deferred_ring_ops = c("deferred_ring_ops",
+                        "deferred writes whose data rode in the commit journal's record instead of RocksDB "
+                        "(hybridstore_small_write_journal=data)");
   deferred_queue_bytes = g("deferred_queue_bytes", "bytes staged and not yet on their devices");
   deferred_apply_ops = c("deferred_apply_ops", "deferred records applied to the devices");
   deferred_apply_bytes = c("deferred_apply_bytes", "bytes of deferred records applied");
@@ -135,6 +138,7 @@ DeferredPerf deferred_counters(StorePerf* s) {
   p.set = &s->set;
   p.write_ops = s->deferred_write_ops;
   p.write_bytes = s->deferred_write_bytes;
+  p.ring_ops = s->deferred_ring_ops;
   p.queue_bytes = s->deferred_queue_bytes;
   p.apply_ops = s->deferred_apply_ops;
   p.apply_bytes = s->deferred_apply_bytes;

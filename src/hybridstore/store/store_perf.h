@@ -33,7 +33,7 @@ struct StorePerf {
   int submit_lat, throttle_lat, state_prepare_lat, state_aio_wait_lat, state_kv_queued_lat,
       state_kv_committing_lat, commit_lat, kv_flush_lat, kv_commit_lat, kv_sync_lat;
   // Deferred writes.
-  int deferred_write_ops, deferred_write_bytes, deferred_queue_bytes, deferred_apply_ops,
+  int deferred_write_ops, deferred_write_bytes, deferred_ring_ops, deferred_queue_bytes, deferred_apply_ops,
       deferred_apply_bytes, deferred_apply_lat;
   // Reads and the onode cache.
   int read_lat, read_bytes, read_eio, csum_errors, onode_hits, onode_misses;

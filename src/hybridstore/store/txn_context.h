@@ -90,6 +90,15 @@ struct TxnContext {
   std::vector<PExtent> allocated;  // released at once if the txn fails
   std::vector<PExtent> released;   // released after commit
   std::vector<uint64_t> deferred;  // deferred writes staged by this txn
+  // Those of `deferred` whose data rides in the commit journal's record
+  // (hybridstore_small_write_journal=data): staging number, place, bytes.
+  struct RingPiece {
+    uint64_t seq;
+    Tier tier;
+    uint64_t physical;
+    std::shared_ptr<const std::string> data;
+  };
+  std::vector<RingPiece> ring;
   uint64_t relocated = 0;          // bytes the cleaner moved in this txn
   // Data for freshly allocated space, written to the devices only once every
   // op succeeded (a failing transaction writes nothing). Reads inside the

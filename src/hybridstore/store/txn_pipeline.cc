@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "hscommon/crc32c.h"
 #include "hscommon/log.h"
 #include "hybridstore/kv/deferred.h"
 #include "hybridstore/kv/kv_committer.h"
@@ -155,20 +156,47 @@ uint64_t TxnPipeline::commit(std::vector<Transaction>& ts, TxnContext* tx, uint6
     for (auto& e : tx->released) (parts_.tiers->space(e.tier).reuse_at_commit() ? now : held).push_back(e);
     TierSet* tiers = parts_.tiers;
     work.after_commit = [deferred = deferred_, tiers, held = std::move(held), now = std::move(now),
-                         staged = tx->deferred] {
-      deferred->committed(staged, held);
+                         staged = tx->deferred](uint64_t journal_seq) {
+      deferred->committed(staged, held, journal_seq);
       for (const auto& e : now) {
         deferred->discard_held(e.tier, e.offset, e.length);
         tiers->release(e);
       }
     };
   }
+  if (!tx->ring.empty()) carry_ring_data(tx, &work);
   // The staged tiers' state rides in this batch, submitted under their
   // locks, so states commit in the order they were drained.
   TierSet::Drained state = parts_.tiers->drain_state(TierSpace::Drain::kCommit, work.batch.get());
   const uint64_t seq = parts_.committer->submit(std::move(work), caller_waits);
   state.queue_regions(deferred_);
   return seq;
+}
+
+void TxnPipeline::carry_ring_data(TxnContext* tx, CommitWork* work) {
+  uint64_t bytes = work->batch->GetDataSize();
+  for (const auto& p : tx->ring) bytes += p.data->size() + 128;
+  if (bytes > parts_.committer->ring_work_room()) {
+    // Too much for one record (or no journal): D records, as without the option.
+    std::vector<uint64_t> seqs;
+    for (const auto& p : tx->ring) seqs.push_back(p.seq);
+    deferred_->record_instead(work->batch.get(), seqs);
+    return;
+  }
+  uint64_t block = 0;
+  for (auto& p : tx->ring) {
+    JournalDelta d;
+    d.kind = JournalDeltaKind::kRingData;
+    d.staged = p.seq;
+    d.tier = static_cast<uint8_t>(tier_index(p.tier));
+    d.physical = p.physical;
+    d.first_block = block;
+    for (uint64_t off = 0; off < p.data->size(); off += kJournalBlock)
+      d.crcs.push_back(crc32c(0, p.data->data() + off, kJournalBlock));
+    block += d.crcs.size();
+    work->ring_deltas.push_back(std::move(d));
+    work->ring_data.push_back(std::move(p.data));
+  }
 }
 
 void TxnPipeline::publish(TxnContext* tx, uint64_t seq, const PerTier<int64_t>& home_delta) {

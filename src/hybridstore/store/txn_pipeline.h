@@ -43,6 +43,9 @@ class TxnPipeline {
   uint64_t commit(std::vector<Transaction>& ts, TxnContext* tx, uint64_t start_ns, bool caller_waits);
   // From here on reads see the transaction.
   void publish(TxnContext* tx, uint64_t seq, const PerTier<int64_t>& home_delta);
+  // The transaction's ring pieces into its commit work (data blocks and
+  // RING_DATA deltas), or into D records when one record cannot carry them.
+  void carry_ring_data(TxnContext* tx, CommitWork* work);
   // Gives back what a failed transaction took.
   void roll_back(const TxnContext& tx);
 

@@ -359,6 +359,106 @@ TEST_F(DeferredTest, AcknowledgedDeferredWritesAreReplayedAfterACrashThroughTheC
   expect_overwrites_applied(path, config());
 }
 
+// hybridstore_small_write_journal=data (docs/small-writes.md step 5): the
+// overwrites' data rides in the commit journal's record, so RocksDB holds
+// no D record of them at the crash; the mount writes them from the ring,
+// and the store is of format 6 from its first mount with the option.
+TEST_F(DeferredTest, InDataModeAcknowledgedOverwritesComeBackFromTheRingAlone) {
+  const Config cfg = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "data");
+  std::string path = dir_->path() + "/store";
+  EXPECT_EQ(crash_after_deferred_overwrites(path, cfg), 0) << "a D record of data the ring carries";
+  StoreProbe probe;
+  ASSERT_EQ(HybridStore::probe(path, cfg, &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, kFormatSmallWriteJournal);
+  // Mounted without the option, the store still writes what its ring holds.
+  expect_overwrites_applied(path, config());
+  if (HasFatalFailure()) return;
+  // And with it, after another crash.
+  EXPECT_EQ(crash_after_deferred_overwrites(path, cfg), 0);
+  expect_overwrites_applied(path, cfg);
+}
+
+// Data mode: the overwrite is readable at once, nothing of it goes to
+// RocksDB, the applier puts it in place, and a remount finds nothing left
+// to replay. Twice in the same block, in one transaction and in two, so the
+// overlay's order is the staging order.
+TEST_F(DeferredTest, InDataModeOverwritesAreReadAtOnceAndLandInOrder) {
+  ASSERT_EQ(store_->umount(), 0);
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store",
+                                         hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "data"));
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(65536, 'a'));
+  apply(std::move(t));
+  std::string want(65536, 'a');
+  Transaction o;
+  o.write(coll_, obj("a"), 8192, std::string(8192, 'x'));
+  o.write(coll_, obj("a"), 8192, std::string(4096, 'y'));
+  apply(std::move(o));
+  Transaction o2;
+  o2.write(coll_, obj("a"), 12288, std::string(4096, 'z'));
+  apply(std::move(o2));
+  want.replace(8192, 4096, std::string(4096, 'y'));
+  want.replace(12288, 4096, std::string(4096, 'z'));
+  EXPECT_GT(pending(), 0u);
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  StoreStats s = stats();  // statfs drains: now on the device
+  EXPECT_EQ(pending(), 0u);
+  EXPECT_GE(s.deferred_applied, 2u);
+  EXPECT_EQ(s.deferred_in_ring, s.deferred_staged) << "every piece was whole blocks";
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  remount();
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+// The ring's space waits for ring data to be applied too: with a ring of a
+// few records, transactions with no deferred write at all (attributes) and
+// overwrites that ride in it, hundreds of laps, none waiting for good.
+TEST_F(DeferredTest, InDataModeASmallRingLapsWithAndWithoutRingData) {
+  ASSERT_EQ(store_->umount(), 0);
+  Config cfg = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "data");
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store2", hybridstore::test::with_option(cfg, "hybridstore_commit_journal_size", "512K"));
+  std::string err;
+  ASSERT_EQ(store_->mkfs(&err), 0) << err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  make_coll(coll_);
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(65536, 'a'));
+  apply(std::move(t));
+  std::string want(65536, 'a');
+  for (int i = 0; i < 400; ++i) {
+    Transaction w;
+    if (i % 2 == 0) {
+      w.setattr(coll_, obj("a"), "k" + std::to_string(i % 7), std::string(3000, static_cast<char>('0' + i % 10)));
+    } else {
+      const uint64_t off = static_cast<uint64_t>(i % 16) * 4096;
+      w.write(coll_, obj("a"), off, std::string(4096, static_cast<char>('A' + i % 26)));
+      want.replace(off, 4096, std::string(4096, static_cast<char>('A' + i % 26)));
+    }
+    ASSERT_EQ(store_->apply_transaction(std::move(w)), 0) << i;
+  }
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  EXPECT_GT(stats().deferred_in_ring, 100u);
+  ASSERT_EQ(store_->umount(), 0);
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+TEST_F(DeferredTest, DataModeWithoutTheCommitJournalIsRefused) {
+  ASSERT_EQ(store_->umount(), 0);
+  Config cfg = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "data");
+  cfg = hybridstore::test::with_option(cfg, "hybridstore_commit_journal_size", "0");
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store", cfg);
+  std::string err;
+  EXPECT_EQ(store_->mount(&err), -EINVAL);
+  EXPECT_NE(err.find("hybridstore_commit_journal_size=0"), std::string::npos) << err;
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store", config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+}
+
 // Built in pieces for speed: the bytes must be the sealed
 // record of [tier][varint offset][length-prefixed data], tagged "DEFR", that
 // records staged before were written as.

@@ -149,6 +149,8 @@ TEST_F(PowerCutTest, SmallWritesAcknowledgedOnEitherCommitPathSurviveACut) {
       ASSERT_EQ(store_->umount(), 0);
     }
     Config cfg = with_option(config(), "hybridstore_commit_journal_size", journal);
+    // The RocksDB-sync path has no ring to carry small writes' data.
+    if (std::string(journal) == "0") cfg = with_option(cfg, "hybridstore_small_write_journal", "off");
     store_ = std::make_unique<HybridStore>(store_path(), with_option(cfg, "hybridstore_debug_fault_injection", "true"));
     ASSERT_EQ(store_->mount(&err), 0) << err;
     const std::string tag = journal;

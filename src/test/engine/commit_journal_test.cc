@@ -961,7 +961,7 @@ TEST_P(CommitJournalReplay, CallersThatWaitMayCommitThemselvesWithoutBreakingThe
         work.batch = std::make_unique<rocksdb::WriteBatch>();
         work.batch->Put("c" + std::to_string(w) + "_" + std::to_string(i), "v");
         auto seq = std::make_shared<uint64_t>(0);
-        work.after_commit = [&, seq] {
+        work.after_commit = [&, seq](uint64_t) {
           std::lock_guard<std::mutex> l(order_mu);
           acked.push_back(*seq);
         };
@@ -1064,7 +1064,7 @@ TEST_P(CommitJournalReplay, AFailedRocksDBWriteAcknowledgesNothingAfterItAndStil
           else
             work.batch->Put("f" + std::to_string(w) + "_" + std::to_string(i), "v");
           auto seq = std::make_shared<std::atomic<uint64_t>>(0);
-          work.after_commit = [&, seq] {
+          work.after_commit = [&, seq](uint64_t) {
             uint64_t s = seq->load();
             uint64_t h = highest_acked.load();
             while (s > h && !highest_acked.compare_exchange_weak(h, s)) {
@@ -1318,6 +1318,96 @@ TEST_P(CommitJournalReplay, AForgedRecordInATornRecordsDataIsNeverWalkedInto) {
     EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), "k2", &v).ok());
     EXPECT_EQ(db->Get(rocksdb::ReadOptions(), "forged", &v).ok(), !walk);
   }
+}
+
+// RING_DATA (format 6): data only, named by the deferred writer's staging
+// number; it round-trips, names no object and no version, and replay hands
+// its pieces to a caller that can place them, also those of transactions
+// RocksDB holds already (their data may not be in place), and refuses them
+// to one that cannot.
+JournalDelta ring_data(uint64_t staged, uint64_t physical, uint64_t first, const std::vector<std::string>& blocks,
+                       size_t count) {
+  JournalDelta d;
+  d.kind = JournalDeltaKind::kRingData;
+  d.staged = staged;
+  d.tier = 1;
+  d.physical = physical;
+  d.first_block = first;
+  for (size_t i = 0; i < count; ++i) d.crcs.push_back(crc32c(blocks[first + i]));
+  return d;
+}
+
+TEST(CommitJournalRecordV2, RingDataRoundTripsAndNamesNoObject) {
+  const std::vector<std::string> blocks = {block_of(1), block_of(2), block_of(3)};
+  auto e = entries(5, 2);
+  e[0].deltas = {ring_data(7, 1 << 20, 0, blocks, 2)};
+  e[1].deltas = {ring_data(9, 8 << 20, 2, blocks, 1), overwrite("Oa", 3, 0, 2, blocks, 0)};
+  e[1].deltas.pop_back();
+  const std::string r = encode_journal_record_v2(fsid_a(), e, {blocks[0], blocks[1], blocks[2]});
+  JournalRecord back;
+  uint64_t len = 0;
+  std::string why;
+  ASSERT_TRUE(decode_journal_record(r, fsid_a(), &back, &len, &why)) << why;
+  ASSERT_EQ(back.entries.size(), 2u);
+  EXPECT_EQ(back.entries[0].deltas, e[0].deltas);
+  EXPECT_EQ(back.entries[1].deltas, e[1].deltas);
+  EXPECT_EQ(back.entries[0].deltas[0].staged, 7u);
+  for (auto bad : {0, 1, 2}) {
+    auto x = e;
+    if (bad == 0) x[0].deltas[0].key = "Oa";
+    if (bad == 1) x[0].deltas[0].version = 1;
+    if (bad == 2) x[0].deltas[0].staged = 0;
+    const std::string rb = encode_journal_record_v2(fsid_a(), x, {blocks[0], blocks[1], blocks[2]});
+    EXPECT_FALSE(decode_journal_record(rb, fsid_a(), &back, &len, &why)) << bad;
+  }
+}
+
+TEST_P(CommitJournalReplay, RingDataGoesToACallerThatPlacesItAndIsRefusedOtherwise) {
+  const std::vector<std::string> blocks = {block_of(11), block_of(12)};
+  {
+    auto j = open_journal();
+    bool cp = false;
+    auto e = entries(1, 2);
+    e[0].deltas = {ring_data(1, 1 << 20, 0, blocks, 1)};
+    e[1].deltas = {ring_data(2, 2 << 20, 1, blocks, 1)};
+    const std::string r = encode_journal_record_v2(fsid_a(), e, {blocks[0], blocks[1]});
+    ASSERT_EQ(j->write(j->reserve(r.size(), &cp), r), 0);
+  }
+  auto db = open_db(dir_.file("db"));
+  {
+    // RocksDB holds transaction 1: its batch is not replayed, its data is.
+    rocksdb::WriteBatch b(batch_putting("k1", "v1", 1));
+    ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &b).ok());
+  }
+  uint64_t next = 0;
+  std::string err;
+  EXPECT_EQ(open_journal()->replay(db.get(), &next, &err), -EIO);
+  EXPECT_NE(err.find("ring data"), std::string::npos) << err;
+  auto j = open_journal();
+  std::vector<CommitJournal::RingWrite> data;
+  EXPECT_EQ(j->replay(db.get(), &next, &err, CommitJournal::RingRead::kWalkFromTail, &data), 1) << err;
+  ASSERT_EQ(data.size(), 2u);
+  EXPECT_EQ(data[0].staged, 1u);
+  EXPECT_EQ(data[0].physical, 1u << 20);
+  EXPECT_EQ(data[0].data, blocks[0]);
+  EXPECT_EQ(data[1].staged, 2u);
+  EXPECT_EQ(data[1].data, blocks[1]);
+  // The data is not in place yet: RocksDB's number and tail stay, so a
+  // crash now walks the same records again.
+  std::string v;
+  ASSERT_TRUE(db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v).ok());
+  EXPECT_EQ(load_fixed64(v.data()), 2u);
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), kv::journal_tail_key(), &v).IsNotFound());
+  data.clear();
+  EXPECT_EQ(j->replay(db.get(), &next, &err, CommitJournal::RingRead::kWalkFromTail, &data), 0) << err;
+  EXPECT_EQ(data.size(), 2u);
+  // Once placed, finish_replay's batch ends it.
+  rocksdb::WriteBatch fin;
+  j->finish_replay(&fin, next);
+  ASSERT_TRUE(db->Write(rocksdb::WriteOptions(), &fin).ok());
+  data.clear();
+  EXPECT_EQ(j->replay(db.get(), &next, &err, CommitJournal::RingRead::kWalkFromTail, &data), 0) << err;
+  EXPECT_TRUE(data.empty());
 }
 
 // A walk takes only records numbered on from the last: a record of an
