@@ -115,9 +115,7 @@ std::unique_ptr<CommitJournal> CommitJournal::open_region(std::unique_ptr<BlockD
   return std::unique_ptr<CommitJournal>(new CommitJournal(std::move(region), size, fsid));
 }
 
-namespace {
-// Where a replay starts: the number RocksDB holds and, walking, the tail.
-int read_replay_start(rocksdb::DB* db, bool walk, uint64_t* held, JournalTail* from, std::string* error) {
+int CommitJournal::read_start(rocksdb::DB* db, bool walk, uint64_t* held, JournalTail* from, std::string* error) {
   std::string v;
   rocksdb::Status s = db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v);
   if (s.ok()) {
@@ -139,13 +137,12 @@ int read_replay_start(rocksdb::DB* db, bool walk, uint64_t* held, JournalTail* f
   *error = "reading the commit journal's tail: " + s.ToString();
   return -EIO;
 }
-}  // namespace
 
 int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how,
                           std::vector<RingWrite>* ring_data) {
   uint64_t held = 0;
   JournalTail from;
-  if (int r = read_replay_start(db, how == RingRead::kWalkFromTail, &held, &from, error); r < 0) return r;
+  if (int r = read_start(db, how == RingRead::kWalkFromTail, &held, &from, error); r < 0) return r;
   rocksdb::Status s;
   AlignedBuffer ring(size_, 4096, AlignedBuffer::kUninitialized);
   if (int r = dev_->read(0, ring.data(), size_); r < 0) {

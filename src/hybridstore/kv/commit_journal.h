@@ -110,6 +110,10 @@ class CommitJournal {
   };
   int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how = RingRead::kWalkFromTail,
              std::vector<RingWrite>* ring_data = nullptr);
+  // Where a replay starts: the number RocksDB holds (0 when absent) and,
+  // with `walk`, the tail it keeps (the ring's start when absent). 0, or
+  // -EIO with *error.
+  static int read_start(rocksdb::DB* db, bool walk, uint64_t* held, JournalTail* from, std::string* error);
   // What replay() left out when it returned ring data: RocksDB's journal
   // number and the tail at the ring's start, for `next_seq` from replay.
   void finish_replay(rocksdb::WriteBatch* b, uint64_t next_seq) const;

@@ -219,29 +219,12 @@ void check_kvfs_ring(rocksdb::DB* db, BlockDevice* dev, const std::vector<KvFsEx
     }
     at += e.length;
   }
-  std::string v;
-  uint64_t held = 0;
-  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), kv::journal_seq_key(), &v);
-  if (s.ok() && v.size() == 8) {
-    held = load_fixed64(v.data());
-  } else if (s.ok()) {
-    error(rep, fmt::format("RocksDB's commit journal number is {} bytes, not 8", v.size()));
-    return;
-  } else if (!s.IsNotFound()) {
-    error(rep, "RocksDB's commit journal number cannot be read: " + s.ToString());
-    return;
-  }
   // What a mount would replay: the walk from the tail RocksDB keeps.
+  uint64_t held = 0;
   JournalTail from;
-  s = db->Get(rocksdb::ReadOptions(), kv::journal_tail_key(), &v);
-  if (s.ok()) {
-    std::string why;
-    if (decode_journal_tail(v, &from, &why) < 0) {
-      error(rep, why);
-      return;
-    }
-  } else if (!s.IsNotFound()) {
-    error(rep, "RocksDB's commit journal tail cannot be read: " + s.ToString());
+  std::string why;
+  if (CommitJournal::read_start(db, true, &held, &from, &why) < 0) {
+    error(rep, why);
     return;
   }
   const JournalWalk w =
