@@ -47,6 +47,10 @@ void add_section_options(std::vector<OptionSpec>* v) {
                 "write units an allocation fills alone (large objects, migrations) are written "
                 "to the SSD before the transaction commits, as one I/O each, instead of being "
                 "staged through RocksDB until the unit is written; false = stage everything"});
+  v->push_back({"hybridstore_ssd_placements_resident", T::kBool, "false",
+                "keep every written extent's placements in memory after a mount (32 B an "
+                "object on the SSD); false = leave them in the extents' records and read an "
+                "extent's back when a release, a hole fill, the cleaner or fsck needs them"});
   v->push_back({"hybridstore_ssd_hole_fill_below", T::kDouble, "0.05",
                 "fraction of free erase units under which sections with holes=fill put new "
                 "data into holes of written extents (in place) before taking clean extents",

@@ -103,6 +103,8 @@ void SectionAllocator::drain_records(std::vector<PersistOp>* out) {
     if (!e.dirty) continue;
     e.dirty = false;
     if (e.state == ExtentState::kUntaken) continue;
+    // Never so (mark() asserts): what changed would go, its placements stay.
+    if (e.evicted && load_placements(&e, nullptr) < 0) continue;
     out->push_back(PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, d.eu, d.idx,
                              encode_extent(e)});
   }
@@ -383,21 +385,23 @@ int order_open(std::vector<ExtentDesc*>* open, std::string* error) {
 int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
                               const std::vector<std::pair<std::string, std::string>>& records,
                               uint64_t now_us, std::unique_ptr<SectionAllocator>* out,
-                              std::string* error) {
+                              std::string* error, const RebuildOptions& opts) {
   SortedRecords sorted(records);
-  return rebuild(geo, tune, &sorted, now_us, out, error);
+  return rebuild(geo, tune, &sorted, now_us, out, error, opts);
 }
 
 int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
                               AllocatorRecordSource* records, uint64_t now_us,
-                              std::unique_ptr<SectionAllocator>* out, std::string* error) {
+                              std::unique_ptr<SectionAllocator>* out, std::string* error,
+                              const RebuildOptions& opts) {
   (void)now_us;
   std::unique_ptr<SectionAllocator> a(new SectionAllocator());
   int r = a->init(geo, tune, error);
   if (r < 0) return r;
   bool track = a->track_;
   a->track_ = false;  // restoring writes nothing back
-  r = a->restore(records, error);
+  a->placement_store_ = opts.placements;
+  r = a->restore(records, opts, error);
   if (r < 0) return r;
   a->track_ = track;
   // Units left without live data (a crash between the last release and the
@@ -411,7 +415,7 @@ int SectionAllocator::rebuild(const AllocatorGeometry& geo, const AllocatorTunin
   return 0;
 }
 
-int SectionAllocator::restore(AllocatorRecordSource* records, std::string* error) {
+int SectionAllocator::restore(AllocatorRecordSource* records, const RebuildOptions& opts, std::string* error) {
   // Keys in byte order put every erase unit record (kind 1) before the
   // extent records (kind 2), which need their unit's owner and geometry.
   std::string prev;
@@ -437,7 +441,7 @@ int SectionAllocator::restore(AllocatorRecordSource* records, std::string* error
       if (int r2 = restore_current_units(error); r2 < 0) return r2;
       units_done = true;
     }
-    if (int r2 = restore_extent(eu, idx, value, error); r2 < 0) return r2;
+    if (int r2 = restore_extent(eu, idx, value, opts, error); r2 < 0) return r2;
   }
   if (!units_done) {
     if (int r = restore_current_units(error); r < 0) return r;
@@ -496,7 +500,8 @@ int SectionAllocator::restore_current_units(std::string* error) {
   return 0;
 }
 
-int SectionAllocator::restore_extent(uint32_t eu, uint32_t idx, std::string_view value, std::string* error) {
+int SectionAllocator::restore_extent(uint32_t eu, uint32_t idx, std::string_view value, const RebuildOptions& opts,
+                                     std::string* error) {
   const ExtentRecord x{eu, idx, value};
   EraseUnit& u = eus_[x.eu];
   if (u.lane < 0) {
@@ -513,7 +518,67 @@ int SectionAllocator::restore_extent(uint32_t eu, uint32_t idx, std::string_view
   if (int r = read_extent(x, rt.s, rt.map, geo_.block_size, written_wu, &e, error); r < 0) return r;
   for (const Placement& p : e.placements) account(&e, p, +1, 0);
   seq_ = std::max(seq_, e.seq);
+  if (e.state == ExtentState::kWritten) settle_written(&e, opts);
   return 0;
+}
+
+void SectionAllocator::settle_written(ExtentDesc* e, const RebuildOptions& opts) {
+  EraseUnit& u = eus_[e->eu];
+  Lane& l = lanes_[u.lane];
+  // Here rather than in index_restored, while the placements are in hand;
+  // written extents come in the same (unit, index) order either way.
+  if (holes_indexed(l, u)) add_free_runs(l.holes, e, 0, secs_[l.section].s);
+  if (!opts.placements || e->placements.empty()) return;
+  const uint64_t base = extent_block(*e);
+  if (opts.keep)
+    for (const Placement& p : e->placements)
+      if (opts.keep(base + p.start, p.blocks)) return;
+  e->stored = static_cast<uint32_t>(e->placements.size());
+  e->evicted = true;
+  std::vector<Placement>().swap(e->placements);
+}
+
+int SectionAllocator::read_back(const ExtentDesc& e, std::vector<Placement>* out, std::string* error) const {
+  std::string value, why;
+  if (!placement_store_) {
+    why = "no placement store";
+  } else if (placement_store_->read_extent_record(e.eu, e.idx, &value, &why) == 0) {
+    const SectionRt& rt = rt_of(eus_[e.eu]);
+    ExtentDesc got;
+    if (read_extent(ExtentRecord{e.eu, e.idx, value}, rt.s, rt.map, geo_.block_size, true, &got, &why) == 0) {
+      uint64_t live = 0;
+      for (const Placement& p : got.placements) live += p.blocks;
+      if (got.placements.size() == e.stored && live == e.live) {
+        *out = std::move(got.placements);
+        return 0;
+      }
+      why = fmt::format("it holds {} placements of {} blocks, the extent {} of {}", got.placements.size(), live,
+                        e.stored, e.live);
+    }
+  }
+  if (error) *error = fmt::format("extent {}/{}: reading its placements back: {}", e.eu, e.idx, why);
+  return -EIO;
+}
+
+int SectionAllocator::load_placements(ExtentDesc* e, std::string* error) {
+  if (!e->evicted) return 0;
+  if (int r = read_back(*e, &e->placements, error); r < 0) return r;
+  e->evicted = false;
+  e->stored = 0;
+  return 0;
+}
+
+const std::vector<Placement>* SectionAllocator::placements_of(const ExtentDesc& e, std::vector<Placement>* scratch,
+                                                              std::string* error) const {
+  if (!e.evicted) return &e.placements;
+  return read_back(e, scratch, error) == 0 ? scratch : nullptr;
+}
+
+void SectionAllocator::evicted(uint64_t* extents, uint64_t* placements) const {
+  *extents = *placements = 0;
+  for (const EraseUnit& u : eus_)
+    for (const ExtentDesc& e : u.extents)
+      if (e.evicted) ++*extents, *placements += e.stored;
 }
 
 int SectionAllocator::index_restored(std::string* error) {
@@ -539,9 +604,7 @@ int SectionAllocator::index_restored(std::string* error) {
         if (sp.fill_gaps) add_free_runs(l.gaps, e, 0, e->tail);
       } else if (e->state == ExtentState::kSealed) {
         if (sp.fill_gaps) add_free_runs(l.gaps, e, 0, rt.s);
-      } else if (holes_indexed(l, u)) {
-        add_free_runs(l.holes, e, 0, rt.s);
-      }
+      }  // written: indexed by settle_written
     }
     uint32_t started = (u.next_untaken + rt.extents_per_wu - 1) / rt.extents_per_wu;
     for (uint32_t w = 0; w < started; ++w) {

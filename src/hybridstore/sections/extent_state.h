@@ -41,10 +41,15 @@ struct ExtentDesc {
   uint32_t idx = 0;  // index within the EU
   ExtentState state = ExtentState::kUntaken;
   bool dirty = false;  // has an unsaved persistence record
+  // A written extent whose placements were left in its record at mount
+  // (PlacementStore): `placements` is empty and `stored` counts them. Read
+  // back before anything changes them, so the record stays their truth.
+  bool evicted = false;
   // Open: first block of the free tail, always a segment start given by the map
   // function of the highest placement (0 when empty). Otherwise == s.
   uint32_t tail = 0;
   uint32_t live = 0;        // sum of placement blocks
+  uint32_t stored = 0;      // placements in the record while evicted (fits the padding)
   uint64_t entered_us = 0;  // when it became open: the map table's "time in table"
   uint64_t seq = 0;         // order of entry into its map-table bucket
   uint64_t last_hint = 0;   // locality hint of the last placement (ReHypar)
@@ -56,6 +61,10 @@ struct ExtentDesc {
   ExtentDesc* prev = nullptr;
   ExtentDesc* next = nullptr;
 };
+
+// One per handed-out extent, 2.3M of them at 10M small objects: the
+// eviction flag and count sit in what was padding.
+static_assert(sizeof(ExtentDesc) <= 112, "ExtentDesc grew");
 
 struct EraseUnit {
   int32_t lane = -1;          // owning lane, -1 when free

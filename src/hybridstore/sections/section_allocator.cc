@@ -163,6 +163,7 @@ int SectionAllocator::init(const AllocatorGeometry& geo, const AllocatorTuning& 
 // ---------------------------------------------------------------- bookkeeping
 
 void SectionAllocator::mark(ExtentDesc* e) {
+  assert(!e->evicted);  // its record would lose the placements
   if (!track_ || e->dirty) return;
   e->dirty = true;
   dirty_extents_.push_back(DirtyExtent{e->eu, e->idx, eus_[e->eu].generation});
@@ -387,11 +388,14 @@ void SectionAllocator::place_at_tail(Lane& l, ExtentDesc* e, const AllocRequest&
   }
 }
 
-void SectionAllocator::place_in_run(Lane& l, FreeRunIndex& idx, uint32_t run,
+bool SectionAllocator::place_in_run(Lane& l, FreeRunIndex& idx, uint32_t run,
                                     const AllocRequest& req, uint32_t blocks, uint32_t bytes,
                                     AllocPiece* out) {
   ExtentDesc* e = idx.run(run).extent;
   uint32_t start = idx.run(run).start;
+  // A hole of a written extent whose placements are still in its record:
+  // they come back first. Unreadable, the hole stays unused.
+  if (load_placements(e, nullptr) < 0) return false;
   idx.consume_front(run, blocks);
   Placement p{start, blocks, bytes, req.writes, req.owner, req.born_us};
   auto it = std::upper_bound(e->placements.begin(), e->placements.end(), start,
@@ -401,6 +405,7 @@ void SectionAllocator::place_in_run(Lane& l, FreeRunIndex& idx, uint32_t run,
   e->last_hint = req.hint;
   *out = AllocPiece{extent_block(*e) + start, blocks, bytes, &idx == &l.holes};
   mark(e);
+  return true;
 }
 
 bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t blocks,
@@ -408,10 +413,7 @@ bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t bl
   const SectionSpec& sp = geo_.sections[l.section];
   if (sp.fill_gaps) {
     uint32_t id = l.gaps.best_fit(blocks);
-    if (id != FreeRunIndex::kNone) {
-      place_in_run(l, l.gaps, id, req, blocks, bytes, out);
-      return true;
-    }
+    if (id != FreeRunIndex::kNone && place_in_run(l, l.gaps, id, req, blocks, bytes, out)) return true;
   }
   // Short of clean space (holes=fill): holes of written extents compete with
   // the open tails, and the tighter fit wins - a hole that only this object
@@ -423,11 +425,9 @@ bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t bl
   uint32_t run = short_of_space ? best_free_run(l, blocks, &run_lane, &run_index)
                                 : FreeRunIndex::kNone;
   ExtentDesc* e = l.table.pick(sp.policy, blocks, req.hint);
-  if (run != FreeRunIndex::kNone &&
-      (!e || run_index->run(run).len <= secs_[l.section].s - e->tail)) {
-    place_in_run(*run_lane, *run_index, run, req, blocks, bytes, out);
+  if (run != FreeRunIndex::kNone && (!e || run_index->run(run).len <= secs_[l.section].s - e->tail) &&
+      place_in_run(*run_lane, *run_index, run, req, blocks, bytes, out))
     return true;
-  }
   if (e) {
     l.table.remove(e);
     place_at_tail(l, e, req, blocks, bytes, ev, out);
@@ -439,10 +439,7 @@ bool SectionAllocator::place_small(Lane& l, const AllocRequest& req, uint32_t bl
   }
   if (fill) {
     run = best_free_run(l, blocks, &run_lane, &run_index);
-    if (run != FreeRunIndex::kNone) {
-      place_in_run(*run_lane, *run_index, run, req, blocks, bytes, out);
-      return true;
-    }
+    if (run != FreeRunIndex::kNone) return place_in_run(*run_lane, *run_index, run, req, blocks, bytes, out);
   }
   return false;
 }
@@ -534,8 +531,7 @@ bool SectionAllocator::allocate_in(int section, const AllocRequest& req, uint64_
       // Out of clean extents: whole free extents inside written units take
       // the data in place (holes=fill).
       uint32_t id = fill ? l.holes.best_fit(rt.s) : FreeRunIndex::kNone;
-      if (id == FreeRunIndex::kNone) return false;
-      place_in_run(l, l.holes, id, req, rt.s, b, &piece);
+      if (id == FreeRunIndex::kNone || !place_in_run(l, l.holes, id, req, rt.s, b, &piece)) return false;
       pieces->push_back(piece);
       left -= b;
       continue;

@@ -55,6 +55,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -207,6 +208,27 @@ class AllocatorRecordSource {
   virtual int next(std::string_view* key, std::string_view* value, std::string* error) = 0;
 };
 
+// Where a mount may leave the placements of written extents: in their
+// records, read back when a release, a hole fill, the cleaner or a check
+// needs them (docs/memory.md, step 8). At 10M small objects they were 311 MB
+// of a mount's memory; almost none of them is touched between two mounts.
+class PlacementStore {
+ public:
+  virtual ~PlacementStore() = default;
+  // The extent's record as drain_records() last wrote it. 0, or < 0 with
+  // *error.
+  virtual int read_extent_record(uint32_t eu, uint32_t idx, std::string* value, std::string* error) = 0;
+};
+
+// What rebuild() does with written extents' placements: with a store, it
+// leaves them there, but for an extent one of whose placements `keep`
+// returns true for (the caller will look at it after the rebuild, as a
+// mount does at crash leftovers).
+struct RebuildOptions {
+  PlacementStore* placements = nullptr;
+  std::function<bool(uint64_t block, uint64_t blocks)> keep;
+};
+
 class SectionAllocator {
  public:
   // Returns 0, or -EINVAL with *error when the geometry is unusable.
@@ -220,12 +242,13 @@ class SectionAllocator {
   static int rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
                      const std::vector<std::pair<std::string, std::string>>& records,
                      uint64_t now_us, std::unique_ptr<SectionAllocator>* out,
-                     std::string* error);
+                     std::string* error, const RebuildOptions& opts = {});
   // The same from a source that yields the records in key order, as a mount
   // reads them from RocksDB; a key out of order or repeated is -EIO.
   static int rebuild(const AllocatorGeometry& geo, const AllocatorTuning& tune,
                      AllocatorRecordSource* records, uint64_t now_us,
-                     std::unique_ptr<SectionAllocator>* out, std::string* error);
+                     std::unique_ptr<SectionAllocator>* out, std::string* error,
+                     const RebuildOptions& opts = {});
 
   // The geometry record written at mkfs; check_geometry_record() at mount says
   // whether the configured geometry matches it (mkfs-only options).
@@ -267,7 +290,14 @@ class SectionAllocator {
   uint32_t erase_unit_blocks() const { return eu_blocks_; }
   uint64_t erase_unit_block(uint32_t eu) const { return base_ + uint64_t(eu) * eu_blocks_; }
   EraseUnitInfo erase_unit_info(uint32_t eu) const;
-  void live_ranges(uint32_t eu, std::vector<LiveRange>* out) const;
+  // The live ranges of a unit; with `resident_only`, not those of extents
+  // whose placements are in their records. -EIO with *error when a record
+  // cannot be read back.
+  int live_ranges(uint32_t eu, std::vector<LiveRange>* out, std::string* error = nullptr,
+                  bool resident_only = false) const;
+  // Written extents whose placements are in their records, and how many
+  // placements those hold.
+  void evicted(uint64_t* extents, uint64_t* placements) const;
   // Marks an erase unit as being cleaned: its holes take no new data. Requires
   // a written unit. 0 or -EINVAL.
   int begin_cleaning(uint32_t eu);
@@ -387,9 +417,18 @@ class SectionAllocator {
   uint64_t fresh_available(const Lane& l) const;
   void place_at_tail(Lane& l, ExtentDesc* e, const AllocRequest& req, uint32_t blocks,
                      uint32_t bytes, AllocEvents* ev, AllocPiece* out);
-  void place_in_run(Lane& l, FreeRunIndex& idx, uint32_t run, const AllocRequest& req,
+  bool place_in_run(Lane& l, FreeRunIndex& idx, uint32_t run, const AllocRequest& req,
                     uint32_t blocks, uint32_t bytes, AllocPiece* out);
   void account(ExtentDesc* e, const Placement& p, int sign, uint64_t now);
+  // e's placements, read back from its record when evicted: into e itself
+  // (load_placements, before a change), or into *scratch for a reader.
+  int load_placements(ExtentDesc* e, std::string* error);
+  const std::vector<Placement>* placements_of(const ExtentDesc& e, std::vector<Placement>* scratch,
+                                              std::string* error) const;
+  int read_back(const ExtentDesc& e, std::vector<Placement>* out, std::string* error) const;
+  // Restore: a written extent's holes indexed, then its placements left in
+  // the record when the rebuild's options allow.
+  void settle_written(ExtentDesc* e, const RebuildOptions& opts);
   void seal(ExtentDesc* e, bool in_table, AllocEvents* ev);
   bool wu_complete(uint32_t eu, uint32_t wu) const;
   void emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* ev);
@@ -407,12 +446,13 @@ class SectionAllocator {
   void mark(uint32_t eu);
   std::string encode_eu(uint32_t eu) const;
   std::string encode_extent(const ExtentDesc& e) const;
-  int restore(AllocatorRecordSource* records, std::string* error);
+  int restore(AllocatorRecordSource* records, const RebuildOptions& opts, std::string* error);
   // restore()'s steps: one erase unit's record; the lanes' current units,
   // once every unit is in; one extent's record.
   int restore_eu(uint32_t eu, std::string_view value, std::string* error);
   int restore_current_units(std::string* error);
-  int restore_extent(uint32_t eu, uint32_t idx, std::string_view value, std::string* error);
+  int restore_extent(uint32_t eu, uint32_t idx, std::string_view value, const RebuildOptions& opts,
+                     std::string* error);
   // The second half of restore(): the open-extent tables, free runs and
   // staged write units, derived from the restored units and extents.
   int index_restored(std::string* error);
@@ -424,7 +464,7 @@ class SectionAllocator {
     int32_t current = -1;
   };
   std::string verify_free_runs(const Lane& l, const EraseUnit& u, const ExtentDesc& e,
-                               uint32_t limit) const;
+                               const std::vector<Placement>& placements, uint32_t limit) const;
   std::string verify_lane(size_t li, const LaneTally& t) const;
 
   AllocatorGeometry geo_;
@@ -447,6 +487,7 @@ class SectionAllocator {
   std::atomic<uint32_t> floor_units_{0};
   uint64_t seq_ = 0;
   bool track_ = true;
+  PlacementStore* placement_store_ = nullptr;  // set by rebuild(); outlives the allocator
   std::vector<DirtyExtent> dirty_extents_;
   std::vector<uint32_t> dirty_eus_;
   std::vector<std::pair<uint32_t, uint32_t>> deleted_extents_;

@@ -46,8 +46,7 @@ std::vector<SectionUsage> SectionAllocator::usage() const {
     for (uint32_t i = 0; i < u.next_untaken; ++i) {
       const ExtentDesc& e = u.extents[i];
       su.live_blocks += e.live;
-      su.placements += e.placements.size();
-      for (const Placement& p : e.placements) su.live_bytes += p.bytes;
+      su.placements += e.evicted ? e.stored : e.placements.size();
       switch (e.state) {
         case ExtentState::kOpen:
           ++su.extents_open;
@@ -65,6 +64,10 @@ std::vector<SectionUsage> SectionAllocator::usage() const {
       }
     }
   }
+  // Bytes from the lanes' exact counters: an extent whose placements are in
+  // its record has no bytes in memory.
+  for (const Lane& l : lanes_)
+    if (!geo_.sections[l.section].bypass()) out[l.section].live_bytes += l.live_bytes;
   return out;
 }
 
@@ -124,8 +127,14 @@ std::string SectionAllocator::verify() const {
       uint32_t limit = e.state == ExtentState::kOpen ? e.tail : rt.s;
       if (e.state != ExtentState::kOpen && e.tail != rt.s)
         return fmt::format("eu {} extent {} closed with tail {}", eu, i, e.tail);
+      if (e.evicted && (e.state != ExtentState::kWritten || e.dirty || !e.placements.empty() || e.stored == 0))
+        return fmt::format("eu {} extent {} evicted but not a clean written extent", eu, i);
+      std::vector<Placement> scratch;
+      std::string why;
+      const std::vector<Placement>* pl = placements_of(e, &scratch, &why);
+      if (!pl) return why;
       uint32_t prev = 0, elive = 0;
-      for (const Placement& p : e.placements) {
+      for (const Placement& p : *pl) {
         if (p.blocks == 0 || p.start < prev || p.end() > limit)
           return fmt::format("eu {} extent {} placement [{}, {}) overlaps or passes {}", eu, i,
                              p.start, p.end(), limit);
@@ -143,13 +152,13 @@ std::string SectionAllocator::verify() const {
       if (e.state == ExtentState::kOpen) {
         ++open;
         ++lt.open;
-        uint32_t expect = e.placements.empty() ? 0 : rt.map.next(prev - 1).start;
+        uint32_t expect = pl->empty() ? 0 : rt.map.next(prev - 1).start;
         if (expect != e.tail)
           return fmt::format("eu {} extent {} tail {} != map position {}", eu, i, e.tail, expect);
-        if (rt.s - e.tail < sp.theta && !e.placements.empty())
+        if (rt.s - e.tail < sp.theta && !pl->empty())
           return fmt::format("eu {} extent {} open with tail below theta", eu, i);
       }
-      if (std::string why = verify_free_runs(l, u, e, limit); !why.empty()) return why;
+      if (std::string bad = verify_free_runs(l, u, e, *pl, limit); !bad.empty()) return bad;
     }
     if (live != u.live) return fmt::format("eu {} live {} != {}", eu, u.live, live);
     if (sw != u.sum_writes || sb != u.sum_born) return fmt::format("eu {} hotness sums", eu);
@@ -175,15 +184,15 @@ std::string SectionAllocator::verify() const {
 
 // Free runs listed for the extent must be exactly its free intervals (below
 // `limit`) when it is indexed, and none otherwise.
-std::string SectionAllocator::verify_free_runs(const Lane& l, const EraseUnit& u,
-                                               const ExtentDesc& e, uint32_t limit) const {
+std::string SectionAllocator::verify_free_runs(const Lane& l, const EraseUnit& u, const ExtentDesc& e,
+                                               const std::vector<Placement>& placements, uint32_t limit) const {
   const SectionSpec& sp = geo_.sections[l.section];
   bool indexed = (e.state != ExtentState::kWritten && sp.fill_gaps) ||
                  (e.state == ExtentState::kWritten && holes_indexed(l, u));
   std::set<std::pair<uint32_t, uint32_t>> expect, have;
   if (indexed) {
     uint32_t cursor = 0;
-    for (const Placement& p : e.placements) {
+    for (const Placement& p : placements) {
       if (p.start > cursor) expect.insert({cursor, p.start - cursor});
       cursor = p.end();
     }
@@ -253,7 +262,15 @@ std::string SectionAllocator::dump() const {
       out += fmt::format("  ext {} st {} tail {} live {} in {} seq {} hint {} runs {}:", i,
                          int(e.state), e.tail, e.live, e.entered_us, e.seq, e.last_hint,
                          e.runs.size());
-      for (const Placement& p : e.placements)
+      // The same text whether the placements are in memory or in the record.
+      std::vector<Placement> scratch;
+      std::string why;
+      const std::vector<Placement>* pl = placements_of(e, &scratch, &why);
+      if (!pl) {
+        out += " (" + why + ")\n";
+        continue;
+      }
+      for (const Placement& p : *pl)
         out += fmt::format(" [{}+{} {}B w{} o{} b{}]", p.start, p.blocks, p.bytes, p.writes,
                            p.owner, p.born_us);
       out += '\n';

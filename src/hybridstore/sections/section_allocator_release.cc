@@ -119,6 +119,7 @@ int SectionAllocator::release(uint64_t block, uint64_t blocks, uint64_t now_us) 
     ExtentDesc* e = &u.extents[idx];
     uint32_t a = static_cast<uint32_t>(off - uint64_t(idx) * rt.s);
     uint32_t b = static_cast<uint32_t>(std::min<uint64_t>(rt.s, a + (end - cur)));
+    if (load_placements(e, nullptr) < 0) return -EIO;
     if (release_in_extent(e, a, b, now_us, false) < 0) return -EINVAL;
     scratch_.push_back({e, {a, b}});
     cur += b - a;
@@ -165,16 +166,22 @@ EraseUnitInfo SectionAllocator::erase_unit_info(uint32_t eu) const {
   return i;
 }
 
-void SectionAllocator::live_ranges(uint32_t eu, std::vector<LiveRange>* out) const {
+int SectionAllocator::live_ranges(uint32_t eu, std::vector<LiveRange>* out, std::string* error,
+                                  bool resident_only) const {
   out->clear();
   const EraseUnit& u = eus_.at(eu);
-  if (u.lane < 0) return;
+  if (u.lane < 0) return 0;
+  std::vector<Placement> scratch;
   for (uint32_t i = 0; i < u.next_untaken; ++i) {
     const ExtentDesc& e = u.extents[i];
+    if (resident_only && e.evicted) continue;
+    const std::vector<Placement>* pl = placements_of(e, &scratch, error);
+    if (!pl) return -EIO;
     uint64_t base = extent_block(e);
-    for (const Placement& p : e.placements)
+    for (const Placement& p : *pl)
       out->push_back(LiveRange{base + p.start, p.blocks, p.bytes, p.writes, p.owner, p.born_us});
   }
+  return 0;
 }
 
 int SectionAllocator::begin_cleaning(uint32_t eu) {
@@ -195,7 +202,10 @@ int SectionAllocator::end_cleaning(uint32_t eu) {
   Lane& l = lanes_[u.lane];
   if (holes_indexed(l, u)) {
     const SectionRt& rt = secs_[l.section];
-    for (uint32_t i = 0; i < u.next_untaken; ++i) add_free_runs(l.holes, &u.extents[i], 0, rt.s);
+    // Cleaning read the placements without keeping them; indexing needs
+    // them in hand (an unreadable extent keeps its holes unindexed).
+    for (uint32_t i = 0; i < u.next_untaken; ++i)
+      if (load_placements(&u.extents[i], nullptr) == 0) add_free_runs(l.holes, &u.extents[i], 0, rt.s);
   }
   return 0;
 }

@@ -79,6 +79,23 @@ class RocksDbRecords : public AllocatorRecordSource {
   bool started_ = false;
 };
 
+// Written extents' placements, read back from their records.
+class RocksDbPlacements : public PlacementStore {
+ public:
+  explicit RocksDbPlacements(rocksdb::DB* db) : db_(db) {}
+  int read_extent_record(uint32_t eu, uint32_t idx, std::string* value, std::string* error) override {
+    const std::string key = record_prefix() + PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, eu, idx, {}}.key();
+    rocksdb::Status st = db_->Get(rocksdb::ReadOptions(), key, value);
+    if (st.ok()) return 0;
+    *error = st.IsNotFound() ? "the record is missing" : st.ToString();
+    HS_ERROR("SSD sections: extent {}/{}: {}", eu, idx, *error);
+    return -EIO;
+  }
+
+ private:
+  rocksdb::DB* db_;
+};
+
 }  // namespace
 
 int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint64_t bytes,
@@ -108,8 +125,18 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
   rocksdb::ReadOptions ro;
   ro.fill_cache = false;
   RocksDbRecords records(db->NewIterator(ro), record_prefix());
+  // Written extents keep their placements in their records (docs/memory.md,
+  // step 8), but for those holding a crash leftover, which the walk below
+  // looks at.
+  const uint64_t bs = geo.block_size;
+  RebuildOptions rebuild_opts;
+  if (!cfg.get_bool("hybridstore_ssd_placements_resident")) {
+    s->placements_ = std::make_unique<RocksDbPlacements>(db);
+    rebuild_opts.placements = s->placements_.get();
+    rebuild_opts.keep = [&](uint64_t block, uint64_t blocks) { return !marked_used(block * bs, blocks * bs); };
+  }
   if (int r = SectionAllocator::rebuild(geo, AllocatorTuning::from_config(cfg), &records, s->now_us(), &s->sa_,
-                                        error);
+                                        error, rebuild_opts);
       r < 0) {
     *error = "SSD sections: " + *error;
     return r;
@@ -128,10 +155,11 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
 
   // Live ranges of transactions that never committed: the bitmap, written by
   // each transaction's own batch, does not mark them.
-  uint64_t bs = geo.block_size, dropped = 0;
+  uint64_t dropped = 0;
   for (uint32_t eu = 0; eu < s->sa_->erase_unit_count(); ++eu) {
     std::vector<LiveRange> live;
-    s->sa_->live_ranges(eu, &live);
+    // Evicted extents were marked whole (rebuild_opts.keep).
+    s->sa_->live_ranges(eu, &live, nullptr, /*resident_only=*/true);
     for (const auto& r : live) {
       for (uint64_t b = r.block; b < r.block + r.blocks;) {
         uint64_t e = b;
@@ -393,7 +421,8 @@ void SsdSections::for_each_live(const std::function<void(uint64_t, uint64_t)>& f
   apply_releases_locked();
   for (uint32_t eu = 0; eu < sa_->erase_unit_count(); ++eu) {
     std::vector<LiveRange> live;
-    sa_->live_ranges(eu, &live);
+    std::string error;
+    if (sa_->live_ranges(eu, &live, &error) < 0) HS_ERROR("SSD sections: {}", error);
     for (const auto& r : live) fn(r.block * block_size_, uint64_t(r.blocks) * block_size_);
   }
 }
@@ -431,7 +460,8 @@ std::vector<SsdSections::Live> SsdSections::live_in(uint32_t eu) {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
   std::vector<LiveRange> live;
-  sa_->live_ranges(eu, &live);
+  std::string error;
+  if (sa_->live_ranges(eu, &live, &error) < 0) HS_ERROR("SSD sections: cleaning erase unit {}: {}", eu, error);
   std::vector<Live> out;
   for (const auto& r : live) out.push_back({r.block * block_size_, uint64_t(r.blocks) * block_size_, r.owner});
   return out;

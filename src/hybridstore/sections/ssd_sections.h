@@ -155,6 +155,8 @@ class SsdSections {
   void count_locked(const AllocEvents& ev, const std::vector<WriteRegion>& regions);
 
   std::mutex mutex_;
+  // Before sa_, so that it outlives the allocator that reads through it.
+  std::unique_ptr<PlacementStore> placements_;
   std::unique_ptr<SectionAllocator> sa_;
   SectionRouter router_;
   uint32_t block_size_ = 256;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <random>
 
@@ -228,6 +229,177 @@ TEST(AllocatorRecords, AVectorInAnyOrderRebuildsTheSameStateASourceOutOfOrderIsR
   // The same duplicate in a vector is refused too.
   EXPECT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune, repeated, w.now, &c, &err), -EIO);
   EXPECT_EQ(err, "duplicate allocator record key");
+}
+
+// Extent records read back by key from a workload's store, as the engine
+// reads them from RocksDB; `damage` changes one record's value first.
+class MapPlacements : public PlacementStore {
+ public:
+  explicit MapPlacements(const Store* store) : store_(store) {}
+  int read_extent_record(uint32_t eu, uint32_t idx, std::string* value, std::string* error) override {
+    ++reads_;
+    auto it = store_->find(PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, eu, idx, {}}.key());
+    if (it == store_->end()) {
+      *error = "missing";
+      return -EIO;
+    }
+    *value = it->second;
+    return 0;
+  }
+  size_t reads() const { return reads_; }
+
+ private:
+  const Store* store_;
+  size_t reads_ = 0;
+};
+
+// Small objects in holes=fill sections, filling holes from the start: releases
+// and hole fills land in written extents all the time.
+AllocSetup holey() {
+  AllocSetup s = pressured();
+  s.sections = "small:8K:rho1:holes=fill,mid:64K:rho2:hfm:holes=fill,large:512K:rho3:delta32";
+  s.tune.hole_fill_below = 0.9;
+  return s;
+}
+
+std::unique_ptr<SectionAllocator> rebuilt_evicted(const Workload& w, PlacementStore* placements,
+                                                  std::function<bool(uint64_t, uint64_t)> keep = {}) {
+  std::unique_ptr<SectionAllocator> b;
+  std::string err;
+  RebuildOptions o;
+  o.placements = placements;
+  o.keep = std::move(keep);
+  EXPECT_EQ(SectionAllocator::rebuild(test::make_geometry(w.setup), w.setup.tune, records(w.store), w.now, &b, &err,
+                                      o),
+            0)
+      << err;
+  return b;
+}
+
+// The same workload twice, from one rebuilt state: once with every placement
+// in memory, once with written extents' placements left in their records.
+// Every step must leave both allocators in the same state.
+TEST(AllocatorRecords, PlacementsLeftInTheirRecordsBehaveAsResidentOnes) {
+  Workload resident(holey());
+  for (int i = 0; i < 1500; ++i) {
+    resident.step(resident.a.get());
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  Workload evicted(holey());
+  evicted.model = resident.model;
+  evicted.store = resident.store;
+  evicted.rng = resident.rng;
+  evicted.now = resident.now;
+  evicted.next_id = resident.next_id;
+  MapPlacements placements(&evicted.store);
+  resident.a = rebuilt(resident);
+  evicted.a = rebuilt_evicted(evicted, &placements);
+  ASSERT_TRUE(resident.a && evicted.a);
+  uint64_t extents, stored;
+  evicted.a->evicted(&extents, &stored);
+  uint64_t in_memory, bytes;
+  evicted.a->memory(&in_memory, &bytes);
+  uint64_t all, all_bytes;
+  resident.a->memory(&all, &all_bytes);
+  std::printf("after the rebuild: %llu extents evicted, %llu of %llu placements in their records, %llu B of %llu B\n",
+              (unsigned long long)extents, (unsigned long long)stored, (unsigned long long)all,
+              (unsigned long long)bytes, (unsigned long long)all_bytes);
+  ASSERT_GT(extents, 10u);
+  EXPECT_EQ(in_memory + stored, all);
+  EXPECT_LT(bytes, all_bytes);
+  // dump() and verify() read the records back; nothing is kept.
+  ASSERT_EQ(first_difference(evicted.a->dump(), resident.a->dump()), "");
+  ASSERT_EQ(evicted.a->verify(), "");
+  for (uint32_t eu = 0; eu < resident.a->erase_unit_count(); ++eu) {
+    std::vector<LiveRange> r, e;
+    ASSERT_EQ(resident.a->live_ranges(eu, &r), 0);
+    ASSERT_EQ(evicted.a->live_ranges(eu, &e), 0);
+    ASSERT_EQ(r.size(), e.size()) << "unit " << eu;
+    for (size_t k = 0; k < r.size(); ++k)
+      ASSERT_TRUE(r[k].block == e[k].block && r[k].blocks == e[k].blocks && r[k].bytes == e[k].bytes &&
+                  r[k].owner == e[k].owner && r[k].born_us == e[k].born_us && r[k].writes == e[k].writes);
+  }
+  uint64_t extents_after_reads;
+  evicted.a->evicted(&extents_after_reads, &stored);
+  EXPECT_EQ(extents_after_reads, extents);
+  const size_t reads_before = placements.reads();
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < 300; ++i) {
+      resident.step(resident.a.get());
+      evicted.step(evicted.a.get());
+      ASSERT_FALSE(HasFatalFailure());
+    }
+    ASSERT_EQ(first_difference(evicted.a->dump(), resident.a->dump()), "") << "round " << round;
+    ASSERT_EQ(evicted.a->verify(), "");
+    ASSERT_EQ(evicted.store, resident.store) << "round " << round;
+    // A mount again, of both: whatever came back into memory leaves again.
+    resident.a = rebuilt(resident);
+    evicted.a = rebuilt_evicted(evicted, &placements);
+    ASSERT_TRUE(resident.a && evicted.a);
+    ASSERT_EQ(first_difference(evicted.a->dump(), resident.a->dump()), "") << "round " << round;
+  }
+  EXPECT_GT(placements.reads(), reads_before);
+  std::printf("%zu records read back over 1,200 steps\n", placements.reads() - reads_before);
+}
+
+TEST(AllocatorRecords, AKeptPlacementKeepsItsExtentInMemory) {
+  Workload w(holey());
+  for (int i = 0; i < 1500; ++i) {
+    w.step(w.a.get());
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  MapPlacements placements(&w.store);
+  // Keep every extent that holds block b: the first placement's of a unit.
+  std::vector<LiveRange> live;
+  uint32_t eu = 0;
+  for (; eu < w.a->erase_unit_count() && live.empty(); ++eu) ASSERT_EQ(w.a->live_ranges(eu, &live), 0);
+  ASSERT_FALSE(live.empty());
+  const uint64_t b = live[0].block;
+  auto a = rebuilt_evicted(w, &placements, [&](uint64_t block, uint64_t blocks) { return block <= b && b < block + blocks; });
+  ASSERT_TRUE(a);
+  std::vector<LiveRange> resident;
+  ASSERT_EQ(a->live_ranges(eu - 1, &resident, nullptr, /*resident_only=*/true), 0);
+  bool found = false;
+  for (const LiveRange& r : resident) found |= r.block == b;
+  EXPECT_TRUE(found);
+  EXPECT_EQ(placements.reads(), 0u);
+}
+
+TEST(AllocatorRecords, AnEvictedExtentWhoseRecordWentBadIsAnErrorNotACrash) {
+  Workload w(holey());
+  for (int i = 0; i < 1500; ++i) {
+    w.step(w.a.get());
+    ASSERT_FALSE(HasFatalFailure());
+  }
+  Store damaged = w.store;
+  MapPlacements placements(&damaged);
+  auto a = rebuilt_evicted(w, &placements);
+  ASSERT_TRUE(a);
+  // Every extent record flipped in one bit, or gone.
+  int n = 0;
+  for (auto it = damaged.begin(); it != damaged.end();) {
+    if (it->first[0] != static_cast<char>(PersistOp::Type::kExtent)) {
+      ++it;
+      continue;
+    }
+    if (++n % 2) {
+      it->second[it->second.size() / 2] ^= 0x10;
+      ++it;
+    } else {
+      it = damaged.erase(it);
+    }
+  }
+  ASSERT_GT(n, 2);
+  EXPECT_NE(a->verify(), "");
+  int errors = 0;
+  for (const auto& [id, obj] : w.model.objects())
+    for (const auto& p : obj.pieces) errors += a->release(p.block, p.blocks, w.now) == -EIO;
+  EXPECT_GT(errors, 0);
+  for (uint32_t eu = 0; eu < a->erase_unit_count(); ++eu) {
+    std::vector<LiveRange> live;
+    std::string err;
+    if (a->live_ranges(eu, &live, &err) < 0) EXPECT_NE(err.find("reading its placements back"), std::string::npos);
+  }
 }
 
 TEST(AllocatorRecords, UnitsHandedOverWrittenRebuildAsWritten) {

@@ -328,6 +328,81 @@ TEST_F(SectionsStoreTest, CleanerMovesLiveDataOutOfHoleyUnitsAndFreesThem) {
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
+// What a mount keeps of the SSD sections: by default, no placement of a
+// written extent (they stay in their records until a release, the cleaner
+// or fsck reads them); with hybridstore_ssd_placements_resident, all.
+class SectionPlacementsTest : public SectionsStoreTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  void SetUp() override {
+    extra_["hybridstore_ssd_placements_resident"] = GetParam() ? "true" : "false";
+    SectionsStoreTest::SetUp();
+  }
+  uint64_t placements_in_memory() {
+    for (const MemPoolStat& p : store_->mempools())
+      if (p.name == "tier_sections") return p.items;
+    ADD_FAILURE() << "no tier_sections pool";
+    return 0;
+  }
+};
+
+TEST_P(SectionPlacementsTest, AfterAMountReleasesOverwritesAndTheCleanerReadThemBack) {
+  const bool resident = GetParam();
+  std::map<std::string, std::string> data;
+  for (int i = 0; i < 900; ++i) {
+    std::string name = "p" + std::to_string(i);
+    data[name] = std::string(600 + (i * 37) % 3500, static_cast<char>('a' + i % 26));
+    Transaction t;
+    t.write(coll_, obj(name), 0, data[name]);
+    apply(std::move(t));
+  }
+  const uint64_t before = placements_in_memory();
+  ASSERT_GE(before, 900u);
+  remount();
+  const uint64_t after = placements_in_memory();
+  std::printf("placements in memory: %llu before the remount, %llu after (resident=%d)\n",
+              (unsigned long long)before, (unsigned long long)after, resident);
+  if (resident)
+    EXPECT_EQ(after, before);
+  else
+    EXPECT_LT(after, before / 10);
+  EXPECT_EQ(fsck_errors(true), 0);  // reads every record back
+  if (!resident) EXPECT_EQ(placements_in_memory(), after);
+  // Releases into evicted extents: removes, and overwrites that move.
+  for (int i = 0; i < 900; ++i) {
+    std::string name = "p" + std::to_string(i);
+    Transaction t;
+    if (i % 5 == 0) {
+      data[name] = std::string(4000 + i, static_cast<char>('A' + i % 26));
+      t.write(coll_, obj(name), 0, data[name]);
+    } else if (i % 5 != 1) {
+      t.remove(coll_, obj(name));
+      data.erase(name);
+    } else {
+      continue;
+    }
+    apply(std::move(t));
+  }
+  for (auto& [name, d] : data) ASSERT_EQ(read_all(coll_, obj(name)), d) << name;
+  EXPECT_EQ(fsck_errors(true), 0);
+  remount();
+  size_t moved = 0;
+  for (int pass = 0; pass < 10; ++pass) {
+    CleanerReport rep;
+    ASSERT_EQ(store_->clean_now(true, &rep), 0);
+    moved += rep.objects_moved;
+    if (rep.victims == 0) break;
+  }
+  EXPECT_GT(moved, 0u);
+  for (auto& [name, d] : data) ASSERT_EQ(read_all(coll_, obj(name)), d) << name;
+  EXPECT_EQ(fsck_errors(true), 0);
+  remount();
+  for (auto& [name, d] : data) ASSERT_EQ(read_all(coll_, obj(name)), d) << name;
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Both, SectionPlacementsTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "resident" : "in_records"; });
+
 TEST_F(SectionsStoreTest, BypassRuleSendsACollectionToTheHdd) {
   make_coll("9.0_head");
   Transaction t;
