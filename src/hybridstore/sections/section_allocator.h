@@ -298,6 +298,14 @@ class SectionAllocator {
   // Written extents whose placements are in their records, and how many
   // placements those hold.
   void evicted(uint64_t* extents, uint64_t* placements) const;
+  // Where placements are read back from, for a walk that reads them in
+  // key order (fsck) through an iterator instead of one lookup each.
+  // Returns the one it replaces, to be put back.
+  PlacementStore* swap_placement_store(PlacementStore* s) {
+    PlacementStore* old = placement_store_;
+    placement_store_ = s;
+    return old;
+  }
   // Marks an erase unit as being cleaned: its holes take no new data. Requires
   // a written unit. 0 or -EINVAL.
   int begin_cleaning(uint32_t eu);

@@ -96,6 +96,34 @@ class RocksDbPlacements : public PlacementStore {
   rocksdb::DB* db_;
 };
 
+// The same records for a walk over the units in order (fsck's), through
+// one iterator: 2.3M lookups by key made a 10M store's shallow fsck 35%
+// slower. A key behind the iterator is sought again.
+class RocksDbPlacementWalk : public PlacementStore {
+ public:
+  explicit RocksDbPlacementWalk(rocksdb::DB* db) {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;  // read once
+    it_.reset(db->NewIterator(ro));
+  }
+  int read_extent_record(uint32_t eu, uint32_t idx, std::string* value, std::string* error) override {
+    const std::string key = record_prefix() + PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, eu, idx, {}}.key();
+    const rocksdb::Slice k(key);
+    if (!it_->Valid() || it_->key().compare(k) > 0) it_->Seek(k);
+    while (it_->Valid() && it_->key().compare(k) < 0) it_->Next();
+    if (it_->Valid() && it_->key() == k) {
+      value->assign(it_->value().data(), it_->value().size());
+      return 0;
+    }
+    *error = it_->status().ok() ? "the record is missing" : it_->status().ToString();
+    HS_ERROR("SSD sections: extent {}/{}: {}", eu, idx, *error);
+    return -EIO;
+  }
+
+ private:
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
 }  // namespace
 
 int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint64_t bytes,
@@ -132,6 +160,7 @@ int SsdSections::open(const Config& cfg, rocksdb::DB* db, uint64_t offset, uint6
   RebuildOptions rebuild_opts;
   if (!cfg.get_bool("hybridstore_ssd_placements_resident")) {
     s->placements_ = std::make_unique<RocksDbPlacements>(db);
+    s->db_ = db;
     rebuild_opts.placements = s->placements_.get();
     rebuild_opts.keep = [&](uint64_t block, uint64_t blocks) { return !marked_used(block * bs, blocks * bs); };
   }
@@ -419,6 +448,7 @@ uint64_t SsdSections::consumed_bytes() {
 void SsdSections::for_each_live(const std::function<void(uint64_t, uint64_t)>& fn) {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
+  WalkInKeyOrder walk(this);
   for (uint32_t eu = 0; eu < sa_->erase_unit_count(); ++eu) {
     std::vector<LiveRange> live;
     std::string error;
@@ -476,7 +506,18 @@ bool SsdSections::erase_unit_free(uint32_t eu) {
 std::string SsdSections::verify() {
   std::lock_guard<std::mutex> l(mutex_);
   apply_releases_locked();
+  WalkInKeyOrder walk(this);
   return sa_->verify();
+}
+
+SsdSections::WalkInKeyOrder::WalkInKeyOrder(SsdSections* s) : s_(s) {
+  if (!s_->db_) return;
+  walk_ = std::make_unique<RocksDbPlacementWalk>(s_->db_);
+  old_ = s_->sa_->swap_placement_store(walk_.get());
+}
+
+SsdSections::WalkInKeyOrder::~WalkInKeyOrder() {
+  if (walk_) s_->sa_->swap_placement_store(old_);
 }
 
 }  // namespace hybridstore

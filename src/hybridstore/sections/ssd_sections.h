@@ -154,7 +154,21 @@ class SsdSections {
   // Seals and handed-out regions of `ev`, and the free erase units now.
   void count_locked(const AllocEvents& ev, const std::vector<WriteRegion>& regions);
 
+  // While it lives (under mutex_), evicted placements are read through one
+  // iterator, for a walk of the units in order.
+  class WalkInKeyOrder {
+   public:
+    explicit WalkInKeyOrder(SsdSections* s);
+    ~WalkInKeyOrder();
+
+   private:
+    SsdSections* s_;
+    std::unique_ptr<PlacementStore> walk_;
+    PlacementStore* old_ = nullptr;
+  };
+
   std::mutex mutex_;
+  rocksdb::DB* db_ = nullptr;  // when placements are left in their records
   // Before sa_, so that it outlives the allocator that reads through it.
   std::unique_ptr<PlacementStore> placements_;
   std::unique_ptr<SectionAllocator> sa_;
