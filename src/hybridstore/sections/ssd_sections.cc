@@ -79,12 +79,16 @@ class RocksDbRecords : public AllocatorRecordSource {
   bool started_ = false;
 };
 
+std::string extent_record_key(uint32_t eu, uint32_t idx) {
+  return record_prefix() + PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, eu, idx, {}}.key();
+}
+
 // Written extents' placements, read back from their records.
 class RocksDbPlacements : public PlacementStore {
  public:
   explicit RocksDbPlacements(rocksdb::DB* db) : db_(db) {}
   int read_extent_record(uint32_t eu, uint32_t idx, std::string* value, std::string* error) override {
-    const std::string key = record_prefix() + PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, eu, idx, {}}.key();
+    const std::string key = extent_record_key(eu, idx);
     rocksdb::Status st = db_->Get(rocksdb::ReadOptions(), key, value);
     if (st.ok()) return 0;
     *error = st.IsNotFound() ? "the record is missing" : st.ToString();
@@ -107,7 +111,7 @@ class RocksDbPlacementWalk : public PlacementStore {
     it_.reset(db->NewIterator(ro));
   }
   int read_extent_record(uint32_t eu, uint32_t idx, std::string* value, std::string* error) override {
-    const std::string key = record_prefix() + PersistOp{PersistOp::Kind::kPut, PersistOp::Type::kExtent, eu, idx, {}}.key();
+    const std::string key = extent_record_key(eu, idx);
     const rocksdb::Slice k(key);
     if (!it_->Valid() || it_->key().compare(k) > 0) it_->Seek(k);
     while (it_->Valid() && it_->key().compare(k) < 0) it_->Next();
