@@ -55,6 +55,10 @@ class KvFsLender {
   // transaction.
   virtual int lend(uint64_t want, std::vector<Interval>* out) = 0;
   virtual void take_back(const std::vector<Interval>& ranges) = 0;
+  // Bytes lend() could hand out now, at most: an estimate for RocksDB's
+  // free-space question, never a promise (the tier may give it to objects
+  // first).
+  virtual uint64_t lendable() const = 0;
 };
 
 struct KvFsParams {
@@ -284,6 +288,12 @@ class KvFs {
   // The live metadata (what the log will hold once the queue is flushed).
   std::string describe() const;
   uint64_t free_bytes() const { return alloc_.free_bytes(); }
+  // What the lender could add now (0 without one): with free_bytes(), the
+  // room RocksDB sees (GetFreeSpace).
+  uint64_t growable_bytes() const {
+    KvFsLender* const lender = lender_.load(std::memory_order_acquire);
+    return lender ? lender->lendable() : 0;
+  }
   // Bytes kept aside for the log's next segments (free again after a
   // remount).
   uint64_t spare_log_bytes() const { return spare_segments() * params_.log_segment; }

@@ -647,13 +647,16 @@ IOStatus KvRocksFileSystem::NewLogger(const std::string&, const rocksdb::IOOptio
   });
 }
 
-// What the kvfs has free now. What the lender could still lend is not
-// counted: KvFsLender has no question for it yet (docs/kvfs.md section 9).
+// What the kvfs has free now and what its lender could still lend. Both
+// count: RocksDB's SstFileManager clears a NoSpace error only once this
+// answer exceeds its reserve, and a kvfs that grows on demand keeps little
+// free of its own, so its free bytes alone would hold the error for good
+// after the tier had room again.
 IOStatus KvRocksFileSystem::GetFreeSpace(const std::string&, const rocksdb::IOOptions&, uint64_t* diskfree,
                                          rocksdb::IODebugContext*) {
   count(KvRocksOp::kGetFreeSpace);
   return guarded("GetFreeSpace", [&] {
-    *diskfree = fs_.free_bytes();
+    *diskfree = fs_.free_bytes() + fs_.growable_bytes();
     return IOStatus::OK();
   });
 }

@@ -80,6 +80,8 @@ class SsdSections {
   // Lending to the KV file system (docs/kvfs.md 2.5): whole erase units.
   // None of these takes lock(): a lend never waits behind a transaction.
   uint64_t lend_unit() const { return uint64_t(sa_->erase_unit_blocks()) * block_size_; }
+  // Free whole erase units in bytes, floor included (what lend could take).
+  uint64_t lendable() const { return uint64_t(sa_->free_erase_units()) * lend_unit(); }
   // Up to `want` bytes (at least one unit), as merged ranges in offset
   // order; -ENOSPC when no unit is free.
   int lend(uint64_t want, Ranges* out);

@@ -97,6 +97,8 @@ class ExtentSpace final : public TierSpace {
     return (g + unit() - 1) / unit() * unit();
   }
 
+  uint64_t lendable() const override { return alloc_.free_bytes() / lend_unit() * lend_unit(); }
+
   int lend(uint64_t want, std::vector<Interval>* out) override {
     std::vector<Interval> got;
     if (int r = alloc_.allocate_aligned(want, lend_unit(), &got); r < 0) return r;
@@ -247,6 +249,7 @@ class SectionSpace final : public TierSpace {
   }
 
   uint64_t lend_unit() const override { return sections_->lend_unit(); }
+  uint64_t lendable() const override { return sections_->lendable(); }
 
   int lend(uint64_t want, std::vector<Interval>* out) override {
     SsdSections::Ranges got;

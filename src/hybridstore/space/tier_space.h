@@ -194,6 +194,10 @@ class TierSpace {
   virtual int lend(uint64_t want, std::vector<Interval>* out) = 0;
   // Ranges lend() handed out, free again.
   virtual void take_back(const std::vector<Interval>& ranges) = 0;
+  // At most what lend() could hand out now, floor included: free bytes in
+  // whole G (an extent tier does not look for G-aligned runs) or free
+  // whole erase units (a section tier).
+  virtual uint64_t lendable() const = 0;
   // New object data may not leave less than `bytes` free: the kvfs grows
   // into it. usage().free leaves it out.
   virtual void set_floor(uint64_t bytes) = 0;

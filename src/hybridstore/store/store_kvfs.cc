@@ -165,6 +165,12 @@ bool write_file_durably(const std::string& path, const std::string& text) {
   return dir_synced;
 }
 
+uint64_t PresetLender::lendable() const {
+  uint64_t bytes = 0;
+  for (const Interval& r : ranges_) bytes += r.length;
+  return bytes;
+}
+
 int PresetLender::lend(uint64_t want, std::vector<Interval>* out) {
   uint64_t got = 0;
   while (!ranges_.empty() && got < want) {

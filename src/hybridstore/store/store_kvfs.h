@@ -53,6 +53,7 @@ class PresetLender final : public KvFsLender {
   // Formatting returns nothing, and what it would return the tier's space
   // never gave out: dropped.
   void take_back(const std::vector<Interval>&) override {}
+  uint64_t lendable() const override;
 
  private:
   const uint64_t unit_;

@@ -39,6 +39,7 @@ class TierLender final : public KvFsLender {
     return r;
   }
   void take_back(const std::vector<Interval>& ranges) override { space_->take_back(ranges); }
+  uint64_t lendable() const override { return space_->lendable(); }
 
  private:
   TierSpace* const space_;

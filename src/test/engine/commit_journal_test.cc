@@ -1694,7 +1694,9 @@ TEST_P(CommitJournalReplay, TheTailKeepsEveryRecordPastRocksDBsDurableNumber) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
     ASSERT_TRUE(db->Put(wo, kv::journal_seq_key(), n).ok());
-    if (!mark.empty()) ASSERT_TRUE(db->Put(wo, kv::journal_tail_key(), mark).ok());
+    if (!mark.empty()) {
+      ASSERT_TRUE(db->Put(wo, kv::journal_tail_key(), mark).ok());
+    }
   }
   auto j = backing.open();
   ASSERT_TRUE(j);

@@ -398,7 +398,9 @@ TEST(AllocatorRecords, AnEvictedExtentWhoseRecordWentBadIsAnErrorNotACrash) {
   for (uint32_t eu = 0; eu < a->erase_unit_count(); ++eu) {
     std::vector<LiveRange> live;
     std::string err;
-    if (a->live_ranges(eu, &live, &err) < 0) EXPECT_NE(err.find("reading its placements back"), std::string::npos);
+    if (a->live_ranges(eu, &live, &err) < 0) {
+      EXPECT_NE(err.find("reading its placements back"), std::string::npos);
+    }
   }
 }
 

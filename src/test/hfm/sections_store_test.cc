@@ -366,7 +366,9 @@ TEST_P(SectionPlacementsTest, AfterAMountReleasesOverwritesAndTheCleanerReadThem
   else
     EXPECT_LT(after, before / 10);
   EXPECT_EQ(fsck_errors(true), 0);  // reads every record back
-  if (!resident) EXPECT_EQ(placements_in_memory(), after);
+  if (!resident) {
+    EXPECT_EQ(placements_in_memory(), after);
+  }
   // Releases into evicted extents: removes, and overwrites that move.
   for (int i = 0; i < 900; ++i) {
     std::string name = "p" + std::to_string(i);

@@ -42,6 +42,10 @@ class FakeLender : public KvFsLender {
     std::lock_guard<std::mutex> l(mutex_);
     for (const Interval& i : ranges) taken_back_ += i.length;
   }
+  uint64_t lendable() const override {
+    std::lock_guard<std::mutex> l(mutex_);
+    return refuse_next_ > 0 || budget_ < lent_ + kG ? 0 : (budget_ - lent_) / kG * kG;
+  }
   // The next `n` lends are refused whatever the budget (a tier that frees
   // space a moment later).
   void refuse_next(uint64_t n) {

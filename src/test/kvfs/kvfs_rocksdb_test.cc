@@ -224,7 +224,10 @@ TEST(KvfsRocksDb, EveryMethodOfTheTable) {
   ASSERT_TRUE(logger);
   uint64_t free_bytes = 0;
   ASSERT_TRUE(fs->GetFreeSpace("/db", io, &free_bytes, nullptr).ok());
-  EXPECT_EQ(free_bytes, r.kvfs->free_bytes());
+  // The kvfs's own free bytes and what the lender still has (8 G lent at
+  // most, 4 of them at format).
+  EXPECT_EQ(free_bytes, r.kvfs->free_bytes() + 4 * kG);
+  EXPECT_EQ(lender.lendable(), 4 * kG);
   std::unique_ptr<rocksdb::FSDirectory> d;
   ASSERT_TRUE(fs->NewDirectory("/db", io, &d, nullptr).ok());
   ASSERT_TRUE(d->Fsync(io, nullptr).ok());
@@ -299,6 +302,71 @@ TEST(KvfsRocksDb, ManySmallSstsGrowTheKvfsThroughTheLender) {
               static_cast<unsigned long long>(lender.lent()), sst_count.c_str());
   EXPECT_GT(lender.lent(), 4 * kG);  // more than the first G and one grow step
   EXPECT_GT(std::stoi(sst_count), 4);
+}
+
+// A kvfs that ran out of room stops RocksDB with NoSpace; once its tier has
+// room again RocksDB resumes by itself. Its SstFileManager retries only when
+// GetFreeSpace answers more than a write buffer, and a kvfs that grows on
+// demand keeps less than that free of its own: the answer has to count what
+// the lender could still lend, or the error stays until a restart.
+TEST(KvfsRocksDb, NoSpaceClearsOnceTheLenderHasRoomAgain) {
+  TempDir dir("kvfs-rocks-nospace");
+  auto dev = open_kvfs_media(dir.file("dev"));
+  FakeLender lender(4 * kG);
+  KvFsParams p = test_params();
+  p.initial_size = 2 * kG;
+  p.grow_step = kG;
+  RocksOnKvFs r(dev.get(), &lender, p, true);
+  rocksdb::Options o = r.options();
+  constexpr uint64_t kWriteBuffer = 1 << 20;
+  o.write_buffer_size = kWriteBuffer;
+  o.disable_auto_compactions = true;
+  ASSERT_TRUE(r.open(o).ok());
+
+  // No WAL, so the kvfs fills with tables only and nothing RocksDB can
+  // delete frees room: a failed flush stays failed until the kvfs grows.
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  constexpr int kBatch = 500;
+  rocksdb::Status failed;
+  int written = 0;
+  while (written < 100 * kBatch && failed.ok()) {
+    for (int i = written; i < written + kBatch && failed.ok(); ++i) failed = r.db->Put(wo, key_of(i), value_of(i, 1000));
+    if (failed.ok()) {
+      written += kBatch;
+      failed = r.db->Flush(rocksdb::FlushOptions());
+    }
+  }
+  ASSERT_FALSE(failed.ok()) << "the kvfs never ran out of room";
+  ASSERT_TRUE(failed.IsNoSpace() || failed.IsIOError()) << failed.ToString();
+  std::printf("stopped after %d puts: %s; kvfs free %llu, lent %llu\n", written, failed.ToString().c_str(),
+              static_cast<unsigned long long>(r.kvfs->free_bytes()),
+              static_cast<unsigned long long>(lender.lent()));
+  // What makes the test: the kvfs's own free bytes are below RocksDB's
+  // reserve (a write buffer), so only the lender's room can clear the error.
+  ASSERT_LT(r.kvfs->free_bytes(), kWriteBuffer);
+  EXPECT_FALSE(r.db->Put(wo, "after", "x").ok()) << "stopped until the error clears";
+
+  lender.set_budget(32 * kG);
+  uint64_t free_space = 0;
+  ASSERT_TRUE(r.rfs->GetFreeSpace("/db", rocksdb::IOOptions(), &free_space, nullptr).ok());
+  EXPECT_GE(free_space, 28 * kG);
+  // The SstFileManager looks again every 5 s.
+  rocksdb::Status s;
+  for (int i = 0; i < 200; ++i) {
+    s = r.db->Put(wo, "after", "x");
+    if (s.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(s.ok()) << "RocksDB did not resume in 20 s: " << s.ToString();
+  EXPECT_GT(lender.lent(), 4 * kG);
+  put_range(r.db.get(), written, written + 2000, 1000);
+  ASSERT_TRUE(r.db->Flush(rocksdb::FlushOptions()).ok());
+  std::string v;
+  for (int i = 0; i < written + 2000; i += 97) {
+    ASSERT_TRUE(r.db->Get(rocksdb::ReadOptions(), key_of(i), &v).ok()) << key_of(i);
+    ASSERT_EQ(v, value_of(i, 1000));
+  }
 }
 
 namespace {

@@ -229,11 +229,13 @@ TEST_P(TierSpaceLending, LendsWhatThereIsAndThenRefuses) {
   uint64_t lent = 0;
   for (const auto& i : all) lent += i.length;
   EXPECT_EQ(lent, (sp->size() / g) * g - (sp->reserved() + g - 1) / g * g) << "every aligned byte after the head";
+  EXPECT_EQ(sp->lendable(), 0u);
   std::vector<Interval> none;
   EXPECT_EQ(sp->lend(g, &none), -ENOSPC);
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(sp->verify(), "");
   sp->take_back(all);
+  EXPECT_EQ(sp->lendable(), lent) << "what lend would take, at most";
   EXPECT_EQ(sp->verify(), "");
 }
 
@@ -274,6 +276,7 @@ TEST_P(TierSpaceLending, TheFloorIsLeftOutOfFreeAndLentAll) {
   EXPECT_EQ(sp->usage().free, free - 4 * g);
   sp->set_floor(free + g);
   EXPECT_EQ(sp->usage().free, 0u) << "never below zero";
+  EXPECT_GE(sp->lendable(), 2 * g) << "the floor stays lendable";
   std::vector<Interval> got;
   EXPECT_EQ(sp->lend(2 * g, &got), 0) << "the floor is the kvfs's";
   sp->set_floor(0);

@@ -113,7 +113,9 @@ TEST_F(KvOnDeviceFsckTest, ACleanStoreIsCleanShallowAndDeepAndCountsItsRing) {
     // Every transaction went through the ring.
     EXPECT_GT(rep.kvfs_ring_records, 0u);
     EXPECT_GE(rep.kvfs_ring_seq, 300u);
-    if (deep) EXPECT_GT(rep.bytes_verified, 0u);
+    if (deep) {
+      EXPECT_GT(rep.bytes_verified, 0u);
+    }
   }
   remount();
   FsckReport rep = fsck(true);

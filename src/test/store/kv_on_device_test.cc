@@ -47,7 +47,9 @@ DeviceLabel ssd_label(const std::string& store) {
   EXPECT_TRUE(dev) << why;
   DeviceLabel l;
   LabelPairStatus st;
-  if (dev) EXPECT_EQ(read_labels(dev.get(), &l, &st, &why), 0) << why;
+  if (dev) {
+    EXPECT_EQ(read_labels(dev.get(), &l, &st, &why), 0) << why;
+  }
   return l;
 }
 
@@ -245,7 +247,9 @@ DeviceLabel nand_ssd_label(const std::string& store, uint64_t* erase_block = nul
   EXPECT_TRUE(dev) << why;
   DeviceLabel l;
   LabelPairStatus st;
-  if (dev) EXPECT_EQ(read_labels(dev.get(), &l, &st, &why), 0) << why;
+  if (dev) {
+    EXPECT_EQ(read_labels(dev.get(), &l, &st, &why), 0) << why;
+  }
   if (erase_block) *erase_block = erase_block_bytes(dev.get());
   return l;
 }
