@@ -65,12 +65,12 @@ std::string SectionAllocator::encode_extent(const ExtentDesc& e) const {
   std::string b;
   put_u8(&b, static_cast<uint8_t>(e.state));
   put_varint(&b, e.tail);
-  put_varint(&b, e.entered_us);
-  put_varint(&b, e.seq);
-  put_varint(&b, e.last_hint);
-  put_varint(&b, e.placements.size());
+  put_varint(&b, e.entered_us());
+  put_varint(&b, e.seq());
+  put_varint(&b, e.last_hint());
+  put_varint(&b, e.placements().size());
   uint32_t prev_end = 0;
-  for (const Placement& p : e.placements) {
+  for (const Placement& p : e.placements()) {
     put_varint(&b, p.start - prev_end);
     put_varint(&b, p.blocks);
     put_varint(&b, p.bytes);
@@ -277,8 +277,9 @@ int read_wu_list(uint32_t eu, std::string_view wu_list, const EraseUnitHead& h, 
 // `block_size`. *end gets the end of the last one (0 when there is none).
 int read_placements(Decoder* d, const ExtentRecord& x, uint64_t n, uint64_t limit, uint32_t block_size,
                     ExtentDesc* e, uint64_t* end, std::string* error) {
-  e->placements.clear();
-  e->placements.reserve(n);  // n <= the extent's blocks, checked by the caller
+  std::vector<Placement>& pl = e->placements_mut();
+  pl.clear();
+  pl.reserve(n);  // n <= the extent's blocks, checked by the caller
   uint64_t prev_end = 0;
   for (uint64_t k = 0; k < n; ++k) {
     uint64_t gap, blocks, bytes, writes, owner, born;
@@ -298,7 +299,7 @@ int read_placements(Decoder* d, const ExtentRecord& x, uint64_t n, uint64_t limi
                            x.eu, x.idx, k, start, blocks, bytes);
       return -EIO;
     }
-    e->placements.push_back(Placement{static_cast<uint32_t>(start),
+    pl.push_back(Placement{static_cast<uint32_t>(start),
                                       static_cast<uint32_t>(blocks),
                                       static_cast<uint32_t>(bytes),
                                       static_cast<uint32_t>(writes), owner, born});
@@ -345,9 +346,14 @@ int read_extent(const ExtentRecord& x, uint32_t s, const SegmentMap& map, uint32
   }
   e->state = st;
   e->tail = static_cast<uint32_t>(tail);
-  e->entered_us = entered;
-  e->seq = seq;
-  e->last_hint = hint;
+  // A written extent is in no map table: what a record of an older build
+  // says of its table state is dropped (ExtentDetail).
+  if (st != ExtentState::kWritten) {
+    ExtentDetail& d = e->more();
+    d.entered_us = entered;
+    d.seq = seq;
+    d.last_hint = hint;
+  }
   uint64_t prev_end = 0;
   if (int r = read_placements(&d, x, n, limit, block_size, e, &prev_end, error); r < 0) return r;
   if (!d.done()) {
@@ -356,7 +362,7 @@ int read_extent(const ExtentRecord& x, uint32_t s, const SegmentMap& map, uint32
   }
   if (st == ExtentState::kOpen) {
     uint32_t expect =
-        e->placements.empty() ? 0 : map.next(static_cast<uint32_t>(prev_end) - 1).start;
+        e->placements().empty() ? 0 : map.next(static_cast<uint32_t>(prev_end) - 1).start;
     if (expect != tail) {
       *error = fmt::format("extent {}/{}: tail {} is not the map position {} of its last "
                            "placement",
@@ -370,9 +376,9 @@ int read_extent(const ExtentRecord& x, uint32_t s, const SegmentMap& map, uint32
 // Sorts the open extents by map-table position, which no two may share.
 int order_open(std::vector<ExtentDesc*>* open, std::string* error) {
   std::sort(open->begin(), open->end(),
-            [](const ExtentDesc* a, const ExtentDesc* b) { return a->seq < b->seq; });
+            [](const ExtentDesc* a, const ExtentDesc* b) { return a->seq() < b->seq(); });
   for (size_t i = 1; i < open->size(); ++i) {
-    if ((*open)[i]->seq == (*open)[i - 1]->seq) {
+    if ((*open)[i]->seq() == (*open)[i - 1]->seq()) {
       *error = "two open extents share a map-table position";
       return -EIO;
     }
@@ -516,8 +522,8 @@ int SectionAllocator::restore_extent(uint32_t eu, uint32_t idx, std::string_view
   ExtentDesc& e = u.extents[x.idx];
   const bool written_wu = u.wu_written[wu_of(u, x.idx)] != 0;
   if (int r = read_extent(x, rt.s, rt.map, geo_.block_size, written_wu, &e, error); r < 0) return r;
-  for (const Placement& p : e.placements) account(&e, p, +1, 0);
-  seq_ = std::max(seq_, e.seq);
+  for (const Placement& p : e.placements()) account(&e, p, +1, 0);
+  seq_ = std::max(seq_, e.seq());
   if (e.state == ExtentState::kWritten) settle_written(&e, opts);
   return 0;
 }
@@ -528,14 +534,19 @@ void SectionAllocator::settle_written(ExtentDesc* e, const RebuildOptions& opts)
   // Here rather than in index_restored, while the placements are in hand;
   // written extents come in the same (unit, index) order either way.
   if (holes_indexed(l, u)) add_free_runs(l.holes, e, 0, secs_[l.section].s);
-  if (!opts.placements || e->placements.empty()) return;
-  const uint64_t base = extent_block(*e);
-  if (opts.keep)
-    for (const Placement& p : e->placements)
-      if (opts.keep(base + p.start, p.blocks)) return;
-  e->stored = static_cast<uint32_t>(e->placements.size());
-  e->evicted = true;
-  std::vector<Placement>().swap(e->placements);
+  if (opts.placements && !e->placements().empty()) {
+    const uint64_t base = extent_block(*e);
+    bool kept = false;
+    if (opts.keep)
+      for (const Placement& p : e->placements())
+        if (opts.keep(base + p.start, p.blocks)) kept = true;
+    if (!kept) {
+      e->stored = static_cast<uint32_t>(e->placements().size());
+      e->evicted = true;
+      std::vector<Placement>().swap(e->detail->placements);
+    }
+  }
+  e->compact();
 }
 
 int SectionAllocator::read_back(const ExtentDesc& e, std::vector<Placement>* out, std::string* error) const {
@@ -547,12 +558,12 @@ int SectionAllocator::read_back(const ExtentDesc& e, std::vector<Placement>* out
     ExtentDesc got;
     if (read_extent(ExtentRecord{e.eu, e.idx, value}, rt.s, rt.map, geo_.block_size, true, &got, &why) == 0) {
       uint64_t live = 0;
-      for (const Placement& p : got.placements) live += p.blocks;
-      if (got.placements.size() == e.stored && live == e.live) {
-        *out = std::move(got.placements);
+      for (const Placement& p : got.placements()) live += p.blocks;
+      if (got.placements().size() == e.stored && live == e.live) {
+        *out = std::move(got.detail->placements);
         return 0;
       }
-      why = fmt::format("it holds {} placements of {} blocks, the extent {} of {}", got.placements.size(), live,
+      why = fmt::format("it holds {} placements of {} blocks, the extent {} of {}", got.placements().size(), live,
                         e.stored, e.live);
     }
   }
@@ -562,7 +573,9 @@ int SectionAllocator::read_back(const ExtentDesc& e, std::vector<Placement>* out
 
 int SectionAllocator::load_placements(ExtentDesc* e, std::string* error) {
   if (!e->evicted) return 0;
-  if (int r = read_back(*e, &e->placements, error); r < 0) return r;
+  std::vector<Placement> back;
+  if (int r = read_back(*e, &back, error); r < 0) return r;
+  e->placements_mut() = std::move(back);
   e->evicted = false;
   e->stored = 0;
   return 0;
@@ -570,7 +583,7 @@ int SectionAllocator::load_placements(ExtentDesc* e, std::string* error) {
 
 const std::vector<Placement>* SectionAllocator::placements_of(const ExtentDesc& e, std::vector<Placement>* scratch,
                                                               std::string* error) const {
-  if (!e.evicted) return &e.placements;
+  if (!e.evicted) return &e.placements();
   return read_back(e, scratch, error) == 0 ? scratch : nullptr;
 }
 

@@ -14,6 +14,7 @@
 //                reclaims whole EUs, like SFS segments.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace hybridstore {
@@ -36,35 +37,77 @@ enum class ExtentState : uint8_t {
   kWritten = 3,  // its write unit was handed to the engine to write
 };
 
+struct ExtentDesc;
+
+// What only some extents need, on the heap while they need it: the
+// placements while they are in memory, the free runs while an index lists
+// them, and the map-table state of an open or sealed extent. A written
+// extent whose placements are in its record and which has no holes
+// indexed needs none of it (ExtentDesc::compact): at 10M small objects
+// that is nearly every one of 2.3M extents (docs/memory.md, step 8).
+struct ExtentDetail {
+  // Sorted by start, non-overlapping, all below the extent's tail.
+  std::vector<Placement> placements;
+  // Free runs of this extent currently in a FreeRunIndex (node ids).
+  std::vector<uint32_t> runs;
+  // Map-table state; zero once the extent is written (it never re-enters
+  // the table).
+  uint64_t entered_us = 0;  // when it became open: the map table's "time in table"
+  uint64_t seq = 0;         // order of entry into its map-table bucket
+  uint64_t last_hint = 0;   // locality hint of the last placement (ReHypar)
+  // Map-table bucket links (valid while open).
+  ExtentDesc* prev = nullptr;
+  ExtentDesc* next = nullptr;
+};
+
 struct ExtentDesc {
   uint32_t eu = 0;
   uint32_t idx = 0;  // index within the EU
   ExtentState state = ExtentState::kUntaken;
   bool dirty = false;  // has an unsaved persistence record
   // A written extent whose placements were left in its record at mount
-  // (PlacementStore): `placements` is empty and `stored` counts them. Read
-  // back before anything changes them, so the record stays their truth.
+  // (PlacementStore): it holds none and `stored` counts them. Read back
+  // before anything changes them, so the record stays their truth.
   bool evicted = false;
   // Open: first block of the free tail, always a segment start given by the map
   // function of the highest placement (0 when empty). Otherwise == s.
   uint32_t tail = 0;
-  uint32_t live = 0;        // sum of placement blocks
-  uint32_t stored = 0;      // placements in the record while evicted (fits the padding)
-  uint64_t entered_us = 0;  // when it became open: the map table's "time in table"
-  uint64_t seq = 0;         // order of entry into its map-table bucket
-  uint64_t last_hint = 0;   // locality hint of the last placement (ReHypar)
-  // Sorted by start, non-overlapping, all below `tail`.
-  std::vector<Placement> placements;
-  // Free runs of this extent currently in a FreeRunIndex (node ids).
-  std::vector<uint32_t> runs;
-  // Map-table bucket links (valid while open).
-  ExtentDesc* prev = nullptr;
-  ExtentDesc* next = nullptr;
+  uint32_t live = 0;    // sum of placement blocks
+  uint32_t stored = 0;  // placements in the record while evicted
+  std::unique_ptr<ExtentDetail> detail;
+
+  ExtentDesc() = default;
+  ExtentDesc(ExtentDesc&&) = default;
+  ExtentDesc& operator=(ExtentDesc&&) = default;
+
+  // Reads never allocate: an extent without detail has none of these.
+  const std::vector<Placement>& placements() const { return detail ? detail->placements : kNoPlacements; }
+  const std::vector<uint32_t>& runs() const { return detail ? detail->runs : kNoRuns; }
+  uint64_t entered_us() const { return detail ? detail->entered_us : 0; }
+  uint64_t seq() const { return detail ? detail->seq : 0; }
+  uint64_t last_hint() const { return detail ? detail->last_hint : 0; }
+  ExtentDesc* prev() const { return detail ? detail->prev : nullptr; }
+  ExtentDesc* next() const { return detail ? detail->next : nullptr; }
+  // For a change: the detail, made when the extent had none.
+  ExtentDetail& more() {
+    if (!detail) detail = std::make_unique<ExtentDetail>();
+    return *detail;
+  }
+  std::vector<Placement>& placements_mut() { return more().placements; }
+  std::vector<uint32_t>& runs_mut() { return more().runs; }
+  // Drops the detail of a written extent that keeps nothing in it.
+  void compact() {
+    if (detail && state == ExtentState::kWritten && detail->placements.empty() && detail->runs.empty())
+      detail.reset();
+  }
+
+ private:
+  static const std::vector<Placement> kNoPlacements;
+  static const std::vector<uint32_t> kNoRuns;
 };
 
-// One per handed-out extent, 2.3M of them at 10M small objects: the
-// eviction flag and count sit in what was padding.
-static_assert(sizeof(ExtentDesc) <= 112, "ExtentDesc grew");
+// One per extent of an owned erase unit, 2.3M of them at 10M small objects.
+static_assert(sizeof(ExtentDesc) <= 32, "ExtentDesc grew");
 
 struct EraseUnit {
   int32_t lane = -1;          // owning lane, -1 when free

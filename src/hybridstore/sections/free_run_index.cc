@@ -59,7 +59,7 @@ uint32_t FreeRunIndex::add(ExtentDesc* e, uint32_t start, uint32_t len) {
   r.len = len;
   r.live = true;
   link(id);
-  e->runs.push_back(id);
+  e->runs_mut().push_back(id);
   return id;
 }
 
@@ -67,7 +67,7 @@ void FreeRunIndex::remove(uint32_t id) {
   Run& r = (*pool_)[id];
   assert(r.live);
   unlink(id);
-  auto& runs = r.extent->runs;
+  auto& runs = r.extent->detail->runs;  // listed there, so it has a detail
   auto it = std::find(runs.begin(), runs.end(), id);
   assert(it != runs.end());
   *it = runs.back();
@@ -76,7 +76,8 @@ void FreeRunIndex::remove(uint32_t id) {
 }
 
 void FreeRunIndex::remove_within(ExtentDesc* e, uint32_t lo, uint32_t hi) {
-  auto& runs = e->runs;
+  if (!e->detail) return;
+  auto& runs = e->detail->runs;
   for (size_t i = 0; i < runs.size();) {
     uint32_t id = runs[i];
     const Run& r = (*pool_)[id];
@@ -92,15 +93,16 @@ void FreeRunIndex::remove_within(ExtentDesc* e, uint32_t lo, uint32_t hi) {
 }
 
 void FreeRunIndex::remove_all(ExtentDesc* e) {
-  for (uint32_t id : e->runs) {
+  if (!e->detail) return;
+  for (uint32_t id : e->detail->runs) {
     unlink(id);
     pool_->release(id);
   }
-  e->runs.clear();
+  e->detail->runs.clear();
 }
 
 void FreeRunIndex::transfer_all(ExtentDesc* e, FreeRunIndex* to) {
-  for (uint32_t id : e->runs) {
+  for (uint32_t id : e->runs()) {
     unlink(id);
     to->link(id);
   }

@@ -30,10 +30,11 @@ void MapTable::insert(ExtentDesc* e) {
   uint32_t b = e->tail;
   assert(b < buckets_.size() && entry_of_[b] >= 0);
   Bucket& bk = buckets_[b];
-  e->next = nullptr;
-  e->prev = bk.tail;
+  ExtentDetail& d = e->more();
+  d.next = nullptr;
+  d.prev = bk.tail;
   if (bk.tail) {
-    bk.tail->next = e;
+    bk.tail->detail->next = e;
   } else {
     bk.head = e;
     int id = entry_of_[b];
@@ -50,9 +51,10 @@ void MapTable::insert(ExtentDesc* e) {
 void MapTable::remove(ExtentDesc* e) {
   uint32_t b = e->tail;
   Bucket& bk = buckets_[b];
-  if (e->prev) e->prev->next = e->next; else bk.head = e->next;
-  if (e->next) e->next->prev = e->prev; else bk.tail = e->prev;
-  e->prev = e->next = nullptr;
+  ExtentDetail& d = *e->detail;  // every extent in the table has one
+  if (d.prev) d.prev->detail->next = d.next; else bk.head = d.next;
+  if (d.next) d.next->detail->prev = d.prev; else bk.tail = d.prev;
+  d.prev = d.next = nullptr;
   --size_;
   if (b == 0) --clean_;
   if (!bk.head) {
@@ -92,16 +94,16 @@ ExtentDesc* MapTable::pick(SelectionPolicy policy, uint32_t blocks, uint64_t hin
       if (!best) {
         best = c;
         best_free = free;
-        best_dist = c->last_hint > hint ? c->last_hint - hint : hint - c->last_hint;
+        best_dist = c->last_hint() > hint ? c->last_hint() - hint : hint - c->last_hint();
         continue;
       }
-      bool older = c->entered_us < best->entered_us ||
-                   (c->entered_us == best->entered_us && c->seq < best->seq);
+      bool older = c->entered_us() < best->entered_us() ||
+                   (c->entered_us() == best->entered_us() && c->seq() < best->seq());
       if (policy == SelectionPolicy::kHfm) {
         if (older) best = c;
         continue;
       }
-      uint64_t dist = c->last_hint > hint ? c->last_hint - hint : hint - c->last_hint;
+      uint64_t dist = c->last_hint() > hint ? c->last_hint() - hint : hint - c->last_hint();
       if (free < best_free || (free == best_free && dist < best_dist) ||
           (free == best_free && dist == best_dist && older)) {
         best = c;
@@ -122,7 +124,7 @@ std::vector<const ExtentDesc*> MapTable::entry_extents(int level, int index) con
   std::vector<const ExtentDesc*> out;
   const Entry& en = entries_.at(entry_id(level, index));
   for (uint32_t b : en.starts)
-    for (const ExtentDesc* e = buckets_[b].head; e; e = e->next) out.push_back(e);
+    for (const ExtentDesc* e = buckets_[b].head; e; e = e->next()) out.push_back(e);
   return out;
 }
 

@@ -15,6 +15,9 @@
 
 namespace hybridstore {
 
+const std::vector<Placement> ExtentDesc::kNoPlacements;
+const std::vector<uint32_t> ExtentDesc::kNoRuns;
+
 int make_allocator_geometry(const Config& cfg, uint64_t offset, uint64_t bytes,
                             AllocatorGeometry* out, std::string* error) {
   AllocatorGeometry g;
@@ -119,7 +122,8 @@ int SectionAllocator::init(const AllocatorGeometry& geo, const AllocatorTuning& 
                          geo.blocks, eu_blocks_);
     return -EINVAL;
   }
-  eus_.assign(n, EraseUnit{});
+  eus_.clear();
+  eus_.resize(n);  // move-only descriptors: no copies of a prototype
   {
     std::lock_guard<std::mutex> pl(pool_mutex_);
     free_bits_.assign((n + 63) / 64, 0);
@@ -205,9 +209,10 @@ void SectionAllocator::account(ExtentDesc* e, const Placement& p, int sign, uint
 void SectionAllocator::add_free_runs(FreeRunIndex& idx, ExtentDesc* e, uint32_t lo,
                                      uint32_t hi) {
   uint32_t cursor = lo;
-  auto it = std::upper_bound(e->placements.begin(), e->placements.end(), lo,
+  const std::vector<Placement>& pl = e->placements();
+  auto it = std::upper_bound(pl.begin(), pl.end(), lo,
                              [](uint32_t v, const Placement& p) { return v < p.end(); });
-  for (; it != e->placements.end() && it->start < hi; ++it) {
+  for (; it != pl.end() && it->start < hi; ++it) {
     if (it->start > cursor) idx.add(e, cursor, it->start - cursor);
     cursor = std::max(cursor, it->end());
   }
@@ -292,7 +297,7 @@ void SectionAllocator::maybe_free_eu(uint32_t eu) {
     else
       l.gaps.remove_all(e);
     if (track_) deleted_extents_.emplace_back(eu, i);
-    *e = ExtentDesc{};
+    *e = ExtentDesc();
     e->eu = eu;
     e->idx = i;
   }
@@ -343,7 +348,7 @@ ExtentDesc* SectionAllocator::take_fresh(Lane& l, uint64_t now, AllocEvents* ev)
   ExtentDesc* e = &u.extents[idx];
   e->state = ExtentState::kOpen;
   e->tail = 0;
-  e->entered_us = now;
+  e->more().entered_us = now;
   ++u.open;
   ++u.wu_open[idx / rt.extents_per_wu];
   if (idx % rt.extents_per_wu == 0) {
@@ -371,9 +376,9 @@ void SectionAllocator::place_at_tail(Lane& l, ExtentDesc* e, const AllocRequest&
   uint32_t start = e->tail;
   assert(start + blocks <= rt.s);
   Placement p{start, blocks, bytes, req.writes, req.owner, req.born_us};
-  e->placements.push_back(p);
+  e->placements_mut().push_back(p);
   account(e, p, +1, req.now_us);
-  e->last_hint = req.hint;
+  e->detail->last_hint = req.hint;
   MapPosition nx = rt.map.next(start + blocks - 1);
   if (sp.fill_gaps && nx.start > start + blocks)
     l.gaps.add(e, start + blocks, nx.start - start - blocks);
@@ -383,7 +388,7 @@ void SectionAllocator::place_at_tail(Lane& l, ExtentDesc* e, const AllocRequest&
   if (rt.s - e->tail < sp.theta) {
     seal(e, false, ev);
   } else {
-    e->seq = ++seq_;
+    e->detail->seq = ++seq_;
     l.table.insert(e);
   }
 }
@@ -398,11 +403,13 @@ bool SectionAllocator::place_in_run(Lane& l, FreeRunIndex& idx, uint32_t run,
   if (load_placements(e, nullptr) < 0) return false;
   idx.consume_front(run, blocks);
   Placement p{start, blocks, bytes, req.writes, req.owner, req.born_us};
-  auto it = std::upper_bound(e->placements.begin(), e->placements.end(), start,
+  std::vector<Placement>& pl = e->placements_mut();
+  auto it = std::upper_bound(pl.begin(), pl.end(), start,
                              [](uint32_t v, const Placement& q) { return v < q.start; });
-  e->placements.insert(it, p);
+  pl.insert(it, p);
   account(e, p, +1, req.now_us);
-  e->last_hint = req.hint;
+  // The hint steers the map table's choice; a written extent is in no table.
+  if (e->state != ExtentState::kWritten) e->detail->last_hint = req.hint;
   *out = AllocPiece{extent_block(*e) + start, blocks, bytes, &idx == &l.holes};
   mark(e);
   return true;
@@ -538,9 +545,9 @@ bool SectionAllocator::allocate_in(int section, const AllocRequest& req, uint64_
     }
     left -= b;
     Placement p{0, rt.s, b, req.writes, req.owner, req.born_us};
-    e->placements.push_back(p);
+    e->placements_mut().push_back(p);
     account(e, p, +1, req.now_us);
-    e->last_hint = req.hint;
+    e->detail->last_hint = req.hint;
     e->tail = rt.s;
     mark(e);
     uint64_t block = extent_block(*e);

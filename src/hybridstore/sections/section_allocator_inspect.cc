@@ -24,8 +24,10 @@ void SectionAllocator::memory(uint64_t* placements, uint64_t* bytes) const {
     b += u.extents.capacity() * sizeof(ExtentDesc) + u.wu_written.capacity() + u.wu_first_us.capacity() * 8 +
          u.wu_open.capacity() * 2;
     for (const ExtentDesc& e : u.extents) {
-      n += e.placements.size();
-      b += e.placements.capacity() * sizeof(Placement) + e.runs.capacity() * sizeof(uint32_t);
+      if (!e.detail) continue;
+      n += e.placements().size();
+      b += sizeof(ExtentDetail) + e.placements().capacity() * sizeof(Placement) +
+           e.runs().capacity() * sizeof(uint32_t);
     }
   }
   *placements = n;
@@ -46,7 +48,7 @@ std::vector<SectionUsage> SectionAllocator::usage() const {
     for (uint32_t i = 0; i < u.next_untaken; ++i) {
       const ExtentDesc& e = u.extents[i];
       su.live_blocks += e.live;
-      su.placements += e.evicted ? e.stored : e.placements.size();
+      su.placements += e.evicted ? e.stored : e.placements().size();
       switch (e.state) {
         case ExtentState::kOpen:
           ++su.extents_open;
@@ -105,8 +107,7 @@ std::string SectionAllocator::verify() const {
       return fmt::format("eu {} extent count", eu);
     for (uint32_t i = u.next_untaken; i < rt.extents_per_eu; ++i) {
       const ExtentDesc& e = u.extents[i];
-      if (e.state != ExtentState::kUntaken || !e.placements.empty() || !e.runs.empty() ||
-          e.eu != eu || e.idx != i)
+      if (e.state != ExtentState::kUntaken || e.detail || e.eu != eu || e.idx != i)
         return fmt::format("eu {} extent {} beyond next_untaken is not pristine", eu, i);
     }
     uint64_t live = 0, sw = 0;
@@ -127,8 +128,15 @@ std::string SectionAllocator::verify() const {
       uint32_t limit = e.state == ExtentState::kOpen ? e.tail : rt.s;
       if (e.state != ExtentState::kOpen && e.tail != rt.s)
         return fmt::format("eu {} extent {} closed with tail {}", eu, i, e.tail);
-      if (e.evicted && (e.state != ExtentState::kWritten || e.dirty || !e.placements.empty() || e.stored == 0))
+      if (e.evicted && (e.state != ExtentState::kWritten || e.dirty || !e.placements().empty() || e.stored == 0))
         return fmt::format("eu {} extent {} evicted but not a clean written extent", eu, i);
+      // A written extent keeps a detail only for what it holds, and no
+      // table state; any other taken extent has one.
+      if (e.state == ExtentState::kWritten && e.detail &&
+          ((e.placements().empty() && e.runs().empty()) || e.entered_us() || e.seq() || e.last_hint()))
+        return fmt::format("eu {} extent {} written with a detail it does not need", eu, i);
+      if (e.state != ExtentState::kWritten && !e.detail)
+        return fmt::format("eu {} extent {} state {} without its detail", eu, i, int(e.state));
       std::vector<Placement> scratch;
       std::string why;
       const std::vector<Placement>* pl = placements_of(e, &scratch, &why);
@@ -199,7 +207,7 @@ std::string SectionAllocator::verify_free_runs(const Lane& l, const EraseUnit& u
     if (cursor < limit) expect.insert({cursor, limit - cursor});
   }
   const FreeRunIndex& idx = e.state == ExtentState::kWritten ? l.holes : l.gaps;
-  for (uint32_t id : e.runs) {
+  for (uint32_t id : e.runs()) {
     const auto& r = idx.run(id);
     if (!r.live || r.extent != &e)
       return fmt::format("eu {} extent {} lists a run it does not own", e.eu, e.idx);
@@ -260,8 +268,8 @@ std::string SectionAllocator::dump() const {
     for (uint32_t i = 0; i < u.next_untaken; ++i) {
       const ExtentDesc& e = u.extents[i];
       out += fmt::format("  ext {} st {} tail {} live {} in {} seq {} hint {} runs {}:", i,
-                         int(e.state), e.tail, e.live, e.entered_us, e.seq, e.last_hint,
-                         e.runs.size());
+                         int(e.state), e.tail, e.live, e.entered_us(), e.seq(), e.last_hint(),
+                         e.runs().size());
       // The same text whether the placements are in memory or in the record.
       std::vector<Placement> scratch;
       std::string why;

@@ -14,11 +14,11 @@ namespace hybridstore {
 
 int SectionAllocator::release_in_extent(ExtentDesc* e, uint32_t a, uint32_t b, uint64_t now,
                                         bool apply) {
-  auto& pl = e->placements;
-  // First placement with end > a.
-  auto it = std::upper_bound(pl.begin(), pl.end(), a,
-                             [](uint32_t v, const Placement& p) { return v < p.end(); });
   if (!apply) {
+    const std::vector<Placement>& pl = e->placements();
+    // First placement with end > a.
+    auto it = std::upper_bound(pl.begin(), pl.end(), a,
+                               [](uint32_t v, const Placement& p) { return v < p.end(); });
     uint32_t cursor = a;
     for (auto j = it; cursor < b; ++j) {
       if (j == pl.end() || j->start > cursor) return -EINVAL;
@@ -26,6 +26,10 @@ int SectionAllocator::release_in_extent(ExtentDesc* e, uint32_t a, uint32_t b, u
     }
     return 0;
   }
+  auto& pl = e->placements_mut();
+  // First placement with end > a.
+  auto it = std::upper_bound(pl.begin(), pl.end(), a,
+                             [](uint32_t v, const Placement& p) { return v < p.end(); });
   EraseUnit& u = eus_[e->eu];
   Lane& l = lanes_[u.lane];
   const SectionRt& rt = secs_[l.section];
@@ -79,8 +83,8 @@ int SectionAllocator::release_in_extent(ExtentDesc* e, uint32_t a, uint32_t b, u
         if (new_tail > top) l.gaps.add(e, top, new_tail - top);
       }
       e->tail = new_tail;
-      if (new_tail == 0) e->entered_us = now;
-      e->seq = ++seq_;
+      if (new_tail == 0) e->detail->entered_us = now;
+      e->detail->seq = ++seq_;
       l.table.insert(e);
     } else {
       refresh_runs(e, prev_end(a), next_start(b, e->tail));
@@ -90,14 +94,15 @@ int SectionAllocator::release_in_extent(ExtentDesc* e, uint32_t a, uint32_t b, u
     l.gaps.remove_all(e);
     e->state = ExtentState::kOpen;
     e->tail = 0;
-    e->entered_us = now;
-    e->seq = ++seq_;
+    e->detail->entered_us = now;
+    e->detail->seq = ++seq_;
     ++u.open;
     ++u.wu_open[e->idx / rt.extents_per_wu];
     l.table.insert(e);
   } else {
     refresh_runs(e, prev_end(a), next_start(b, rt.s));
   }
+  e->compact();
   mark(e);
   return 0;
 }
@@ -189,7 +194,10 @@ int SectionAllocator::begin_cleaning(uint32_t eu) {
   EraseUnit& u = eus_[eu];
   if (u.lane < 0 || u.cleaning || u.unwritten_wus != 0 || u.current) return -EINVAL;
   Lane& l = lanes_[u.lane];
-  for (uint32_t i = 0; i < u.next_untaken; ++i) l.holes.remove_all(&u.extents[i]);
+  for (uint32_t i = 0; i < u.next_untaken; ++i) {
+    l.holes.remove_all(&u.extents[i]);
+    u.extents[i].compact();
+  }
   u.cleaning = true;
   return 0;
 }

@@ -49,12 +49,12 @@ void SectionAllocator::seal(ExtentDesc* e, bool in_table, AllocEvents* ev) {
   e->state = ExtentState::kSealed;
   --u.open;
   --u.wu_open[e->idx / rt.extents_per_wu];
-  uint32_t top = e->placements.empty() ? 0 : e->placements.back().end();
+  uint32_t top = e->placements().empty() ? 0 : e->placements().back().end();
   e->tail = rt.s;
   // A sealed extent takes no placement at its tail again, and its vector's
   // doubling slack is a third of the section state at millions of small
   // objects (docs/memory.md, step 8).
-  e->placements.shrink_to_fit();
+  if (e->detail) e->detail->placements.shrink_to_fit();
   if (geo_.sections[l.section].fill_gaps) {
     l.gaps.remove_within(e, top, rt.s);
     if (top < rt.s) l.gaps.add(e, top, rt.s - top);
@@ -113,7 +113,8 @@ void SectionAllocator::hand_over_whole_units(std::vector<AllocPiece>* pieces, si
       bool whole = wu_complete(eu, wu);
       for (uint32_t x = wu * rt.extents_per_wu; whole && x < (wu + 1) * rt.extents_per_wu; ++x) {
         const ExtentDesc& e = u.extents[x];
-        whole = e.placements.size() == 1 && e.placements[0].start == 0 && e.placements[0].blocks == rt.s;
+        const std::vector<Placement>& pl = e.placements();
+        whole = pl.size() == 1 && pl[0].start == 0 && pl[0].blocks == rt.s;
       }
       if (whole) {
         AllocEvents none;
@@ -154,6 +155,12 @@ void SectionAllocator::emit(uint32_t eu, uint32_t wu, bool forced, AllocEvents* 
       if (holes) l.gaps.transfer_all(e, &l.holes); else l.gaps.remove_all(e);
     } else if (holes) {
       add_free_runs(l.holes, e, 0, rt.s);
+    }
+    // Written, it never re-enters the map table: its table state goes, and
+    // with it the detail when it holds nothing else.
+    if (e->detail) {
+      e->detail->entered_us = e->detail->seq = e->detail->last_hint = 0;
+      e->compact();
     }
     mark(e);
   }

@@ -342,6 +342,57 @@ TEST(AllocatorRecords, PlacementsLeftInTheirRecordsBehaveAsResidentOnes) {
   std::printf("%zu records read back over 1,200 steps\n", placements.reads() - reads_before);
 }
 
+// A written extent whose placements went back to its record and which has
+// no holes to index keeps its 32-byte descriptor and nothing else: at 10M
+// small objects 2.3M such extents are most of the SSD sections' memory
+// (docs/memory.md, step 8).
+TEST(AllocatorRecords, AnEvictedExtentWithoutHolesKeepsOnlyItsDescriptor) {
+  AllocSetup setup = pressured();
+  setup.sections = "small:8K:rho1:holes=clean,mid:64K:rho2:hfm,large:512K:rho3:delta32";
+  Workload w(setup);
+  // Creates only, of one block each, so the small section's extents fill
+  // up without holes; then everything is written.
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 2000; ++i) {
+    w.now += 100;
+    AllocRequest r;
+    r.bytes = 1 + rng() % 4096;
+    r.section = 0;
+    r.group = static_cast<uint32_t>(rng() % setup.groups);
+    r.owner = w.next_id;
+    r.writes = 1;
+    r.born_us = w.now;
+    r.now_us = w.now;
+    std::vector<AllocPiece> pieces;
+    AllocEvents ev;
+    int used;
+    ASSERT_EQ(w.a->allocate_with_fallback(r, &pieces, &ev, &used), 0) << i;
+    ASSERT_TRUE(w.model.add(w.next_id++, r.bytes, pieces, setup.block_size));
+  }
+  AllocEvents ev;
+  w.a->flush(w.now, &ev);
+  w.a->drain_records(&w.ops);
+  apply(&w.store, &w.ops);
+  MapPlacements placements(&w.store);
+  auto resident = rebuilt(w);
+  auto evicted = rebuilt_evicted(w, &placements);
+  ASSERT_TRUE(resident && evicted);
+  ASSERT_EQ(evicted->verify(), "");
+  uint64_t extents, stored, n, resident_bytes, evicted_bytes;
+  evicted->evicted(&extents, &stored);
+  resident->memory(&n, &resident_bytes);
+  evicted->memory(&n, &evicted_bytes);
+  std::printf("%llu extents evicted holding %llu placements: %llu B resident, %llu B evicted\n",
+              (unsigned long long)extents, (unsigned long long)stored, (unsigned long long)resident_bytes,
+              (unsigned long long)evicted_bytes);
+  ASSERT_GT(extents, 500u);
+  EXPECT_EQ(n, 0u) << "no placement stays in memory";
+  EXPECT_EQ(sizeof(ExtentDesc), 32u);
+  // Each evicted extent gave up its detail, not only its placements.
+  EXPECT_GE(resident_bytes - evicted_bytes, extents * sizeof(ExtentDetail) + stored * sizeof(Placement));
+  ASSERT_EQ(first_difference(evicted->dump(), resident->dump()), "");
+}
+
 TEST(AllocatorRecords, AKeptPlacementKeepsItsExtentInMemory) {
   Workload w(holey());
   for (int i = 0; i < 1500; ++i) {

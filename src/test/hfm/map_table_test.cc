@@ -28,14 +28,14 @@ const ExtentDesc* brute_pick(const SegmentMap& m, const std::vector<ExtentDesc*>
     SegmentLabel l;
     m.label_of(e->tail, &l);
     auto& f = first[{l.level, l.index}];
-    if (!f || e->tail < f->tail || (e->tail == f->tail && e->seq < f->seq)) f = e;
+    if (!f || e->tail < f->tail || (e->tail == f->tail && e->seq() < f->seq())) f = e;
   }
   const ExtentDesc* best = nullptr;
   auto dist = [&](const ExtentDesc* e) {
-    return e->last_hint > hint ? e->last_hint - hint : hint - e->last_hint;
+    return e->last_hint() > hint ? e->last_hint() - hint : hint - e->last_hint();
   };
   auto older = [](const ExtentDesc* a, const ExtentDesc* b) {
-    return a->entered_us < b->entered_us || (a->entered_us == b->entered_us && a->seq < b->seq);
+    return a->entered_us() < b->entered_us() || (a->entered_us() == b->entered_us() && a->seq() < b->seq());
   };
   for (auto& [k, e] : first) {
     uint32_t free = m.extent_blocks() - e->tail;
@@ -76,9 +76,9 @@ void run(const SegmentMap& m, uint64_t seed) {
           break;
         }
       e->tail = starts[rng() % starts.size()];
-      e->entered_us = rng() % 50;
-      e->last_hint = rng() % 1000;
-      e->seq = ++seq;
+      e->more().entered_us = rng() % 50;
+      e->more().last_hint = rng() % 1000;
+      e->more().seq = ++seq;
       t.insert(e);
       in.push_back(e);
     } else {
@@ -113,10 +113,10 @@ TEST(MapTable, EntriesHoldLargestFreeFirstAndCleanAtTheHead) {
   ASSERT_TRUE(m.label_of(400, &lb));
   ASSERT_EQ(la.level, lb.level);
   ASSERT_EQ(la.index, lb.index);
-  a.tail = 400, a.seq = 1;
-  b.tail = 336, b.seq = 2;
-  c.tail = 336, c.seq = 3;
-  clean.tail = 0, clean.seq = 4;
+  a.tail = 400, a.more().seq = 1;
+  b.tail = 336, b.more().seq = 2;
+  c.tail = 336, c.more().seq = 3;
+  clean.tail = 0, clean.more().seq = 4;
   t.insert(&a);
   t.insert(&b);
   t.insert(&c);
