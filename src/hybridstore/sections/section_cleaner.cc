@@ -1,14 +1,17 @@
 #include "hybridstore/sections/section_cleaner.h"
 
+#include <algorithm>
+
 #include "hscommon/log.h"
 #include "hybridstore/sections/ssd_sections.h"
 
 namespace hybridstore {
 
-void SectionCleaner::rebuild_owners() {
-  owners_.clear();
+void SectionCleaner::find_owners(const std::unordered_set<uint64_t>& wanted, Owners* out) {
   store_->for_each_object([&](const CollectionId& c, const ObjectId& o, const ObjectStat& st) {
-    if (st.bytes_on[tier_]) owners_[ObjectIdHash()(o)].emplace_back(c, o);
+    if (!st.bytes_on[tier_]) return;
+    const uint64_t owner = ObjectIdHash()(o);
+    if (wanted.count(owner)) (*out)[owner].emplace_back(c, o);
   });
 }
 
@@ -23,10 +26,25 @@ int SectionCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep)
   // so that live ranges and extents agree.
   if (int r = store_->flush(); r < 0) return r;
   std::vector<uint32_t> victims = sections_->begin_cleaning(4);
-  bool rescanned = false;
+  // Every victim's live data first, so that one scan finds all their owners.
+  // A range that changes before its turn is the store's to notice:
+  // relocate moves what the object holds in the unit then.
+  std::vector<std::vector<SsdSections::Live>> lives;
+  std::unordered_set<uint64_t> wanted;
   for (uint32_t eu : victims) {
+    lives.push_back(sections_->live_in(eu));
+    for (const auto& l : lives.back()) wanted.insert(l.owner);
+  }
+  Owners owners;
+  if (!wanted.empty()) {
+    find_owners(wanted, &owners);
+    ++rep->owner_scans;
+    for (const auto& [id, objects] : owners) rep->owners_held += objects.size();
+  }
+  for (size_t v = 0; v < victims.size(); ++v) {
+    const uint32_t eu = victims[v];
+    const auto& live = lives[v];
     ++rep->victims;
-    auto live = sections_->live_in(eu);
     uint64_t lo = UINT64_MAX, hi = 0;
     for (const auto& l : live) {
       lo = std::min(lo, l.offset);
@@ -34,13 +52,8 @@ int SectionCleaner::run_pass(uint64_t max_bytes, bool force, CleanerReport* rep)
     }
     for (const auto& l : live) {
       if (rep->bytes_moved >= max_bytes) break;
-      auto it = owners_.find(l.owner);
-      if (it == owners_.end() && !rescanned) {
-        rebuild_owners();
-        rescanned = true;
-        it = owners_.find(l.owner);
-      }
-      if (it == owners_.end()) {
+      auto it = owners.find(l.owner);
+      if (it == owners.end()) {
         ++rep->skipped;
         continue;
       }

@@ -8,9 +8,17 @@
 // units return to the free pool. It stops once enough units are free again
 // (hybridstore_ssd_cleaner_stop_free) and moves at most `max_bytes` per pass,
 // so cleaning never starves client I/O for long.
+//
+// A placement names its object by a 64-bit hash (ObjectIdHash), not by key.
+// Each pass finds the objects behind its victims' live data with one scan
+// of the store's objects that keeps only those owners, and forgets them at
+// the end of the pass: its memory is bounded by the victims (at most 4
+// erase units' live ranges), where a map of every object on the tier would
+// be about 250 B an object, gigabytes at tens of millions.
 #pragma once
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -28,13 +36,13 @@ class SectionCleaner final : public TierCleaner {
   int run_pass(uint64_t max_bytes, bool force, CleanerReport* report) override;
 
  private:
-  // Owner ids (ObjectIdHash of the object) back to objects, rebuilt from a
-  // scan when an owner is not found.
-  void rebuild_owners();
+  using Owners = std::unordered_map<uint64_t, std::vector<std::pair<CollectionId, ObjectId>>>;
+  // The objects on the tier whose owner id (ObjectIdHash) is in `wanted`,
+  // from one scan of the store's objects.
+  void find_owners(const std::unordered_set<uint64_t>& wanted, Owners* out);
   Store* store_;
   const Tier tier_;
   SsdSections* sections_;
-  std::unordered_map<uint64_t, std::vector<std::pair<CollectionId, ObjectId>>> owners_;
   bool started_ = false;
 };
 

@@ -583,6 +583,8 @@ int HybridStore::clean_now(bool force, CleanerReport* report) {
     report->objects_moved += pass.objects_moved;
     report->skipped += pass.skipped;
     report->bytes_moved += pass.bytes_moved;
+    report->owner_scans += pass.owner_scans;
+    report->owners_held = std::max(report->owners_held, pass.owners_held);
   }
   return r;
 }

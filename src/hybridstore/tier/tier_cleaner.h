@@ -24,6 +24,11 @@ struct CleanerReport {
   size_t objects_moved = 0;
   size_t skipped = 0;  // live data whose owner changed or could not be moved
   uint64_t bytes_moved = 0;
+  // Scans of the store's objects made to find the owners of the victims'
+  // live data, and the most objects one pass kept from them (bounded by
+  // its victims, not by the objects on the tier).
+  size_t owner_scans = 0;
+  size_t owners_held = 0;
 };
 
 class TierCleaner {
