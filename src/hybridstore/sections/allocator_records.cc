@@ -272,7 +272,7 @@ int read_wu_list(uint32_t eu, std::string_view wu_list, const EraseUnitHead& h, 
   return 0;
 }
 
-// The `n` placements of extent record `x`, into e->placements: in order,
+// The `n` placements of extent record `x`, into e's placements: in order,
 // apart, below `limit`, each with a plausible byte count for blocks of
 // `block_size`. *end gets the end of the last one (0 when there is none).
 int read_placements(Decoder* d, const ExtentRecord& x, uint64_t n, uint64_t limit, uint32_t block_size,
@@ -299,10 +299,8 @@ int read_placements(Decoder* d, const ExtentRecord& x, uint64_t n, uint64_t limi
                            x.eu, x.idx, k, start, blocks, bytes);
       return -EIO;
     }
-    pl.push_back(Placement{static_cast<uint32_t>(start),
-                                      static_cast<uint32_t>(blocks),
-                                      static_cast<uint32_t>(bytes),
-                                      static_cast<uint32_t>(writes), owner, born});
+    pl.push_back(Placement{static_cast<uint32_t>(start), static_cast<uint32_t>(blocks),
+                           static_cast<uint32_t>(bytes), static_cast<uint32_t>(writes), owner, born});
     prev_end = start + blocks;
   }
   *end = prev_end;
