@@ -21,7 +21,9 @@
 # drops RocksDB's unflushed writes with the tier's. Last, 10 rounds
 # (HS_CRASH_DIRKV_ROUNDS) of kills and cuts of a store that keeps them in its
 # directory (hybridstore_kv_location=directory, format 3's layout, which
-# stores made before the default changed still have).
+# stores made before the default changed still have). Then 10 rounds
+# (HS_CRASH_OFF_ROUNDS) with small overwrites' data staged in RocksDB
+# (hybridstore_small_write_journal=off) instead of the journal's record.
 set -eu
 BUILD=${1:-build}
 SEED=${HS_CRASH_SEED:-${HS_QA_SEED:-1}}
@@ -49,11 +51,11 @@ if [ $rc -eq 0 ]; then
     rc=$?
 fi
 if [ $rc -eq 0 ]; then
-    # Small overwrites' data in the commit journal's ring (format 6,
-    # docs/small-writes.md step 5): kills and torn power cuts.
+    # Small overwrites' data staged as deferred records in RocksDB (format 5),
+    # the path before the journal carried it by default: kills and torn power cuts.
     rm -rf "$W"
-    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_RING_ROUNDS:-10}" --mode mixed \
-        --seed "$((SEED + 4000))" --set hybridstore_small_write_journal=data
+    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_OFF_ROUNDS:-10}" --mode mixed \
+        --seed "$((SEED + 4000))" --set hybridstore_small_write_journal=off
     rc=$?
 fi
 set -e

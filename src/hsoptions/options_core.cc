@@ -117,11 +117,13 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "a thread syncs RocksDB's WAL to free commit journal ring space, off the commit path "
                 "(docs/small-writes.md 6.2); false: the group that needs the space syncs inline, as "
                 "before (for A/B runs)"});
-  v->push_back({"hybridstore_small_write_journal", T::kString, "off",
+  v->push_back({"hybridstore_small_write_journal", T::kString, "data",
                 "data: small in-place overwrites (whole 4 KiB blocks) ride in the commit journal's "
                 "record instead of a deferred record in RocksDB, and reach their place later "
-                "(docs/small-writes.md step 5); makes the store format 6, which older builds refuse. "
-                "off: through RocksDB, as before",
+                "(docs/small-writes.md step 5); makes the store format 6 at mkfs or at its next "
+                "read-write mount, which older builds refuse; left at this default, it yields to "
+                "hybridstore_commit_journal_size=0. off: through RocksDB as a deferred record, "
+                "the store's format unchanged",
                 "", "", {"off", "data"}});
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "

@@ -35,18 +35,19 @@ namespace hybridstore {
 //    (docs/small-writes.md 12.9). A format-4 build would scan, finding records
 //    the tail says are gone, and a format-4 store has no tail: it is read by
 //    the scan once and upgraded at its next read-write mount.
-constexpr uint32_t kFormatVersion = 5;
-// The first format that walks the ring.
+// The first format that walks the ring; what mkfs makes, and a read-write
+// mount upgrades to, with hybridstore_small_write_journal=off.
 constexpr uint32_t kFormatWalkedJournal = 5;
 // 6 (docs/small-writes.md step 5): the commit journal may hold version-2
 //    records whose RING_DATA deltas carry small overwrites' data, and
 //    RocksDB says how far it is in place (Sjournal_applied). Written by mkfs
-//    and by a mount's upgrade only with hybridstore_small_write_journal=data;
-//    a format-5 build would take such a ring's data for deltas it cannot
-//    replay, so it refuses the store at its superblock and labels.
+//    and by a mount's upgrade with hybridstore_small_write_journal=data (the
+//    default); a format-5 build would take such a ring's data for deltas it
+//    cannot replay, so it refuses the store at its superblock and labels.
 constexpr uint32_t kFormatSmallWriteJournal = 6;
-// The newest format this build reads (it makes kFormatVersion, or
-// kFormatSmallWriteJournal when asked).
+// What mkfs makes, and a read-write mount upgrades to, with the defaults.
+constexpr uint32_t kFormatVersion = kFormatSmallWriteJournal;
+// The newest format this build reads.
 constexpr uint32_t kFormatNewest = kFormatSmallWriteJournal;
 // The encoded label's bytes. A copy occupies a slot of label_slot() bytes,
 // which is larger on a device whose pages are (raw NAND).

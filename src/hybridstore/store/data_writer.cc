@@ -33,7 +33,7 @@ bool owned_on(const Onode& o, Tier tier, uint64_t a, uint64_t b) {
 }  // namespace
 
 DataWriter::DataWriter(TierSet* tiers, const DataReader* reader, DeferredWriter* deferred, ObjectHeat* heat,
-                       WriteTracker* tracker, const Config& cfg, StorePerf* perf)
+                       WriteTracker* tracker, const Config& cfg, StorePerf* perf, bool ring_data)
     : tiers_(tiers),
       reader_(reader),
       deferred_(deferred),
@@ -46,7 +46,7 @@ DataWriter::DataWriter(TierSet* tiers, const DataReader* reader, DeferredWriter*
       cut_at_shards_(cfg.get_size("hybridstore_extent_map_inline_max") > 0),
       absorb_max_(cfg.get_size("hybridstore_tier_absorb_max")),
       absorb_min_free_(cfg.get_double("hybridstore_tier_absorb_min_free")),
-      ring_data_(cfg.get_str("hybridstore_small_write_journal") == "data") {
+      ring_data_(ring_data) {
   const bool always = cfg.get_str("hybridstore_tier_absorb") == "always";
   const Tier fastest = tiers->fastest();
   const Media top = tiers->device(fastest)->media();

@@ -41,7 +41,7 @@ struct StorePerf;
 class DataWriter {
  public:
   DataWriter(TierSet* tiers, const DataReader* reader, DeferredWriter* deferred, ObjectHeat* heat,
-             WriteTracker* tracker, const Config& cfg, StorePerf* perf);
+             WriteTracker* tracker, const Config& cfg, StorePerf* perf, bool ring_data);
 
   // Whether a write of `len` bytes at `off` into `o` may be absorbed by the
   // fastest tier though the object lives on a slower one: a small write
@@ -114,7 +114,7 @@ class DataWriter {
   const bool cut_at_shards_;  // hybridstore_extent_map_inline_max > 0
   const uint64_t absorb_max_;        // hybridstore_tier_absorb_max
   const double absorb_min_free_;     // hybridstore_tier_absorb_min_free
-  const bool ring_data_;             // hybridstore_small_write_journal=data
+  const bool ring_data_;             // small_writes_in_ring: whole blocks staged in the journal
   // By tier id: the fastest tier absorbs small writes into objects there
   // (hybridstore_tier_absorb, and absorb_pays of the devices' media).
   PerTier<bool> absorb_from_;

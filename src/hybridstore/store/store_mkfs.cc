@@ -148,6 +148,18 @@ int open_store_db(const std::string& path, const Config& cfg, bool create, std::
   return 0;
 }
 
+int small_writes_in_ring(const Config& cfg, bool* in_ring, std::string* error) {
+  const bool wanted = cfg.get_str("hybridstore_small_write_journal") == "data";
+  const bool journal = cfg.get_size("hybridstore_commit_journal_size") > 0;
+  if (wanted && !journal && !cfg.is_default("hybridstore_small_write_journal")) {
+    *error = "hybridstore_small_write_journal=data puts small writes' data in the commit journal, which "
+             "hybridstore_commit_journal_size=0 turns off";
+    return -EINVAL;
+  }
+  *in_ring = wanted && journal;
+  return 0;
+}
+
 int check_storage_hooks(const Config& cfg, std::string* error) {
   if (storage_hooks()) return 0;
   std::string opt = option_needing_storage_hooks(cfg);
@@ -396,9 +408,10 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
     return 0;
   }
 
+  bool ring_data = false;
+  if (int r = small_writes_in_ring(cfg, &ring_data, error); r < 0) return r;
   Superblock sb;
-  sb.format_version =
-      cfg.get_str("hybridstore_small_write_journal") == "data" ? kFormatSmallWriteJournal : kFormatVersion;
+  sb.format_version = ring_data ? kFormatSmallWriteJournal : kFormatWalkedJournal;
   sb.fsid = fsid != Uuid{} ? fsid : generate_uuid();
   sb.created_us = now_us();
   sb.csum_block = static_cast<uint32_t>(cfg.get_size("hybridstore_csum_block"));

@@ -115,12 +115,7 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
     return r;
   }
   if (int r = m->read_superblock(error); r < 0) return r;
-  m->ring_data_ = cfg->get_str("hybridstore_small_write_journal") == "data";
-  if (m->ring_data_ && cfg->get_size("hybridstore_commit_journal_size") == 0) {
-    *error = "hybridstore_small_write_journal=data puts small writes' data in the commit journal, which "
-             "hybridstore_commit_journal_size=0 turns off";
-    return -EINVAL;
-  }
+  if (int r = small_writes_in_ring(*cfg, &m->ring_data_, error); r < 0) return r;
   // Transactions the commit journal made durable but RocksDB lost go back
   // into RocksDB before anything reads it.
   uint64_t next_journal_seq = 1;
@@ -139,7 +134,7 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   m->heat_->load(m->db_.get());
   m->data_ = std::make_unique<DataReader>(m->tiers_.get(), m->deferred_.get(), perf);
   m->writer_ = std::make_unique<DataWriter>(m->tiers_.get(), m->data_.get(), m->deferred_.get(), m->heat_.get(),
-                                            &m->write_tracker_, *cfg, perf);
+                                            &m->write_tracker_, *cfg, perf, m->ring_data_);
   const OpApplier::Parts parts{m->db_.get(),      m->committer_.get(), m->onodes_.get(),
                                m->tiers_.get(),   m->writer_.get(),    m->heat_.get(),
                                cfg->get_size("hybridstore_max_object_size")};
@@ -398,7 +393,7 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
     committer_->set_journal(journal_.get(), next_journal_seq,
                             static_cast<int>(cfg_->get_int("hybridstore_commit_lanes")));
   committer_->set_inline_checkpoints(!cfg_->get_bool("hybridstore_commit_checkpointer"));
-  const bool ring_data = ring_data_ && journal_ && cfg_->get_size("hybridstore_commit_journal_size") > 0;
+  const bool ring_data = ring_data_ && journal_;
   // Ring space holds each record until its data is in place, too.
   if (ring_data) journal_->hold_tail_for(CommitJournal::TailHold::kApplied);
   committer_->start();
@@ -473,7 +468,7 @@ int MountedStore::set_object_gauges(std::string* error) {
 }
 
 int MountedStore::upgrade_format(std::string* error) {
-  const uint32_t target = ring_data_ ? kFormatSmallWriteJournal : kFormatVersion;
+  const uint32_t target = ring_data_ ? kFormatSmallWriteJournal : kFormatWalkedJournal;
   if (super_.format_version >= target) return upgrade_labels(error);
   // A format-4 label pair puts copy B at s, inside the head the store
   // reserved; a head too small for it (none is known) keeps the old format.

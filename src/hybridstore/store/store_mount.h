@@ -74,6 +74,11 @@ uint64_t kv_block_cache_bytes(const Config& cfg, bool on_device);
 // Fault injection and device models are test machinery that test tools
 // install as hooks; a store without them must not run as if they were on.
 int check_storage_hooks(const Config& cfg, std::string* error);
+// Whether small in-place writes' data rides in the commit journal's record
+// (hybridstore_small_write_journal=data, format 6): only with a journal.
+// Left at its default, the option yields to hybridstore_commit_journal_size=0;
+// set to data explicitly with no journal, -EINVAL says why.
+int small_writes_in_ring(const Config& cfg, bool* in_ring, std::string* error);
 
 class MountedStore {
  public:

@@ -459,6 +459,54 @@ TEST_F(DeferredTest, DataModeWithoutTheCommitJournalIsRefused) {
   ASSERT_EQ(store_->mount(&err), 0) << err;
 }
 
+// `data` is the default: mkfs makes format 6 with it; `off` makes format
+// 5, which the next read-write mount with the default upgrades; left at its
+// default, the option yields to a store without a commit journal.
+TEST_F(DeferredTest, DataIsTheDefaultAndYieldsToAStoreWithoutAJournal) {
+  ASSERT_EQ(store_->umount(), 0);
+  StoreProbe probe;
+  ASSERT_EQ(HybridStore::probe(dir_->path() + "/store", config(), &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, kFormatSmallWriteJournal) << "the fixture's store, made with the defaults";
+
+  const std::string off_path = dir_->path() + "/off";
+  const Config off = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "off");
+  store_ = std::make_unique<HybridStore>(off_path, off);
+  std::string err;
+  ASSERT_EQ(store_->mkfs(&err), 0) << err;
+  ASSERT_EQ(HybridStore::probe(off_path, off, &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, kFormatWalkedJournal);
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  ASSERT_EQ(store_->umount(), 0);
+  ASSERT_EQ(HybridStore::probe(off_path, off, &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, kFormatWalkedJournal) << "off leaves the format alone";
+  store_ = std::make_unique<HybridStore>(off_path, config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  ASSERT_EQ(store_->umount(), 0);
+  ASSERT_EQ(HybridStore::probe(off_path, config(), &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, kFormatSmallWriteJournal) << "upgraded by a mount with the default";
+
+  const std::string nojournal_path = dir_->path() + "/nojournal";
+  const Config nojournal = hybridstore::test::with_option(config(), "hybridstore_commit_journal_size", "0");
+  store_ = std::make_unique<HybridStore>(nojournal_path, nojournal);
+  ASSERT_EQ(store_->mkfs(&err), 0) << err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  make_coll(coll_);
+  Transaction t;
+  t.write(coll_, obj("a"), 0, std::string(65536, 'a'));
+  apply(std::move(t));
+  Transaction o;
+  o.write(coll_, obj("a"), 8192, std::string(4096, 'x'));
+  apply(std::move(o));
+  EXPECT_EQ(stats().deferred_in_ring, 0u) << "no ring to ride in";
+  ASSERT_EQ(store_->umount(), 0);
+  ASSERT_EQ(HybridStore::probe(nojournal_path, nojournal, &probe, nullptr), 0);
+  EXPECT_EQ(probe.format_version, kFormatWalkedJournal);
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  std::string want(65536, 'a');
+  want.replace(8192, 4096, std::string(4096, 'x'));
+  EXPECT_EQ(read_all(coll_, obj("a")), want);
+}
+
 // Built in pieces for speed: the bytes must be the sealed
 // record of [tier][varint offset][length-prefixed data], tagged "DEFR", that
 // records staged before were written as.

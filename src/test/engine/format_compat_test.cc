@@ -199,7 +199,7 @@ TEST(FormatCompat, AFormat1StoreOfMainOn20261128OpensReadsAndChecksClean) {
   StoreStats ss;
   ASSERT_EQ(store.statfs(&ss), 0);
   EXPECT_EQ(ss.format_version, kFormatVersion);
-  EXPECT_EQ(kFormatVersion, 5u);
+  EXPECT_EQ(kFormatVersion, 6u);
   EXPECT_EQ(ss.tiers, 2);
   EXPECT_EQ(ss.order[0], Tier::kSsd);
   EXPECT_EQ(ss.order[1], Tier::kHdd);

@@ -399,5 +399,5 @@ TEST(SuperblockV3, KeepsTheRocksdbLocationAndOlderRecordsAreDirectoryStores) {
   s.kv_location = KvLocation::kDirectory;
   ASSERT_EQ(open_stored_record(kSuperTag, 3, encode_superblock(s), "superblock", &ver, &body, &why), 0);
   EXPECT_EQ(ver, 2);
-  EXPECT_EQ(kFormatVersion, 5u);
+  EXPECT_EQ(kFormatVersion, 6u);
 }
