@@ -194,7 +194,13 @@ void DataWriter::overwrite_in_place(TxnContext& tx, Tier tier, Onode& o, uint64_
     std::shared_ptr<const std::string> bytes;
     const uint64_t seq = deferred_->stage_ring(tx.batch.get(), tier, at, std::string(src, y - x), &ring, &bytes);
     tx.deferred.push_back(seq);
-    if (ring) tx.ring.push_back({seq, tier, at, std::move(bytes)});
+    if (!ring) continue;
+    std::vector<uint32_t> crcs;
+    if (e.csum_block == kJournalBlock && (x - e.logical) % kJournalBlock == 0) {
+      const auto first = e.csums.begin() + static_cast<std::ptrdiff_t>((x - e.logical) / kJournalBlock);
+      crcs.assign(first, first + static_cast<std::ptrdiff_t>((y - x) / kJournalBlock));
+    }
+    tx.ring.push_back({seq, tier, at, std::move(bytes), std::move(crcs)});
   }
 }
 

@@ -97,6 +97,10 @@ struct TxnContext {
     Tier tier;
     uint64_t physical;
     std::shared_ptr<const std::string> data;
+    // crc32c of each 4 KiB block when the extent map's checksums are those
+    // (4 KiB checksum blocks), so the record does not compute them again;
+    // empty otherwise.
+    std::vector<uint32_t> crcs;
   };
   std::vector<RingPiece> ring;
   uint64_t relocated = 0;          // bytes the cleaner moved in this txn

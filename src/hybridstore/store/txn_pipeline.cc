@@ -191,8 +191,11 @@ void TxnPipeline::carry_ring_data(TxnContext* tx, CommitWork* work) {
     d.tier = static_cast<uint8_t>(tier_index(p.tier));
     d.physical = p.physical;
     d.first_block = block;
-    for (uint64_t off = 0; off < p.data->size(); off += kJournalBlock)
-      d.crcs.push_back(crc32c(0, p.data->data() + off, kJournalBlock));
+    if (p.crcs.size() * kJournalBlock == p.data->size())
+      d.crcs = std::move(p.crcs);
+    else
+      for (uint64_t off = 0; off < p.data->size(); off += kJournalBlock)
+        d.crcs.push_back(crc32c(0, p.data->data() + off, kJournalBlock));
     block += d.crcs.size();
     work->ring_deltas.push_back(std::move(d));
     work->ring_data.push_back(std::move(p.data));
