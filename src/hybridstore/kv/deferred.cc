@@ -744,6 +744,7 @@ int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::
     uint64_t offset;
     std::string_view data;
     std::string what;
+    bool ring = false;
   };
   std::map<uint64_t, Pending> pending;
   std::vector<std::string> record_bytes;
@@ -801,9 +802,9 @@ int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::
         *error = bad;
         return -EIO;
       }
-      pending[w.staged] = {w.tier, w.physical, w.data, what};
+      pending[w.staged] = {w.tier, w.physical, w.data, what, true};
     }
-  int n = 0;
+  int n = 0, from_ring = 0;
   PerTier<bool> wrote;
   for (const auto& [seq, p] : pending) {
     // A record of space that was freed and then lent to the KV file system
@@ -824,8 +825,12 @@ int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::
       }
       wrote[p.tier] = true;
     }
-    if (!pieces.empty()) ++n;
+    if (!pieces.empty()) {
+      ++n;
+      if (p.ring) ++from_ring;
+    }
   }
+  if (ring && ring->written) *ring->written = from_ring;
   for (Tier t : tier_ids(kMaxTiers))
     if (wrote[t])
       if (int r = devices[t]->flush(); r < 0) {
@@ -839,7 +844,7 @@ int DeferredWriter::replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::
       *error = "deleting replayed deferred records failed";
       return -EIO;
     }
-    if (n) HS_INFO("replayed {} deferred writes", n);
+    if (n) HS_INFO("replayed {} deferred writes, {} of them from the commit journal's ring", n, from_ring);
   }
   return n;
 }

@@ -177,10 +177,12 @@ class DeferredWriter {
   // Ring data the commit journal's replay found (format 6): the pieces
   // staged after `applied` are written too, in staging order among the D
   // records; `also` goes into the synced batch that deletes them.
+  // `written` (when set) counts the ring pieces written.
   struct RingReplay {
     const std::vector<CommitJournal::RingWrite>* writes = nullptr;
     uint64_t applied = 0;
     rocksdb::WriteBatch* also = nullptr;
+    int* written = nullptr;
   };
   static int replay(rocksdb::DB* db, PerTier<BlockDevice*> devices, std::string* error,
                     std::vector<std::string>* dropped = nullptr, const Exclude* exclude = nullptr,

@@ -46,6 +46,10 @@ struct StoreStats {
   uint64_t deferred_applied = 0;        // ... and since written to their devices
   uint64_t deferred_device_writes = 0;  // device writes those took (adjacent ones merged)
   uint64_t deferred_pending_bytes = 0;
+  // What the mount wrote of deferred writes acknowledged before it (after a
+  // crash): pieces from the commit journal's ring, and D records.
+  uint64_t mount_replayed_from_ring = 0;
+  uint64_t mount_replayed_from_records = 0;
   uint64_t omap_bytes = 0;      // approximate: RocksDB's size of the omap key range
   uint64_t metadata_bytes = 0;  // the rest of RocksDB (onodes, allocation state, logs)
   // RocksDB and the commit journal in the KV file system on the fastest

@@ -376,10 +376,13 @@ int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* 
     ring.writes = &ring_writes_;
     ring.also = &finish;
   }
-  if (int r = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log, kv_ ? &exclude : nullptr,
-                                     ring_writes_.empty() ? nullptr : &ring);
-      r < 0)
-    return r;
+  int from_ring = 0;
+  ring.written = &from_ring;
+  const int replayed = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log,
+                                              kv_ ? &exclude : nullptr, ring_writes_.empty() ? nullptr : &ring);
+  if (replayed < 0) return replayed;
+  replayed_from_ring_ = static_cast<uint64_t>(from_ring);
+  replayed_from_records_ = static_cast<uint64_t>(replayed - from_ring);
   ring_writes_.clear();
   ring_writes_.shrink_to_fit();
   if (int r = tiers_->load(db_.get(), *cfg_, lent, error); r < 0) return r;
@@ -853,6 +856,8 @@ int MountedStore::statfs(StoreStats* st) {
   st->deferred_applied = ds.records_applied;
   st->deferred_device_writes = ds.device_writes;
   st->deferred_pending_bytes = deferred_->pending_bytes();
+  st->mount_replayed_from_ring = replayed_from_ring_;
+  st->mount_replayed_from_records = replayed_from_records_;
   auto cs = committer_->stats();
   st->transactions_committed = cs.transactions;
   st->commit_groups = cs.groups;

@@ -228,6 +228,10 @@ class MountedStore {
   uint64_t journal_next_seq_ = 0;
   // hybridstore_small_write_journal=data
   bool ring_data_ = false;
+  // Acknowledged deferred writes this mount put in place before anything
+  // read them: from the commit journal's ring, and from D records.
+  uint64_t replayed_from_ring_ = 0;
+  uint64_t replayed_from_records_ = 0;
   WriteTracker write_tracker_;
   std::unique_ptr<TierSet> tiers_;
   std::unique_ptr<CollectionTable> colls_;

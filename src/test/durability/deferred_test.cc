@@ -51,6 +51,9 @@ class DeferredTest : public StoreTest {
   int crash_after_deferred_overwrites(const std::string& path, const Config& cfg);
   // Remounting applied them, and umount leaves no record behind.
   void expect_overwrites_applied(const std::string& path, const Config& cfg);
+  // What the last expect_overwrites_applied's mount put in place.
+  uint64_t last_replayed_from_ring_ = 0;
+  uint64_t last_replayed_from_records_ = 0;
   StoreStats stats() {
     StoreStats s;
     EXPECT_EQ(store_->statfs(&s), 0);
@@ -329,6 +332,12 @@ void DeferredTest::expect_overwrites_applied(const std::string& path, const Conf
   store = std::make_unique<HybridStore>(path, cfg);
   std::string err;
   ASSERT_EQ(store->mount(&err), 0) << err;
+  // The eight overwrites, each put in place by the mount from wherever it
+  // was acknowledged (at most eight: the applier may have written some).
+  const StoreStats mounted = t.stats();
+  EXPECT_LE(mounted.mount_replayed_from_ring + mounted.mount_replayed_from_records, 8u);
+  last_replayed_from_ring_ = mounted.mount_replayed_from_ring;
+  last_replayed_from_records_ = mounted.mount_replayed_from_records;
   std::string want(32768, 'a');
   for (int i = 0; i < 8; ++i) {
     std::string s = "new-" + std::to_string(i);
@@ -347,6 +356,8 @@ TEST_F(DeferredTest, AcknowledgedDeferredWritesAreReplayedAfterACrash) {
   std::string path = dir_->path() + "/store";
   EXPECT_EQ(crash_after_deferred_overwrites(path, cfg), 8);
   expect_overwrites_applied(path, cfg);
+  EXPECT_EQ(last_replayed_from_records_, 8u);
+  EXPECT_EQ(last_replayed_from_ring_, 0u);
 }
 
 TEST_F(DeferredTest, AcknowledgedDeferredWritesAreReplayedAfterACrashThroughTheCommitJournal) {
@@ -371,8 +382,10 @@ TEST_F(DeferredTest, InDataModeAcknowledgedOverwritesComeBackFromTheRingAlone) {
   ASSERT_EQ(HybridStore::probe(path, cfg, &probe, nullptr), 0);
   EXPECT_EQ(probe.format_version, kFormatSmallWriteJournal);
   // Mounted without the option, the store still writes what its ring holds.
-  expect_overwrites_applied(path, config());
+  expect_overwrites_applied(path, hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "off"));
   if (HasFatalFailure()) return;
+  EXPECT_EQ(last_replayed_from_ring_, 8u) << "the child exits with nothing applied";
+  EXPECT_EQ(last_replayed_from_records_, 0u);
   // And with it, after another crash.
   EXPECT_EQ(crash_after_deferred_overwrites(path, cfg), 0);
   expect_overwrites_applied(path, cfg);
