@@ -146,7 +146,17 @@ void WorkloadGenerator::add_object_op(Transaction* t, StoreModel* work) {
     }
   };
   const uint64_t w = below(100);
-  if (w < 24) {  // write: append, overwrite or anywhere
+  if (w < 8 && existing && size_of(*existing) >= 4096) {
+    // Whole 4 KiB blocks over an object's own data: what an RBD or RGW
+    // client's small overwrites are, and the only writes whose data rides in
+    // the commit journal's ring (hybridstore_small_write_journal = data).
+    Op op = base(OpCode::kWrite, *existing);
+    const uint64_t blocks = size_of(*existing) / 4096;
+    op.off = 4096 * below(blocks);
+    op.len = 4096 * (1 + below(std::min<uint64_t>(4, blocks - op.off / 4096)));
+    op.data = bytes(op.len);
+    try_op(t, work, std::move(op));
+  } else if (w < 24) {  // write: append, overwrite or anywhere
     Op op = base(OpCode::kWrite, any);
     uint64_t len = std::min<uint64_t>(length(), p_.max_object_size / 2);
     uint64_t size = size_of(any);

@@ -3,7 +3,8 @@
 // prefix of it.
 //
 // WorkloadGenerator draws transactions from a seed against its own model of
-// the store (crash_model.h): writes, overwrites, zero, truncate, clone,
+// the store (crash_model.h): writes, overwrites (some of whole 4 KiB blocks
+// over an object's data), zero, truncate, clone,
 // clone_range, omap set/rm/rmrange/clear/header, xattrs, renames within and
 // across collections (temp objects moved into a PG), removes, touch, alloc
 // hints, collection create/remove, PG split and merge. Objects live in the PG
