@@ -643,6 +643,10 @@ int HybridStore::fsck(bool deep, FsckReport* report) {
 
 int HybridStore::compact() {
   if (!store_) return -ENOTCONN;
+  // A transaction is acknowledged once its journal record is durable; its
+  // batch may still be on its way to RocksDB. A compaction that ran ahead
+  // of it would keep what an acknowledged removal deleted.
+  if (int r = store_->flush(); r < 0) return r;
   rocksdb::CompactRangeOptions o;
   return store_->db()->CompactRange(o, nullptr, nullptr).ok() ? 0 : -EIO;
 }
