@@ -651,8 +651,8 @@ TEST_F(KvOnDeviceGrowthTest, WhatRocksDBNoLongerUsesGoesBackToTheTier) {
   rm.remove(coll_, obj("omap-heavy"));
   apply(std::move(rm));
   ASSERT_EQ(store_->compact(), 0);
-  // compact() waits for the removal's batch to reach RocksDB first (it
-  // did not, and compacted the omap back in: CI run of 54515c7). RocksDB
+  // compact() waits for the removal's batch to reach RocksDB first, or
+  // it would compact the omap back in. RocksDB
   // deletes the compacted tables in the background, and the store ticks on
   // its own too: tick until the omap's tables are gone (used down by half
   // the omap's 48 MB; RocksDB here does not compress), a RETURN has
