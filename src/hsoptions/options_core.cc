@@ -125,11 +125,6 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "hybridstore_commit_journal_size=0. off: through RocksDB as a deferred record, "
                 "the store's format unchanged",
                 "", "", {"off", "data"}});
-  v->push_back({"hybridstore_commit_leader_writes", T::kBool, "false",
-                "a caller that waits for its transaction commits the group at the queue's front and "
-                "writes its journal record itself, instead of waking the committer thread and a lane "
-                "(docs/small-writes.md step 7b); work whose caller does not wait (Ceph's) still goes "
-                "to the committer thread"});
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "
                 "they are acknowledged in order)",

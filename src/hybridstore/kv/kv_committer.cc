@@ -112,52 +112,12 @@ uint64_t KvCommitter::submit(CommitWork work, bool caller_waits) {
   // not pay two thread switches per transaction for the committer thread.
   const bool self = caller_waits && queue_.empty() && !busy_ && flights_.empty();
   queue_.push_back(std::move(work));
-  if (leader_writes_) {
-    // A caller that waits looks for a group to lead in wait_committed.
-    if (!caller_waits) dispatch_locked();
-  } else if (!self) {
-    queue_cv_.notify_one();
-  }
+  if (!self) queue_cv_.notify_one();
   return seq;
 }
 
 int KvCommitter::wait_committed(uint64_t seq) {
   std::unique_lock<std::mutex> l(mutex_);
-  if (leader_writes_) {
-    std::shared_ptr<SyncWaiter> w;
-    std::multimap<uint64_t, std::shared_ptr<SyncWaiter>>::iterator it;
-    auto unregister = [&] {
-      // A waiter woken as done was taken out by acknowledge().
-      if (w && !w->woken) sync_waiters_.erase(it);
-      w.reset();
-    };
-    while (committed_.load() < seq && !error_) {
-      if (can_lead_locked(seq)) {
-        unregister();
-        lead_locked(l);
-        continue;
-      }
-      if (!w) {
-        w = std::make_shared<SyncWaiter>();
-        it = sync_waiters_.emplace(seq, w);
-      }
-      w->cv.wait(l, [&] { return w->woken || w->lead || committed_.load() >= seq || error_; });
-      if (w->woken) {
-        // Done before it took its turn to lead: the turn passes on.
-        if (w->lead) dispatch_locked();
-        w.reset();
-        break;
-      }
-      if (w->lead) {
-        w->lead = false;
-        // The group it was asked to take went to someone else meanwhile:
-        // pass the turn on, so that the queue is never left without one.
-        if (!can_lead_locked(seq)) dispatch_locked();
-      }
-    }
-    unregister();
-    return committed_.load() >= seq ? 0 : error_.load();
-  }
   if (committed_.load() < seq && !error_ && !busy_ && !queue_.empty() && flights_.empty() &&
       queue_.back().seq >= seq) {
     auto f = std::make_shared<Flight>();
@@ -228,12 +188,10 @@ void KvCommitter::commit_loop() {
       std::unique_lock<std::mutex> l(mutex_);
       // At most lanes_ groups in flight: the next waits (and grows) meanwhile.
       queue_cv_.wait(l, [&] {
-        const bool free = !queue_.empty() && !busy_ && flights_.size() < static_cast<size_t>(lanes_);
-        return (free && (!leader_writes_ || committer_kick_ || stopping_)) ||
+        return (!queue_.empty() && !busy_ && flights_.size() < static_cast<size_t>(lanes_)) ||
                (stopping_ && queue_.empty() && !busy_);
       });
       if (queue_.empty() && stopping_) return;
-      committer_kick_ = false;
       take_group_locked(f.get());
       busy_ = true;
     }
@@ -241,47 +199,8 @@ void KvCommitter::commit_loop() {
     {
       std::lock_guard<std::mutex> l(mutex_);
       busy_ = false;
-      if (leader_writes_) dispatch_locked();
     }
   }
-}
-
-bool KvCommitter::can_lead_locked(uint64_t seq) const {
-  return !busy_ && !queue_.empty() && queue_.front().seq <= seq &&
-         flights_.size() < static_cast<size_t>(lanes_);
-}
-
-void KvCommitter::dispatch_locked() {
-  if (busy_ || queue_.empty() || flights_.size() >= static_cast<size_t>(lanes_)) return;
-  auto range = sync_waiters_.equal_range(queue_.front().seq);
-  for (auto it = range.first; it != range.second; ++it)
-    if (it->second->lead) return;  // already asked, not yet awake
-  if (range.first != range.second) {
-    range.first->second->lead = true;
-    range.first->second->cv.notify_one();
-    return;
-  }
-  committer_kick_ = true;
-  queue_cv_.notify_one();
-}
-
-void KvCommitter::lead_locked(std::unique_lock<std::mutex>& l) {
-  auto f = std::make_shared<Flight>();
-  take_group_locked(f.get());
-  f->leader = true;
-  busy_ = true;
-  l.unlock();
-  process_group(f);
-  l.lock();
-  busy_ = false;
-  // The next group may start while this one's record is written.
-  dispatch_locked();
-  if (stopping_) queue_cv_.notify_one();
-  const bool owes_record = f->claimed && !f->record_written;
-  if (!owes_record) return;
-  l.unlock();
-  write_claimed_record(f);
-  l.lock();
 }
 
 namespace {
@@ -359,11 +278,9 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
     to_lane = !f->record.empty();
     f->kv_written = !overlap;
     done = f->done = !to_lane && f->kv_written;
-    // A leader writes its own record once it has let the next group start.
-    if (to_lane && f->leader) f->claimed = true;
     flights_.push_back(f);
   }
-  if (to_lane && !f->leader) lane_cv_.notify_one();
+  if (to_lane) lane_cv_.notify_one();
   if (overlap) {
     // A failed write still finishes the flight (with its error), so that it
     // leaves the queue of flights once its record is written: the sticky
@@ -489,8 +406,7 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
     // memtable meanwhile was measured slower (docs/benchmarks.md,
     // item 28): the asynchronous write took longer than the
     // synchronous one, and the device's work did not overlap the insert.
-    // A leader writes its record after letting the next group start instead.
-    const bool inline_write = *overlap && alone && f.group.size() == 1 && !f.leader;
+    const bool inline_write = *overlap && alone && f.group.size() == 1;
     if (inline_write) {
       *overlap = false;
       f.err = journal_->write(f.pos, f.record);
@@ -706,23 +622,18 @@ void KvCommitter::lane_loop() {
       if (!f) return;
       f->claimed = true;
     }
-    write_claimed_record(f);
+    int r = journal_->write(f->pos, f->record);
+    if (r < 0) fail(r, fmt::format("commit journal write failed: {}", strerror(-r)));
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (r < 0) f->err = r;
+      f->record_written = true;
+      f->done = f->kv_written;
+      f->record.clear();
+      if (r == 0) ++stats_.journal_records;
+    }
+    complete_ready();
   }
-}
-
-void KvCommitter::write_claimed_record(const std::shared_ptr<Flight>& f) {
-  int r = journal_->write(f->pos, f->record);
-  if (r < 0) fail(r, fmt::format("commit journal write failed: {}", strerror(-r)));
-  {
-    std::lock_guard<std::mutex> l(mutex_);
-    if (r < 0) f->err = r;
-    f->record_written = true;
-    f->done = f->kv_written;
-    f->record.clear();
-    if (r == 0) ++stats_.journal_records;
-    if (r == 0 && f->leader) ++stats_.leader_records;
-  }
-  complete_ready();
 }
 
 void KvCommitter::complete_ready() {
@@ -736,10 +647,6 @@ void KvCommitter::complete_ready() {
       f = flights_.front();
       flights_.pop_front();
       queued = !queue_.empty() || stopping_;
-      if (leader_writes_) {
-        dispatch_locked();
-        queued = stopping_;
-      }
     }
     // Room for another group in flight, which matters only to a group
     // already waiting: a lone writer committing its own transactions would

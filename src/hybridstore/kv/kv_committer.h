@@ -131,7 +131,6 @@ struct CommitterStats {
   uint64_t groups = 0;
   uint64_t device_flushes = 0;
   uint64_t journal_records = 0;      // groups made durable by one journal write
-  uint64_t leader_records = 0;       // of those, written by the caller that led the group
   uint64_t journal_checkpoints = 0;  // RocksDB WAL syncs that freed ring space (the checkpointer's, and large groups')
   uint64_t commit_latency_ns_total = 0;
 };
@@ -152,13 +151,6 @@ class KvCommitter {
   // Before start(): free ring space with a RocksDB sync on the commit path,
   // by the group that needs it, as before the checkpointer (A/B runs).
   void set_inline_checkpoints(bool on) { inline_checkpoints_ = on; }
-  // Before start(): a caller that waits for its transaction (submit with
-  // caller_waits, then wait_committed) commits the group at the queue's
-  // front itself and writes its journal record, instead of waking the
-  // committer thread and a lane: each waiter then sleeps once, to be woken
-  // either done or to lead the next group (docs/small-writes.md step 7b).
-  // Work whose caller does not wait still goes to the committer thread.
-  void set_leader_writes(bool on) { leader_writes_ = on; }
   // The most a transaction may carry in the journal record, batch and ring
   // data together (0: it may carry no ring data: no journal).
   uint64_t ring_work_room() const;
@@ -201,7 +193,6 @@ class KvCommitter {
     uint64_t pos = 0;
     uint64_t journal_last = 0;  // the journal number of its last transaction
     bool claimed = false;
-    bool leader = false;  // processed by a waiting caller, which writes the record itself
     bool record_written = false, kv_written = false;
     bool done = false;  // both: the record durable and the batches in RocksDB
     int err = 0;
@@ -215,16 +206,6 @@ class KvCommitter {
   bool write_metadata(Flight& f, bool* overlap);
   bool write_batches(Flight& f);
   void lane_loop();
-  // Writes a claimed flight's record, then acknowledges what is ready.
-  void write_claimed_record(const std::shared_ptr<Flight>& f);
-  // With leader writes: a caller waiting for `seq` may take the next group.
-  bool can_lead_locked(uint64_t seq) const;
-  // The waiting caller commits the group at the queue's front (mutex_ held
-  // through `l`, released while it works).
-  void lead_locked(std::unique_lock<std::mutex>& l);
-  // Someone takes the queue's front when a group may start: the caller
-  // waiting for it, or else the committer thread.
-  void dispatch_locked();
   void checkpoint_loop();
   // The RocksDB WAL sync that lets the ring's tail move: the tail's mark,
   // FlushWAL(true), then the tail moved (or, `whole_ring`, every record
@@ -258,7 +239,6 @@ class KvCommitter {
   struct SyncWaiter {
     std::condition_variable cv;
     bool woken = false;
-    bool lead = false;  // asked to commit the group at the queue's front (leader writes)
   };
   std::multimap<uint64_t, std::shared_ptr<SyncWaiter>> sync_waiters_;
   std::deque<CommitWork> queue_;
@@ -275,10 +255,6 @@ class KvCommitter {
   std::thread checkpoint_thread_;  // hs-ckpt: RocksDB WAL syncs that move the ring's tail
   bool checkpoint_stopping_ = false;
   bool inline_checkpoints_ = false;
-  bool leader_writes_ = false;
-  // Leader writes: the committer thread takes a group only when asked
-  // (dispatch_locked found no waiting caller for it) or when stopping.
-  bool committer_kick_ = false;
   // Syncs that move the ring's tail run one at a time, in the order of the
   // tails they mark: RocksDB must never end up with a mark older than a
   // tail already passed (the checkpointer and a group too large for a

@@ -396,7 +396,6 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
     committer_->set_journal(journal_.get(), next_journal_seq,
                             static_cast<int>(cfg_->get_int("hybridstore_commit_lanes")));
   committer_->set_inline_checkpoints(!cfg_->get_bool("hybridstore_commit_checkpointer"));
-  committer_->set_leader_writes(cfg_->get_bool("hybridstore_commit_leader_writes"));
   const bool ring_data = ring_data_ && journal_;
   // Ring space holds each record until its data is in place, too.
   if (ring_data) journal_->hold_tail_for(CommitJournal::TailHold::kApplied);

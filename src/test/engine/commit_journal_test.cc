@@ -1026,121 +1026,6 @@ TEST_P(CommitJournalReplay, AnotherThreadWaitingForASelfCommittedTransactionRetu
 }  // namespace
 
 namespace {
-// Leader writes (hybridstore_commit_leader_writes): callers that wait commit
-// the group at the queue's front and write its record themselves, several
-// groups in flight at once. Mixed with callers that do not wait (whose work
-// the committer thread and its lanes take), every transaction is
-// acknowledged once, in queue order, and callers did write records. On a
-// small ring (laps: leaders wait for the checkpointer's room) that is all;
-// on one the run does not lap, the journal alone (a database that never
-// saw the batches) brings back every transaction. Seeded: which callers wait.
-TEST_P(CommitJournalReplay, LeadersAcknowledgeInQueueOrderAndTheirRecordsAloneRestoreEverything) {
-  const uint32_t seed = 20261202;
-  std::printf("seed %u\n", seed);
-  constexpr int kWriters = 8, kEach = 100;
-  for (bool small_ring : {true, false})
-    for (bool mixed : {false, true}) {
-      SCOPED_TRACE(std::string(small_ring ? "small ring, " : "large ring, ") +
-                   (mixed ? "callers that wait and callers that do not" : "every caller waits"));
-      test::TempDir dir("journal");
-      auto j = RingBacking(dir, GetParam(), small_ring ? 64 * kB : 16 << 20).open();
-      ASSERT_TRUE(j);
-      std::mutex order_mu;
-      std::vector<uint64_t> acked;
-      CommitterStats stats;
-      {
-        auto db = open_db(dir.file("db"));
-        WriteTracker tracker;
-        KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
-        c.set_journal(j.get(), 1, 4);
-        c.set_leader_writes(true);
-        c.start();
-        std::vector<std::thread> th;
-        for (int w = 0; w < kWriters; ++w)
-          th.emplace_back([&, w] {
-            std::mt19937 rng(seed + static_cast<uint32_t>(w));
-            for (int i = 0; i < kEach; ++i) {
-              CommitWork work;
-              work.batch = std::make_unique<rocksdb::WriteBatch>();
-              work.batch->Put("l" + std::to_string(w) + "_" + std::to_string(i), std::string(200, 'a' + w));
-              auto seq = std::make_shared<uint64_t>(0);
-              work.after_commit = [&, seq](uint64_t) {
-                std::lock_guard<std::mutex> l(order_mu);
-                acked.push_back(*seq);
-              };
-              const bool waits = !mixed || rng() % 3 != 0;
-              std::unique_lock<std::mutex> l(order_mu);  // the number is known before it is acknowledged
-              *seq = c.submit(std::move(work), waits);
-              ASSERT_GT(*seq, 0u);
-              const uint64_t mine = *seq;
-              l.unlock();
-              if (waits) {
-                EXPECT_EQ(c.wait_committed(mine), 0);
-                EXPECT_GE(c.committed_seq(), mine);
-              }
-            }
-          });
-        for (auto& t : th) t.join();
-        ASSERT_EQ(c.wait_committed(c.last_seq()), 0);
-        stats = c.stats();
-        c.stop();
-      }
-      const size_t total = kWriters * kEach;
-      ASSERT_EQ(acked.size(), total);
-      for (size_t i = 0; i < acked.size(); ++i) ASSERT_EQ(acked[i], i + 1) << "acknowledged out of order";
-      EXPECT_EQ(stats.transactions, total);
-      EXPECT_GT(stats.leader_records, 0u);
-      EXPECT_LE(stats.leader_records, stats.journal_records);
-      if (small_ring) {
-        EXPECT_GT(stats.journal_checkpoints, 0u);
-        continue;
-      }
-      auto fresh = open_db(dir.file("db-fresh"));
-      uint64_t next = 0;
-      std::string err;
-      EXPECT_EQ(j->replay(fresh.get(), &next, &err), static_cast<int>(total)) << err;
-      std::string v;
-      for (int w = 0; w < kWriters; ++w)
-        for (int i = 0; i < kEach; ++i)
-          ASSERT_TRUE(fresh->Get(rocksdb::ReadOptions(), "l" + std::to_string(w) + "_" + std::to_string(i), &v).ok())
-              << w << " " << i;
-    }
-}
-
-// One writer at a time with leader writes: every record is the caller's,
-// and the journal alone restores every transaction.
-TEST_P(CommitJournalReplay, ALoneWaitingCallerWritesEveryRecordItself) {
-  test::TempDir dir("journal");
-  auto j = RingBacking(dir, GetParam(), 1 << 20).open();
-  ASSERT_TRUE(j);
-  {
-    auto db = open_db(dir.file("db-lost"));
-    WriteTracker tracker;
-    KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
-    c.set_journal(j.get(), 1, 2);
-    c.set_leader_writes(true);
-    c.start();
-    for (int i = 0; i < 40; ++i) {
-      uint64_t s = c.submit(putting("key" + std::to_string(i), "value" + std::to_string(i)), true);
-      ASSERT_EQ(c.wait_committed(s), 0);
-    }
-    EXPECT_EQ(c.stats().journal_records, 40u);
-    EXPECT_EQ(c.stats().leader_records, 40u);
-    c.stop();
-  }
-  auto fresh = open_db(dir.file("db-fresh"));
-  uint64_t next = 0;
-  std::string err;
-  EXPECT_EQ(j->replay(fresh.get(), &next, &err), 40) << err;
-  std::string v;
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_TRUE(fresh->Get(rocksdb::ReadOptions(), "key" + std::to_string(i), &v).ok()) << i;
-    EXPECT_EQ(v, "value" + std::to_string(i));
-  }
-}
-}  // namespace
-
-namespace {
 // A column family the database does not have: a batch naming it is one
 // RocksDB refuses to write.
 class MissingColumnFamily final : public rocksdb::ColumnFamilyHandle {
@@ -1159,58 +1044,48 @@ class MissingColumnFamily final : public rocksdb::ColumnFamilyHandle {
 // group on is acknowledged, and the committer still stops (a group left
 // neither acknowledged nor dropped would hold the only lane forever).
 TEST_P(CommitJournalReplay, AFailedRocksDBWriteAcknowledgesNothingAfterItAndStillStops) {
-  // With leader writes, half the writers wait, so leaders' groups and the
-  // committer thread's meet the failure.
-  for (bool leaders : {false, true}) {
-    SCOPED_TRACE(leaders ? "leader writes" : "the committer thread");
-    test::TempDir dir("journal");
-    auto db = open_db(dir.file("db"));
-    auto j = RingBacking(dir, GetParam(), 64 * kB).open();
-    ASSERT_TRUE(j);
-    WriteTracker tracker;
-    MissingColumnFamily missing;
-    std::atomic<uint64_t> bad_seq{0}, highest_acked{0};
-    {
-      KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
-      c.set_journal(j.get(), 1, leaders ? 2 : 1);
-      c.set_leader_writes(leaders);
-      c.start();
-      std::vector<std::thread> th;
-      for (int w = 0; w < 8; ++w)
-        th.emplace_back([&, w] {
-          const bool waits = leaders && w % 2 == 1;
-          for (int i = 0; i < 60; ++i) {
-            CommitWork work;
-            work.batch = std::make_unique<rocksdb::WriteBatch>();
-            if (w == 3 && i == 30)
-              work.batch->Put(&missing, "refused", "v");
-            else
-              work.batch->Put("f" + std::to_string(w) + "_" + std::to_string(i), "v");
-            auto seq = std::make_shared<std::atomic<uint64_t>>(0);
-            work.after_commit = [&, seq](uint64_t) {
-              uint64_t s = seq->load();
-              uint64_t h = highest_acked.load();
-              while (s > h && !highest_acked.compare_exchange_weak(h, s)) {
-              }
-            };
-            uint64_t s = c.submit(std::move(work), waits);
-            seq->store(s);
-            if (w == 3 && i == 30) bad_seq = s;
-            if (s == 0) return;  // the store has failed
-            if (waits && c.wait_committed(s) != 0) return;
-          }
-        });
-      for (auto& t : th) t.join();
-      ASSERT_GT(bad_seq.load(), 0u);
-      EXPECT_NE(c.wait_committed(bad_seq), 0);
-      c.drain_callbacks();
-      EXPECT_NE(c.error(), 0);
-      EXPECT_NE(c.error_message().find("RocksDB commit failed"), std::string::npos) << c.error_message();
-      c.stop();
-      EXPECT_LT(c.committed_seq(), bad_seq.load());
-    }
-    EXPECT_LT(highest_acked.load(), bad_seq.load());
+  auto db = open_db(dir_.file("db"));
+  auto j = open_journal(64 * CommitJournal::kBlock);
+  WriteTracker tracker;
+  MissingColumnFamily missing;
+  std::atomic<uint64_t> bad_seq{0}, highest_acked{0};
+  {
+    KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
+    c.set_journal(j.get(), 1, 1);
+    c.start();
+    std::vector<std::thread> th;
+    for (int w = 0; w < 8; ++w)
+      th.emplace_back([&, w] {
+        for (int i = 0; i < 60; ++i) {
+          CommitWork work;
+          work.batch = std::make_unique<rocksdb::WriteBatch>();
+          if (w == 3 && i == 30)
+            work.batch->Put(&missing, "refused", "v");
+          else
+            work.batch->Put("f" + std::to_string(w) + "_" + std::to_string(i), "v");
+          auto seq = std::make_shared<std::atomic<uint64_t>>(0);
+          work.after_commit = [&, seq](uint64_t) {
+            uint64_t s = seq->load();
+            uint64_t h = highest_acked.load();
+            while (s > h && !highest_acked.compare_exchange_weak(h, s)) {
+            }
+          };
+          uint64_t s = c.submit(std::move(work));
+          seq->store(s);
+          if (w == 3 && i == 30) bad_seq = s;
+          if (s == 0) return;  // the store has failed
+        }
+      });
+    for (auto& t : th) t.join();
+    ASSERT_GT(bad_seq.load(), 0u);
+    EXPECT_NE(c.wait_committed(bad_seq), 0);
+    c.drain_callbacks();
+    EXPECT_NE(c.error(), 0);
+    EXPECT_NE(c.error_message().find("RocksDB commit failed"), std::string::npos) << c.error_message();
+    c.stop();
+    EXPECT_LT(c.committed_seq(), bad_seq.load());
   }
+  EXPECT_LT(highest_acked.load(), bad_seq.load());
 }
 }  // namespace
 
