@@ -68,10 +68,12 @@ int main(int argc, char** argv) {
     // Mode 2: sealed as record version 2, the version the encoder writes.
     put(root + "/onode", "sealed-" + std::to_string(i), 2, body_of(kOnodeTag, rec));
     put(root + "/onode", "raw-" + std::to_string(i), 1, rec);
-    // Mode 8: sealed as record version 3 (decoded only), its version last.
-    std::string v3(body_of(kOnodeTag, rec));
-    put_varint(&v3, 1000 + i);
-    put(root + "/onode", "sealed-v3-" + std::to_string(i), 8, v3);
+    // Mode 8: sealed as record version 3 (format 7), incarnation and version last.
+    Onode versioned = onodes[i];
+    versioned.incarnation = 4097 + i;
+    versioned.version = 1000 + i;
+    put(root + "/onode", "sealed-v3-" + std::to_string(i), 8,
+        body_of(kOnodeTag, encode_onode(versioned, false, true)));
   }
   // A map in shards: the onode naming them (modes as above), and each shard
   // (mode 4: sealed shard body; 5: raw shard record).

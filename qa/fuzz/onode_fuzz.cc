@@ -58,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   std::string_view rest = as_view(data + 1, size - 1);
   if (mode & 4) return fuzz_shard(mode, rest);
-  // Bit 3 picks record version 3 (the onode's version after the rest).
+  // Bit 3 picks record version 3 (the incarnation and version after the rest).
   const uint8_t version = (mode & 8) ? 3 : static_cast<uint8_t>(1 + (mode >> 1) % 2);
   std::string record = (mode & 1) ? std::string(rest) : seal_record(kOnodeTag, version, rest);
   Onode o;
@@ -74,11 +74,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(!decode_onode(record, &o, &why), "a sharded onode read without its shards is refused");
     return 0;
   }
-  const std::string again = encode_onode(o);
-  Onode o2;
-  require(decode_onode(again, &o2, &why), "a re-encoded onode must decode");
-  require(encode_onode(o2) == again, "onode encoding must be stable");
-  require(o2.size == o.size && o2.attrs == o.attrs && o2.extents.size() == o.extents.size(),
-          "onode round trip changed it");
+  for (bool versions : {false, true}) {
+    const std::string again = encode_onode(o, false, versions);
+    Onode o2;
+    require(decode_onode(again, &o2, &why), "a re-encoded onode must decode");
+    require(encode_onode(o2, false, versions) == again, "onode encoding must be stable");
+    require(o2.size == o.size && o2.attrs == o.attrs && o2.extents.size() == o.extents.size(),
+            "onode round trip changed it");
+    require(!versions || (o2.incarnation == o.incarnation && o2.version == o.version),
+            "a version-3 round trip keeps incarnation and version");
+  }
   return 0;
 }

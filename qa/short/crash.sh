@@ -18,14 +18,16 @@
 # commit must not rely on the write cache keeping its order. All of these
 # run on stores made with the defaults, whose RocksDB and journal are in the
 # KV file system on the SSD (hybridstore_kv_location=device), where a cut
-# drops RocksDB's unflushed writes with the tier's. Last, 10 rounds
+# drops RocksDB's unflushed writes with the tier's. Then 10 rounds
 # (HS_CRASH_DIRKV_ROUNDS) of kills and cuts of a store that keeps them in its
 # directory (hybridstore_kv_location=directory, format 3's layout, which
 # stores made before the default changed still have). Then 10 rounds
 # (HS_CRASH_OFF_ROUNDS) with small overwrites' data staged in RocksDB
 # (hybridstore_small_write_journal=off) instead of the journal's record.
-# Last, 8 rounds (HS_CRASH_RING_ROUNDS) on an SSD tier of 4 KiB units, where
-# every small in-place overwrite's data is in the journal's record.
+# Then 8 rounds (HS_CRASH_RING_ROUNDS) on an SSD tier of 4 KiB units, where
+# every small in-place overwrite's data is in the journal's record. Last, 6
+# rounds (HS_CRASH_ON_ROUNDS) of those with hybridstore_small_write_journal=on
+# (format 7: onode records carry incarnation and version).
 set -eu
 BUILD=${1:-build}
 SEED=${HS_CRASH_SEED:-${HS_QA_SEED:-1}}
@@ -69,6 +71,15 @@ if [ $rc -eq 0 ]; then
     rm -rf "$W"
     "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_RING_ROUNDS:-8}" --mode mixed \
         --seed "$((SEED + 5000))" --set hybridstore_ssd_block_size=4K --set hybridstore_deferred_max_delay_ms=2000
+    rc=$?
+fi
+if [ $rc -eq 0 ]; then
+    # Format 7 (docs/small-writes.md step 6): stores made and recovered with
+    # onode records of version 3.
+    rm -rf "$W"
+    "$BUILD/bin/hybridstore-crashtest" loop --dir "$W" --rounds "${HS_CRASH_ON_ROUNDS:-6}" --mode mixed \
+        --seed "$((SEED + 6000))" --set hybridstore_small_write_journal=on --set hybridstore_ssd_block_size=4K \
+        --set hybridstore_deferred_max_delay_ms=2000
     rc=$?
 fi
 set -e

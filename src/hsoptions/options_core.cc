@@ -123,8 +123,10 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "(docs/small-writes.md step 5); makes the store format 6 at mkfs or at its next "
                 "read-write mount, which older builds refuse; left at this default, it yields to "
                 "hybridstore_commit_journal_size=0. off: through RocksDB as a deferred record, "
-                "the store's format unchanged",
-                "", "", {"off", "data"}});
+                "the store's format unchanged. on: as data, and onode records carry the object's "
+                "incarnation and version (format 7, step 6 of docs/small-writes.md, in progress: onode "
+                "deltas are not in the journal yet); older builds refuse a format-7 store",
+                "", "", {"off", "data", "on"}});
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "
                 "they are acknowledged in order)",

@@ -307,10 +307,11 @@ constexpr uint32_t kOnodeTag = 0x4f4e4f44;  // "ONOD"
 constexpr uint32_t kShardTag = 0x45585348;  // "EXSH"
 // 1: the extent list follows the attributes. 2: a layout byte first, then
 // the extent list (kInline) or the shards' refs (kInShards). 3: then the
-// onode's version (varint), for format 5 (docs/small-writes.md section 9).
-// Written: 2, until format 5 is (a format-4 build refuses version 3).
-// Read: up to 3.
+// onode's incarnation and version (varints), for format 7
+// (docs/small-writes.md section 9). Written: 3 on format-7 stores, 2 on
+// older ones (a format-6 build refuses version 3). Read: up to 3.
 constexpr uint8_t kOnodeVersion = 2;
+constexpr uint8_t kOnodeVersionedVersion = 3;
 constexpr uint8_t kOnodeReadVersion = 3;
 constexpr uint8_t kShardVersion = 1;
 constexpr uint8_t kInline = 0, kInShards = 1;
@@ -374,7 +375,13 @@ bool extents_go_in_shards(const Onode& o, size_t inline_max) {
   return inline_max > 0 && o.extents.encoded_size() > inline_max;
 }
 
-std::string encode_onode(const Onode& o, bool in_shards) {
+std::string encode_onode(const Onode& o, bool in_shards, bool versions) {
+  const uint8_t record_version = versions ? kOnodeVersionedVersion : kOnodeVersion;
+  auto put_versions = [&](std::string* r) {
+    if (!versions) return;
+    put_varint(r, o.incarnation);
+    put_varint(r, o.version);
+  };
   // The header and attributes first, then the extent list (or the shards'
   // refs) straight into the sealed record: an onode of many extents is
   // copied once, not three times.
@@ -398,16 +405,21 @@ std::string encode_onode(const Onode& o, bool in_shards) {
       put_varint(&b, o.extents.shard_extent_count(idx));
       put_fixed32(&b, o.extents.shard_crc(idx));
     }
+    put_versions(&b);
     std::string out;
-    append_sealed_record(&out, kOnodeTag, kOnodeVersion, b.size(), [&](std::string* r) { r->append(b); });
+    append_sealed_record(&out, kOnodeTag, record_version, b.size(), [&](std::string* r) { r->append(b); });
     return out;
   }
   put_u8(&b, kInline);
+  std::string tail;
+  put_versions(&tail);
   std::string out;
-  append_sealed_record(&out, kOnodeTag, kOnodeVersion, b.size() + o.extents.encoded_size(), [&](std::string* r) {
-    r->append(b);
-    o.extents.encode_into(r);
-  });
+  append_sealed_record(&out, kOnodeTag, record_version, b.size() + o.extents.encoded_size() + tail.size(),
+                       [&](std::string* r) {
+                         r->append(b);
+                         o.extents.encode_into(r);
+                         r->append(tail);
+                       });
   return out;
 }
 
@@ -452,7 +464,8 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers, 
         return bad("onode: shard refs out of order or range");
       if (r.extents == 0 || r.extents > ExtentMap::kShardSpan / 256) return bad("onode: shard extent count out of range");
     }
-    if (ver >= 3 && !d.get_varint(&o.version)) return bad("onode: truncated version");
+    if (ver >= 3 && (!d.get_varint(&o.incarnation) || !d.get_varint(&o.version)))
+      return bad("onode: truncated version");
     if (!d.done()) return bad("onode: trailing bytes");
     o.extents_in_shards = true;
     *shards = std::move(refs);
@@ -470,7 +483,8 @@ bool decode_onode(std::string_view in, Onode* out, std::string* why, int tiers, 
     prev_end = e.logical_end();
     o.extents.insert(std::move(e));
   }
-  if (ver >= 3 && !d.get_varint(&o.version)) return bad("onode: truncated version");
+  if (ver >= 3 && (!d.get_varint(&o.incarnation) || !d.get_varint(&o.version)))
+    return bad("onode: truncated version");
   if (!d.done()) return bad("onode: trailing bytes");
   if (shards) shards->clear();
   *out = std::move(o);
@@ -515,7 +529,7 @@ bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, 
         return bad("onode: shard refs out of order or range");
       if (r.extents == 0 || r.extents > ExtentMap::kShardSpan / 256) return bad("onode: shard extent count out of range");
     }
-    if (ver >= 3 && !d.get_varint(&u)) return bad("onode: truncated version");
+    if (ver >= 3 && (!d.get_varint(&u) || !d.get_varint(&u))) return bad("onode: truncated version");
     if (!d.done()) return bad("onode: trailing bytes");
     *out = o;
     return true;
@@ -527,7 +541,7 @@ bool decode_onode_space(std::string_view in, OnodeSpace* out, std::string* why, 
     std::string w;
     if (!count_extent(d, tiers, &prev_end, &o, &w)) return bad("onode: " + w);
   }
-  if (ver >= 3 && !d.get_varint(&u)) return bad("onode: truncated version");
+  if (ver >= 3 && (!d.get_varint(&u) || !d.get_varint(&u))) return bad("onode: truncated version");
   if (!d.done()) return bad("onode: trailing bytes");
   *out = o;
   return true;

@@ -197,9 +197,13 @@ struct Onode {
   // Raised by one by every transaction that changes the object, so that a
   // journal delta (which names the version it makes) is replayed exactly
   // onto the onode it followed (docs/small-writes.md, onode record version
-  // 3). Read from version-3 records; 0 from older ones. Not written yet:
-  // the encoder still writes version 2, which every format-4 build reads.
+  // 3). With `incarnation`, written in version-3 records (format 7 stores);
+  // 0 from older records.
   uint64_t version = 0;
+  // Drawn from a store-wide counter whenever the object is made (created,
+  // cloned to, renamed to), so that a delta of an earlier life of the same
+  // key is never applied to a later one (docs/small-writes.md 12.10).
+  uint64_t incarnation = 0;
 };
 
 // An estimate of the heap an onode made with make_shared holds: itself,
@@ -217,7 +221,9 @@ std::string extent_fingerprint(const ExtentMap& m);
 bool extents_go_in_shards(const Onode& o, size_t inline_max);
 // The onode's record: with the extent map inside it, or (`in_shards`) with
 // only a ShardRef per shard, each shard then written with encode_extent_shard.
-std::string encode_onode(const Onode& o, bool in_shards = false);
+// `versions`: record version 3, which carries the incarnation and version
+// (format 7 stores); otherwise version 2, which format-4 to -6 builds read.
+std::string encode_onode(const Onode& o, bool in_shards = false, bool versions = false);
 // `tiers`: the store's tier count; an extent on a tier index past it is corrupt.
 // A record naming shards fills `shards` (the map is left empty, and
 // extents_in_shards set); without `shards` such a record is refused.

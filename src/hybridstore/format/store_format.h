@@ -45,10 +45,17 @@ constexpr uint32_t kFormatWalkedJournal = 5;
 //    default); a format-5 build would take such a ring's data for deltas it
 //    cannot replay, so it refuses the store at its superblock and labels.
 constexpr uint32_t kFormatSmallWriteJournal = 6;
+// 7 (docs/small-writes.md step 6, section 9): onode records of version 3,
+//    which carry the object's incarnation (Sincarnation_max keeps the
+//    store-wide counter) and version, so that onode deltas in the journal
+//    can be replayed exactly. Written by mkfs and by a mount's upgrade with
+//    hybridstore_small_write_journal=on; a format-6 build cannot read
+//    version-3 onodes, so it refuses the store at its superblock and labels.
+constexpr uint32_t kFormatOnodeVersions = 7;
 // What mkfs makes, and a read-write mount upgrades to, with the defaults.
 constexpr uint32_t kFormatVersion = kFormatSmallWriteJournal;
 // The newest format this build reads.
-constexpr uint32_t kFormatNewest = kFormatSmallWriteJournal;
+constexpr uint32_t kFormatNewest = kFormatOnodeVersions;
 // The encoded label's bytes. A copy occupies a slot of label_slot() bytes,
 // which is larger on a device whose pages are (raw NAND).
 constexpr uint64_t kLabelSize = 4096;

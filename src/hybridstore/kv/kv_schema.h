@@ -28,6 +28,7 @@ constexpr char kExtentShard = 'X';  // X<onode key after its 'O'><be32 shard> ->
 std::string super_key(std::string_view name);
 inline std::string superblock_key() { return super_key("superblock"); }
 inline std::string nid_max_key() { return super_key("nid_max"); }
+inline std::string incarnation_max_key() { return super_key("incarnation_max"); }
 inline std::string stats_key() { return super_key("stats"); }
 inline std::string mkfs_done_key() { return super_key("mkfs_done"); }
 // fixed64: the commit journal number of the last transaction RocksDB holds

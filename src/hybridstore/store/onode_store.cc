@@ -55,6 +55,39 @@ uint64_t OnodeStore::allocate_nid() {
   return next_nid_++;
 }
 
+int OnodeStore::enable_versions(std::string* error) {
+  std::string v;
+  if (!db_->Get(rocksdb::ReadOptions(), kv::incarnation_max_key(), &v).ok() || v.size() != 8) {
+    *error = "format-7 store has no incarnation_max record";
+    return -EIO;
+  }
+  std::lock_guard<std::mutex> l(nid_mutex_);
+  next_incarnation_ = load_fixed64(v.data());
+  incarnation_reserved_ = next_incarnation_;
+  versions_.store(true, std::memory_order_release);
+  return 0;
+}
+
+uint64_t OnodeStore::allocate_incarnation() {
+  if (!versions()) return 0;
+  std::lock_guard<std::mutex> l(nid_mutex_);
+  if (next_incarnation_ >= incarnation_reserved_) {
+    // As omap ids: a block reserved by a synced write of its own, so that no
+    // crash can make the store hand out an incarnation twice.
+    uint64_t want = next_incarnation_ + 4096;
+    std::string v;
+    put_fixed64(&v, want);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (rocksdb::Status s = db_->Put(wo, kv::incarnation_max_key(), v); !s.ok()) {
+      committer_->fail(-EIO, "RocksDB write reserving object incarnations failed: " + s.ToString());
+      return 0;
+    }
+    incarnation_reserved_ = want;
+  }
+  return next_incarnation_++;
+}
+
 int OnodeStore::complete(const std::string& key, std::string_view value, const rocksdb::ReadOptions& ro, Onode* out,
                          std::string* why) const {
   std::vector<ShardRef> refs;
@@ -183,7 +216,7 @@ StoredShards OnodeStore::put(rocksdb::WriteBatchBase* batch, const std::string& 
   if (!extents_go_in_shards(o, extent_map_inline_max_)) {
     delete_shards(batch, key, stored);
     o.extents_in_shards = false;
-    batch->Put(key, encode_onode(o));
+    batch->Put(key, encode_onode(o, false, versions()));
     return {};
   }
   StoredShards now = o.extents.shard_handles();
@@ -201,7 +234,7 @@ StoredShards OnodeStore::put(rocksdb::WriteBatchBase* batch, const std::string& 
   }
   for (; j < stored.size(); ++j) batch->Delete(kv::extent_shard_key(key, stored[j].first));
   o.extents_in_shards = true;
-  batch->Put(key, encode_onode(o, true));
+  batch->Put(key, encode_onode(o, true, versions()));
   return now;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
@@ -49,6 +50,13 @@ class OnodeStore {
   // A fresh omap id; 0 when its reservation could not be written (the
   // store has failed then).
   uint64_t allocate_nid();
+  // Format 7: onode records carry incarnation and version (record version
+  // 3). Mount, before any transaction: where incarnations continue.
+  int enable_versions(std::string* error);
+  bool versions() const { return versions_.load(std::memory_order_acquire); }
+  // A fresh incarnation for an object being made; 0 without versions, or
+  // when its reservation could not be written (the store has failed then).
+  uint64_t allocate_incarnation();
 
   // The onode stored under `key`, its extent shards included: 0, -ENOENT, or
   // -EIO with *why (corrupt, a shard missing or not the one the onode names).
@@ -119,6 +127,9 @@ class OnodeStore {
   std::mutex nid_mutex_;
   uint64_t next_nid_ = 1;
   uint64_t nid_reserved_ = 0;  // persisted: nids below it may be in use
+  std::atomic<bool> versions_{false};  // set once, at mount
+  uint64_t next_incarnation_ = 1;
+  uint64_t incarnation_reserved_ = 0;  // persisted: incarnations below it may be in use
 };
 
 }  // namespace hybridstore

@@ -64,6 +64,7 @@ std::shared_ptr<Onode> OpApplier::get_or_create(const CollectionId& c, const Obj
   auto on = get(c, o);
   if (on || load_error_) return on;
   on = std::make_shared<Onode>();
+  on->incarnation = p_.onodes->allocate_incarnation();
   tx_.onodes[{c.name, o}] = on;
   tx_.stat_delta[kv::kStatObjects] += 1;
   mark_dirty(c, o);
@@ -92,6 +93,7 @@ void OpApplier::sync_dirty() {
     auto st = tx_.stored.find(key);
     if (st == tx_.stored.end()) st = tx_.stored.emplace(key, p_.onodes->shards_in_store(k)).first;
     const auto& on = tx_.onodes.at(key);
+    if (on && p_.onodes->versions() && tx_.versioned.insert(on.get()).second) ++on->version;
     if (on) {
       // What the batch holds for the key from now on: a later sync (after
       // more ops) compares with it, so no shard written here is left behind.
@@ -152,7 +154,11 @@ int OpApplier::move_object(const CollectionId& sc, const ObjectId& so, const Col
   auto dst = get(dc, dobj);
   if (load_error_) return load_error_;
   if (dst) return -EEXIST;
-  tx_.onodes[{dc.name, dobj}] = std::make_shared<Onode>(*src);
+  auto moved = std::make_shared<Onode>(*src);
+  // A life of its own under the new name (docs/small-writes.md 12.10).
+  moved->incarnation = p_.onodes->allocate_incarnation();
+  moved->version = 0;
+  tx_.onodes[{dc.name, dobj}] = moved;
   mark_dirty(dc, dobj);
   set_removed(sc, so);
   return 0;

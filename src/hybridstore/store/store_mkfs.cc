@@ -149,15 +149,22 @@ int open_store_db(const std::string& path, const Config& cfg, bool create, std::
 }
 
 int small_writes_in_ring(const Config& cfg, bool* in_ring, std::string* error) {
-  const bool wanted = cfg.get_str("hybridstore_small_write_journal") == "data";
+  const std::string mode = cfg.get_str("hybridstore_small_write_journal");
+  const bool wanted = mode == "data" || mode == "on";
   const bool journal = cfg.get_size("hybridstore_commit_journal_size") > 0;
   if (wanted && !journal && !cfg.is_default("hybridstore_small_write_journal")) {
-    *error = "hybridstore_small_write_journal=data puts small writes' data in the commit journal, which "
-             "hybridstore_commit_journal_size=0 turns off";
+    *error = fmt::format("hybridstore_small_write_journal={} puts small writes' data in the commit journal, which "
+                         "hybridstore_commit_journal_size=0 turns off",
+                         mode);
     return -EINVAL;
   }
   *in_ring = wanted && journal;
   return 0;
+}
+
+uint32_t target_format(const Config& cfg, bool in_ring) {
+  if (!in_ring) return kFormatWalkedJournal;
+  return cfg.get_str("hybridstore_small_write_journal") == "on" ? kFormatOnodeVersions : kFormatSmallWriteJournal;
 }
 
 int check_storage_hooks(const Config& cfg, std::string* error) {
@@ -288,6 +295,7 @@ int write_new_store(const std::string& path, const Config& cfg, const Superblock
   std::string nid;
   put_fixed64(&nid, 1);
   b.Put(kv::nid_max_key(), nid);
+  if (sb.format_version >= kFormatOnodeVersions) b.Put(kv::incarnation_max_key(), nid);
   int64_t zero[kv::kStatCount] = {};
   b.Put(kv::stats_key(), kv::encode_stat_delta(zero));
   rocksdb::WriteOptions wo;
@@ -411,7 +419,7 @@ int make_store(const std::string& path, const Config& cfg, const Uuid& fsid, std
   bool ring_data = false;
   if (int r = small_writes_in_ring(cfg, &ring_data, error); r < 0) return r;
   Superblock sb;
-  sb.format_version = ring_data ? kFormatSmallWriteJournal : kFormatWalkedJournal;
+  sb.format_version = target_format(cfg, ring_data);
   sb.fsid = fsid != Uuid{} ? fsid : generate_uuid();
   sb.created_us = now_us();
   sb.csum_block = static_cast<uint32_t>(cfg.get_size("hybridstore_csum_block"));

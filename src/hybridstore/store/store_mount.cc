@@ -127,6 +127,8 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   m->onodes_ = std::make_unique<OnodeStore>(m->db_.get(), m->committer_.get(), m->colls_.get(), *cfg,
                                             m->tiers_->count(), perf);
   if (int r = m->onodes_->load_nids(error); r < 0) return r;
+  if (m->super_.format_version >= kFormatOnodeVersions)
+    if (int r = m->onodes_->enable_versions(error); r < 0) return r;
   m->start_writers(next_journal_seq);
   m->tiers_->set_gauges();
   if (int r = m->set_object_gauges(error); r < 0) return r;
@@ -471,7 +473,7 @@ int MountedStore::set_object_gauges(std::string* error) {
 }
 
 int MountedStore::upgrade_format(std::string* error) {
-  const uint32_t target = ring_data_ ? kFormatSmallWriteJournal : kFormatWalkedJournal;
+  const uint32_t target = target_format(*cfg_, ring_data_);
   if (super_.format_version >= target) return upgrade_labels(error);
   // A format-4 label pair puts copy B at s, inside the head the store
   // reserved; a head too small for it (none is known) keeps the old format.
@@ -500,6 +502,15 @@ int MountedStore::upgrade_format(std::string* error) {
   CommitWork work;
   work.batch = std::make_unique<rocksdb::WriteBatch>();
   work.batch->Put(kv::superblock_key(), encode_superblock(up));
+  // Format 7: incarnations start with the upgrade; every older onode reads
+  // as incarnation 0, version 0, and no delta of them exists (the ring of a
+  // format-6 store holds no onode deltas).
+  const bool versions = target >= kFormatOnodeVersions && super_.format_version < kFormatOnodeVersions;
+  if (versions) {
+    std::string one;
+    put_fixed64(&one, 1);
+    work.batch->Put(kv::incarnation_max_key(), one);
+  }
   const uint64_t seq = committer_->submit(std::move(work));
   if (seq == 0 || committer_->wait_committed(seq) < 0) {
     *error = "cannot write the upgraded superblock: " + committer_->error_message();
@@ -518,6 +529,11 @@ int MountedStore::upgrade_format(std::string* error) {
   HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
           target);
   super_ = up;
+  if (versions)
+    if (int r = onodes_->enable_versions(error); r < 0) {
+      close();
+      return r;
+    }
   return upgrade_labels(error);
 }
 

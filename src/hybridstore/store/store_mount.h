@@ -79,6 +79,10 @@ int check_storage_hooks(const Config& cfg, std::string* error);
 // Left at its default, the option yields to hybridstore_commit_journal_size=0;
 // set to data explicitly with no journal, -EINVAL says why.
 int small_writes_in_ring(const Config& cfg, bool* in_ring, std::string* error);
+// The format mkfs makes, and a read-write mount upgrades to, for the
+// options: 7 with hybridstore_small_write_journal=on (onode versions), 6
+// with ring data, else 5. `in_ring` from small_writes_in_ring.
+uint32_t target_format(const Config& cfg, bool in_ring);
 
 class MountedStore {
  public:

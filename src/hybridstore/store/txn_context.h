@@ -78,6 +78,9 @@ struct TxnContext {
   std::unordered_map<ObjectKey, std::shared_ptr<Onode>, ObjectKeyHash> onodes;
   std::unordered_map<ObjectKey, std::optional<Tier>, ObjectKeyHash> home_before;  // when first loaded
   std::set<ObjectKey> dirty;  // onodes to write to the batch
+  // Onodes whose version this transaction raised already (a transaction
+  // raises an object's version once, however often it syncs it).
+  std::set<const Onode*> versioned;
   // The extent shards each touched key holds in the store, or in this
   // batch once written to it (OnodeStore::put). The handles also keep a
   // loaded shard from being changed in place: a change copies it.

@@ -350,6 +350,38 @@ TEST(FormatCompat, AFormat4StoreCutBeforeItsUpgradeTo5IsScannedAgainAndUpgraded)
   expect_clean_fsck(store, 5);
 }
 
+// hybridstore_small_write_journal=on (docs/small-writes.md step 6): the
+// format-4 device fixture, its last record only in the ring, goes up to 7 at
+// its first read-write mount (through 5 and 6 in the same commit); what it
+// held and what is written afterwards survive remounts with the option and
+// with the default, which leaves the store at 7; fsck --deep is clean.
+TEST(FormatCompat, AFormat4DeviceStoreMountedWithOnReaches7AndStaysThereUnderTheDefault) {
+  TempDir dir("fmt4dev-on");
+  const std::string path = unpack("format4-device-20261129/store-powercut.tar.gz", dir);
+  Config on;
+  std::string err;
+  ASSERT_EQ(on.set("hybridstore_small_write_journal", "on", &err), 0) << err;
+  {
+    HybridStore store(path, on);
+    ASSERT_EQ(store.mount(&err), 0) << err;
+    expect_fixture_content(store);
+    StoreStats st;
+    ASSERT_EQ(store.statfs(&st), 0);
+    EXPECT_EQ(st.format_version, kFormatOnodeVersions);
+    expect_write_survives_remount(store, "written after the upgrade to format 7");
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_EQ(probed_format(path), kFormatOnodeVersions);
+  EXPECT_EQ(read_tier_labels(path, Tier::kSsd).label.format_version, kFormatOnodeVersions);
+  HybridStore store(path);
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  EXPECT_EQ(read_all(store, "1.0_head", oid("after", "1.0_head")), "written after the upgrade to format 7");
+  ASSERT_EQ(store.umount(), 0);
+  EXPECT_EQ(probed_format(path), kFormatOnodeVersions);
+  expect_clean_fsck(store, 5);
+}
+
 // Its second transaction is only in the ring inside the kvfs (the power
 // failed before RocksDB's WAL reached the device).
 TEST(FormatCompat, AFormat4DeviceStoreCutAfterAJournalRecordReplaysItAtMount) {

@@ -342,62 +342,72 @@ TEST(Onode, OnlyAMapLargerThanTheInlineLimitGoesInShards) {
   EXPECT_EQ(back.extents.size(), 1u);
 }
 
-// Onode record version 3 (format 5, docs/small-writes.md section 9): the
-// version after everything else. This build decodes it and still writes
-// version 2, which every format-4 build reads.
+// Onode record version 3 (format 7, docs/small-writes.md section 9): the
+// incarnation and the version after everything else. Written only when asked
+// (format-7 stores); otherwise version 2, which format-4 to -6 builds read.
 namespace {
 constexpr uint32_t kOnodeTagCopy = 0x4f4e4f44;  // onode.cc
-// `rec` (a version-2 record) resealed as version 3 with `tail` appended.
-std::string as_v3(const std::string& rec, const std::string& tail, uint8_t version = 3) {
+// `rec` resealed as record version `version` with its body cut by `cut`
+// bytes and `tail` appended.
+std::string resealed(const std::string& rec, size_t cut, const std::string& tail, uint8_t version) {
   uint8_t ver = 0;
   std::string_view body;
-  EXPECT_EQ(open_record(kOnodeTagCopy, 2, rec, &ver, &body), RecordError::kNone);
-  EXPECT_EQ(ver, 2);
+  EXPECT_EQ(open_record(kOnodeTagCopy, 3, rec, &ver, &body), RecordError::kNone);
+  body.remove_suffix(cut);
   return seal_record(kOnodeTagCopy, version, std::string(body) + tail);
 }
-std::string varint(uint64_t v) {
-  std::string s;
-  put_varint(&s, v);
-  return s;
+uint8_t record_version(const std::string& rec) {
+  uint8_t ver = 0;
+  std::string_view body;
+  EXPECT_EQ(open_record(kOnodeTagCopy, 3, rec, &ver, &body), RecordError::kNone);
+  return ver;
 }
 }  // namespace
 
-TEST(Onode, RecordVersion3CarriesTheVersionAndOlderOnesReadAsZero) {
+TEST(Onode, RecordVersion3CarriesIncarnationAndVersionAndOlderOnesReadAsZero) {
   Onode o;
   o.size = 8192;
   o.attrs["_"] = "info";
   o.extents.insert(extent(0, 8192, 65536));
-  o.version = 41;  // not written: the encoder writes version 2
+  o.incarnation = 77;
+  o.version = 41;
   const std::string v2 = encode_onode(o);
-  uint8_t ver = 0;
-  std::string_view body;
-  ASSERT_EQ(open_record(kOnodeTagCopy, 3, v2, &ver, &body), RecordError::kNone);
-  EXPECT_EQ(ver, 2) << "version 3 must not be written before format 5 is";
+  EXPECT_EQ(record_version(v2), 2) << "without versions the record is the one format-6 builds read";
   Onode back;
   std::string why;
   ASSERT_TRUE(decode_onode(v2, &back, &why)) << why;
   EXPECT_EQ(back.version, 0u);
+  EXPECT_EQ(back.incarnation, 0u);
   for (uint64_t v : {1ull, 127ull, 128ull, 1ull << 40}) {
-    ASSERT_TRUE(decode_onode(as_v3(v2, varint(v)), &back, &why)) << why;
+    o.version = v;
+    o.incarnation = v * 3 + 1;
+    const std::string v3 = encode_onode(o, false, true);
+    EXPECT_EQ(record_version(v3), 3);
+    ASSERT_TRUE(decode_onode(v3, &back, &why)) << why;
     EXPECT_EQ(back.version, v);
+    EXPECT_EQ(back.incarnation, v * 3 + 1);
     EXPECT_EQ(back.size, o.size);
     EXPECT_EQ(back.attrs, o.attrs);
     EXPECT_EQ(extent_fingerprint(back.extents), extent_fingerprint(o.extents));
     OnodeSpace sp;
     std::vector<ShardRef> refs;
-    ASSERT_TRUE(decode_onode_space(as_v3(v2, varint(v)), &sp, &why, kMaxTiers, &refs)) << why;
+    ASSERT_TRUE(decode_onode_space(v3, &sp, &why, kMaxTiers, &refs)) << why;
     EXPECT_EQ(sp.allocated, 8192u);
   }
-  // The version is required in 3, and nothing may follow it.
-  EXPECT_FALSE(decode_onode(as_v3(v2, ""), &back, &why));
+  o.incarnation = 5;
+  o.version = 300;
+  const std::string v3 = encode_onode(o, false, true);  // ends with varints 5 and 300 (3 bytes)
+  // Both are required in 3, and nothing may follow them.
+  EXPECT_FALSE(decode_onode(resealed(v3, 3, "", 3), &back, &why));
   EXPECT_NE(why.find("truncated version"), std::string::npos) << why;
-  EXPECT_FALSE(decode_onode(as_v3(v2, varint(5) + "x"), &back, &why));
+  EXPECT_FALSE(decode_onode(resealed(v3, 2, "", 3), &back, &why));
+  EXPECT_NE(why.find("truncated version"), std::string::npos) << why;
+  EXPECT_FALSE(decode_onode(resealed(v3, 0, "x", 3), &back, &why));
   EXPECT_NE(why.find("trailing"), std::string::npos) << why;
-  EXPECT_FALSE(decode_onode(as_v3(v2, std::string(1, '\x80')), &back, &why));
-  // A version past 3 is refused.
-  EXPECT_FALSE(decode_onode(as_v3(v2, varint(5), 4), &back, &why));
+  EXPECT_FALSE(decode_onode(resealed(v3, 2, std::string(1, '\x80'), 3), &back, &why));
+  // A record version past 3 is refused.
+  EXPECT_FALSE(decode_onode(resealed(v3, 0, "", 4), &back, &why));
   // Every flipped byte and every cut of a version-3 record is refused.
-  const std::string v3 = as_v3(v2, varint(300));
   for (size_t i = 0; i < v3.size(); ++i) {
     std::string bad = v3;
     bad[i] = static_cast<char>(bad[i] ^ 0x41);
@@ -406,17 +416,22 @@ TEST(Onode, RecordVersion3CarriesTheVersionAndOlderOnesReadAsZero) {
   for (size_t n = 0; n < v3.size(); ++n) EXPECT_FALSE(decode_onode(v3.substr(0, n), &back, &why)) << n;
 }
 
-TEST(Onode, AShardedRecordOfVersion3CarriesTheVersionToo) {
+TEST(Onode, AShardedRecordOfVersion3CarriesThemToo) {
   Onode o = sharded_onode();
-  const std::string v3 = as_v3(encode_onode(o, true), varint(9));
+  o.incarnation = 12;
+  o.version = 9;
+  const std::string v3 = encode_onode(o, true, true);
+  EXPECT_EQ(record_version(v3), 3);
+  EXPECT_EQ(record_version(encode_onode(o, true)), 2);
   Onode back;
   std::string why;
   std::vector<ShardRef> refs;
   ASSERT_TRUE(decode_onode(v3, &back, &why, kMaxTiers, &refs)) << why;
   EXPECT_EQ(back.version, 9u);
+  EXPECT_EQ(back.incarnation, 12u);
   EXPECT_EQ(refs.size(), 3u);
   OnodeSpace sp;
   ASSERT_TRUE(decode_onode_space(v3, &sp, &why, kMaxTiers, &refs)) << why;
   EXPECT_EQ(refs.size(), 3u);
-  EXPECT_FALSE(decode_onode(as_v3(encode_onode(o, true), ""), &back, &why, kMaxTiers, &refs));
+  EXPECT_FALSE(decode_onode(resealed(v3, 1, "", 3), &back, &why, kMaxTiers, &refs));
 }
