@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
       w.kind = JournalDeltaKind::kOverwrite;
       w.key = "O.1.0_head.obj";
       w.version = 3;
+      w.incarnation = 4099;
       w.logical = 8192;
       w.tier = 1;
       w.physical = 1 << 20;

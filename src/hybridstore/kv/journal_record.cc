@@ -34,6 +34,7 @@ void put_delta(std::string* o, const JournalDelta& d) {
   put_u8(o, static_cast<uint8_t>(d.kind));
   put_bytes(o, d.key);
   put_varint(o, d.version);
+  if (d.kind != JournalDeltaKind::kRingData) put_varint(o, d.incarnation);
   switch (d.kind) {
     case JournalDeltaKind::kOverwrite:
     case JournalDeltaKind::kRingData:
@@ -99,6 +100,7 @@ bool decode_delta(Decoder& d, const std::vector<std::string_view>& data, uint64_
     if (x.key.empty()) return fail(why, "delta without an object key");
     // A delta makes a version; the first one any object can get is 1.
     if (x.version == 0) return fail(why, "delta making version 0");
+    if (!d.get_varint(&x.incarnation)) return fail(why, "truncated delta");
   }
   switch (kind) {
     case static_cast<uint8_t>(JournalDeltaKind::kOverwrite):
@@ -188,7 +190,8 @@ bool decode_entries(Decoder& d, uint8_t version, const std::vector<std::string_v
 }  // namespace
 
 bool operator==(const JournalDelta& a, const JournalDelta& b) {
-  return a.kind == b.kind && a.key == b.key && a.version == b.version && a.logical == b.logical &&
+  return a.kind == b.kind && a.key == b.key && a.version == b.version && a.incarnation == b.incarnation &&
+         a.logical == b.logical &&
          a.tier == b.tier && a.physical == b.physical && a.first_block == b.first_block && a.crcs == b.crcs &&
          a.name == b.name && a.value == b.value && a.size == b.size && a.staged == b.staged;
 }

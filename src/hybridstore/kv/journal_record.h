@@ -19,7 +19,9 @@
 //   them.
 //   body  = [16 bytes fsid][varint count] entry*count
 //   entry = [fixed64 seq][varint flags][bytes batch][varint ndeltas] delta*
-//   delta = [u8 kind][bytes object key][varint version it makes] payload
+//   delta = [u8 kind][bytes object key][varint version it makes] payload,
+//           and for the kinds that change an onode (1-4) the payload starts
+//           with [varint incarnation] (the object's life, format 7)
 //     OVERWRITE (1): [varint logical][varint blocks][u8 tier][varint physical]
 //                    [varint first data block][fixed32 crc32c]*blocks
 //     SETATTR (2):   [bytes name][bytes value]
@@ -57,6 +59,10 @@ struct JournalDelta {
   JournalDeltaKind kind = JournalDeltaKind::kOverwrite;
   std::string key;
   uint64_t version = 0;
+  // The life of the object the delta belongs to (Onode::incarnation): a
+  // delta never changes a later life of the same key (docs/small-writes.md
+  // 12.10). Not in RING_DATA deltas.
+  uint64_t incarnation = 0;
   // kOverwrite: `crcs.size()` blocks of 4 KiB at `logical` in the object and
   // `physical` on tier index `tier`, their bytes the record's data blocks
   // from `first_block` on.

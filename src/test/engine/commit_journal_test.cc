@@ -353,6 +353,7 @@ JournalDelta overwrite(const std::string& key, uint64_t version, uint64_t logica
   d.kind = JournalDeltaKind::kOverwrite;
   d.key = key;
   d.version = version;
+  d.incarnation = 4096 + version;  // more than one byte of varint
   d.logical = logical;
   d.tier = 1;
   d.physical = (logical + (64 << 20));
@@ -367,6 +368,7 @@ JournalDelta attr(JournalDeltaKind kind, const std::string& key, uint64_t versio
   d.kind = kind;
   d.key = key;
   d.version = version;
+  d.incarnation = 4096 + version;
   d.name = name;
   d.value = value;
   return d;
