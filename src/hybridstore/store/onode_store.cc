@@ -31,29 +31,31 @@ int OnodeStore::load_nids(std::string* error) {
     *error = "store has no nid_max record";
     return -EIO;
   }
-  next_nid_ = load_fixed64(v.data());
-  nid_reserved_ = next_nid_;
+  nids_.next = nids_.reserved = load_fixed64(v.data());
   return 0;
 }
 
-uint64_t OnodeStore::allocate_nid() {
+uint64_t OnodeStore::take_reserved(Counter& c, const std::string& key, const char* what) {
   std::lock_guard<std::mutex> l(nid_mutex_);
-  if (next_nid_ >= nid_reserved_) {
-    // Reserve a block of ids with a synced write of its own, so no
-    // transaction's fate can make the store forget an id it handed out.
-    uint64_t want = next_nid_ + 4096;
+  if (c.next >= c.reserved) {
+    // Reserve a block with a synced write of its own, so no transaction's
+    // fate can make the store forget a number it handed out, and no crash
+    // make it hand one out twice.
+    uint64_t want = c.next + 4096;
     std::string v;
     put_fixed64(&v, want);
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    if (rocksdb::Status s = db_->Put(wo, kv::nid_max_key(), v); !s.ok()) {
-      committer_->fail(-EIO, "RocksDB write reserving omap ids failed: " + s.ToString());
+    if (rocksdb::Status s = db_->Put(wo, key, v); !s.ok()) {
+      committer_->fail(-EIO, fmt::format("RocksDB write reserving {} failed: {}", what, s.ToString()));
       return 0;
     }
-    nid_reserved_ = want;
+    c.reserved = want;
   }
-  return next_nid_++;
+  return c.next++;
 }
+
+uint64_t OnodeStore::allocate_nid() { return take_reserved(nids_, kv::nid_max_key(), "omap ids"); }
 
 int OnodeStore::enable_versions(std::string* error) {
   std::string v;
@@ -62,30 +64,14 @@ int OnodeStore::enable_versions(std::string* error) {
     return -EIO;
   }
   std::lock_guard<std::mutex> l(nid_mutex_);
-  next_incarnation_ = load_fixed64(v.data());
-  incarnation_reserved_ = next_incarnation_;
+  incarnations_.next = incarnations_.reserved = load_fixed64(v.data());
   versions_.store(true, std::memory_order_release);
   return 0;
 }
 
 uint64_t OnodeStore::allocate_incarnation() {
   if (!versions()) return 0;
-  std::lock_guard<std::mutex> l(nid_mutex_);
-  if (next_incarnation_ >= incarnation_reserved_) {
-    // As omap ids: a block reserved by a synced write of its own, so that no
-    // crash can make the store hand out an incarnation twice.
-    uint64_t want = next_incarnation_ + 4096;
-    std::string v;
-    put_fixed64(&v, want);
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    if (rocksdb::Status s = db_->Put(wo, kv::incarnation_max_key(), v); !s.ok()) {
-      committer_->fail(-EIO, "RocksDB write reserving object incarnations failed: " + s.ToString());
-      return 0;
-    }
-    incarnation_reserved_ = want;
-  }
-  return next_incarnation_++;
+  return take_reserved(incarnations_, kv::incarnation_max_key(), "object incarnations");
 }
 
 int OnodeStore::complete(const std::string& key, std::string_view value, const rocksdb::ReadOptions& ro, Onode* out,

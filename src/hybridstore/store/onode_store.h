@@ -124,12 +124,19 @@ class OnodeStore {
   const int tiers_;
   const uint64_t extent_map_inline_max_;
   OnodeCache cache_;
-  std::mutex nid_mutex_;
-  uint64_t next_nid_ = 1;
-  uint64_t nid_reserved_ = 0;  // persisted: nids below it may be in use
+  // A store-wide number handed out from blocks reserved in RocksDB: the
+  // persisted value says every number below it may be in use.
+  struct Counter {
+    uint64_t next = 1;
+    uint64_t reserved = 0;
+  };
+  // The next number of `c`, reserving a block under `key` first when it is
+  // used up; 0 (and the store failed) when that write fails.
+  uint64_t take_reserved(Counter& c, const std::string& key, const char* what);
+  std::mutex nid_mutex_;  // both counters
+  Counter nids_;
+  Counter incarnations_;
   std::atomic<bool> versions_{false};  // set once, at mount
-  uint64_t next_incarnation_ = 1;
-  uint64_t incarnation_reserved_ = 0;  // persisted: incarnations below it may be in use
 };
 
 }  // namespace hybridstore
