@@ -192,9 +192,18 @@ int main(int argc, char** argv) {
       w.logical = 8192;
       w.tier = 1;
       w.physical = 1 << 20;
-      w.first_block = 0;
       for (const auto& x : bufs) w.crcs.push_back(crc32c(x));
-      if (blocks) b.deltas.push_back(w);
+      // The data rides as RING_DATA; the OVERWRITE carries the checksums.
+      JournalDelta rd;
+      rd.kind = JournalDeltaKind::kRingData;
+      rd.staged = 5;
+      rd.tier = 1;
+      rd.physical = w.physical;
+      rd.crcs = w.crcs;
+      if (blocks) {
+        b.deltas.push_back(rd);
+        b.deltas.push_back(w);
+      }
       JournalDelta sa;
       sa.kind = JournalDeltaKind::kSetAttr;
       sa.key = w.key;

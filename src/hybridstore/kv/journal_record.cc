@@ -42,7 +42,9 @@ void put_delta(std::string* o, const JournalDelta& d) {
       put_varint(o, d.crcs.size());
       put_u8(o, d.tier);
       put_varint(o, d.physical);
-      put_varint(o, d.first_block);
+      // An OVERWRITE's data is not its own: it rides in the entry's
+      // RING_DATA deltas or reached its place before the commit.
+      if (d.kind == JournalDeltaKind::kRingData) put_varint(o, d.first_block);
       for (uint32_t c : d.crcs) put_fixed32(o, c);
       break;
     case JournalDeltaKind::kSetAttr:
@@ -108,21 +110,21 @@ bool decode_delta(Decoder& d, const std::vector<std::string_view>& data, uint64_
       uint64_t blocks;
       const bool ring = kind == static_cast<uint8_t>(JournalDeltaKind::kRingData);
       if ((ring ? !d.get_varint(&x.staged) || x.staged == 0 : !d.get_varint(&x.logical)) || !d.get_varint(&blocks) ||
-          !d.get_u8(&x.tier) || !d.get_varint(&x.physical) || !d.get_varint(&x.first_block))
+          !d.get_u8(&x.tier) || !d.get_varint(&x.physical) || (ring && !d.get_varint(&x.first_block)))
         return fail(why, "truncated overwrite");
       if (blocks == 0 || blocks > d.remaining() / 4) return fail(why, "overwrite block count out of range");
       if (x.tier >= kMaxTiers) return fail(why, "overwrite on a bad tier");
       if (x.logical % kJournalBlock || x.physical % kJournalBlock || x.logical > kMaxOffset ||
           x.physical > kMaxOffset)
         return fail(why, "overwrite offset misaligned or out of range");
-      if (x.first_block != *next_block || blocks > data.size() - *next_block)
-        return fail(why, "overwrite names data blocks out of order or past the record");
+      if (ring && (x.first_block != *next_block || blocks > data.size() - *next_block))
+        return fail(why, "ring data names data blocks out of order or past the record");
       x.crcs.resize(blocks);
       for (uint64_t i = 0; i < blocks; ++i) {
         if (!d.get_fixed32(&x.crcs[i])) return fail(why, "truncated overwrite crcs");
-        if (crc32c(data[x.first_block + i]) != x.crcs[i]) return fail(why, "data block crc mismatch");
+        if (ring && crc32c(data[x.first_block + i]) != x.crcs[i]) return fail(why, "data block crc mismatch");
       }
-      *next_block += blocks;
+      if (ring) *next_block += blocks;
       break;
     }
     case static_cast<uint8_t>(JournalDeltaKind::kSetAttr):

@@ -23,7 +23,10 @@
 //           and for the kinds that change an onode (1-4) the payload starts
 //           with [varint incarnation] (the object's life, format 7)
 //     OVERWRITE (1): [varint logical][varint blocks][u8 tier][varint physical]
-//                    [varint first data block][fixed32 crc32c]*blocks
+//                    [fixed32 crc32c]*blocks: the new checksums of 4 KiB
+//                    blocks of the object's map; it names no data block
+//                    (the data rides in the entry's RING_DATA deltas, or
+//                    reached its place before the commit)
 //     SETATTR (2):   [bytes name][bytes value]
 //     RMATTR (3):    [bytes name]
 //     SETSIZE (4):   [varint size]
@@ -64,8 +67,8 @@ struct JournalDelta {
   // 12.10). Not in RING_DATA deltas.
   uint64_t incarnation = 0;
   // kOverwrite: `crcs.size()` blocks of 4 KiB at `logical` in the object and
-  // `physical` on tier index `tier`, their bytes the record's data blocks
-  // from `first_block` on.
+  // `physical` on tier index `tier` now have these checksums (first_block
+  // unused).
   uint64_t logical = 0;
   uint8_t tier = 0;
   uint64_t physical = 0;

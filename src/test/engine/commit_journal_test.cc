@@ -347,6 +347,8 @@ std::string block_of(uint64_t seed) {
   return test::random_bytes(rng, CommitJournal::kBlock);
 }
 
+// An OVERWRITE names no data block: its checksums are those of `count`
+// blocks from `first` of `blocks`, which the entry carries as RING_DATA.
 JournalDelta overwrite(const std::string& key, uint64_t version, uint64_t logical, uint64_t first,
                        const std::vector<std::string>& blocks, size_t count) {
   JournalDelta d;
@@ -357,6 +359,17 @@ JournalDelta overwrite(const std::string& key, uint64_t version, uint64_t logica
   d.logical = logical;
   d.tier = 1;
   d.physical = (logical + (64 << 20));
+  for (size_t i = 0; i < count; ++i) d.crcs.push_back(crc32c(blocks[first + i]));
+  return d;
+}
+
+JournalDelta ring_data(uint64_t staged, uint64_t physical, uint64_t first, const std::vector<std::string>& blocks,
+                       size_t count) {
+  JournalDelta d;
+  d.kind = JournalDeltaKind::kRingData;
+  d.staged = staged;
+  d.tier = 1;
+  d.physical = physical;
   d.first_block = first;
   for (size_t i = 0; i < count; ++i) d.crcs.push_back(crc32c(blocks[first + i]));
   return d;
@@ -386,11 +399,11 @@ V2Group v2_group(uint64_t first_seq, uint64_t seed) {
   V2Group g;
   for (uint64_t i = 0; i < 4; ++i) g.blocks.push_back(block_of(seed * 10 + i));
   JournalEntry a{first_seq, batch_putting("omap" + std::to_string(first_seq), "entry", first_seq)};
-  a.deltas = {overwrite("Oa", 7, 8192, 0, g.blocks, 2), attr(JournalDeltaKind::kSetAttr, "Oa", 7, "_", "info"),
-              attr(JournalDeltaKind::kRmAttr, "Oa", 7, "snapset")};
+  a.deltas = {ring_data(1, (64 << 20) + 8192, 0, g.blocks, 2), overwrite("Oa", 7, 8192, 0, g.blocks, 2),
+              attr(JournalDeltaKind::kSetAttr, "Oa", 7, "_", "info"), attr(JournalDeltaKind::kRmAttr, "Oa", 7, "snapset")};
   JournalEntry b{first_seq + 1, ""};
   b.has_batch = false;
-  b.deltas = {overwrite("Ob", 1, 0, 2, g.blocks, 1)};
+  b.deltas = {ring_data(2, 64 << 20, 2, g.blocks, 1), overwrite("Ob", 1, 0, 2, g.blocks, 1)};
   JournalEntry c{first_seq + 2, ""};
   c.has_batch = false;
   JournalDelta size;
@@ -398,7 +411,8 @@ V2Group v2_group(uint64_t first_seq, uint64_t seed) {
   size.key = "Oa";
   size.version = 8;
   size.size = 4 << 20;
-  c.deltas = {overwrite("Oa", 8, (4 << 20) - 4096, 3, g.blocks, 1), size};
+  c.deltas = {ring_data(3, (68 << 20) - 4096, 3, g.blocks, 1), overwrite("Oa", 8, (4 << 20) - 4096, 3, g.blocks, 1),
+              size};
   g.entries = {a, b, c};
   return g;
 }
@@ -573,15 +587,15 @@ TEST(CommitJournalRecordV2, RefusesWellSealedNonsense) {
   refused(encoded([](V2Group& g) { g.blocks.push_back(block_of(99)); }), "data blocks no delta names");
   refused(encoded([](V2Group& g) { g.entries[2].deltas.clear(); }), "data blocks no delta names");
   refused(encoded([](V2Group& g) { g.entries[0].deltas[1].version = 6; }), "disagree on its version");
-  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].version = 0; }), "version 0");
-  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].key.clear(); }), "without an object key");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[1].version = 0; }), "version 0");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[1].key.clear(); }), "without an object key");
   refused(encoded([](V2Group& g) { g.entries[1].deltas[0].tier = kMaxTiers; }), "bad tier");
-  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].logical = 100; }), "misaligned");
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[1].logical = 100; }), "misaligned");
   refused(encoded([](V2Group& g) { g.entries[1].deltas[0].physical = 4097; }), "misaligned");
-  refused(encoded([](V2Group& g) { g.entries[1].deltas[0].kind = static_cast<JournalDeltaKind>(9); }),
+  refused(encoded([](V2Group& g) { g.entries[1].deltas[1].kind = static_cast<JournalDeltaKind>(9); }),
           "unknown delta kind");
   refused(encoded([](V2Group& g) { g.entries[1].seq = 5; }), "not consecutive");
-  refused(encoded([](V2Group& g) { g.entries[2].deltas[1].size = 1ull << 62; }), "setsize out of range");
+  refused(encoded([](V2Group& g) { g.entries[2].deltas[2].size = 1ull << 62; }), "setsize out of range");
   // By hand: what the encoder cannot even say.
   auto body_with = [&](uint64_t flags, const std::string& batch) {
     std::string b = fsid_bytes();
@@ -1251,7 +1265,7 @@ TEST_P(CommitJournalReplay, ReplaysVersion1And2RecordsMixedInOneRing) {
                                        encode_journal_record(fsid_a(), entries(10, 1))};
     ASSERT_EQ(blocks[0].size(), CommitJournal::kBlock);
     auto held = entries(1, 2);
-    held[1].deltas = {overwrite("Oa", 1, 0, 0, blocks, 2)};
+    held[1].deltas = {ring_data(1, 0, 0, blocks, 2)};
     put(encode_journal_record_v2(fsid_a(), held, {blocks[0], blocks[1]}));
     auto mid = entries(3, 3);
     mid[1].batch.clear();
@@ -1301,7 +1315,7 @@ TEST_P(CommitJournalReplay, AForgedRecordInATornRecordsDataIsNeverWalkedInto) {
     const std::string first = encode_journal_record(fsid_a(), entries(1, 2));
     ASSERT_EQ(j->write(j->reserve(first.size(), &cp), first), 0);
     auto e = entries(3, 1);
-    e[0].deltas = {overwrite("Oa", 1, 0, 0, {forged}, 1)};
+    e[0].deltas = {ring_data(1, 0, 0, {forged}, 1)};
     std::string torn = encode_journal_record_v2(fsid_a(), e, {forged});
     ASSERT_EQ(torn.size(), 2 * CommitJournal::kBlock) << "a header block, then the client's block";
     std::memset(torn.data(), 0, CommitJournal::kBlock);
@@ -1327,17 +1341,6 @@ TEST_P(CommitJournalReplay, AForgedRecordInATornRecordsDataIsNeverWalkedInto) {
 // its pieces to a caller that can place them, also those of transactions
 // RocksDB holds already (their data may not be in place), and refuses them
 // to one that cannot.
-JournalDelta ring_data(uint64_t staged, uint64_t physical, uint64_t first, const std::vector<std::string>& blocks,
-                       size_t count) {
-  JournalDelta d;
-  d.kind = JournalDeltaKind::kRingData;
-  d.staged = staged;
-  d.tier = 1;
-  d.physical = physical;
-  d.first_block = first;
-  for (size_t i = 0; i < count; ++i) d.crcs.push_back(crc32c(blocks[first + i]));
-  return d;
-}
 
 TEST(CommitJournalRecordV2, RingDataRoundTripsAndNamesNoObject) {
   const std::vector<std::string> blocks = {block_of(1), block_of(2), block_of(3)};
@@ -1477,7 +1480,7 @@ TEST_P(CommitJournalReplay, DeltasPastWhatRocksDBHoldsAreRefusedNotSkipped) {
     const std::vector<std::string> blocks = {block_of(77)};
     auto e = entries(1, 2);
     e[1].deltas = {overwrite("Oa", 1, 0, 0, blocks, 1)};
-    const std::string r = encode_journal_record_v2(fsid_a(), e, {blocks[0]});
+    const std::string r = encode_journal_record_v2(fsid_a(), e, {});
     bool cp = false;
     ASSERT_EQ(j->write(j->reserve(r.size(), &cp), r), 0);
   }
