@@ -110,4 +110,92 @@ OnodeDeltaResult apply_onode_deltas(Onode* o, const std::vector<const JournalDel
   return OnodeDeltaResult::kApplied;
 }
 
+namespace {
+
+bool same_layout(const DataExtent& a, const DataExtent& b) {
+  return a.logical == b.logical && a.length == b.length && a.tier == b.tier && a.physical == b.physical &&
+         a.csum_block == b.csum_block && a.csums.size() == b.csums.size();
+}
+
+// The extents of shard `index` (those starting in its span).
+std::vector<const DataExtent*> shard_extents(const ExtentMap& m, uint64_t index) {
+  const uint64_t begin = index * ExtentMap::kShardSpan, end = begin + ExtentMap::kShardSpan;
+  std::vector<const DataExtent*> v = m.overlapping(begin, end);
+  while (!v.empty() && v.front()->logical < begin) v.erase(v.begin());
+  return v;
+}
+
+// OVERWRITEs for the blocks of `b` whose checksums differ from `a`'s.
+bool overwrites_between(const DataExtent& a, const DataExtent& b, const JournalDelta& proto,
+                        std::vector<JournalDelta>* out) {
+  for (size_t i = 0; i < b.csums.size();) {
+    if (a.csums[i] == b.csums[i]) {
+      ++i;
+      continue;
+    }
+    if (b.csum_block != kJournalBlock) return false;
+    JournalDelta d = proto;
+    d.kind = JournalDeltaKind::kOverwrite;
+    d.logical = b.logical + i * kJournalBlock;
+    d.tier = static_cast<uint8_t>(tier_index(b.tier));
+    d.physical = b.physical + i * kJournalBlock;
+    for (; i < b.csums.size() && a.csums[i] != b.csums[i]; ++i) d.crcs.push_back(b.csums[i]);
+    out->push_back(std::move(d));
+  }
+  return true;
+}
+
+}  // namespace
+
+bool onode_deltas_between(const Onode& before, const Onode& after, const std::string& key,
+                          std::vector<JournalDelta>* out) {
+  if (after.incarnation != before.incarnation || after.version != before.version + 1 || after.nid != before.nid ||
+      after.alloc_hint_flags != before.alloc_hint_flags ||
+      after.expected_object_size != before.expected_object_size ||
+      after.expected_write_size != before.expected_write_size || after.extents.size() != before.extents.size() ||
+      after.extents.bytes_by_tier().by_id != before.extents.bytes_by_tier().by_id)
+    return false;
+  JournalDelta proto;
+  proto.key = key;
+  proto.version = after.version;
+  proto.incarnation = after.incarnation;
+  std::vector<JournalDelta> made;
+  // A shard no one changed is the same object in both maps (copies share
+  // it), so only the shards the transaction touched are compared.
+  const auto hb = before.extents.shard_handles(), ha = after.extents.shard_handles();
+  if (hb.size() != ha.size()) return false;
+  for (size_t s = 0; s < ha.size(); ++s) {
+    if (hb[s].first != ha[s].first) return false;
+    if (hb[s].second == ha[s].second) continue;
+    const auto eb = shard_extents(before.extents, hb[s].first), ea = shard_extents(after.extents, ha[s].first);
+    if (eb.size() != ea.size()) return false;
+    for (size_t i = 0; i < ea.size(); ++i)
+      if (!same_layout(*eb[i], *ea[i]) || !overwrites_between(*eb[i], *ea[i], proto, &made)) return false;
+  }
+  for (const auto& [name, value] : after.attrs) {
+    auto it = before.attrs.find(name);
+    if (it != before.attrs.end() && it->second == value) continue;
+    JournalDelta d = proto;
+    d.kind = JournalDeltaKind::kSetAttr;
+    d.name = name;
+    d.value = value;
+    made.push_back(std::move(d));
+  }
+  for (const auto& [name, value] : before.attrs)
+    if (!after.attrs.count(name)) {
+      JournalDelta d = proto;
+      d.kind = JournalDeltaKind::kRmAttr;
+      d.name = name;
+      made.push_back(std::move(d));
+    }
+  if (after.size != before.size || made.empty()) {
+    JournalDelta d = proto;
+    d.kind = JournalDeltaKind::kSetSize;
+    d.size = after.size;
+    made.push_back(std::move(d));
+  }
+  for (auto& d : made) out->push_back(std::move(d));
+  return true;
+}
+
 }  // namespace hybridstore

@@ -1,9 +1,8 @@
 // The rule by which mount will replay an onode delta from the commit journal
 // onto the onode RocksDB holds (docs/small-writes.md section 8, I3, and
 // 12.10): whatever mix of checkpointed and unchecked state a crash leaves,
-// a delta is applied exactly when the onode lacks it. Step 6 of that page:
-// the rule is built and tested here; mount does not call it yet (no delta
-// is written before onodes stop being put per transaction).
+// a delta is applied exactly when the onode lacks it; and the deltas a
+// transaction's change to an onode is made of.
 #pragma once
 #include <string>
 #include <vector>
@@ -31,5 +30,19 @@ const char* onode_delta_result_name(OnodeDeltaResult r);
 // in 4 KiB checksum blocks. Deltas that disagree, or do not fit, give
 // kMismatch with *why, and `o` is left as it was.
 OnodeDeltaResult apply_onode_deltas(Onode* o, const std::vector<const JournalDelta*>& deltas, std::string* why);
+
+// The deltas of one transaction's change to one object, from the onode as
+// the transaction found it (`before`) to what it made (`after`, one version
+// on, of the same incarnation), appended to *out under the object's onode
+// key: OVERWRITE for each run of 4 KiB checksum blocks whose checksum
+// changed, SETATTR and RMATTR, SETSIZE; at least one delta (a SETSIZE to
+// the same size when nothing else changed), so that every version has its
+// record. False, with *out as it was, when the change is not one deltas can
+// say: the extents' layout, the omap id, the hints or the life changed, or
+// a checksum changed in an extent whose checksum blocks are not 4 KiB. The
+// onode must then be written whole. Replaying the deltas onto `before`
+// (apply_onode_deltas) gives `after`.
+bool onode_deltas_between(const Onode& before, const Onode& after, const std::string& key,
+                          std::vector<JournalDelta>* out);
 
 }  // namespace hybridstore

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <tuple>
 
@@ -268,4 +269,136 @@ TEST(OnodeDelta, DeltasThatDoNotFitAreRefusedAndChangeNothing) {
   EXPECT_EQ(o.extents.at(0).csums[8], 0xabcdef01u);
   EXPECT_EQ(o.extents.at(0).csums[9], 0xabcdef01u);
   EXPECT_EQ(o.version, 1u);
+}
+
+// ---- The deltas of a change (onode_deltas_between): what a transaction
+// puts into its record instead of the onode ----
+
+namespace {
+
+// base_onode with a third extent in the next extent shard, so that a map
+// of more than one shard is compared only where it changed.
+Onode two_shard_onode() {
+  Onode o = base_onode();
+  DataExtent e;
+  e.logical = ExtentMap::kShardSpan + 16 * kB;
+  e.length = 8 * kB;
+  e.tier = Tier::kSsd;
+  e.physical = 64 << 20;
+  e.csum_block = kB;
+  e.csums.assign(8, 7);
+  o.extents.insert(std::move(e));
+  o.size = e.logical + e.length;
+  o.attrs = {{"a0", "x"}, {"a1", "yy"}};
+  return o;
+}
+
+}  // namespace
+
+TEST(OnodeDeltasBetween, ReplayedOnTheOnodeBeforeTheyGiveTheOnodeAfter) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+    Onode before = two_shard_onode();
+    before.version = 10;
+    for (int round = 0; round < 40; ++round) {
+      SCOPED_TRACE("seed " + std::to_string(seed) + " round " + std::to_string(round));
+      Onode after = before;  // shares the shards, as a transaction's copy does
+      random_txn(rng, before.version + 1, &after);
+      std::vector<JournalDelta> deltas;
+      ASSERT_TRUE(onode_deltas_between(before, after, "Oobject", &deltas));
+      ASSERT_FALSE(deltas.empty());
+      for (const auto& d : deltas) {
+        EXPECT_EQ(d.key, "Oobject");
+        EXPECT_EQ(d.version, after.version);
+        EXPECT_EQ(d.incarnation, kIncarnation);
+        // The untouched shard's blocks are never named.
+        if (d.kind == JournalDeltaKind::kOverwrite) EXPECT_LT(d.logical, ExtentMap::kShardSpan);
+      }
+      Onode replayed = before;
+      std::string why;
+      ASSERT_EQ(apply_onode_deltas(&replayed, ptrs(deltas), &why), OnodeDeltaResult::kApplied) << why;
+      expect_same(replayed, after);
+      before = after;
+    }
+  }
+}
+
+TEST(OnodeDeltasBetween, AVersionWithNoOtherChangeStillHasItsDelta) {
+  Onode before = two_shard_onode();
+  Onode after = before;
+  after.version = 1;
+  std::vector<JournalDelta> deltas;
+  ASSERT_TRUE(onode_deltas_between(before, after, "Oobject", &deltas));
+  ASSERT_EQ(deltas.size(), 1u);
+  EXPECT_EQ(deltas[0].kind, JournalDeltaKind::kSetSize);
+  EXPECT_EQ(deltas[0].size, before.size);
+  // Without it, the next transaction's deltas would be a version ahead of
+  // an onode checkpointed before this one.
+  Onode replayed = before;
+  std::string why;
+  EXPECT_EQ(apply_onode_deltas(&replayed, ptrs(deltas), &why), OnodeDeltaResult::kApplied) << why;
+  EXPECT_EQ(replayed.version, 1u);
+}
+
+TEST(OnodeDeltasBetween, ChangesDeltasCannotSayAreLeftToThePut) {
+  const Onode before = two_shard_onode();
+  struct Case {
+    const char* what;
+    std::function<void(Onode*)> change;
+  };
+  const std::vector<Case> cases = {
+      {"a new extent", [](Onode* o) {
+         DataExtent e;
+         e.logical = 96 * 1024;
+         e.length = kB;
+         e.tier = Tier::kHdd;
+         e.physical = 2 << 20;
+         e.csums = {1};
+         o->extents.insert(std::move(e));
+       }},
+      {"an extent moved", [](Onode* o) {
+         DataExtent e = o->extents.at(0);
+         o->extents.erase(0);
+         e.physical += 1 << 20;
+         o->extents.insert(std::move(e));
+       }},
+      {"an extent cut", [](Onode* o) {
+         std::vector<PExtent> gone;
+         o->extents.punch(0, kB, &gone);
+       }},
+      {"the omap id", [](Onode* o) { o->nid = 5; }},
+      {"the hints", [](Onode* o) { o->alloc_hint_flags = kHintRandomWrite; }},
+      {"the expected size", [](Onode* o) { o->expected_object_size = 4 << 20; }},
+      {"another life", [](Onode* o) { o->incarnation += 1; }},
+      {"two versions on", [](Onode* o) { o->version += 1; }},
+  };
+  for (const auto& c : cases) {
+    Onode after = before;
+    after.version = before.version + 1;
+    c.change(&after);
+    std::vector<JournalDelta> deltas(1);
+    EXPECT_FALSE(onode_deltas_between(before, after, "Oobject", &deltas)) << c.what;
+    EXPECT_EQ(deltas.size(), 1u) << c.what << ": *out changed";
+  }
+  // A checksum of a block larger than the 4 KiB an OVERWRITE names.
+  Onode coarse = before;
+  DataExtent e;
+  e.logical = 1 << 20;
+  e.length = 128 * 1024;
+  e.tier = Tier::kHdd;
+  e.physical = 32 << 20;
+  e.csum_block = 64 * 1024;
+  e.csums = {1, 2};
+  coarse.extents.insert(std::move(e));
+  Onode after = coarse;
+  after.version = coarse.version + 1;
+  after.extents.mutable_extent(1 << 20)->csums[1] = 3;
+  std::vector<JournalDelta> deltas;
+  EXPECT_FALSE(onode_deltas_between(coarse, after, "Oobject", &deltas));
+  // Its attributes alone still go as deltas.
+  after = coarse;
+  after.version = coarse.version + 1;
+  after.attrs["a9"] = "new";
+  EXPECT_TRUE(onode_deltas_between(coarse, after, "Oobject", &deltas));
 }
