@@ -123,10 +123,21 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "(docs/small-writes.md step 5); makes the store format 6 at mkfs or at its next "
                 "read-write mount, which older builds refuse; left at this default, it yields to "
                 "hybridstore_commit_journal_size=0. off: through RocksDB as a deferred record, "
-                "the store's format unchanged. on: as data, and onode records carry the object's "
-                "incarnation and version (format 7, step 6 of docs/small-writes.md, in progress: onode "
-                "deltas are not in the journal yet); older builds refuse a format-7 store",
+                "the store's format unchanged. on: as data, and a transaction's changes to objects it "
+                "finds in the onode cache (checksums of overwritten blocks, attributes, sizes) ride in "
+                "the record as onode deltas instead of onode puts into RocksDB, which a checkpointer "
+                "writes later (format 7, step 6 of docs/small-writes.md); older builds refuse a "
+                "format-7 store",
                 "", "", {"off", "data", "on"}});
+  v->push_back({"hybridstore_small_write_checkpoint_ms", T::kInt, "1000",
+                "with hybridstore_small_write_journal=on: how often onodes that only the commit "
+                "journal's deltas carry are written to RocksDB (sooner when the ring's needed span "
+                "passes half of it, or dirty onodes half their bound)",
+                "10", "600000"});
+  v->push_back({"hybridstore_small_write_dirty_max", T::kInt, "65536",
+                "with hybridstore_small_write_journal=on: onodes that may wait in memory for a "
+                "checkpoint; past it, transactions wait for one",
+                "16", ""});
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "
                 "they are acknowledged in order)",

@@ -138,8 +138,51 @@ int CommitJournal::read_start(rocksdb::DB* db, bool walk, uint64_t* held, Journa
   return -EIO;
 }
 
+namespace {
+
+// A journal entry the walk found, by number: the batch to replay (none for
+// a version-2 entry that put nothing into RocksDB, whose number still
+// counts for the prefix), and whether it holds what the caller cannot
+// apply.
+struct RecordedEntry {
+  bool has_batch = false;
+  bool has_deltas = false;
+  std::string batch;
+};
+
+// Writes the batches of the numbers after `held`, up to the first one
+// missing, into RocksDB: how many, or -EIO. *seq: the last one.
+int replay_prefix(rocksdb::DB* db, const std::map<uint64_t, RecordedEntry>& recorded, uint64_t held, uint64_t* seq,
+                  std::string* error) {
+  int replayed = 0;
+  for (auto it = recorded.find(held + 1); it != recorded.end() && it->first == *seq + 1; ++it) {
+    // Onode deltas and ring data are applied only by a caller that asked
+    // for them (docs/small-writes.md, steps 5 and 6), which a store of an
+    // older format never does; meeting them then means a ring that must
+    // not be half-replayed: refusing loses nothing, skipping would.
+    if (it->second.has_deltas) {
+      *error = "commit journal: transaction " + std::to_string(it->first) +
+               " holds onode deltas or ring data, which this build cannot replay here";
+      return -EIO;
+    }
+    if (it->second.has_batch) {
+      rocksdb::WriteBatch b(it->second.batch);
+      rocksdb::Status s = db->Write(rocksdb::WriteOptions(), &b);
+      if (!s.ok()) {
+        *error = "replaying the commit journal: " + s.ToString();
+        return -EIO;
+      }
+    }
+    *seq = it->first;
+    ++replayed;
+  }
+  return replayed;
+}
+
+}  // namespace
+
 int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how,
-                          std::vector<RingWrite>* ring_data) {
+                          std::vector<RingWrite>* ring_data, std::vector<TxnDeltas>* onode_deltas) {
   uint64_t held = 0;
   JournalTail from;
   if (int r = read_start(db, how == RingRead::kWalkFromTail, &held, &from, error); r < 0) return r;
@@ -149,31 +192,27 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
     *error = std::string("reading the commit journal: ") + strerror(-r);
     return -EIO;
   }
-  // By number: the batch to replay (none for a version-2 entry that put
-  // nothing into RocksDB, whose number still counts for the prefix), and
-  // whether the entry holds what this build cannot apply yet.
-  struct Recorded {
-    bool has_batch = false;
-    bool has_deltas = false;
-    std::string batch;
-  };
-  std::map<uint64_t, Recorded> recorded;
+  std::map<uint64_t, RecordedEntry> recorded;
   std::map<uint64_t, RingWrite> data;  // by staging number
+  std::map<uint64_t, std::vector<JournalDelta>> deltas;  // by transaction number
   uint64_t highest = std::max(held, from.covered);
   auto keep = [&](JournalRecord& rec) {
     for (auto& e : rec.entries) {
       highest = std::max(highest, e.seq);
-      bool onode_deltas = false;
-      for (const JournalDelta& d : e.deltas) {
+      bool unplaced = false;
+      for (JournalDelta& d : e.deltas) {
         if (d.kind != JournalDeltaKind::kRingData) {
-          onode_deltas = true;
+          if (onode_deltas)
+            deltas[e.seq].push_back(std::move(d));
+          else
+            unplaced = true;
           continue;
         }
         // The walk took the whole record, and a transaction's data counts
         // whether or not RocksDB holds its batch: the deferred writer's
         // applied number says which pieces are in place.
         if (!ring_data) {
-          onode_deltas = true;  // refused below, as data this caller cannot place
+          unplaced = true;  // refused below, as data this caller cannot place
           continue;
         }
         RingWrite w{d.staged, tier_at(d.tier), d.physical, {}};
@@ -181,7 +220,7 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
         for (size_t i = 0; i < d.crcs.size(); ++i) w.data.append(rec.data[d.first_block + i]);
         data[d.staged] = std::move(w);
       }
-      if (e.seq > held) recorded[e.seq] = {e.has_batch, onode_deltas, std::move(e.batch)};
+      if (e.seq > held) recorded[e.seq] = {e.has_batch, unplaced, std::move(e.batch)};
     }
   };
   std::string_view all(ring.data(), size_);
@@ -204,29 +243,9 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
       off += len;
     }
   }
-  int replayed = 0;
   uint64_t seq = held;
-  for (auto it = recorded.find(held + 1); it != recorded.end() && it->first == seq + 1; ++it) {
-    // Onode deltas and ring data are applied only by a build of format 6
-    // (docs/small-writes.md, steps 5 and 6). This build refuses such a
-    // store at its superblock, so meeting them here means a ring it must
-    // not half-replay: refusing loses nothing, skipping would.
-    if (it->second.has_deltas) {
-      *error = "commit journal: transaction " + std::to_string(it->first) +
-               " holds onode deltas or ring data, which this build cannot replay here";
-      return -EIO;
-    }
-    if (it->second.has_batch) {
-      rocksdb::WriteBatch b(it->second.batch);
-      s = db->Write(rocksdb::WriteOptions(), &b);
-      if (!s.ok()) {
-        *error = "replaying the commit journal: " + s.ToString();
-        return -EIO;
-      }
-    }
-    seq = it->first;
-    ++replayed;
-  }
+  const int replayed = replay_prefix(db, recorded, held, &seq, error);
+  if (replayed < 0) return replayed;
   // Numbers past a gap belong to transactions never acknowledged; the next
   // ones handed out must not meet them again in the ring.
   const uint64_t last = highest + renumber_gap();
@@ -234,8 +253,12 @@ int CommitJournal::replay(rocksdb::DB* db, uint64_t* next_seq, std::string* erro
     std::lock_guard<std::mutex> l(mutex_);
     before_tail_seq_ = last;
   }
-  if (ring_data && !data.empty()) {
-    for (auto& [staged, w] : data) ring_data->push_back(std::move(w));
+  // Only the prefix's: the walk takes nothing past a gap, the scan might.
+  deltas.erase(deltas.upper_bound(seq), deltas.end());
+  if ((ring_data && !data.empty()) || !deltas.empty()) {
+    if (ring_data)
+      for (auto& [staged, w] : data) ring_data->push_back(std::move(w));
+    for (auto& [n, d] : deltas) onode_deltas->push_back({n, std::move(d)});
     s = db->FlushWAL(true);
   } else {
     rocksdb::WriteBatch b;

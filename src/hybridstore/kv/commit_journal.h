@@ -108,8 +108,18 @@ class CommitJournal {
     uint64_t physical = 0;
     std::string data;
   };
+  // Onode deltas the walk found (format 7, docs/small-writes.md section 7
+  // step 3): each transaction's, in number order, for every transaction of
+  // the replayed prefix, those RocksDB held already included (whether their
+  // onodes are in RocksDB the onodes' versions tell). With `onode_deltas`
+  // and any found, replay leaves RocksDB's journal number and tail as with
+  // ring data; without it, deltas past what RocksDB holds are refused.
+  struct TxnDeltas {
+    uint64_t seq = 0;
+    std::vector<JournalDelta> deltas;
+  };
   int replay(rocksdb::DB* db, uint64_t* next_seq, std::string* error, RingRead how = RingRead::kWalkFromTail,
-             std::vector<RingWrite>* ring_data = nullptr);
+             std::vector<RingWrite>* ring_data = nullptr, std::vector<TxnDeltas>* onode_deltas = nullptr);
   // Where a replay starts: the number RocksDB holds (0 when absent) and,
   // with `walk`, the tail it keeps (the ring's start when absent). 0, or
   // -EIO with *error.

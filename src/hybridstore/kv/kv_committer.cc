@@ -24,6 +24,7 @@ KvCommitter::~KvCommitter() { stop(); }
 void KvCommitter::set_journal(CommitJournal* journal, uint64_t next_journal_seq, int lanes) {
   journal_ = journal;
   next_journal_seq_ = next_journal_seq;
+  journal_base_ = next_journal_seq - next_seq_;
   lanes_ = journal ? std::clamp(lanes, 1, kMaxLanes) : 1;
 }
 
@@ -203,16 +204,12 @@ void KvCommitter::commit_loop() {
   }
 }
 
-namespace {
-// An upper bound of what `w` adds to a version-2 record: its batch with the
-// journal number the committer puts into it, its entry, deltas and data.
 uint64_t record_bytes_of(const CommitWork& w) {
   uint64_t n = w.batch->GetDataSize() + 64;
-  for (const JournalDelta& d : w.ring_deltas) n += 64 + d.key.size() + 4 * d.crcs.size();
+  for (const JournalDelta& d : w.ring_deltas) n += 64 + d.key.size() + 4 * d.crcs.size() + d.name.size() + d.value.size();
   for (const auto& b : w.ring_data) n += b->size();
   return n;
 }
-}  // namespace
 
 void KvCommitter::take_group_locked(Flight* f) {
   if (!journal_ || ring_works_queued_ == 0) {
@@ -243,16 +240,19 @@ uint64_t KvCommitter::ring_work_room() const {
   return journal_->max_record(lanes_) / 2;
 }
 
-int KvCommitter::sync_applied_ring_data(rocksdb::WriteBatch* b, uint64_t journal_seq, std::string* failure) {
+int KvCommitter::sync_tail_hold(CommitJournal::TailHold h, rocksdb::WriteBatch* b, uint64_t journal_seq,
+                                std::string* failure) {
   std::lock_guard<std::mutex> order(ring_sync_mutex_);
-  b->Put(kv::journal_tail_key(), journal_->tail_mark_after(CommitJournal::TailHold::kApplied, journal_seq));
+  b->Put(kv::journal_tail_key(), journal_->tail_mark_after(h, journal_seq));
   rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), b);
   if (s.ok()) s = db_->FlushWAL(true);
   if (!s.ok()) {
-    *failure = "recording applied ring data failed: " + s.ToString();
+    *failure = (h == CommitJournal::TailHold::kApplied ? "recording applied ring data failed: "
+                                                       : "recording written onodes failed: ") +
+               s.ToString();
     return -EIO;
   }
-  journal_->advance(CommitJournal::TailHold::kApplied, journal_seq);
+  journal_->advance(h, journal_seq);
   return 0;
 }
 
@@ -343,6 +343,13 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
       put_fixed64(&n, next_journal_seq_);
       w.batch->Put(kv::journal_seq_key(), n);
       w.journal_seq = next_journal_seq_;
+      if (w.journal_seq != journal_seq_of(w.seq)) {
+        // The ring's kClean hold maps numbers so (journal_seq_of): never
+        // let it pass a record it did not mean.
+        fail(-EIO, fmt::format("transaction {} got journal number {}, not {}", w.seq, w.journal_seq,
+                               journal_seq_of(w.seq)));
+        return false;
+      }
       entries.push_back({next_journal_seq_++, w.batch->Data()});
       if (ring) {
         const uint64_t base = data.size();
@@ -674,6 +681,7 @@ void KvCommitter::acknowledge(Flight& f) {
   std::vector<std::function<void()>> callbacks;
   for (auto& w : group) {
     if (w.after_commit) w.after_commit(w.journal_seq);
+    if (w.on_committed) w.on_committed(w.seq);
     for (auto& cb : w.on_commit) callbacks.push_back(std::move(cb));
   }
   // Callbacks reach the finisher before committed_ moves, so whoever sees

@@ -92,10 +92,14 @@ struct CommitWork {
   // (returns freed space to the allocators), with the transaction's commit
   // journal number (0 without a journal).
   std::function<void(uint64_t journal_seq)> after_commit;
+  // Runs next, with the transaction's own number (the dirty onodes'
+  // committed changes, docs/small-writes.md 6.1).
+  std::function<void(uint64_t seq)> on_committed;
   // Small overwrites whose data rides in the journal record instead of a D
   // record (hybridstore_small_write_journal=data, docs/small-writes.md
   // step 5): RING_DATA deltas, their first_block counted in `ring_data`,
-  // whose buffers are whole 4 KiB blocks in the deltas' order.
+  // whose buffers are whole 4 KiB blocks in the deltas' order; and the
+  // transaction's onode deltas (format 7, step 6), which name no block.
   std::vector<JournalDelta> ring_deltas;
   std::vector<std::shared_ptr<const std::string>> ring_data;
   uint64_t journal_seq = 0;  // set by the committer
@@ -103,6 +107,10 @@ struct CommitWork {
   uint64_t start_ns = 0;  // when the transaction entered the store (commit_lat)
   uint64_t submit_ns = 0;  // set by submit()
 };
+
+// An upper bound of what `w` adds to a version-2 record: its batch with the
+// journal number the committer puts into it, its entry, deltas and data.
+uint64_t record_bytes_of(const CommitWork& w);
 
 // The representation of one WriteBatch holding every record of `parts`, in
 // order (for WriteBatch(const std::string&)).
@@ -158,7 +166,15 @@ class KvCommitter {
   // `journal_seq`: writes `b` (its deletes and applied number) with the
   // ring's tail mark for that, synced, then lets the tail move past them.
   // One at a time with the other syncs that move the tail. 0 or -EIO.
-  int sync_applied_ring_data(rocksdb::WriteBatch* b, uint64_t journal_seq, std::string* failure);
+  int sync_applied_ring_data(rocksdb::WriteBatch* b, uint64_t journal_seq, std::string* failure) {
+    return sync_tail_hold(CommitJournal::TailHold::kApplied, b, journal_seq, failure);
+  }
+  // The same for any hold of the ring's tail (the onode checkpointer's
+  // kClean): `b` with the tail's mark, synced, then the hold moves.
+  int sync_tail_hold(CommitJournal::TailHold h, rocksdb::WriteBatch* b, uint64_t journal_seq, std::string* failure);
+  // The journal number transaction `seq` gets (or got): numbers are given
+  // in queue order, one per transaction, from set_journal's first one.
+  uint64_t journal_seq_of(uint64_t seq) const { return seq + journal_base_; }
   void start();
   // Drains the queue and joins the threads.
   void stop();
@@ -249,6 +265,7 @@ class KvCommitter {
   std::mutex complete_mutex_;  // one thread acknowledges at a time (taken before mutex_)
   CommitJournal* journal_ = nullptr;
   uint64_t next_journal_seq_ = 1;  // committer thread only
+  uint64_t journal_base_ = 0;      // journal number minus submission number (set_journal)
   size_t ring_works_queued_ = 0;   // works in queue_ with ring data (mutex_)
   int lanes_ = 1;
   std::vector<std::thread> lane_threads_;

@@ -50,6 +50,10 @@ struct StoreStats {
   // crash): pieces from the commit journal's ring, and D records.
   uint64_t mount_replayed_from_ring = 0;
   uint64_t mount_replayed_from_records = 0;
+  // The onode deltas in the ring at mount (format 7): objects' changes the
+  // stored onode lacked, and those it had already.
+  uint64_t mount_onode_deltas_applied = 0;
+  uint64_t mount_onode_deltas_included = 0;
   uint64_t omap_bytes = 0;      // approximate: RocksDB's size of the omap key range
   uint64_t metadata_bytes = 0;  // the rest of RocksDB (onodes, allocation state, logs)
   // RocksDB and the commit journal in the KV file system on the fastest

@@ -264,8 +264,117 @@ int OnodeStore::get_for_read(const CollectionId& c, const ObjectId& o, OnodeRef*
   return 0;
 }
 
-void OnodeStore::publish(const ObjectKey& key, OnodeRef onode, uint64_t seq) {
-  cache_.put_pending(CollectionId(key.first), key.second, std::move(onode), seq);
+namespace {
+// A cache entry never evicted until a checkpoint republishes it.
+constexpr uint64_t kDirtySeq = UINT64_MAX;
+}  // namespace
+
+void OnodeStore::note_dirty(const ObjectKey& key, const StoredShards& stored, uint64_t first_seq) {
+  std::lock_guard<std::mutex> l(dirty_mutex_);
+  auto [it, fresh] = dirty_.try_emplace(key);
+  if (fresh) {
+    it->second.stored = stored;
+    it->second.first_seq = first_seq;
+  }
+}
+
+bool OnodeStore::dirty_stored(const ObjectKey& key, StoredShards* out) const {
+  std::lock_guard<std::mutex> l(dirty_mutex_);
+  auto it = dirty_.find(key);
+  if (it == dirty_.end()) return false;
+  *out = it->second.stored;
+  return true;
+}
+
+void OnodeStore::publish(const ObjectKey& key, OnodeRef onode, uint64_t seq, Left how) {
+  bool dirty = how == Left::kByDeltas;
+  if (!dirty) {
+    std::lock_guard<std::mutex> l(dirty_mutex_);
+    auto it = dirty_.find(key);
+    if (it != dirty_.end()) {
+      // Left as it was: the pinned entry stays (its copy would differ from
+      // the committed change a checkpoint compares it with).
+      if (how == Left::kUnchanged) return;
+      dirty = true;
+      if (how == Left::kPut) {
+        it->second.put_seq = seq;
+        // What the put leaves in RocksDB: its shards, from now on.
+        it->second.stored = stored_shards(onode.get());
+      }
+    }
+  }
+  cache_.put_pending(CollectionId(key.first), key.second, std::move(onode), dirty ? kDirtySeq : seq);
+}
+
+std::vector<ObjectKey> OnodeStore::dirty_keys() const {
+  std::lock_guard<std::mutex> l(dirty_mutex_);
+  std::vector<ObjectKey> out;
+  out.reserve(dirty_.size());
+  for (const auto& [k, d] : dirty_) out.push_back(k);
+  return out;
+}
+
+size_t OnodeStore::dirty_count() const {
+  std::lock_guard<std::mutex> l(dirty_mutex_);
+  return dirty_.size();
+}
+
+uint64_t OnodeStore::first_dirty_seq() const {
+  std::lock_guard<std::mutex> l(dirty_mutex_);
+  uint64_t least = UINT64_MAX;
+  for (const auto& [k, d] : dirty_) least = std::min(least, d.first_seq);
+  return least;
+}
+
+void OnodeStore::committed_change(const ObjectKey& key, OnodeRef onode, uint64_t seq) {
+  std::lock_guard<std::mutex> l(dirty_mutex_);
+  auto it = dirty_.find(key);
+  if (it == dirty_.end() || seq <= it->second.committed_seq) return;
+  it->second.committed = std::move(onode);
+  it->second.committed_seq = seq;
+}
+
+bool OnodeStore::put_dirty(rocksdb::WriteBatchBase* batch, const ObjectKey& key, Checkpointed* out) {
+  StoredShards stored;
+  {
+    std::lock_guard<std::mutex> l(dirty_mutex_);
+    auto it = dirty_.find(key);
+    if (it == dirty_.end()) return false;
+    Dirty& d = it->second;
+    if (d.put_seq > d.committed_seq || d.committed_seq < d.first_seq) return false;
+    out->written = d.committed;
+    out->seq = d.committed_seq;
+    stored = d.stored;
+  }
+  const CollectionId c(key.first);
+  if (cache_.get(c, key.second, &out->onode) != OnodeCache::Lookup::kHit) out->onode = nullptr;
+  const std::string k = kv::onode_key(c, key.second);
+  if (!out->written) {
+    // Removed by a committed transaction: its batch deleted it.
+    return true;
+  }
+  auto copy = std::make_shared<Onode>(*out->written);
+  put(batch, k, *copy, stored);
+  out->written = std::move(copy);
+  return true;
+}
+
+void OnodeStore::wrote(const ObjectKey& key, const Checkpointed& c) {
+  bool clean = false;
+  {
+    std::lock_guard<std::mutex> l(dirty_mutex_);
+    auto it = dirty_.find(key);
+    if (it == dirty_.end()) return;
+    Dirty& d = it->second;
+    d.stored = stored_shards(c.written.get());
+    d.first_seq = std::max(d.first_seq, c.seq + 1);
+    // Nothing published after the change written: reads hold exactly it.
+    clean = d.committed_seq == c.seq && (c.onode ? c.onode == d.committed : !d.committed);
+    if (clean) dirty_.erase(it);
+  }
+  // RocksDB holds it (synced with the round's tail mark; until then the
+  // ring keeps its deltas), so the entry may go like any committed one.
+  if (clean) cache_.put_pending(CollectionId(key.first), key.second, c.written, committer_->committed_seq());
 }
 
 void OnodeStore::trim() { cache_.trim(committer_->committed_seq()); }

@@ -16,6 +16,8 @@
 #include <shared_mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "hscommon/config.h"
 #include "hybridstore/format/collection_id.h"
@@ -54,6 +56,65 @@ class OnodeStore {
   // 3). Mount, before any transaction: where incarnations continue.
   int enable_versions(std::string* error);
   bool versions() const { return versions_.load(std::memory_order_acquire); }
+  // Format 7 with hybridstore_small_write_journal=on: transactions put
+  // their onode deltas into the commit journal's record (docs/small-
+  // writes.md step 6). Mount or upgrade, after enable_versions.
+  void enable_journal_deltas() {
+    replace_puts_.store(true, std::memory_order_release);
+    deltas_.store(true, std::memory_order_release);
+  }
+  bool journal_deltas() const { return deltas_.load(std::memory_order_acquire); }
+  // Objects whose change the deltas carry are not put in the batch: their
+  // onodes are dirty (below) until the checkpointer writes them. Off, the
+  // deltas ride beside the puts (the test hook turns it off for mount's
+  // replay alone).
+  void set_deltas_replace_puts(bool on) { replace_puts_.store(on, std::memory_order_release); }
+  bool deltas_replace_puts() const { return replace_puts_.load(std::memory_order_acquire); }
+
+  // ---- Dirty onodes (docs/small-writes.md 6.1) ----
+  // An object whose latest onode only the commit journal's deltas carry:
+  // its cache entry is pinned until a checkpoint writes it to RocksDB.
+  // Every call below but dirty_keys and dirty_count is made under the
+  // object's collection lock (the transaction's, or the checkpointer's).
+  //
+  // Before the transaction whose deltas alone carry `key` is submitted:
+  // `stored`, the shards RocksDB holds for it, and `first_seq`, a number at
+  // or below that transaction's (kept from the first time it became dirty).
+  void note_dirty(const ObjectKey& key, const StoredShards& stored, uint64_t first_seq);
+  // The shards RocksDB holds for `key` if it is dirty (true).
+  bool dirty_stored(const ObjectKey& key, StoredShards* out) const;
+  // How a queued transaction left an object (publish).
+  enum class Left { kPut, kByDeltas, kUnchanged };
+  // A queued transaction's onode, visible to reads from now on (null:
+  // removed). A dirty object stays pinned whatever the transaction did:
+  // a put of it (kPut) lands in RocksDB only when `seq` commits, so the
+  // checkpointer leaves it for later until then.
+  void publish(const ObjectKey& key, OnodeRef onode, uint64_t seq, Left how);
+  // Transaction `seq`, which changed the dirty object `key` to `onode`, is
+  // committed (from the committer's thread, in commit order): what a
+  // checkpoint may write of it.
+  void committed_change(const ObjectKey& key, OnodeRef onode, uint64_t seq);
+  std::vector<ObjectKey> dirty_keys() const;
+  size_t dirty_count() const;
+  // The least first_seq of the dirty objects; UINT64_MAX when none is.
+  uint64_t first_dirty_seq() const;
+  // Checkpoint, under the collection's lock: puts the last committed onode
+  // of the dirty object `key` into `batch` and returns what the checkpoint
+  // must tell wrote() once the batch is in RocksDB; null when there is
+  // nothing to write yet: no change committed since the last checkpoint, or
+  // a put of it not yet committed (its batch could reach RocksDB after
+  // the checkpoint's and must not be overtaken by an older onode). Only
+  // committed changes are written: an unacknowledged one must never reach
+  // RocksDB ahead of its record.
+  struct Checkpointed {
+    OnodeRef onode;       // what reads hold now (published)
+    OnodeRef written;     // the copy put into the batch
+    uint64_t seq = 0;     // the last transaction it includes
+  };
+  bool put_dirty(rocksdb::WriteBatchBase* batch, const ObjectKey& key, Checkpointed* out);
+  // The batch is in RocksDB: `key` needs the ring only for changes after
+  // c.seq, and is clean (evictable) when no later change was published.
+  void wrote(const ObjectKey& key, const Checkpointed& c);
   // A fresh incarnation for an object being made; 0 without versions, or
   // when its reservation could not be written (the store has failed then).
   uint64_t allocate_incarnation();
@@ -102,8 +163,6 @@ class OnodeStore {
                    std::shared_lock<std::shared_mutex>* lock, const std::string* key = nullptr);
   // The cached onode for a transaction's overlay (counted as a hit or a miss).
   OnodeCache::Lookup cached(const CollectionId& c, const ObjectId& o, OnodeRef* out);
-  // A queued transaction's onodes, visible to reads from now on (null: removed).
-  void publish(const ObjectKey& key, OnodeRef onode, uint64_t seq);
   // Keeps the cache within its capacity (entries RocksDB holds may go).
   void trim();
   // Drops every cached onode RocksDB already holds (an operator's drop).
@@ -137,6 +196,17 @@ class OnodeStore {
   Counter nids_;
   Counter incarnations_;
   std::atomic<bool> versions_{false};  // set once, at mount
+  std::atomic<bool> deltas_{false};    // set once, at mount or upgrade
+  std::atomic<bool> replace_puts_{false};
+  struct Dirty {
+    StoredShards stored;     // the shards RocksDB holds
+    uint64_t first_seq = 0;  // at or below the first change RocksDB lacks
+    uint64_t put_seq = 0;    // the last transaction that put it while dirty
+    OnodeRef committed;      // the onode of the last committed change
+    uint64_t committed_seq = 0;
+  };
+  mutable std::mutex dirty_mutex_;
+  std::unordered_map<ObjectKey, Dirty, ObjectKeyHash> dirty_;
 };
 
 }  // namespace hybridstore

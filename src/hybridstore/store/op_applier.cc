@@ -9,6 +9,7 @@
 #include "hscommon/log.h"
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/kv/kv_schema.h"
+#include "hybridstore/kv/onode_delta.h"
 #include "hybridstore/store/data_writer.h"
 #include "hybridstore/store/object_heat.h"
 #include "hybridstore/store/onode_store.h"
@@ -32,6 +33,15 @@ std::shared_ptr<Onode> OpApplier::get(const CollectionId& c, const ObjectId& o) 
       auto copy = std::make_shared<Onode>(*cached);
       tx_.onodes[key] = copy;
       tx_.home_before[key] = p_.tiers->home(*copy);
+      if (p_.onodes->journal_deltas()) {
+        tx_.before[key] = cached;
+        // A dirty onode's shards are not what RocksDB holds.
+        StoredShards in_db;
+        if (p_.onodes->dirty_stored(key, &in_db)) {
+          tx_.stored[key] = std::move(in_db);
+          return copy;
+        }
+      }
       tx_.stored[key] = OnodeStore::stored_shards(copy.get());
       return copy;
     }
@@ -87,24 +97,58 @@ bool OpApplier::coll_exists(const CollectionId& c, uint32_t* bits) {
   return st->exists;
 }
 
-void OpApplier::sync_dirty() {
+void OpApplier::raise_versions() {
+  if (!p_.onodes->versions()) return;
+  for (const auto& key : tx_.dirty) {
+    const auto& on = tx_.onodes.at(key);
+    if (on && tx_.versioned.insert(on.get()).second) ++on->version;
+  }
+}
+
+void OpApplier::sync_dirty() { sync_dirty_into(tx_.batch.get()); }
+
+void OpApplier::sync_dirty_into(rocksdb::WriteBatchBase* batch) {
+  raise_versions();
   for (const auto& key : tx_.dirty) {
     std::string k = kv::onode_key(CollectionId(key.first), key.second);
     auto st = tx_.stored.find(key);
     if (st == tx_.stored.end()) st = tx_.stored.emplace(key, p_.onodes->shards_in_store(k)).first;
     const auto& on = tx_.onodes.at(key);
-    if (on && p_.onodes->versions() && tx_.versioned.insert(on.get()).second) ++on->version;
+    tx_.written.insert(key);
     if (on) {
       // What the batch holds for the key from now on: a later sync (after
       // more ops) compares with it, so no shard written here is left behind.
-      st->second = p_.onodes->put(tx_.batch.get(), k, *on, st->second);
+      st->second = p_.onodes->put(batch, k, *on, st->second);
     } else {
-      OnodeStore::delete_shards(tx_.batch.get(), k, st->second);
+      OnodeStore::delete_shards(batch, k, st->second);
       st->second.clear();
-      tx_.batch->Delete(k);
+      batch->Delete(k);
     }
   }
   tx_.dirty.clear();
+}
+
+void OpApplier::journal_deltas() {
+  raise_versions();
+  for (const auto& [key, before] : tx_.before) {
+    const auto& after = tx_.onodes.at(key);
+    // Removed, or not changed (a read-only op left it as it was).
+    if (!after || !tx_.versioned.count(after.get())) continue;
+    if (!onode_deltas_between(*before, *after, kv::onode_key(CollectionId(key.first), key.second),
+                              &tx_.onode_deltas))
+      continue;
+    // Not put, when the deltas alone carry it. Not when the batch holds an
+    // earlier put of it (a sync before a listing): that put names the
+    // deltas' version, so replay would take them as included.
+    if (p_.onodes->deltas_replace_puts() && !tx_.written.count(key) && tx_.dirty.erase(key))
+      tx_.by_deltas.insert(key);
+  }
+}
+
+void OpApplier::put_instead_of_deltas(rocksdb::WriteBatchBase* batch) {
+  for (const auto& key : tx_.by_deltas) tx_.dirty.insert(key);
+  tx_.by_deltas.clear();
+  sync_dirty_into(batch);
 }
 
 int OpApplier::wait_prior(const CollectionId& c) {

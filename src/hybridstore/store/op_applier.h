@@ -16,6 +16,7 @@
 
 namespace rocksdb {
 class DB;
+class WriteBatchBase;
 }  // namespace rocksdb
 
 namespace hybridstore {
@@ -43,6 +44,14 @@ class OpApplier {
   int apply(const Op& op, std::string* why);
   // Writes dirty onodes to the batch (before listing through it, and at the end).
   void sync_dirty();
+  // At the end, with OnodeStore::journal_deltas(): the onode deltas of each
+  // object the transaction changed and found in the cache, into
+  // tx.onode_deltas (docs/small-writes.md 2.3). Objects whose change deltas
+  // cannot say are left to their onode put.
+  void journal_deltas();
+  // The objects journal_deltas left to their deltas, put after all (the
+  // record has no room for the deltas).
+  void put_instead_of_deltas(rocksdb::WriteBatchBase* batch);
 
  private:
   int apply_object_op(const Op& op, std::string* why);
@@ -63,6 +72,9 @@ class OpApplier {
   std::shared_ptr<Onode> get(const CollectionId& c, const ObjectId& o);
   std::shared_ptr<Onode> get_or_create(const CollectionId& c, const ObjectId& o);
   void mark_dirty(const CollectionId& c, const ObjectId& o) { tx_.dirty.insert({c.name, o}); }
+  // Each dirty onode's version raised, once per transaction.
+  void raise_versions();
+  void sync_dirty_into(rocksdb::WriteBatchBase* batch);
   void set_removed(const CollectionId& c, const ObjectId& o);
   bool coll_exists(const CollectionId& c, uint32_t* bits = nullptr);
   int wait_prior(const CollectionId& c);

@@ -30,6 +30,8 @@
 #include "hybridstore/store/data_reader.h"
 #include "hybridstore/store/data_writer.h"
 #include "hybridstore/store/object_heat.h"
+#include "hybridstore/store/onode_checkpointer.h"
+#include "hybridstore/store/onode_replay.h"
 #include "hybridstore/store/onode_store.h"
 #include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/store/store_fsck.h"
@@ -127,8 +129,10 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   m->onodes_ = std::make_unique<OnodeStore>(m->db_.get(), m->committer_.get(), m->colls_.get(), *cfg,
                                             m->tiers_->count(), perf);
   if (int r = m->onodes_->load_nids(error); r < 0) return r;
-  if (m->super_.format_version >= kFormatOnodeVersions)
+  if (m->super_.format_version >= kFormatOnodeVersions) {
     if (int r = m->onodes_->enable_versions(error); r < 0) return r;
+    if (m->journal_deltas()) m->onodes_->enable_journal_deltas();
+  }
   m->start_writers(next_journal_seq);
   m->tiers_->set_gauges();
   if (int r = m->set_object_gauges(error); r < 0) return r;
@@ -140,7 +144,8 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   const OpApplier::Parts parts{m->db_.get(),      m->committer_.get(), m->onodes_.get(),
                                m->tiers_.get(),   m->writer_.get(),    m->heat_.get(),
                                cfg->get_size("hybridstore_max_object_size")};
-  m->pipeline_ = std::make_unique<TxnPipeline>(parts, m->colls_.get(), m->deferred_.get(), perf);
+  m->pipeline_ = std::make_unique<TxnPipeline>(parts, m->colls_.get(), m->deferred_.get(), perf,
+                                               m->checkpointer_.get());
   m->reads_ = std::make_unique<StoreReader>(m->db_.get(), m->committer_.get(), m->colls_.get(), m->onodes_.get(),
                                             m->data_.get(), m->heat_.get(), perf);
   HS_INFO("mounted store {} at {}", uuid_to_string(m->super_.fsid), path);
@@ -334,7 +339,7 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
     // asks for one; replayed whenever it exists.
     journal_ = kv_->open_journal(size, super_.fsid, journal_discard_span_, error);
     if (!journal_) return error->empty() ? 0 : -EIO;
-    int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr());
+    int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr(), onode_deltas_ptr());
     journal_next_seq_ = *next_seq;
     return r < 0 ? r : 0;
   }
@@ -346,7 +351,7 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
     wrap = [&](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
   journal_ = CommitJournal::open(path, size > 0 ? size : (16ull << 20), super_.fsid, wrap, error);
   if (!journal_) return -EIO;
-  int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr());
+  int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr(), onode_deltas_ptr());
   journal_next_seq_ = *next_seq;
   return r < 0 ? r : 0;
 }
@@ -364,6 +369,8 @@ int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* 
   // journal's number and tail, which replay left as they were, are written
   // with the records' deletes, once the data is in place.
   rocksdb::WriteBatch finish;
+  if (!onode_deltas_.empty())
+    if (int r = replay_deltas(&finish, error); r < 0) return r;
   DeferredWriter::RingReplay ring;
   if (!ring_writes_.empty()) {
     std::string v;
@@ -383,12 +390,43 @@ int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* 
   const int replayed = DeferredWriter::replay(db_.get(), tiers_->devices(), error, repair_log,
                                               kv_ ? &exclude : nullptr, ring_writes_.empty() ? nullptr : &ring);
   if (replayed < 0) return replayed;
+  if (!onode_deltas_.empty() && ring_writes_.empty()) {
+    // No data to place first: the onodes and the end of the replay now.
+    journal_->finish_replay(&finish, journal_next_seq_);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    if (rocksdb::Status s = db_->Write(wo, &finish); !s.ok()) {
+      *error = "writing the onodes the commit journal's deltas changed: " + s.ToString();
+      return -EIO;
+    }
+  }
+  onode_deltas_.clear();
+  onode_deltas_.shrink_to_fit();
   replayed_from_ring_ = static_cast<uint64_t>(from_ring);
   replayed_from_records_ = static_cast<uint64_t>(replayed - from_ring);
   ring_writes_.clear();
   ring_writes_.shrink_to_fit();
   if (int r = tiers_->load(db_.get(), *cfg_, lent, error); r < 0) return r;
   if (kv_) lend_to_kvfs();
+  return 0;
+}
+
+bool MountedStore::journal_deltas() const {
+  return ring_data_ && journal_ && cfg_->get_str("hybridstore_small_write_journal") == "on";
+}
+
+int MountedStore::replay_deltas(rocksdb::WriteBatch* finish, std::string* error) {
+  // The onodes as a mounted store reads and writes them; nothing of it but
+  // RocksDB is used before the store is up.
+  OnodeStore onodes(db_.get(), nullptr, nullptr, *cfg_, tiers_->count(), perf_);
+  if (int r = onodes.enable_versions(error); r < 0) return r;
+  OnodeReplayCounts n;
+  if (int r = replay_onode_deltas(onodes, onode_deltas_, finish, &n, error); r < 0) return r;
+  HS_INFO("commit journal: onode deltas of {} transactions: {} applied, {} already in RocksDB, {} of earlier "
+          "lives, {} of removed objects; {} onodes written",
+          n.transactions, n.applied, n.included, n.other_life, n.absent, n.onodes_written);
+  deltas_applied_ = n.applied;
+  deltas_included_ = n.included;
   return 0;
 }
 
@@ -399,8 +437,11 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
                             static_cast<int>(cfg_->get_int("hybridstore_commit_lanes")));
   committer_->set_inline_checkpoints(!cfg_->get_bool("hybridstore_commit_checkpointer"));
   const bool ring_data = ring_data_ && journal_;
-  // Ring space holds each record until its data is in place, too.
+  // Ring space holds each record until its data is in place, too; and,
+  // with onode deltas (from this mount's upgrade to format 7 on), until
+  // RocksDB holds the onodes its deltas changed.
   if (ring_data) journal_->hold_tail_for(CommitJournal::TailHold::kApplied);
+  if (journal_deltas()) journal_->hold_tail_for(CommitJournal::TailHold::kClean);
   committer_->start();
   DeferredOptions dopts;
   dopts.batch_bytes = cfg_->get_size("hybridstore_deferred_batch_bytes");
@@ -424,7 +465,21 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
         },
         [journal] { return journal->batches_written_seq(); });
     DeferredWriter* deferred = deferred_.get();
-    journal_->set_room_wanted([deferred] { deferred->ring_room_wanted(); });
+    if (journal_deltas()) {
+      OnodeCheckpointer::Options o;
+      o.period = std::chrono::milliseconds(cfg_->get_int("hybridstore_small_write_checkpoint_ms"));
+      o.dirty_max = static_cast<size_t>(cfg_->get_int("hybridstore_small_write_dirty_max"));
+      checkpointer_ = std::make_unique<OnodeCheckpointer>(db_.get(), onodes_.get(), colls_.get(), committer,
+                                                          journal, o);
+      OnodeCheckpointer* ckpt = checkpointer_.get();
+      journal_->set_room_wanted([deferred, ckpt] {
+        deferred->ring_room_wanted();
+        ckpt->wake();
+      });
+      checkpointer_->start();
+    } else {
+      journal_->set_room_wanted([deferred] { deferred->ring_room_wanted(); });
+    }
   }
   deferred_->start();
 }
@@ -529,11 +584,13 @@ int MountedStore::upgrade_format(std::string* error) {
   HS_INFO("store {} upgraded from format {} to format {}", uuid_to_string(super_.fsid), super_.format_version,
           target);
   super_ = up;
-  if (versions)
+  if (versions) {
     if (int r = onodes_->enable_versions(error); r < 0) {
       close();
       return r;
     }
+    if (journal_deltas()) onodes_->enable_journal_deltas();
+  }
   return upgrade_labels(error);
 }
 
@@ -596,6 +653,7 @@ MountedStore::~MountedStore() {
   tuner_.reset();  // it resizes the parts below
   reads_.reset();
   pipeline_.reset();
+  checkpointer_.reset();  // its thread stops; nothing more is written
   writer_.reset();
   data_.reset();
   if (deferred_) deferred_->stop();
@@ -626,6 +684,9 @@ int MountedStore::close() {
   // RocksDB whose WAL write failed aborts on FlushWAL (assertion builds).
   if (committer_->error() == 0) save_heat();  // which may fail the store itself
   if (heat_) heat_->detach();
+  // Every dirty onode into RocksDB: the next mount replays nothing, and
+  // tools reading RocksDB see the objects as they are.
+  if (checkpointer_) checkpointer_->stop();
   const bool failed = committer_->error() != 0;
   reads_.reset();
   pipeline_.reset();
@@ -874,6 +935,8 @@ int MountedStore::statfs(StoreStats* st) {
   st->deferred_pending_bytes = deferred_->pending_bytes();
   st->mount_replayed_from_ring = replayed_from_ring_;
   st->mount_replayed_from_records = replayed_from_records_;
+  st->mount_onode_deltas_applied = deltas_applied_;
+  st->mount_onode_deltas_included = deltas_included_;
   auto cs = committer_->stats();
   st->transactions_committed = cs.transactions;
   st->commit_groups = cs.groups;
@@ -899,6 +962,9 @@ int MountedStore::statfs(StoreStats* st) {
 int MountedStore::fsck(bool deep, FsckReport* report, const PerTier<std::vector<Interval>>* lent) {
   *report = FsckReport();
   if (int r = flush(); r < 0) return r;
+  // fsck reads onodes from RocksDB.
+  if (checkpointer_)
+    if (int r = checkpointer_->checkpoint(); r < 0) return r;
   std::lock_guard<std::mutex> held(kvfs_balance_mutex_);
   StoreFsck f(db_.get(), &super_, tiers_.get(), colls_.get(), onodes_.get(), data_.get());
   const PerTier<std::vector<Interval>> own = kvfs_chunks();

@@ -49,6 +49,7 @@ class DeferredWriter;
 class KvDevice;
 class KvFsLender;
 class ObjectHeat;
+class OnodeCheckpointer;
 class OnodeStore;
 class StoreReader;
 class TierSet;
@@ -140,6 +141,8 @@ class MountedStore {
   ObjectHeat& heat() { return *heat_; }
   KvCommitter& committer() { return *committer_; }
   DeferredWriter& deferred() { return *deferred_; }
+  // Null unless hybridstore_small_write_journal=on.
+  OnodeCheckpointer* checkpointer() { return checkpointer_.get(); }
   rocksdb::DB* db() { return db_.get(); }
   // RocksDB's KV file system on the SSD; null for a directory store.
   KvDevice* kv_device() { return kv_.get(); }
@@ -160,6 +163,16 @@ class MountedStore {
   std::vector<CommitJournal::RingWrite>* ring_writes_ptr() {
     return super_.format_version >= kFormatSmallWriteJournal ? &ring_writes_ : nullptr;
   }
+  std::vector<CommitJournal::TxnDeltas>* onode_deltas_ptr() {
+    return super_.format_version >= kFormatOnodeVersions ? &onode_deltas_ : nullptr;
+  }
+  // Mount's step 3 (docs/small-writes.md section 7): the deltas replay
+  // found, applied to the stored onodes, which go into `finish` (the batch
+  // that also ends the replay).
+  int replay_deltas(rocksdb::WriteBatch* finish, std::string* error);
+  // Transactions put their onode deltas into the journal's records
+  // (hybridstore_small_write_journal=on, on a store of format 7).
+  bool journal_deltas() const;
   CommitJournal::RingRead ring_read() const {
     return super_.format_version >= kFormatWalkedJournal ? CommitJournal::RingRead::kWalkFromTail
                                                          : CommitJournal::RingRead::kScanEveryBlock;
@@ -229,6 +242,8 @@ class MountedStore {
   // Format 6: the ring data the journal's replay found, written by the
   // deferred replay in open_tiers; the journal number replay handed out.
   std::vector<CommitJournal::RingWrite> ring_writes_;
+  // Format 7: the onode deltas it found, applied in open_tiers.
+  std::vector<CommitJournal::TxnDeltas> onode_deltas_;
   uint64_t journal_next_seq_ = 0;
   // hybridstore_small_write_journal=data
   bool ring_data_ = false;
@@ -236,12 +251,15 @@ class MountedStore {
   // read them: from the commit journal's ring, and from D records.
   uint64_t replayed_from_ring_ = 0;
   uint64_t replayed_from_records_ = 0;
+  uint64_t deltas_applied_ = 0, deltas_included_ = 0;
   WriteTracker write_tracker_;
   std::unique_ptr<TierSet> tiers_;
   std::unique_ptr<CollectionTable> colls_;
   std::unique_ptr<KvCommitter> committer_;
   std::unique_ptr<OnodeStore> onodes_;
   std::unique_ptr<DeferredWriter> deferred_;
+  // hybridstore_small_write_journal=on: writes dirty onodes to RocksDB.
+  std::unique_ptr<OnodeCheckpointer> checkpointer_;
   std::unique_ptr<ObjectHeat> heat_;
   std::unique_ptr<DataReader> data_;
   std::unique_ptr<DataWriter> writer_;

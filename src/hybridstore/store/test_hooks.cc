@@ -1,5 +1,7 @@
 #include "hybridstore/store/test_hooks.h"
 
+#include "hybridstore/store/onode_checkpointer.h"
+
 #include "hybridstore/kvfs/kv_device.h"
 #include "hybridstore/store/object_heat.h"
 #include "hybridstore/store/onode_store.h"
@@ -32,6 +34,11 @@ int StoreTestHooks::write_out_staged(HybridStore& s) { return s.store_->settle()
 
 void StoreTestHooks::tick(HybridStore& s) { s.tick(); }
 
+void StoreTestHooks::deltas_beside_puts(HybridStore& s) { s.store_->onodes().set_deltas_replace_puts(false); }
+int StoreTestHooks::checkpoint_onodes(HybridStore& s) {
+  OnodeCheckpointer* c = s.store_->checkpointer();
+  return c ? c->checkpoint() : -ENOTSUP;
+}
 size_t StoreTestHooks::cached_onodes(HybridStore& s) { return s.store_->onodes().cached_count(); }
 uint64_t StoreTestHooks::cached_onode_bytes(HybridStore& s) { return s.store_->onodes().cached_bytes(); }
 

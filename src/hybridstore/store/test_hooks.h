@@ -39,6 +39,12 @@ class StoreTestHooks {
   static int write_out_staged(HybridStore& s);
   // The staged tiers' timeouts, as the migrator's thread runs them.
   static void tick(HybridStore& s);
+  // hybridstore_small_write_journal=on: the onode deltas go into the
+  // journal's records beside onode puts, as if every object were clean
+  // (OnodeStore::set_deltas_replace_puts(false)); and a checkpoint of the
+  // dirty onodes now (0 or -errno; -ENOTSUP without the option).
+  static void deltas_beside_puts(HybridStore& s);
+  static int checkpoint_onodes(HybridStore& s);
   static size_t cached_onodes(HybridStore& s);
   static uint64_t cached_onode_bytes(HybridStore& s);
   // The memory tuner (hybridstore_memory_target): made again with `heap` as

@@ -85,6 +85,16 @@ struct TxnContext {
   // batch once written to it (OnodeStore::put). The handles also keep a
   // loaded shard from being changed in place: a change copies it.
   std::unordered_map<ObjectKey, StoredShards, ObjectKeyHash> stored;
+  // The cached onode each touched object had when the transaction found it
+  // there (format 7 with hybridstore_small_write_journal=on): what its
+  // onode deltas are taken from (OpApplier::journal_deltas).
+  std::unordered_map<ObjectKey, std::shared_ptr<const Onode>, ObjectKeyHash> before;
+  // The onode deltas of this transaction, for its journal record.
+  std::vector<JournalDelta> onode_deltas;
+  // Objects whose onode only the deltas carry (not put in the batch).
+  std::set<ObjectKey> by_deltas;
+  // Objects whose onode (or its delete) the batch holds.
+  std::set<ObjectKey> written;
   struct CollChange {
     bool exists;
     uint32_t bits;

@@ -10,6 +10,7 @@
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/store/collections.h"
 #include "hybridstore/store/data_writer.h"
+#include "hybridstore/store/onode_checkpointer.h"
 #include "hybridstore/store/onode_store.h"
 #include "hybridstore/store/store_perf.h"
 #include "hybridstore/store/tier_set.h"
@@ -30,6 +31,7 @@ int TxnPipeline::queue(std::vector<Transaction>& ts, TxnError* error, uint64_t* 
     return -EROFS;
   }
   deferred_->throttle();
+  if (checkpointer_) checkpointer_->throttle();
   uint64_t t_phase = perf_now_ns();
   perf.tinc(perf_->throttle_lat, t_phase - t_start);
 
@@ -54,7 +56,7 @@ int TxnPipeline::queue(std::vector<Transaction>& ts, TxnError* error, uint64_t* 
   }
   PerTier<int64_t> home_delta;
   finish_batch(&ap, &tx, &home_delta);
-  const uint64_t seq = commit(ts, &tx, t_start, caller_waits);
+  const uint64_t seq = commit(ts, &ap, &tx, t_start, caller_waits);
   if (seq == 0) {
     roll_back(tx);
     if (error) *error = read_only_error(*parts_.committer);
@@ -119,6 +121,8 @@ int TxnPipeline::apply_ops(const std::vector<Transaction>& ts, OpApplier* ap, Tx
 }
 
 void TxnPipeline::finish_batch(OpApplier* ap, TxnContext* tx, PerTier<int64_t>* home_delta) {
+  // Deltas first: an object they carry alone is not put.
+  if (!tx->before.empty()) ap->journal_deltas();
   ap->sync_dirty();
   for (const auto& [c, ch] : tx->colls) {
     if (ch.exists)
@@ -141,7 +145,8 @@ void TxnPipeline::finish_batch(OpApplier* ap, TxnContext* tx, PerTier<int64_t>* 
   if (any_stat) tx->batch->Merge(kv::stats_key(), kv::encode_stat_delta(tx->stat_delta));
 }
 
-uint64_t TxnPipeline::commit(std::vector<Transaction>& ts, TxnContext* tx, uint64_t start_ns, bool caller_waits) {
+uint64_t TxnPipeline::commit(std::vector<Transaction>& ts, OpApplier* ap, TxnContext* tx, uint64_t start_ns,
+                             bool caller_waits) {
   CommitWork work;
   work.start_ns = start_ns;
   work.batch = std::make_unique<rocksdb::WriteBatch>(tx->batch.take());
@@ -165,6 +170,23 @@ uint64_t TxnPipeline::commit(std::vector<Transaction>& ts, TxnContext* tx, uint6
     };
   }
   if (!tx->ring.empty()) carry_ring_data(tx, &work);
+  if (!tx->onode_deltas.empty()) carry_onode_deltas(ap, tx, &work);
+  // Dirty before it is submitted: a checkpoint that finds the object
+  // clean cannot let the ring's tail pass this record (docs/small-writes.md
+  // 6.1). Its number is above the committer's last one now.
+  if (!tx->by_deltas.empty()) {
+    const uint64_t next = parts_.committer->last_seq() + 1;
+    for (const auto& key : tx->by_deltas) parts_.onodes->note_dirty(key, tx->stored.at(key), next);
+  }
+  if (parts_.onodes->journal_deltas() && (!tx->by_deltas.empty() || !tx->written.empty())) {
+    // What a checkpoint may write of dirty objects, once this commits.
+    std::vector<std::pair<ObjectKey, OnodeRef>> changed;
+    for (const auto& key : tx->by_deltas) changed.emplace_back(key, tx->onodes.at(key));
+    for (const auto& key : tx->written) changed.emplace_back(key, tx->onodes.at(key));
+    work.on_committed = [onodes = parts_.onodes, changed = std::move(changed)](uint64_t seq) {
+      for (const auto& [key, onode] : changed) onodes->committed_change(key, onode, seq);
+    };
+  }
   // The staged tiers' state rides in this batch, submitted under their
   // locks, so states commit in the order they were drained.
   TierSet::Drained state = parts_.tiers->drain_state(TierSpace::Drain::kCommit, work.batch.get());
@@ -202,8 +224,25 @@ void TxnPipeline::carry_ring_data(TxnContext* tx, CommitWork* work) {
   }
 }
 
+void TxnPipeline::carry_onode_deltas(OpApplier* ap, TxnContext* tx, CommitWork* work) {
+  const size_t had = work->ring_deltas.size();
+  for (auto& d : tx->onode_deltas) work->ring_deltas.push_back(std::move(d));
+  tx->onode_deltas.clear();
+  if (parts_.committer->ring_work_room() && record_bytes_of(*work) <= parts_.committer->ring_work_room()) return;
+  // No room in one record: the onodes the deltas alone would carry are put
+  // after all; the others' puts in the batch say what the deltas say.
+  work->ring_deltas.resize(had);
+  if (tx->by_deltas.empty()) return;
+  ap->put_instead_of_deltas(work->batch.get());
+}
+
 void TxnPipeline::publish(TxnContext* tx, uint64_t seq, const PerTier<int64_t>& home_delta) {
-  for (auto& [key, onode] : tx->onodes) parts_.onodes->publish(key, onode, seq);
+  for (auto& [key, onode] : tx->onodes) {
+    const OnodeStore::Left how = tx->by_deltas.count(key) ? OnodeStore::Left::kByDeltas
+                                 : tx->written.count(key) ? OnodeStore::Left::kPut
+                                                          : OnodeStore::Left::kUnchanged;
+    parts_.onodes->publish(key, onode, seq, how);
+  }
   for (const auto& [c, ch] : tx->colls) {
     auto st = tx->locked.at(c);
     st->exists = ch.exists;

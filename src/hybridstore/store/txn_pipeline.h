@@ -18,12 +18,16 @@ namespace hybridstore {
 
 class CollectionTable;
 class DeferredWriter;
+class OnodeCheckpointer;
 struct StorePerf;
 
 class TxnPipeline {
  public:
-  TxnPipeline(const OpApplier::Parts& parts, CollectionTable* colls, DeferredWriter* deferred, StorePerf* perf)
-      : parts_(parts), colls_(colls), deferred_(deferred), perf_(perf) {}
+  // `checkpointer`: the dirty onodes' (hybridstore_small_write_journal=on),
+  // or null.
+  TxnPipeline(const OpApplier::Parts& parts, CollectionTable* colls, DeferredWriter* deferred, StorePerf* perf,
+              OnodeCheckpointer* checkpointer = nullptr)
+      : parts_(parts), colls_(colls), deferred_(deferred), perf_(perf), checkpointer_(checkpointer) {}
 
   // Applies and queues `ts` as one atomic unit: 0 or a negative errno with
   // *error saying which op failed. *seq_out: its commit sequence number.
@@ -40,12 +44,15 @@ class TxnPipeline {
   void finish_batch(OpApplier* ap, TxnContext* tx, PerTier<int64_t>* home_delta);
   // Hands the transaction to the committer: its sequence number, 0 when
   // the store is read-only.
-  uint64_t commit(std::vector<Transaction>& ts, TxnContext* tx, uint64_t start_ns, bool caller_waits);
+  uint64_t commit(std::vector<Transaction>& ts, OpApplier* ap, TxnContext* tx, uint64_t start_ns, bool caller_waits);
   // From here on reads see the transaction.
   void publish(TxnContext* tx, uint64_t seq, const PerTier<int64_t>& home_delta);
   // The transaction's ring pieces into its commit work (data blocks and
   // RING_DATA deltas), or into D records when one record cannot carry them.
   void carry_ring_data(TxnContext* tx, CommitWork* work);
+  // The transaction's onode deltas into its commit work when the record
+  // has room for them; else the onodes only they carried are put.
+  void carry_onode_deltas(OpApplier* ap, TxnContext* tx, CommitWork* work);
   // Gives back what a failed transaction took.
   void roll_back(const TxnContext& tx);
 
@@ -53,6 +60,7 @@ class TxnPipeline {
   CollectionTable* colls_;
   DeferredWriter* deferred_;
   StorePerf* perf_;
+  OnodeCheckpointer* checkpointer_;
 };
 
 }  // namespace hybridstore

@@ -391,6 +391,107 @@ TEST_F(DeferredTest, InDataModeAcknowledgedOverwritesComeBackFromTheRingAlone) {
   expect_overwrites_applied(path, cfg);
 }
 
+// hybridstore_small_write_journal=on (format 7, docs/small-writes.md step
+// 6): a transaction's change to an object it found in the cache rides in
+// its record as onode deltas, and no onode put goes into RocksDB until a
+// checkpoint. A child that exits acknowledged before any checkpoint leaves
+// the changes in the ring alone: the mount must apply them (the checksums
+// of the overwritten blocks, the attributes set and removed) or the reads
+// fail their checksums. Then a remount finds them in RocksDB; and with the
+// deltas beside onode puts (the test hook) every delta replayed is one
+// RocksDB had already.
+TEST_F(DeferredTest, InOnModeChangesOnlyTheOnodeDeltasCarryComeBackAtMount) {
+  // Nothing applied or checkpointed before the child exits, so the ring's
+  // tail stays and the mount walks all eight records.
+  const Config c0 = hybridstore::test::with_option(
+      hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "on"),
+      "hybridstore_deferred_max_delay_ms", "60000");
+  const Config cfg = hybridstore::test::with_option(c0, "hybridstore_small_write_checkpoint_ms", "600000");
+  const std::string path = dir_->path() + "/store";
+  Transaction base;
+  base.write(coll_, obj("a"), 0, std::string(32768, 'a'));
+  base.setattr(coll_, obj("a"), "gone", "soon");
+  ASSERT_EQ(store_->apply_transaction(std::move(base)), 0);
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  // `mode`: 0 deltas alone, 1 deltas beside puts, 2 a checkpoint after
+  // the fourth transaction.
+  auto crash_after_changes = [&](int mode, int round) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      HybridStore s(path, cfg);
+      std::string err;
+      if (s.mount(&err) < 0) _exit(2);
+      if (mode == 1) StoreTestHooks::deltas_beside_puts(s);
+      std::string v;
+      if (s.getattr(coll_, obj("a"), "gone", &v) < 0 && round == 0) _exit(4);  // loads it into the cache
+      for (int i = 0; i < 8; ++i) {
+        Transaction w;
+        w.write(coll_, obj("a"), static_cast<uint64_t>(i) * 4096 + 10, "r" + std::to_string(round) + "-" + std::to_string(i));
+        w.setattr(coll_, obj("a"), "round", std::to_string(round) + "." + std::to_string(i));
+        if (i == 3) w.rmattr(coll_, obj("a"), "gone");
+        if (s.apply_transaction(std::move(w)) < 0) _exit(3);
+        if (mode == 2 && i == 3 && StoreTestHooks::checkpoint_onodes(s) != 0) _exit(5);
+      }
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  };
+  auto expect_round = [&](int round) {
+    store_ = std::make_unique<HybridStore>(path, cfg);
+    std::string err;
+    ASSERT_EQ(store_->mount(&err), 0) << err;
+    std::string want(32768, 'a');
+    for (int i = 0; i < 8; ++i) {
+      std::string x = "r" + std::to_string(round) + "-" + std::to_string(i);
+      want.replace(static_cast<size_t>(i) * 4096 + 10, x.size(), x);
+    }
+    EXPECT_EQ(read_all(coll_, obj("a")), want);
+    std::string v;
+    EXPECT_EQ(store_->getattr(coll_, obj("a"), "round", &v), 0);
+    EXPECT_EQ(v, std::to_string(round) + ".7");
+    EXPECT_EQ(store_->getattr(coll_, obj("a"), "gone", &v), -ENODATA);
+  };
+  crash_after_changes(0, 0);
+  if (HasFatalFailure()) return;
+  expect_round(0);
+  if (HasFatalFailure()) return;
+  StoreStats st = stats();
+  EXPECT_EQ(st.format_version, kFormatOnodeVersions);
+  EXPECT_EQ(st.mount_onode_deltas_applied, 8u) << "each transaction's change came from the ring alone";
+  EXPECT_EQ(fsck_errors(true), 0);
+  // What the mount wrote, it wrote: nothing is left to apply.
+  ASSERT_EQ(store_->umount(), 0);
+  store_ = std::make_unique<HybridStore>(path, cfg);
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  EXPECT_EQ(stats().mount_onode_deltas_applied, 0u);
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  // With the onodes put too, the deltas replayed are all in RocksDB already.
+  crash_after_changes(1, 1);
+  if (HasFatalFailure()) return;
+  expect_round(1);
+  if (HasFatalFailure()) return;
+  st = stats();
+  EXPECT_EQ(st.mount_onode_deltas_applied, 0u);
+  EXPECT_EQ(st.mount_onode_deltas_included, 8u);
+  EXPECT_EQ(fsck_errors(true), 0);
+  ASSERT_EQ(store_->umount(), 0);
+  store_.reset();
+  // A checkpoint after the fourth: RocksDB has those four (the ring need
+  // not), and the last four come from the ring.
+  crash_after_changes(2, 2);
+  if (HasFatalFailure()) return;
+  expect_round(2);
+  if (HasFatalFailure()) return;
+  st = stats();
+  EXPECT_EQ(st.mount_onode_deltas_applied, 4u);
+  EXPECT_EQ(fsck_errors(true), 0);
+}
+
 // Data mode: the overwrite is readable at once, nothing of it goes to
 // RocksDB, the applier puts it in place, and a remount finds nothing left
 // to replay. Twice in the same block, in one transaction and in two, so the

@@ -147,6 +147,8 @@ struct Recovered {
   // Acknowledged deferred writes the mount put in place: from the commit
   // journal's ring (format 6) and from D records in RocksDB.
   uint64_t replayed_ring = 0, replayed_records = 0;
+  // Onode deltas in the ring (format 7): changes RocksDB lacked, and had.
+  uint64_t deltas_applied = 0, deltas_included = 0;
 };
 
 // Mounts the store a crash left, fscks it deeply and holds it against the
@@ -178,6 +180,8 @@ std::string check_recovered(HybridStore& store, uint64_t seed, const StoreModel&
   if (int sr = store.statfs(&st); sr < 0) return fmt::format("statfs after the mount: {}", strerror(-sr));
   out->replayed_ring = st.mount_replayed_from_ring;
   out->replayed_records = st.mount_replayed_from_records;
+  out->deltas_applied = st.mount_onode_deltas_applied;
+  out->deltas_included = st.mount_onode_deltas_included;
   if (int r = read_store_model(store, &out->actual, &err); r < 0)
     return "reading the recovered store: " + err + ": " + strerror(-r);
   if (rl.has_base && rl.base_digest != base.digest())
@@ -194,6 +198,7 @@ struct LoopTotals {
   uint64_t verified = 0, acked = 0, unacked_present = 0, kills = 0, powercuts = 0, clean_exits = 0;
   uint64_t fsck_clean = 0, bytes_verified = 0;
   uint64_t replayed_ring = 0, replayed_records = 0;
+  uint64_t deltas_applied = 0, deltas_included = 0;
 };
 
 void print_summary(const LoopArgs& a, uint64_t seed0, double secs, const LoopTotals& t, const StoreModel& final_store) {
@@ -209,6 +214,9 @@ void print_summary(const LoopArgs& a, uint64_t seed0, double secs, const LoopTot
   printf("  acknowledged deferred writes the recoveries put in place: %llu from the commit journal's ring, %llu "
          "from D records\n",
          static_cast<unsigned long long>(t.replayed_ring), static_cast<unsigned long long>(t.replayed_records));
+  if (t.deltas_applied + t.deltas_included)
+    printf("  onode deltas the recoveries replayed: %llu applied (only in the ring), %llu already in RocksDB\n",
+           static_cast<unsigned long long>(t.deltas_applied), static_cast<unsigned long long>(t.deltas_included));
   printf("  final store: %llu objects, %.1f MiB\n", static_cast<unsigned long long>(final_store.object_count()),
          final_store.data_bytes() / 1048576.0);
   printf("all rounds passed\n");
@@ -291,14 +299,16 @@ int run_loop(const LoopArgs& a) {
     tot.unacked_present += matched - rl.acked;
     tot.replayed_ring += rec.replayed_ring;
     tot.replayed_records += rec.replayed_records;
+    tot.deltas_applied += rec.deltas_applied;
+    tot.deltas_included += rec.deltas_included;
     printf("round %d/%d seed %llu, %s: queued %llu, durable %llu, store holds 1..%llu (%llu not yet acknowledged); "
-           "deferred writes replayed: %llu ring, %llu D; fsck --deep clean: %llu objects, %llu extents, %.1f MiB "
-           "verified\n",
+           "deferred writes replayed: %llu ring, %llu D; onode deltas applied %llu; fsck --deep clean: %llu objects, "
+           "%llu extents, %.1f MiB verified\n",
            round, a.rounds, static_cast<unsigned long long>(seed), plan.how.c_str(),
            static_cast<unsigned long long>(rl.submitted), static_cast<unsigned long long>(rl.acked),
            static_cast<unsigned long long>(matched), static_cast<unsigned long long>(matched - rl.acked),
            static_cast<unsigned long long>(rec.replayed_ring), static_cast<unsigned long long>(rec.replayed_records),
-           static_cast<unsigned long long>(rep.objects), static_cast<unsigned long long>(rep.extents),
+           static_cast<unsigned long long>(rec.deltas_applied), static_cast<unsigned long long>(rep.objects), static_cast<unsigned long long>(rep.extents),
            rep.bytes_verified / 1048576.0);
     base = std::move(rec.actual);
   }
