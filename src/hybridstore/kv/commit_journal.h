@@ -199,6 +199,9 @@ class CommitJournal {
   void abort();
   // Bytes from the tail to the head: what the ring must keep.
   uint64_t needed() const;
+  // Hold `h` is among those keeping the oldest record (moving it would
+  // help free the ring).
+  bool keeps_oldest(TailHold h) const;
 
   // Without a committer (tests, tools): where the next record of `len`
   // bytes goes, never waiting; *needs_checkpoint says that it overwrites
@@ -234,6 +237,9 @@ class CommitJournal {
   bool fits(uint64_t len) const { return next_start(len) + len - tail_ <= size_; }
   uint64_t place(uint64_t len, uint64_t last_seq);
   void move_tail();
+  // Under mutex_: the oldest record waits for RocksDB's sync alone, and a
+  // sync now would cover it.
+  bool rocksdb_holds_tail() const;
   void discard_free();
 
   struct Placed {

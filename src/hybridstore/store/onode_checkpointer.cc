@@ -63,7 +63,10 @@ void OnodeCheckpointer::wake() {
 }
 
 bool OnodeCheckpointer::due() const {
-  return journal_->needed() * 2 > journal_->size() || onodes_->dirty_count() * 2 > opts_.dirty_max;
+  // The ring half needed helps only when kClean is what keeps its oldest
+  // record (else each round would be a sync that frees nothing).
+  return (journal_->needed() * 2 > journal_->size() && journal_->keeps_oldest(CommitJournal::TailHold::kClean)) ||
+         onodes_->dirty_count() * 2 > opts_.dirty_max;
 }
 
 void OnodeCheckpointer::loop() {
@@ -88,8 +91,11 @@ void OnodeCheckpointer::loop() {
 }
 
 void OnodeCheckpointer::throttle() {
+  // Only for what a round frees: a ring kept by the other holds is the
+  // deferred writer's and RocksDB's sync's to free, as without onode deltas.
   auto over = [&] {
-    return journal_->needed() * 4 > journal_->size() * 3 || onodes_->dirty_count() > opts_.dirty_max;
+    return (journal_->needed() * 4 > journal_->size() * 3 && journal_->keeps_oldest(CommitJournal::TailHold::kClean)) ||
+           onodes_->dirty_count() > opts_.dirty_max;
   };
   if (!over()) return;
   wake();
