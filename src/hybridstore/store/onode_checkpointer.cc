@@ -124,11 +124,13 @@ int OnodeCheckpointer::checkpoint() {
   for (const auto& [name, ks] : by_coll) {
     auto st = colls_->state(CollectionId(name));
     std::unique_lock<std::shared_mutex> lock(st->lock);
+    // Read before any object's committed change (OnodeStore::put_dirty).
+    const uint64_t committed = committer_->committed_seq();
     rocksdb::WriteBatch b;
     std::vector<std::pair<ObjectKey, OnodeStore::Checkpointed>> done;
     for (const auto& k : ks) {
       OnodeStore::Checkpointed c;
-      if (onodes_->put_dirty(&b, k, &c))
+      if (onodes_->put_dirty(&b, k, committed, &c))
         done.emplace_back(k, std::move(c));
       else
         ++postponed;

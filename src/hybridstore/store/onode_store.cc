@@ -334,14 +334,24 @@ void OnodeStore::committed_change(const ObjectKey& key, OnodeRef onode, uint64_t
   it->second.committed_seq = seq;
 }
 
-bool OnodeStore::put_dirty(rocksdb::WriteBatchBase* batch, const ObjectKey& key, Checkpointed* out) {
+bool OnodeStore::put_dirty(rocksdb::WriteBatchBase* batch, const ObjectKey& key, uint64_t committed,
+                           Checkpointed* out) {
   StoredShards stored;
   {
     std::lock_guard<std::mutex> l(dirty_mutex_);
     auto it = dirty_.find(key);
     if (it == dirty_.end()) return false;
     Dirty& d = it->second;
-    if (d.put_seq > d.committed_seq || d.committed_seq < d.first_seq) return false;
+    if (d.put_seq > d.committed_seq) return false;
+    // Every change of it up to `committed` told committed_change before
+    // `committed` was read: one not in `d.committed` is numbered above it.
+    out->floor = std::max(d.committed_seq, committed) + 1;
+    if (d.committed_seq < d.first_seq) {
+      // Nothing committed since RocksDB got it: the ring needs it only
+      // from its next change on.
+      d.first_seq = std::max(d.first_seq, out->floor);
+      return false;
+    }
     out->written = d.committed;
     out->seq = d.committed_seq;
     stored = d.stored;
@@ -367,7 +377,7 @@ void OnodeStore::wrote(const ObjectKey& key, const Checkpointed& c) {
     if (it == dirty_.end()) return;
     Dirty& d = it->second;
     d.stored = stored_shards(c.written.get());
-    d.first_seq = std::max(d.first_seq, c.seq + 1);
+    d.first_seq = std::max(d.first_seq, c.floor);
     // Nothing published after the change written: reads hold exactly it.
     clean = d.committed_seq == c.seq && (c.onode ? c.onode == d.committed : !d.committed);
     if (clean) dirty_.erase(it);

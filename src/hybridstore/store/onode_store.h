@@ -98,20 +98,23 @@ class OnodeStore {
   size_t dirty_count() const;
   // The least first_seq of the dirty objects; UINT64_MAX when none is.
   uint64_t first_dirty_seq() const;
-  // Checkpoint, under the collection's lock: puts the last committed onode
-  // of the dirty object `key` into `batch` and returns what the checkpoint
-  // must tell wrote() once the batch is in RocksDB; null when there is
-  // nothing to write yet: no change committed since the last checkpoint, or
-  // a put of it not yet committed (its batch could reach RocksDB after
-  // the checkpoint's and must not be overtaken by an older onode). Only
+  // Checkpoint, under the collection's lock, with `committed` the
+  // committer's committed number read before: puts the last committed
+  // onode of the dirty object `key` into `batch` and returns what the
+  // checkpoint must tell wrote() once the batch is in RocksDB; false when
+  // there is nothing to write: no change committed since the last
+  // checkpoint (the ring then needs it only after `committed`), or a put of
+  // it not yet committed (its batch could reach RocksDB after the
+  // checkpoint's and must not be overtaken by an older onode). Only
   // committed changes are written: an unacknowledged one must never reach
   // RocksDB ahead of its record.
   struct Checkpointed {
     OnodeRef onode;       // what reads hold now (published)
     OnodeRef written;     // the copy put into the batch
     uint64_t seq = 0;     // the last transaction it includes
+    uint64_t floor = 0;   // the first transaction whose change it cannot include
   };
-  bool put_dirty(rocksdb::WriteBatchBase* batch, const ObjectKey& key, Checkpointed* out);
+  bool put_dirty(rocksdb::WriteBatchBase* batch, const ObjectKey& key, uint64_t committed, Checkpointed* out);
   // The batch is in RocksDB: `key` needs the ring only for changes after
   // c.seq, and is clean (evictable) when no later change was published.
   void wrote(const ObjectKey& key, const Checkpointed& c);
