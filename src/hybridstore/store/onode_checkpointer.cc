@@ -91,18 +91,24 @@ void OnodeCheckpointer::loop() {
 }
 
 void OnodeCheckpointer::throttle() {
-  // Only for what a round frees: a ring kept by the other holds is the
-  // deferred writer's and RocksDB's sync's to free, as without onode deltas.
+  // Whichever hold keeps the ring: a transaction admitted now must find
+  // room for its record, or a put of a dirty object queued behind a full
+  // ring could never commit while the ring waits for that object's
+  // checkpoint, which waits for the put (OnodeStore::put_dirty). Rounds
+  // are woken only when kClean is among the holds (else they free
+  // nothing); the deferred writer and RocksDB's sync free the rest.
   auto over = [&] {
-    return (journal_->needed() * 4 > journal_->size() * 3 && journal_->keeps_oldest(CommitJournal::TailHold::kClean)) ||
-           onodes_->dirty_count() > opts_.dirty_max;
+    return journal_->needed() * 4 > journal_->size() * 3 || onodes_->dirty_count() > opts_.dirty_max;
+  };
+  auto round_helps = [&] {
+    return journal_->keeps_oldest(CommitJournal::TailHold::kClean) || onodes_->dirty_count() > opts_.dirty_max;
   };
   if (!over()) return;
-  wake();
+  if (round_helps()) wake();
   std::unique_lock<std::mutex> l(mutex_);
   while (!stopping_ && committer_->error() == 0 && over()) {
-    done_cv_.wait_for(l, std::chrono::milliseconds(100));
-    if (over()) {
+    done_cv_.wait_for(l, std::chrono::milliseconds(10));
+    if (over() && round_helps()) {
       woken_ = true;
       cv_.notify_one();
     }

@@ -118,6 +118,14 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   }
   if (int r = m->read_superblock(error); r < 0) return r;
   if (int r = small_writes_in_ring(*cfg, &m->ring_data_, error); r < 0) return r;
+  if (m->ring_data_ && cfg->get_str("hybridstore_small_write_journal") == "on" &&
+      !cfg->get_bool("hybridstore_commit_checkpointer")) {
+    // The inline sync frees the whole ring at once, whatever the onode
+    // deltas in it still carry.
+    *error = "hybridstore_small_write_journal=on needs hybridstore_commit_checkpointer=true: an inline sync "
+             "would free ring space whose onode deltas RocksDB does not hold yet";
+    return -EINVAL;
+  }
   // Transactions the commit journal made durable but RocksDB lost go back
   // into RocksDB before anything reads it.
   uint64_t next_journal_seq = 1;
