@@ -3,6 +3,8 @@
 // a modelling error. Two independent implementations of ObjectStore
 // semantics agreeing over thousands of random transactions (including ones
 // built to fail) is also a conformance check of the engine.
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "crash_workload.h"
@@ -88,4 +90,38 @@ TEST_F(CrashModelTest, VerifierFindsTheMatchingPrefixAndRejectsAHalfAppliedState
   ASSERT_EQ(broken.apply(half), 0);
   ASSERT_NE(diff_models(actual, broken), "") << "the first op of a transaction changes something";
   EXPECT_FALSE(verify_prefix(broken, 7, base, WorkloadParams(), 40, 41, &matched, &why));
+}
+
+TEST_F(CrashModelTest, AFailedRoundsTransactionsAreWrittenDownOpByOp) {
+  StoreModel base;
+  std::string err;
+  ASSERT_EQ(read_store_model(*store_, &base, &err), 0) << err;
+  const std::string path = dir_->path() + "/round.txns";
+  ASSERT_TRUE(dump_transactions(path, 7, base, WorkloadParams(), 40));
+  // The dump regenerates the same workload: every op of 1..40, in order.
+  std::vector<std::string> expected;
+  WorkloadGenerator gen(7, base);
+  while (gen.generated() < 40) {
+    GeneratedTxn g = gen.next();
+    const std::string tag = g.expect_failure ? "F" : std::to_string(g.number);
+    for (const Op& op : g.txn.ops()) expected.push_back(tag + " " + describe_op(op));
+  }
+  std::ifstream f(path);
+  std::string line;
+  std::getline(f, line);
+  EXPECT_NE(line.find("seed 7"), std::string::npos) << line;
+  std::vector<std::string> got;
+  while (std::getline(f, line)) got.push_back(line);
+  EXPECT_EQ(got, expected);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got.back().rfind("40 ", 0), 0u) << got.back();
+
+  Op w;
+  w.code = OpCode::kWrite;
+  w.cid = CollectionId("1.0_head");
+  w.oid = ObjectId::from_name("obj1", 1);
+  w.off = 4096;
+  w.scatter = ScatterData::of(std::string(8192, 'x'));
+  EXPECT_NE(describe_op(w).find("off 4096 len 8192"), std::string::npos) << describe_op(w);
+  EXPECT_FALSE(dump_transactions("/nonexistent-dir/round.txns", 7, base, WorkloadParams(), 1));
 }

@@ -271,6 +271,12 @@ int run_loop(const LoopArgs& a) {
     auto fail = [&](const std::string& why) {
       printf("round %d/%d FAILED (seed %llu, %s): %s\n", round, a.rounds, static_cast<unsigned long long>(seed),
              plan.how.c_str(), why.c_str());
+      // The next round would start from another store, so the only way to
+      // see what this round did is to write its transactions down now.
+      const std::string txns = a.dir + "/round.txns";
+      if (dump_transactions(txns, seed, base, WorkloadParams(), rl.submitted))
+        printf("the round's transactions 1..%llu are in %s\n", static_cast<unsigned long long>(rl.submitted),
+               txns.c_str());
       printf("reproduce with --seed %llu (base seed)\n", static_cast<unsigned long long>(seed0));
       printf("the store is kept at %s; the round's log at %s, the workload's messages at %s\n",
              store_path.c_str(), log.c_str(), err_log.c_str());

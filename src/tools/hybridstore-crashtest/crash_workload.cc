@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "hscommon/crc32c.h"
+
 namespace hybridstore::crashtest {
 
 namespace {
@@ -517,6 +519,61 @@ bool verify_prefix(const StoreModel& actual, uint64_t seed, const StoreModel& ba
   *message = fmt::format("the store matches no prefix of transactions {}..{}; against prefix {}: {}", acked,
                          submitted, acked, diff_models(at_acked, actual));
   return false;
+}
+
+std::string describe_op(const Op& op) {
+  std::string s = fmt::format("{} {} {}", op_name(op.code), op.cid.name, op.oid.to_string());
+  auto crc_of = [](std::string_view v) { return crc32c(v); };
+  switch (op.code) {
+    case OpCode::kWrite: {
+      const std::string d = op.scatter.to_string();
+      s += fmt::format(" off {} len {} crc {:08x}", op.off, d.size(), crc_of(d));
+      break;
+    }
+    case OpCode::kZero: s += fmt::format(" off {} len {}", op.off, op.len); break;
+    case OpCode::kTruncate: s += fmt::format(" size {}", op.off); break;
+    case OpCode::kClone:
+    case OpCode::kTryRename: s += " -> " + op.dst_oid.to_string(); break;
+    case OpCode::kCloneRange:
+      s += fmt::format(" off {} len {} -> {} off {}", op.off, op.len, op.dst_oid.to_string(), op.dst_off);
+      break;
+    case OpCode::kCollMoveRename: s += " -> " + op.dst_cid.name + " " + op.dst_oid.to_string(); break;
+    case OpCode::kSetAttrs:
+    case OpCode::kOmapSetKeys:
+      s += " {";
+      for (const auto& [k, v] : op.kv) s += fmt::format(" {}={:08x}", k, crc_of(v));
+      s += " }";
+      break;
+    case OpCode::kOmapRmKeys:
+      s += " {";
+      for (const auto& k : op.keys) s += " " + k;
+      s += " }";
+      break;
+    case OpCode::kRmAttr: s += " " + op.name; break;
+    case OpCode::kOmapRmKeyRange: s += fmt::format(" [{}, {})", op.name, op.name2); break;
+    case OpCode::kOmapSetHeader: s += fmt::format(" len {} crc {:08x}", op.data.size(), crc_of(op.data)); break;
+    case OpCode::kMkColl:
+    case OpCode::kCollSetBits: s += fmt::format(" bits {}", op.bits); break;
+    case OpCode::kSplitCollection: s += fmt::format(" bits {} rem {} -> {}", op.bits, op.rem, op.dst_cid.name); break;
+    case OpCode::kMergeCollection: s += fmt::format(" bits {} -> {}", op.bits, op.dst_cid.name); break;
+    default: break;
+  }
+  return s;
+}
+
+bool dump_transactions(const std::string& path, uint64_t seed, const StoreModel& base, const WorkloadParams& p,
+                       uint64_t last) {
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) return false;
+  fprintf(f, "# workload seed %llu: transactions 1..%llu (F = built to fail, not counted)\n",
+          static_cast<unsigned long long>(seed), static_cast<unsigned long long>(last));
+  WorkloadGenerator gen(seed, base, p);
+  while (gen.generated() < last) {
+    GeneratedTxn g = gen.next();
+    const std::string tag = g.expect_failure ? "F" : std::to_string(g.number);
+    for (const Op& op : g.txn.ops()) fprintf(f, "%s %s\n", tag.c_str(), describe_op(op).c_str());
+  }
+  return fclose(f) == 0;
 }
 
 }  // namespace hybridstore::crashtest

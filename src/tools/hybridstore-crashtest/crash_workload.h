@@ -100,4 +100,13 @@ RunResult run_workload(HybridStore& store, WorkloadGenerator& gen, const RunOpti
 bool verify_prefix(const StoreModel& actual, uint64_t seed, const StoreModel& base, const WorkloadParams& p,
                    uint64_t acked, uint64_t submitted, uint64_t* matched, std::string* message);
 
+// One line per op, readable: what a failing round's transactions were.
+std::string describe_op(const Op& op);
+
+// Writes the transactions of workload (seed, base) numbered up to `last`
+// (those built to fail too, marked), one op per line, to `path`. False when
+// the file cannot be written.
+bool dump_transactions(const std::string& path, uint64_t seed, const StoreModel& base, const WorkloadParams& p,
+                       uint64_t last);
+
 }  // namespace hybridstore::crashtest
