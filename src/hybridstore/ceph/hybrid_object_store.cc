@@ -533,14 +533,16 @@ int HybridObjectStore::flush_cache(std::ostream* os) {
 int HybridObjectStore::compact() {
   if (!mounted_) return -EINVAL;
   dout(1) << "compacting RocksDB" << dendl;
-  engine_->compact();
-  return 0;
+  const int r = engine_->compact();
+  if (r < 0) derr << "hybridstore: compaction failed: " << cpp_strerror(r) << dendl;
+  return r;
 }
 #else
 void HybridObjectStore::compact() {
   if (!mounted_) return;
   dout(1) << "compacting RocksDB" << dendl;
-  engine_->compact();
+  // This Ceph's compact() returns nothing: the failure can only be logged.
+  if (const int r = engine_->compact(); r < 0) derr << "hybridstore: compaction failed: " << cpp_strerror(r) << dendl;
 }
 #endif
 
