@@ -16,6 +16,7 @@
 #include "hybridstore/store/collections.h"
 #include "hybridstore/store/data_reader.h"
 #include "hybridstore/store/object_heat.h"
+#include "hybridstore/store/onode_checkpointer.h"
 #include "hybridstore/store/onode_store.h"
 #include "hybridstore/store/store_mount.h"
 #include "hybridstore/store/store_perf.h"
@@ -410,6 +411,13 @@ int HybridStore::scan_objects_impl(
   // second.
   constexpr size_t kRange = 4096;
   if (!store_) return -ENOTCONN;
+  if (OnodeCheckpointer* ck = store_->checkpointer()) {
+    // With onode deltas RocksDB lacks the committed changes of dirty
+    // objects until a round writes them: one round, after everything queued
+    // before the scan has committed.
+    if (int r = store_->committer().wait_committed(store_->committer().last_seq()); r < 0) return r;
+    if (int r = ck->checkpoint(); r < 0) return r;
+  }
   const std::string heat_prefix = ObjectHeat::record_prefix();
   HeatTracker* tracker = store_->heat().tracker();
   size_t bad_heat = 0;

@@ -561,6 +561,30 @@ TEST_F(DeferredTest, InDataModeASmallRingLapsWithAndWithoutRingData) {
   EXPECT_EQ(fsck_errors(true), 0);
 }
 
+// The migration pass sizes objects from RocksDB: with `on`, what only the
+// ring and the cache hold of a change must reach RocksDB before it lists.
+TEST_F(DeferredTest, InOnModeTheObjectScanSeesChangesOnlyTheRingCarries) {
+  ASSERT_EQ(store_->umount(), 0);
+  Config cfg = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "on");
+  cfg = hybridstore::test::with_option(cfg, "hybridstore_small_write_checkpoint_ms", "600000");
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store", cfg);
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  Transaction t;
+  t.write(coll_, obj("s"), 0, std::string(5000, 's'));
+  ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+  ASSERT_EQ(StoreTestHooks::checkpoint_onodes(*store_), 0);
+  // Within the object's last 4 KiB block: the same extents, a new size.
+  Transaction grow;
+  grow.write(coll_, obj("s"), 5000, std::string(1000, 'g'));
+  ASSERT_EQ(store_->apply_transaction(std::move(grow)), 0);
+  uint64_t seen = 0;
+  ASSERT_EQ(store_->scan_objects([&](const CollectionId& c, const ObjectId& o, const ObjectStat& s) {
+    if (c == coll_ && o == obj("s")) seen = s.size;
+  }), 0);
+  EXPECT_EQ(seen, 6000u);
+}
+
 // An inline RocksDB sync frees the whole ring at once, onode deltas RocksDB
 // lacks included: `on` refuses to run with it.
 TEST_F(DeferredTest, OnModeWithInlineRingSyncsIsRefused) {
