@@ -138,6 +138,11 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "with hybridstore_small_write_journal=on: onodes that may wait in memory for a "
                 "checkpoint; past it, transactions wait for one",
                 "16", ""});
+  v->push_back({"hybridstore_small_write_dirty_bytes", T::kSize, "64M",
+                "with hybridstore_small_write_journal=on: heap the onodes waiting in memory for a "
+                "checkpoint may hold (the onode cache cannot evict them); a round starts at half of "
+                "it, and past it transactions wait for one",
+                "1M", ""});
   v->push_back({"hybridstore_commit_lanes", T::kInt, "4",
                 "commit groups in flight at once through the commit journal (their flushes overlap; "
                 "they are acknowledged in order)",

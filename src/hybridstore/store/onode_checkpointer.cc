@@ -66,7 +66,11 @@ bool OnodeCheckpointer::due() const {
   // The ring half needed helps only when kClean is what keeps its oldest
   // record (else each round would be a sync that frees nothing).
   return (journal_->needed() * 2 > journal_->size() && journal_->keeps_oldest(CommitJournal::TailHold::kClean)) ||
-         onodes_->dirty_count() * 2 > opts_.dirty_max;
+         onodes_->dirty_count() * 2 > opts_.dirty_max || onodes_->dirty_bytes() * 2 > opts_.dirty_bytes_max;
+}
+
+bool OnodeCheckpointer::dirty_over() const {
+  return onodes_->dirty_count() > opts_.dirty_max || onodes_->dirty_bytes() > opts_.dirty_bytes_max;
 }
 
 void OnodeCheckpointer::loop() {
@@ -98,11 +102,9 @@ void OnodeCheckpointer::throttle() {
   // are woken only when kClean is among the holds (else they free
   // nothing); the deferred writer and RocksDB's sync free the rest.
   auto over = [&] {
-    return journal_->needed() * 4 > journal_->size() * 3 || onodes_->dirty_count() > opts_.dirty_max;
+    return journal_->needed() * 4 > journal_->size() * 3 || dirty_over();
   };
-  auto round_helps = [&] {
-    return journal_->keeps_oldest(CommitJournal::TailHold::kClean) || onodes_->dirty_count() > opts_.dirty_max;
-  };
+  auto round_helps = [&] { return journal_->keeps_oldest(CommitJournal::TailHold::kClean) || dirty_over(); };
   if (!over()) return;
   if (round_helps()) wake();
   std::unique_lock<std::mutex> l(mutex_);

@@ -39,6 +39,7 @@ class OnodeCheckpointer {
   struct Options {
     std::chrono::milliseconds period{1000};  // hybridstore_small_write_checkpoint_ms
     size_t dirty_max = 65536;                // hybridstore_small_write_dirty_max
+    uint64_t dirty_bytes_max = 64ull << 20;  // hybridstore_small_write_dirty_bytes
   };
   OnodeCheckpointer(rocksdb::DB* db, OnodeStore* onodes, CollectionTable* colls, KvCommitter* committer,
                     CommitJournal* journal, const Options& opts);
@@ -53,7 +54,7 @@ class OnodeCheckpointer {
   int checkpoint();
   // Something may be due (the ring wants room, dirty onodes grew).
   void wake();
-  // Before a transaction: waits while dirty onodes exceed their bound or
+  // Before a transaction: waits while dirty onodes exceed their bounds or
   // the ring's needed span exceeds three quarters of it, so that the
   // records a round needs are never behind a full ring.
   void throttle();
@@ -68,6 +69,7 @@ class OnodeCheckpointer {
  private:
   void loop();
   bool due() const;
+  bool dirty_over() const;  // past either bound on dirty onodes
 
   rocksdb::DB* db_;
   OnodeStore* onodes_;

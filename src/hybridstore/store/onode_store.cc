@@ -330,6 +330,10 @@ void OnodeStore::committed_change(const ObjectKey& key, OnodeRef onode, uint64_t
   std::lock_guard<std::mutex> l(dirty_mutex_);
   auto it = dirty_.find(key);
   if (it == dirty_.end() || seq <= it->second.committed_seq) return;
+  const size_t charge = onode ? onode_memory_bytes(*onode) : 0;
+  dirty_bytes_.store(dirty_bytes_.load(std::memory_order_relaxed) - it->second.charge + charge,
+                     std::memory_order_relaxed);
+  it->second.charge = charge;
   it->second.committed = std::move(onode);
   it->second.committed_seq = seq;
 }
@@ -380,7 +384,10 @@ void OnodeStore::wrote(const ObjectKey& key, const Checkpointed& c) {
     d.first_seq = std::max(d.first_seq, c.floor);
     // Nothing published after the change written: reads hold exactly it.
     clean = d.committed_seq == c.seq && (c.onode ? c.onode == d.committed : !d.committed);
-    if (clean) dirty_.erase(it);
+    if (clean) {
+      dirty_bytes_.store(dirty_bytes_.load(std::memory_order_relaxed) - d.charge, std::memory_order_relaxed);
+      dirty_.erase(it);
+    }
   }
   // RocksDB holds it (synced with the round's tail mark; until then the
   // ring keeps its deltas), so the entry may go like any committed one.

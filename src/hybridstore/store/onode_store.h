@@ -96,6 +96,9 @@ class OnodeStore {
   void committed_change(const ObjectKey& key, OnodeRef onode, uint64_t seq);
   std::vector<ObjectKey> dirty_keys() const;
   size_t dirty_count() const;
+  // The heap the dirty objects' committed onodes hold (onode_memory_bytes
+  // of each), which the cache cannot evict until a round writes them.
+  uint64_t dirty_bytes() const { return dirty_bytes_.load(std::memory_order_relaxed); }
   // The least first_seq of the dirty objects; UINT64_MAX when none is.
   uint64_t first_dirty_seq() const;
   // Checkpoint, under the collection's lock, with `committed` the
@@ -207,9 +210,11 @@ class OnodeStore {
     uint64_t put_seq = 0;    // the last transaction that put it while dirty
     OnodeRef committed;      // the onode of the last committed change
     uint64_t committed_seq = 0;
+    size_t charge = 0;       // its part of dirty_bytes_
   };
   mutable std::mutex dirty_mutex_;
   std::unordered_map<ObjectKey, Dirty, ObjectKeyHash> dirty_;
+  std::atomic<uint64_t> dirty_bytes_{0};  // written under dirty_mutex_
 };
 
 }  // namespace hybridstore

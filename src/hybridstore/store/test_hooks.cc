@@ -41,6 +41,7 @@ int StoreTestHooks::checkpoint_onodes(HybridStore& s) {
 }
 size_t StoreTestHooks::cached_onodes(HybridStore& s) { return s.store_->onodes().cached_count(); }
 uint64_t StoreTestHooks::cached_onode_bytes(HybridStore& s) { return s.store_->onodes().cached_bytes(); }
+uint64_t StoreTestHooks::dirty_onode_bytes(HybridStore& s) { return s.store_->onodes().dirty_bytes(); }
 
 void StoreTestHooks::set_heap_reader(HybridStore& s, std::function<uint64_t()> heap) {
   s.store_->restart_memory_tuner(std::move(heap));

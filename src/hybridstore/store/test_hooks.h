@@ -47,6 +47,8 @@ class StoreTestHooks {
   static int checkpoint_onodes(HybridStore& s);
   static size_t cached_onodes(HybridStore& s);
   static uint64_t cached_onode_bytes(HybridStore& s);
+  // What the dirty onodes (hybridstore_small_write_journal=on) hold.
+  static uint64_t dirty_onode_bytes(HybridStore& s);
   // The memory tuner (hybridstore_memory_target): made again with `heap` as
   // its heap reading, so a test decides what the tuner sees; and the
   // caches' sizes it set (empty without a target). Its readings come every

@@ -585,6 +585,48 @@ TEST_F(DeferredTest, InOnModeTheObjectScanSeesChangesOnlyTheRingCarries) {
   EXPECT_EQ(seen, 6000u);
 }
 
+// Dirty onodes are pinned in the cache: their heap has a bound of its own,
+// past which transactions wait for a round.
+TEST_F(DeferredTest, InOnModeDirtyOnodeBytesStayWithinTheirBound) {
+  ASSERT_EQ(store_->umount(), 0);
+  Config on = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "on");
+  on = hybridstore::test::with_option(on, "hybridstore_small_write_checkpoint_ms", "600000");
+  const std::string value(32 << 10, 'v');
+  // The most dirty bytes seen over 64 attribute changes of 64 objects.
+  auto peak_with = [&](const Config& cfg, uint64_t* peak) {
+    store_ = std::make_unique<HybridStore>(dir_->path() + "/store", cfg);
+    std::string err;
+    ASSERT_EQ(store_->mount(&err), 0) << err;
+    for (int i = 0; i < 64; ++i) {
+      Transaction t;
+      t.write(coll_, obj("d" + std::to_string(i)), 0, std::string(4096, 'd'));
+      ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+    }
+    ASSERT_EQ(StoreTestHooks::checkpoint_onodes(*store_), 0);
+    ASSERT_EQ(StoreTestHooks::dirty_onode_bytes(*store_), 0u);
+    *peak = 0;
+    for (int i = 0; i < 64; ++i) {
+      Transaction t;
+      t.setattr(coll_, obj("d" + std::to_string(i)), "big", value + std::to_string(i));
+      ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+      *peak = std::max(*peak, StoreTestHooks::dirty_onode_bytes(*store_));
+    }
+    ASSERT_EQ(store_->umount(), 0);
+  };
+  uint64_t unbounded = 0, bounded = 0;
+  peak_with(on, &unbounded);
+  if (HasFatalFailure()) return;
+  EXPECT_GT(unbounded, 64u * value.size()) << "all 64 stay dirty under the default bound";
+  peak_with(hybridstore::test::with_option(on, "hybridstore_small_write_dirty_bytes", "1M"), &bounded);
+  if (HasFatalFailure()) return;
+  // One transaction past the bound at most: the next waits for a round.
+  EXPECT_LE(bounded, (1u << 20) + 2 * value.size());
+  EXPECT_GT(bounded, 0u);
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store", config());
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+}
+
 // An inline RocksDB sync frees the whole ring at once, onode deltas RocksDB
 // lacks included: `on` refuses to run with it.
 TEST_F(DeferredTest, OnModeWithInlineRingSyncsIsRefused) {
