@@ -393,6 +393,9 @@ bool CommitJournal::rocksdb_holds_tail() const {
 void CommitJournal::batches_written(uint64_t seq) {
   std::lock_guard<std::mutex> l(mutex_);
   batches_written_ = std::max(batches_written_, seq);
+  // A writer waiting for room may have waited for these: a group's batches
+  // can follow its record, after the next group reserved.
+  if (waiting_ > 0) due_cv_.notify_one();
 }
 
 bool CommitJournal::checkpoint_due(std::chrono::milliseconds timeout, uint64_t* seq) {

@@ -177,6 +177,7 @@ void KvCommitter::fail(int err, const std::string& msg) {
   }
   sync_waiters_.clear();
   space_cv_.notify_all();
+  kv_written_cv_.notify_all();
   // A group waiting for ring space would wait for a checkpointer that has
   // stopped (or for one whose syncs no longer matter).
   if (journal_) journal_->abort();
@@ -282,16 +283,55 @@ void KvCommitter::process_group(const std::shared_ptr<Flight>& f) {
   }
   if (to_lane) lane_cv_.notify_one();
   if (overlap) {
+    write_ready_batches();
+    return;
+  }
+  if (done) complete_ready();
+}
+
+void KvCommitter::write_ready_batches() {
+  std::lock_guard<std::mutex> one(kv_write_mutex_);
+  for (;;) {
+    std::shared_ptr<Flight> f;
+    bool skip = false;
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      for (const auto& x : flights_) {
+        if (x->kv_written) continue;
+        // The first one not written decides: none after it may overtake it.
+        if (x->record_first && !x->record_written) break;
+        f = x;
+        // Its record failed: its batches must never reach RocksDB (the
+        // sticky error acknowledges nothing from here on).
+        skip = x->record_first && x->err != 0;
+        break;
+      }
+    }
+    if (!f) break;
     // A failed write still finishes the flight (with its error), so that it
     // leaves the queue of flights once its record is written: the sticky
     // error keeps it and everything after it from being acknowledged.
-    const bool written = write_batches(*f);
-    std::lock_guard<std::mutex> l(mutex_);
-    if (!written && f->err == 0) f->err = -EIO;
-    f->kv_written = true;
-    done = f->done = f->record_written;
+    const bool written = skip || write_batches(*f);
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      if (!written && f->err == 0) f->err = -EIO;
+      f->kv_written = true;
+      f->done = f->record_written;
+    }
+    kv_written_cv_.notify_all();
   }
-  if (done) complete_ready();
+  complete_ready();
+}
+
+bool KvCommitter::wait_earlier_batches() {
+  std::unique_lock<std::mutex> l(mutex_);
+  kv_written_cv_.wait(l, [&] {
+    if (error_) return true;
+    for (const auto& x : flights_)
+      if (!x->kv_written) return false;
+    return true;
+  });
+  return !error_;
 }
 
 // Data first: every write these transactions made completed before they
@@ -399,8 +439,10 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
     // The record goes to a lane before the batches go to RocksDB, so the
     // device writes it while this thread fills the memtable; not when (with
     // inline checkpoints) its space must first be freed by a RocksDB sync
-    // that has to cover this group's batches as well.
+    // that has to cover this group's batches as well. With ring data or
+    // deltas the batches wait for the record instead (Flight::record_first).
     *overlap = !sync_now && !checkpoint;
+    f.record_first = ring;
     bool alone;
     {
       std::lock_guard<std::mutex> l(mutex_);
@@ -427,7 +469,13 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
         ++stats_.journal_records;
       }
       if (!write_batches(f)) return false;
-    } else if (!*overlap && !write_batches(f)) {
+    } else if (ring) {
+      // The batches after the record, which only then goes to a lane; the
+      // inline checkpoint's sync first, over every earlier batch.
+      *overlap = true;
+      if (checkpoint && (!wait_earlier_batches() || !sync_rocksdb_for_ring(true))) return false;
+      return true;
+    } else if (!*overlap && (!wait_earlier_batches() || !write_batches(f))) {
       return false;
     }
     // A group too large for a record is made durable by RocksDB alone:
@@ -639,7 +687,8 @@ void KvCommitter::lane_loop() {
       f->record.clear();
       if (r == 0) ++stats_.journal_records;
     }
-    complete_ready();
+    // A group whose batches waited for this record may go to RocksDB now.
+    write_ready_batches();
   }
 }
 

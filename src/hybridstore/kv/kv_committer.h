@@ -210,6 +210,12 @@ class KvCommitter {
     uint64_t journal_last = 0;  // the journal number of its last transaction
     bool claimed = false;
     bool record_written = false, kv_written = false;
+    // The group carries ring data or onode deltas, which only its record
+    // holds: its batches may reach RocksDB only after the record is
+    // written. RocksDB's WAL reaches its file whenever anyone syncs it, or
+    // its buffer fills, and a batch there without its record would come
+    // back after a crash without the rest of its transaction.
+    bool record_first = false;
     bool done = false;  // both: the record durable and the batches in RocksDB
     int err = 0;
     uint64_t flushes = 0;
@@ -221,6 +227,14 @@ class KvCommitter {
   bool flush_written_data(Flight& f);
   bool write_metadata(Flight& f, bool* overlap);
   bool write_batches(Flight& f);
+  // Writes, in queue order, the batches of the flights in flight that may
+  // go to RocksDB now (all before them written, their record written when
+  // record_first), then acknowledges what is done. From the committer and
+  // from the lanes.
+  void write_ready_batches();
+  // Until every flight in flight has its batches in RocksDB: before this
+  // thread writes a group's batches itself, or syncs the whole ring.
+  bool wait_earlier_batches();
   void lane_loop();
   void checkpoint_loop();
   // The RocksDB WAL sync that lets the ring's tail move: the tail's mark,
@@ -243,6 +257,8 @@ class KvCommitter {
   const size_t max_queued_;
 
   mutable std::mutex mutex_;
+  std::mutex kv_write_mutex_;             // one write_ready_batches at a time
+  std::condition_variable kv_written_cv_;  // a flight's batches went to RocksDB
   std::condition_variable queue_cv_;      // work arrived / stop
   std::condition_variable space_cv_;      // queue has room
   // wait_committed() callers, by the sequence each waits for: a group wakes

@@ -1978,3 +1978,124 @@ TEST(CommitJournalRegion, ACheckpointDiscardsEverySpanButTheHeads) {
 }
 
 }  // namespace
+
+namespace {
+
+// Holds every write to the ring's device while held(): a record a lane is
+// writing stays unwritten for as long as a test needs.
+class HeldWrites final : public ForwardingBlockDevice {
+ public:
+  explicit HeldWrites(std::unique_ptr<BlockDevice> inner) : ForwardingBlockDevice(std::move(inner), "held") {}
+  int write(uint64_t offset, const char* buf, uint64_t len) override {
+    wait_turn();
+    return inner_->write(offset, buf, len);
+  }
+  int write_many(const std::vector<WriteIo>& ios) override {
+    wait_turn();
+    return inner_->write_many(ios);
+  }
+  int write_durable(uint64_t offset, const char* buf, uint64_t len) override {
+    wait_turn();
+    return inner_->write_durable(offset, buf, len);
+  }
+  void hold(bool on) {
+    std::lock_guard<std::mutex> l(m_);
+    held_ = on;
+    cv_.notify_all();
+  }
+  // Until `n` writes have come (held or not).
+  bool wait_arrived(int n) {
+    std::unique_lock<std::mutex> l(m_);
+    return cv_.wait_for(l, std::chrono::seconds(30), [&] { return arrived_ >= n; });
+  }
+
+ private:
+  void wait_turn() {
+    std::unique_lock<std::mutex> l(m_);
+    ++arrived_;
+    cv_.notify_all();
+    cv_.wait(l, [&] { return !held_; });
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  int arrived_ = 0;
+};
+
+// A group whose record carries onode deltas or ring data: its batches reach
+// RocksDB only after its record is written, and the groups after it wait
+// behind it. RocksDB's WAL reaches its file at anyone's sync (or when its
+// buffer fills): a batch there without its record came back after a crash
+// without the deltas only the record held (crash-long on `on`, 3f73f3e).
+// A group without deltas still goes to RocksDB while its record is written.
+TEST(CommitJournalOrder, BatchesOfAGroupWithDeltasWaitForItsRecord) {
+  constexpr uint64_t kB = CommitJournal::kBlock, kRing = 256 * kB;
+  auto work = [](const std::string& key, bool delta) {
+    CommitWork w;
+    w.batch = std::make_unique<rocksdb::WriteBatch>();
+    w.batch->Put(key, "v");
+    if (delta) {
+      JournalDelta d;
+      d.kind = JournalDeltaKind::kSetSize;
+      d.key = "onode-" + key;
+      d.version = 2;
+      d.incarnation = 1;
+      d.size = 4096;
+      w.ring_deltas.push_back(std::move(d));
+    }
+    return w;
+  };
+  for (bool delta : {false, true}) {
+    SCOPED_TRACE(delta ? "a group with deltas" : "a group without");
+    test::TempDir dir("journal");
+    DeviceOpenOptions o;
+    o.create = true;
+    o.create_size = kRing + 8 * kB;
+    std::string err;
+    auto held = std::make_shared<HeldWrites>(open_block_device(dir.file("ssd"), o, &err));
+    ASSERT_TRUE(held->inner()) << err;
+    {
+      auto region = RegionDevice::make(held, {{8 * kB, kRing}}, &err);
+      ASSERT_TRUE(region) << err;
+      ASSERT_EQ(CommitJournal::format_region(*region, &err), 0) << err;
+    }
+    auto region = RegionDevice::make(held, {{8 * kB, kRing}}, &err);
+    ASSERT_TRUE(region) << err;
+    auto j = CommitJournal::open_region(std::move(region), fsid_a(), &err);
+    ASSERT_TRUE(j) << err;
+    auto db = open_db(dir.file("db"));
+    auto in_db = [&](const std::string& key) {
+      std::string v;
+      return db->Get(rocksdb::ReadOptions(), key, &v).ok();
+    };
+    // Asks for a while whether `key` reached RocksDB.
+    auto reaches = [&](const std::string& key) {
+      for (int i = 0; i < 100 && !in_db(key); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return in_db(key);
+    };
+    WriteTracker tracker;
+    KvCommitter c(db.get(), {nullptr, nullptr}, &tracker, 64);
+    c.set_journal(j.get(), 1, 2);
+    held->hold(true);
+    // Both queued before the committer starts: one group of two, which goes
+    // to a lane (a transaction alone is written by the committer itself).
+    c.submit(work("a", delta), false);
+    const uint64_t last = c.submit(work("b", delta), false);
+    c.start();
+    ASSERT_TRUE(held->wait_arrived(1)) << "the lane began the record";
+    if (delta) {
+      EXPECT_FALSE(reaches("a")) << "a batch in RocksDB before its record";
+      EXPECT_FALSE(in_db("b"));
+      // A sync now (the onode checkpointer's) finds nothing of theirs.
+      ASSERT_TRUE(db->FlushWAL(true).ok());
+    } else {
+      EXPECT_TRUE(reaches("a")) << "the record and the batches overlap";
+      EXPECT_TRUE(in_db("b"));
+    }
+    held->hold(false);
+    ASSERT_EQ(c.wait_committed(last), 0);
+    EXPECT_TRUE(in_db("a") && in_db("b"));
+    c.stop();
+  }
+}
+}  // namespace
