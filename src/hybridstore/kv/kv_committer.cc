@@ -427,65 +427,71 @@ bool KvCommitter::write_metadata(Flight& f, bool* overlap) {
       f.record = encode();
       // Never a RocksDB sync here: the checkpointer keeps room behind the
       // ring's tail (docs/small-writes.md 6.2), and this waits only when
-      // it falls behind. Every batch before this group's is in RocksDB
-      // already (groups are processed one at a time), so its sync frees
-      // room without this group's batches.
+      // it falls behind. The batches before this group's reach RocksDB in
+      // queue order (those with deltas after their records), so its sync
+      // frees room without this group's batches.
       f.pos = journal_->reserve(f.record.size(), f.journal_last);
       if (f.pos == CommitJournal::kStopped) {
         fail(-EIO, "commit journal stopped while waiting for ring space");
         return false;
       }
     }
-    // The record goes to a lane before the batches go to RocksDB, so the
-    // device writes it while this thread fills the memtable; not when (with
-    // inline checkpoints) its space must first be freed by a RocksDB sync
-    // that has to cover this group's batches as well. With ring data or
-    // deltas the batches wait for the record instead (Flight::record_first).
-    *overlap = !sync_now && !checkpoint;
-    f.record_first = ring;
-    bool alone;
-    {
-      std::lock_guard<std::mutex> l(mutex_);
-      alone = flights_.empty();
-    }
-    // One writer: handing the record to a lane would add two thread
-    // switches to its latency (more than the RocksDB write it would hide).
-    // This thread writes the record itself, synchronously, then fills the
-    // memtable. Starting the write through io_uring and filling the
-    // memtable meanwhile was measured slower (docs/benchmarks.md,
-    // item 28): the asynchronous write took longer than the
-    // synchronous one, and the device's work did not overlap the insert.
-    const bool inline_write = *overlap && alone && f.group.size() == 1;
-    if (inline_write) {
-      *overlap = false;
-      f.err = journal_->write(f.pos, f.record);
-      f.record.clear();
-      if (f.err < 0) {
-        fail(f.err, fmt::format("commit journal write failed: {}", strerror(-f.err)));
-        return false;
-      }
-      {
-        std::lock_guard<std::mutex> l(mutex_);
-        ++stats_.journal_records;
-      }
-      if (!write_batches(f)) return false;
-    } else if (ring) {
-      // The batches after the record, which only then goes to a lane; the
-      // inline checkpoint's sync first, over every earlier batch.
-      *overlap = true;
-      if (checkpoint && (!wait_earlier_batches() || !sync_rocksdb_for_ring(true))) return false;
-      return true;
-    } else if (!*overlap && (!wait_earlier_batches() || !write_batches(f))) {
-      return false;
-    }
-    // A group too large for a record is made durable by RocksDB alone:
-    // one WAL flush and sync (FlushWAL first writes out what
-    // manual_wal_flush keeps in RocksDB's buffer), which covers every
-    // batch before it too; so is the space of an inline checkpoint.
-    if ((sync_now || checkpoint) && !sync_rocksdb_for_ring(checkpoint)) return false;
+    if (!write_record(f, ring, sync_now, checkpoint, overlap)) return false;
   } else if (!write_batches(f)) {
     return false;
   }
+  return true;
+}
+
+// The group's record placed at f.pos: written here, or left to a lane, and
+// the batches written or left for later (*overlap), as write_metadata says.
+bool KvCommitter::write_record(Flight& f, bool ring, bool sync_now, bool checkpoint, bool* overlap) {
+  // The record goes to a lane before the batches go to RocksDB, so the
+  // device writes it while this thread fills the memtable; not when (with
+  // inline checkpoints) its space must first be freed by a RocksDB sync
+  // that has to cover this group's batches as well. With ring data or
+  // deltas the batches wait for the record instead (Flight::record_first).
+  *overlap = !sync_now && !checkpoint;
+  f.record_first = ring;
+  bool alone;
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    alone = flights_.empty();
+  }
+  // One writer: handing the record to a lane would add two thread
+  // switches to its latency (more than the RocksDB write it would hide).
+  // This thread writes the record itself, synchronously, then fills the
+  // memtable. Starting the write through io_uring and filling the
+  // memtable meanwhile was measured slower (docs/benchmarks.md,
+  // item 28): the asynchronous write took longer than the
+  // synchronous one, and the device's work did not overlap the insert.
+  const bool inline_write = *overlap && alone && f.group.size() == 1;
+  if (inline_write) {
+    *overlap = false;
+    f.err = journal_->write(f.pos, f.record);
+    f.record.clear();
+    if (f.err < 0) {
+      fail(f.err, fmt::format("commit journal write failed: {}", strerror(-f.err)));
+      return false;
+    }
+    {
+      std::lock_guard<std::mutex> l(mutex_);
+      ++stats_.journal_records;
+    }
+    if (!write_batches(f)) return false;
+  } else if (ring) {
+    // The batches after the record, which only then goes to a lane; the
+    // inline checkpoint's sync first, over every earlier batch.
+    *overlap = true;
+    return !checkpoint || (wait_earlier_batches() && sync_rocksdb_for_ring(true));
+  } else if (!*overlap && (!wait_earlier_batches() || !write_batches(f))) {
+    return false;
+  }
+  // A group too large for a record is made durable by RocksDB alone:
+  // one WAL flush and sync (FlushWAL first writes out what
+  // manual_wal_flush keeps in RocksDB's buffer), which covers every
+  // batch before it too; so is the space of an inline checkpoint.
+  if ((sync_now || checkpoint) && !sync_rocksdb_for_ring(checkpoint)) return false;
   return true;
 }
 

@@ -226,6 +226,7 @@ class KvCommitter {
   void process_group(const std::shared_ptr<Flight>& f);
   bool flush_written_data(Flight& f);
   bool write_metadata(Flight& f, bool* overlap);
+  bool write_record(Flight& f, bool ring, bool sync_now, bool checkpoint, bool* overlap);
   bool write_batches(Flight& f);
   // Writes, in queue order, the batches of the flights in flight that may
   // go to RocksDB now (all before them written, their record written when
