@@ -55,6 +55,33 @@ int CommitJournal::format_region(BlockDevice& ring, std::string* error) {
   return 0;
 }
 
+namespace {
+// Made under another name and renamed over `path` once complete, so a
+// crash while making it never leaves a short or sparse ring, nor a ring
+// that is neither the old one nor the new.
+int make_ring_file(const std::string& path, uint64_t size, std::string* error) {
+  namespace fs = std::filesystem;
+  size = CommitJournal::ring_file_bytes(size);
+  const std::string tmp = path + ".tmp";
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  DeviceOpenOptions c;
+  c.direct_io = true;
+  c.backend = IoBackend::kPosix;
+  c.create = true;
+  c.create_size = size;
+  auto dev = open_block_device(tmp, c, error);
+  if (!dev) return -EIO;
+  if (int r = CommitJournal::format_region(*dev, error); r < 0) return r;
+  dev.reset();
+  if (::rename(tmp.c_str(), path.c_str()) != 0 || !fsync_path(fs::path(path).parent_path().string())) {
+    *error = "making the commit journal " + path + ": " + strerror(errno);
+    return -EIO;
+  }
+  return 0;
+}
+}  // namespace
+
 std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint64_t size, const Uuid& fsid,
                                                    const Wrap& wrap, std::string* error) {
   namespace fs = std::filesystem;
@@ -64,24 +91,7 @@ std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint
   // record, and the ring needs no reaper thread of its own.
   o.backend = IoBackend::kPosix;
   std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    // Made under another name and renamed once complete, so a crash while
-    // making it never leaves a short or sparse ring.
-    size = std::max<uint64_t>(pad(size), kMinRingBlocks * kBlock);
-    std::string tmp = path + ".tmp";
-    fs::remove(tmp, ec);
-    DeviceOpenOptions c = o;
-    c.create = true;
-    c.create_size = size;
-    auto dev = open_block_device(tmp, c, error);
-    if (!dev) return nullptr;
-    if (format_region(*dev, error) < 0) return nullptr;
-    dev.reset();
-    if (::rename(tmp.c_str(), path.c_str()) != 0 || !fsync_path(fs::path(path).parent_path().string())) {
-      *error = "making the commit journal " + path + ": " + strerror(errno);
-      return nullptr;
-    }
-  }
+  if (!fs::exists(path, ec) && make_ring_file(path, size, error) < 0) return nullptr;
   auto dev = open_block_device(path, o, error);
   if (!dev) return nullptr;
   // The ring is the file's whole blocks (a file made elsewhere may end in a part of one).
@@ -96,6 +106,21 @@ std::unique_ptr<CommitJournal> CommitJournal::open(const std::string& path, uint
     return nullptr;
   }
   return std::unique_ptr<CommitJournal>(new CommitJournal(std::move(dev), have, fsid));
+}
+
+uint64_t CommitJournal::ring_file_bytes(uint64_t size) {
+  return std::max<uint64_t>(pad(size), kMinRingBlocks * kBlock);
+}
+
+std::unique_ptr<CommitJournal> CommitJournal::remake(const std::string& path, uint64_t size, const Uuid& fsid,
+                                                     const Wrap& wrap, std::string* error) {
+  if (make_ring_file(path, size, error) < 0) return nullptr;
+  return open(path, size, fsid, wrap, error);
+}
+
+void CommitJournal::start_empty(uint64_t last_seq) {
+  std::lock_guard<std::mutex> l(mutex_);
+  before_tail_seq_ = last_seq;
 }
 
 std::unique_ptr<CommitJournal> CommitJournal::open_region(std::unique_ptr<BlockDevice> region, const Uuid& fsid,

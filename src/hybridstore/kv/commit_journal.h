@@ -68,6 +68,16 @@ class CommitJournal {
   using Wrap = std::function<std::unique_ptr<BlockDevice>(std::unique_ptr<BlockDevice>)>;
   static std::unique_ptr<CommitJournal> open(const std::string& path, uint64_t size, const Uuid& fsid,
                                              const Wrap& wrap, std::string* error);
+  // A new ring of `size` at `path` in place of the file there: made under
+  // another name, zeroed and synced, then renamed over it, so that a crash
+  // leaves the old ring or the new one, whole. Only once a replay of the
+  // old ring is finished and durable in RocksDB (its tail then names
+  // position 0, which a walk of the new, empty ring accepts); the caller has
+  // closed the old journal. Then open()ed, and start_empty() is the caller's.
+  // The bytes of a ring open() or remake() makes for `size`.
+  static uint64_t ring_file_bytes(uint64_t size);
+  static std::unique_ptr<CommitJournal> remake(const std::string& path, uint64_t size, const Uuid& fsid,
+                                               const Wrap& wrap, std::string* error);
   // The journal whose ring is the whole of `region` (a RegionDevice over the
   // ring's extents, already decorated as the caller's device stack is).
   // Nothing is created: the caller made the ring and zeroed it
@@ -127,6 +137,9 @@ class CommitJournal {
   // What replay() left out when it returned ring data: RocksDB's journal
   // number and the tail at the ring's start, for `next_seq` from replay.
   void finish_replay(rocksdb::WriteBatch* b, uint64_t next_seq) const;
+  // In place of replay() on a ring made empty after one (remake,
+  // KvFs::resize_journal): the numbers RocksDB holds end at `last_seq`.
+  void start_empty(uint64_t last_seq);
   // Every number in the ring takes 8 bytes of it at least (an entry's
   // number), so the ring never holds more numbers than this.
   uint64_t renumber_gap() const { return size_ / 8; }

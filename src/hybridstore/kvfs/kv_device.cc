@@ -111,6 +111,25 @@ std::unique_ptr<CommitJournal> KvDevice::open_journal(uint64_t size, const Uuid&
     // The span the checkpoint discards is the erase block the ring aligns to.
     if (fs_->make_journal(size, &ring, error, discard_span) < 0) return nullptr;
   }
+  return journal_on(ring, fsid, discard_span, error);
+}
+
+std::unique_ptr<CommitJournal> KvDevice::resize_journal(uint64_t size, const Uuid& fsid, uint64_t discard_span,
+                                                        std::string* error, int* code) {
+  error->clear();
+  std::vector<KvFsExtent> ring;
+  if (int r = fs_->resize_journal(size, &ring, error, discard_span); r < 0) {
+    *code = r;
+    return nullptr;
+  }
+  *code = 0;
+  auto journal = journal_on(ring, fsid, discard_span, error);
+  if (!journal) *code = -EIO;
+  return journal;
+}
+
+std::unique_ptr<CommitJournal> KvDevice::journal_on(const std::vector<KvFsExtent>& ring, const Uuid& fsid,
+                                                    uint64_t discard_span, std::string* error) {
   std::vector<RegionExtent> extents;
   for (const KvFsExtent& e : ring) extents.push_back(RegionExtent{e.offset, e.length});
   auto region = RegionDevice::make(dev_, std::move(extents), error);

@@ -85,12 +85,21 @@ class KvDevice {
   // `discard_span` is the FTL's erase block (CommitJournal::set_discard_span).
   std::unique_ptr<CommitJournal> open_journal(uint64_t size, const Uuid& fsid, uint64_t discard_span,
                                               std::string* error);
+  // A new ring of `size` in place of the kvfs's (KvFs::resize_journal),
+  // opened; start_empty() is the caller's. The journal of open_journal must
+  // be gone and its replay durable in RocksDB. Null with *error on a
+  // failure, which leaves the old ring (-ENOSPC in *code when the kvfs had
+  // no room for the new one).
+  std::unique_ptr<CommitJournal> resize_journal(uint64_t size, const Uuid& fsid, uint64_t discard_span,
+                                                std::string* error, int* code);
 
   // Makes every kvfs record durable; the kvfs is then closed.
   int unmount(std::string* error);
 
  private:
   KvDevice() = default;
+  std::unique_ptr<CommitJournal> journal_on(const std::vector<KvFsExtent>& ring, const Uuid& fsid,
+                                            uint64_t discard_span, std::string* error);
 
   std::shared_ptr<BlockDevice> dev_;
   std::unique_ptr<KvFs> fs_;

@@ -550,6 +550,22 @@ int KvFs::make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::str
     *extents = std::move(have);
     return 0;
   }
+  return new_ring(size, extents, why, align);
+}
+
+int KvFs::resize_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why, uint64_t align) {
+  extents->clear();
+  const std::vector<KvFsExtent> old = journal();
+  if (int r = new_ring(size, extents, why, align); r < 0) return r;
+  // The JOURNAL record naming the new ring is durable: the old ring's
+  // space is free from here on, in the log's replay as in the allocator.
+  std::vector<Interval> freed;
+  for (const KvFsExtent& e : old) freed.push_back(Interval{e.offset, e.length});
+  alloc_.release(freed);
+  return 0;
+}
+
+int KvFs::new_ring(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why, uint64_t align) {
   if (size == 0) {
     *why = "kvfs: a journal ring of 0 bytes";
     return -EINVAL;

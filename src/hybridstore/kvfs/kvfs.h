@@ -276,14 +276,23 @@ class KvFs {
   // its space is written with zeros and flushed before the JOURNAL record
   // is durable, because that space may have held bytes a client wrote that
   // decode as records of this store. A ring the kvfs has is kept as it is,
-  // whatever `size` says (the ring is never resized): *extents is the ring
+  // whatever `size` says (resize_journal replaces it): *extents is the ring
   // either way, in ring order. Called before the ring's user opens it; not
   // concurrently with itself. With `align` (raw NAND: the FTL's erase
   // block) a ring in one extent starts on a multiple of it, so that its
   // align-sized spans are whole erase blocks; a kvfs too fragmented for
   // that gets the ring unaligned.
   int make_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why, uint64_t align = 0);
+  // A new ring of `size` made as make_journal makes one, in place of the
+  // one the kvfs has; the old ring's space is free once the JOURNAL record
+  // naming the new one is durable, so a crash leaves one ring or the other,
+  // whole. Its user must have closed the old ring, and must hold nothing in
+  // it that is not elsewhere (RocksDB) already. On a failure the old ring
+  // stays, untouched.
+  int resize_journal(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why, uint64_t align = 0);
   std::vector<KvFsExtent> journal() const;
+  // The bytes of a ring make_journal makes for `size`.
+  uint64_t ring_bytes_for(uint64_t size) const { return (size + geo_.alloc_unit - 1) / geo_.alloc_unit * geo_.alloc_unit; }
 
   // The live metadata (what the log will hold once the queue is flushed).
   std::string describe() const;
@@ -379,6 +388,8 @@ class KvFs {
   // `need` (at most `want`): what the caller cannot do without; the rest of
   // `want` is room to grow into, given up before the allocation fails.
   int allocate(uint64_t want, uint64_t hint, std::vector<KvFsExtent>* out, std::string* why, uint64_t need = 0);
+  // A ring allocated, zeroed and recorded (make_journal's, resize_journal's).
+  int new_ring(uint64_t size, std::vector<KvFsExtent>* extents, std::string* why, uint64_t align);
   int grow(uint64_t want, bool wait_if_refused, std::string* why);
   bool take_contiguous_segment(KvFsExtent* segment);
   // Puts segments aside for the log until kSpareSegments are (no growth):

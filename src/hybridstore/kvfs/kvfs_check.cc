@@ -226,7 +226,7 @@ void check_kvfs_state(const KvFsState& state, const KvFsGeometry& geo, const KvF
     if (state.journal().empty()) {
       rep->warning(fmt::format("kvfs has no journal ring (the option says {} bytes)", want));
     } else if (rep->journal_bytes != want) {
-      rep->warning(fmt::format("kvfs journal ring is {} bytes, the option says {} (the ring is never resized)",
+      rep->warning(fmt::format("kvfs journal ring is {} bytes, the option says {} (a read-write mount makes it again at that size when the kvfs has the room)",
                                rep->journal_bytes, want));
     }
   }

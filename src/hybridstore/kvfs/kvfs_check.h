@@ -32,8 +32,9 @@ struct KvFsCheckOptions {
   uint64_t lend_unit = 0;
   // The ring's size as the option says (rounded up to A here, as
   // make_journal does); 0: not checked. A ring of another size, or none, is
-  // a warning: the ring is never resized, so an option changed after mkfs
-  // leads there.
+  // a warning: a read-write mount resizes the ring to the option's size, so
+  // only a mount without the room for it (or none since the option
+  // changed) leads there.
   uint64_t journal_size = 0;
 };
 

@@ -61,6 +61,7 @@ struct StoreStats {
   // and of those what its files, ring and log hold (the tier's total counts
   // the owned bytes; its free and allocated bytes do not).
   bool kv_on_device = false;
+  uint64_t commit_journal_bytes = 0;  // the commit journal's ring (0: none)
   uint64_t kvfs_owned = 0;
   uint64_t kvfs_used = 0;
   bool read_only = false;       // after an I/O error (see README's guarantees)

@@ -131,6 +131,8 @@ int MountedStore::open(const std::string& path, Config* cfg, StorePerf* perf, st
   uint64_t next_journal_seq = 1;
   if (int r = m->open_journal(&next_journal_seq, error); r < 0) return r;
   if (int r = m->open_tiers(repair_log, error); r < 0) return r;
+  if (!read_only)
+    if (int r = m->resize_journal(error); r < 0) return r;
   m->colls_ = std::make_unique<CollectionTable>();
   if (int r = m->colls_->load(m->db_.get(), repair_log, error); r < 0) return r;
   m->committer_ = std::make_unique<KvCommitter>(m->db_.get(), m->tiers_->devices(), &m->write_tracker_, 4096);
@@ -356,12 +358,54 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
   if (size == 0 && !fs::exists(path, ec)) return 0;
   CommitJournal::Wrap wrap;
   if (auto hooks = storage_hooks())
-    wrap = [&](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
+    wrap = [this, hooks](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
   journal_ = CommitJournal::open(path, size > 0 ? size : (16ull << 20), super_.fsid, wrap, error);
   if (!journal_) return -EIO;
   int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr(), onode_deltas_ptr());
   journal_next_seq_ = *next_seq;
   return r < 0 ? r : 0;
+}
+
+int MountedStore::resize_journal(std::string* error) {
+  const uint64_t want = cfg_->get_size("hybridstore_commit_journal_size");
+  if (!journal_ || want == 0) return 0;
+  const uint64_t have = journal_->size();
+  const uint64_t made = kv_ ? kv_->fs().ring_bytes_for(want) : CommitJournal::ring_file_bytes(want);
+  if (made == have) return 0;
+  // The ring's records are all in RocksDB by now (the replay's end was
+  // written synced); this makes sure of it before the ring goes.
+  if (rocksdb::Status s = db_->FlushWAL(true); !s.ok()) {
+    *error = "syncing RocksDB before the commit journal's ring is made again: " + s.ToString();
+    return -EIO;
+  }
+  journal_.reset();
+  int code = 0;
+  if (kv_) {
+    journal_ = kv_->resize_journal(want, super_.fsid, journal_discard_span_, error, &code);
+  } else {
+    CommitJournal::Wrap wrap;
+    if (auto hooks = storage_hooks())
+      wrap = [this, hooks](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
+    journal_ = CommitJournal::remake(path_ + "/journal", want, super_.fsid, wrap, error);
+    code = journal_ ? 0 : -EIO;
+  }
+  if (!journal_ && code == -ENOSPC) {
+    // The old ring is as it was: the kvfs could not lend the new one.
+    HS_WARN("store {}: the commit journal's ring stays at {} bytes; hybridstore_commit_journal_size asks for {}: "
+            "{}",
+            uuid_to_string(super_.fsid), have, made, *error);
+    error->clear();
+    journal_ = kv_->open_journal(have, super_.fsid, journal_discard_span_, error);
+  }
+  if (!journal_) {
+    *error = "making the commit journal's ring again at " + std::to_string(made) + " bytes: " + *error;
+    return -EIO;
+  }
+  journal_->start_empty(journal_next_seq_ - 1);
+  if (journal_->size() != have)
+    HS_INFO("store {}: the commit journal's ring is now {} bytes (was {})", uuid_to_string(super_.fsid),
+            journal_->size(), have);
+  return 0;
 }
 
 int MountedStore::open_tiers(std::vector<std::string>* repair_log, std::string* error) {
@@ -963,6 +1007,7 @@ int MountedStore::statfs(StoreStats* st) {
   st->metadata_bytes = total - st->omap_bytes;
   // Set either way: a caller may hand in the figures of another store.
   st->kv_on_device = kv_ != nullptr;
+  st->commit_journal_bytes = journal_ ? journal_->size() : 0;
   st->kvfs_owned = kv_ ? kv_->fs().owned_bytes() : 0;
   st->kvfs_used = kv_ ? st->kvfs_owned - std::min(st->kvfs_owned, kv_->fs().free_bytes()) : 0;
   return 0;

@@ -1,11 +1,16 @@
 // Deferred writes: small overwrites and small HDD writes ride in the RocksDB
 // batch, are readable at once, reach the device in batches, and survive a
 // crash before they were applied.
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <rocksdb/db.h>
 
+#include "hscommon/config.h"
 #include "hscommon/encoding.h"
 #include "hsio/block_device.h"
 #include "hybridstore/kv/deferred.h"
@@ -389,6 +394,57 @@ TEST_F(DeferredTest, InDataModeAcknowledgedOverwritesComeBackFromTheRingAlone) {
   // And with it, after another crash.
   EXPECT_EQ(crash_after_deferred_overwrites(path, cfg), 0);
   expect_overwrites_applied(path, cfg);
+}
+
+// The ring made again at another size (docs/small-writes.md 9, "Ring
+// size") by a mount after a crash: what only the old ring held (the
+// overwrites' data, and with `on` the onode deltas) is replayed first and
+// survives; the new ring, grown and then shrunk, carries the next crash's
+// records in turn. A half-made ring of an earlier try (journal.tmp) is not
+// read. On a directory store; kv_on_device_test has the kvfs's ring.
+TEST_F(DeferredTest, TheRingMadeAgainAtAnotherSizeAtMountKeepsWhatTheOldOneHeld) {
+  namespace fs = std::filesystem;
+  for (const char* mode : {"data", "on"}) {
+    SCOPED_TRACE(mode);
+    const Config base = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", mode);
+    const std::string path = dir_->path() + "/store-" + mode;
+    store_ = std::make_unique<HybridStore>(path, base);
+    ASSERT_EQ(store_->mkfs(), 0);
+    std::string err;
+    ASSERT_EQ(store_->mount(&err), 0) << err;
+    make_coll(coll_);
+    uint64_t ring = 16ull << 20;
+    for (const char* next : {"4M", "32M", "1M"}) {
+      SCOPED_TRACE(std::string("to ") + next);
+      const Config before = hybridstore::test::with_option(base, "hybridstore_commit_journal_size",
+                                                           std::to_string(ring));
+      ASSERT_EQ(fs::file_size(path + "/journal"), ring);
+      crash_after_deferred_overwrites(path, before);
+      { std::ofstream(path + "/journal.tmp") << "half made"; }
+      const Config after = hybridstore::test::with_option(base, "hybridstore_commit_journal_size", next);
+      expect_overwrites_applied(path, after);
+      if (HasFatalFailure()) return;
+      EXPECT_EQ(last_replayed_from_ring_, 8u) << "the old ring's data";
+      uint64_t want = 0;
+      ASSERT_TRUE(parse_size(next, &want));
+      EXPECT_EQ(stats().commit_journal_bytes, want);
+      EXPECT_EQ(fs::file_size(path + "/journal"), want);
+      EXPECT_FALSE(fs::exists(path + "/journal.tmp"));
+      ring = want;
+    }
+    // At its size, a mount leaves the ring alone (the same file).
+    auto inode = [&] {
+      struct stat st {};
+      EXPECT_EQ(::stat((path + "/journal").c_str(), &st), 0);
+      return st.st_ino;
+    };
+    const ino_t made = inode();
+    remount();
+    EXPECT_EQ(inode(), made);
+    EXPECT_EQ(fsck_errors(true), 0);
+    ASSERT_EQ(store_->umount(), 0);
+    store_.reset();
+  }
 }
 
 // hybridstore_small_write_journal=on (format 7, docs/small-writes.md step

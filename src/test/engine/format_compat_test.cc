@@ -15,6 +15,8 @@
 
 #include "hscommon/log.h"
 #include "hsio/block_device.h"
+#include "hsio/forwarding_device.h"
+#include "hybridstore/store/storage_hooks.h"
 #include "hybridstore/format/store_format.h"
 #include "hybridstore/store/hybrid_store.h"
 #include "hybridstore/txn_json/txn_json.h"
@@ -380,6 +382,86 @@ TEST(FormatCompat, AFormat4DeviceStoreMountedWithOnReaches7AndStaysThereUnderThe
   ASSERT_EQ(store.umount(), 0);
   EXPECT_EQ(probed_format(path), kFormatOnodeVersions);
   expect_clean_fsck(store, 5);
+}
+
+// The upgrade to 7 with a ring of another size (docs/small-writes.md 9,
+// "Ring size"): the mount replays the fixture's last record, which only the
+// old ring holds, before it makes the kvfs's ring again at 8 MiB; the
+// upgrade's record is the new ring's first.
+TEST(FormatCompat, AFormat4DeviceStoreMountedWithOnAndAnotherRingSizeKeepsItsLastRecord) {
+  TempDir dir("fmt4dev-on-ring");
+  const std::string path = unpack("format4-device-20261129/store-powercut.tar.gz", dir);
+  Config cfg;
+  std::string err;
+  ASSERT_EQ(cfg.set("hybridstore_small_write_journal", "on", &err), 0) << err;
+  ASSERT_EQ(cfg.set("hybridstore_commit_journal_size", "8M", &err), 0) << err;
+  HybridStore store(path, cfg);
+  ASSERT_EQ(store.mount(&err), 0) << err;
+  expect_fixture_content(store);
+  StoreStats st;
+  ASSERT_EQ(store.statfs(&st), 0);
+  EXPECT_NE(st.commit_journal_bytes, 0u);
+  EXPECT_EQ(st.commit_journal_bytes, 8ull << 20);
+  EXPECT_EQ(st.format_version, kFormatOnodeVersions);
+  expect_write_survives_remount(store, "written into the new ring");
+  if (HasFatalFailure()) return;
+  expect_clean_fsck(store, 5);
+}
+
+namespace {
+// A journal whose every write fails once it is the ring the mount made
+// again (its size tells it apart from the fixture's).
+class FailNewRingHooks : public StorageHooks {
+ public:
+  explicit FailNewRingHooks(uint64_t new_size) : new_size_(new_size) {}
+  int setup_kv(const std::string&, const Config&, rocksdb::Options*, std::string*) override { return 0; }
+  std::unique_ptr<BlockDevice> wrap_device(const std::string&, Tier, const Config&,
+                                           std::unique_ptr<BlockDevice> dev) override {
+    return dev;
+  }
+  std::unique_ptr<BlockDevice> wrap_journal(const std::string&, const Config&,
+                                            std::unique_ptr<BlockDevice> dev) override {
+    if (dev->size() != new_size_) return dev;
+    ++wrapped;
+    return std::make_unique<Failing>(std::move(dev));
+  }
+  int wrapped = 0;
+
+ private:
+  class Failing final : public ForwardingBlockDevice {
+   public:
+    explicit Failing(std::unique_ptr<BlockDevice> d) : ForwardingBlockDevice(std::move(d), "failing") {}
+    int write(uint64_t, const char*, uint64_t) override { return -EIO; }
+    int write_many(const std::vector<WriteIo>&) override { return -EIO; }
+    int write_durable(uint64_t, const char*, uint64_t) override { return -EIO; }
+  };
+  const uint64_t new_size_;
+};
+}  // namespace
+
+// A mount that made the ring again and then failed before its upgrade's
+// record was written (the new ring's writes fail) leaves the old format, an
+// empty ring of the new size, and everything the old ring held in RocksDB:
+// the next mount reads it all, upgrades, and fsck is clean.
+TEST(FormatCompat, AMountThatFailsAfterMakingTheRingAgainLosesNothing) {
+  TempDir dir("fmt3-ring-fail");
+  const std::string path = unpack("format3-20261129/store-powercut.tar.gz", dir);
+  auto hooks = std::make_shared<FailNewRingHooks>(8ull << 20);
+  set_storage_hooks(hooks);
+  {
+    Config cfg;
+    std::string err;
+    ASSERT_EQ(cfg.set("hybridstore_commit_journal_size", "8M", &err), 0) << err;
+    ASSERT_EQ(cfg.set("hybridstore_kv_location", "directory", &err), 0) << err;
+    HybridStore store(path, cfg);
+    EXPECT_LT(store.mount(&err), 0);
+  }
+  set_storage_hooks(nullptr);
+  EXPECT_EQ(hooks->wrapped, 1) << "the new ring was not made";
+  EXPECT_EQ(std::filesystem::file_size(path + "/journal"), 8ull << 20);
+  EXPECT_EQ(probed_format(path), 3u);
+  expect_replayed_and_clean(path);
+  EXPECT_EQ(probed_format(path), kFormatVersion);
 }
 
 // Its second transaction is only in the ring inside the kvfs (the power

@@ -251,7 +251,8 @@ TEST(KvFsCheck, ARocksDbLikeLoadChecksCleanMountedAndUnmounted) {
   EXPECT_EQ(r.files, before.files);
   EXPECT_EQ(r.free_bytes, before.owned - before.used);
 
-  // The ring is never resized: an option changed since is a warning.
+  // A ring of another size than the option's (a mount that had no room to
+  // make it again) is a warning.
   opts.journal_size = 2 * kRing;
   r = k.check(opts);
   EXPECT_EQ(r.errors, 0u) << problems_of(r);

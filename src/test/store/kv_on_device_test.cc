@@ -14,6 +14,8 @@
 #include <tuple>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -737,6 +739,85 @@ TEST_F(KvOnDeviceGrowthTest, RocksDBThatFilledTheTierStillMountsAndReadsBack) {
   // (objects moved off the tier), not this test's.
   store_->umount();
   store_.reset();
+}
+
+// The kvfs's ring made again at another size by a mount after a crash
+// (docs/small-writes.md 9, "Ring size"): the transactions only the old ring
+// held come back, the new ring's space is the kvfs's (grown from the tier
+// when it lacks it) and the old one's free again, and a ring the tier
+// cannot give stays as it was, with the store mounted.
+TEST_F(KvOnDeviceGrowthTest, TheRingMadeAgainAtAnotherSizeKeepsWhatOnlyTheOldOneHeld) {
+  make_coll(coll_);
+  write_objects(30, "a");
+  auto crash_after = [&](const Config& cfg, const std::string& tag) {
+    store_->umount();
+    store_.reset();
+    pid_t pid = fork();
+    if (pid == 0) {
+      HybridStore s(store_path(), cfg);
+      std::string err;
+      if (s.mount(&err) < 0) _exit(2);
+      for (int i = 0; i < 20; ++i) {
+        Transaction t;
+        const ObjectId o = obj(tag + std::to_string(i));
+        t.write(coll_, o, 0, std::string(4096 * (1 + i % 5), static_cast<char>('a' + i % 26)));
+        if (s.apply_transaction(std::move(t)) < 0) _exit(3);
+      }
+      _exit(0);  // no umount: RocksDB's WAL buffer is lost, the ring holds them
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  };
+  auto mount_with = [&](const Config& cfg) {
+    store_ = std::make_unique<HybridStore>(store_path(), cfg);
+    std::string err;
+    ASSERT_EQ(store_->mount(&err), 0) << err;
+  };
+  auto stats = [&] {
+    StoreStats st;
+    EXPECT_EQ(store_->statfs(&st), 0);
+    return st;
+  };
+  auto with_ring = [](Config c, const char* size) {
+    std::string err;
+    EXPECT_EQ(c.set("hybridstore_commit_journal_size", size, &err), 0) << err;
+    return c;
+  };
+  const Config small = config();
+  const Config big = with_ring(small, "64M");
+  const uint64_t used_small = stats().kvfs_used;
+  EXPECT_EQ(stats().commit_journal_bytes, 4ull << 20);
+  crash_after(small, "b");
+  if (HasFatalFailure()) return;
+  mount_with(big);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(stats().commit_journal_bytes, 64ull << 20);
+  EXPECT_GT(stats().kvfs_owned, 40ull << 20) << "the kvfs grew for it";
+  expect_objects(30, "a");
+  expect_objects(20, "b");
+  EXPECT_EQ(fsck_errors(true), 0);
+  crash_after(big, "c");
+  if (HasFatalFailure()) return;
+  mount_with(small);
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(stats().commit_journal_bytes, 4ull << 20);
+  EXPECT_LT(stats().kvfs_used, used_small + (16ull << 20)) << "the 64 MiB ring's space is free again";
+  expect_objects(20, "b");
+  expect_objects(20, "c");
+  EXPECT_EQ(fsck_errors(true), 0);
+  // More than the tier has: the mount goes on with the ring it had.
+  crash_after(small, "d");
+  if (HasFatalFailure()) return;
+  mount_with(with_ring(small, "1G"));
+  if (HasFatalFailure()) return;
+  EXPECT_EQ(stats().commit_journal_bytes, 4ull << 20);
+  expect_objects(20, "d");
+  store_->umount();
+  mount_with(small);
+  if (HasFatalFailure()) return;
+  expect_objects(20, "d");
+  EXPECT_EQ(fsck_errors(true), 0);
 }
 
 class KvOnDeviceNoGiveBackTest : public KvOnDeviceGrowthTest {

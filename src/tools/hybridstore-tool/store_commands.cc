@@ -202,6 +202,7 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
       j["rocksdb"] = {{"location", st.kv_on_device ? "device" : "directory"},
                       {"kvfs_owned", st.kvfs_owned},
                       {"kvfs_used", st.kvfs_used}};
+      j["commit_journal_bytes"] = st.commit_journal_bytes;
       j["tier_order"] = nlohmann::json::array();
       for (Tier t : st.order) j["tier_order"].push_back(tier_name(t));
       for (Tier t : tier_ids(st.tiers))
@@ -229,6 +230,7 @@ ToolCommand df_cmd("df", "space per tier", [](CLI::App* sub, GlobalArgs* args) {
              format_size(st.kvfs_owned).c_str(), format_size(st.kvfs_used).c_str());
     else
       printf("rocksdb: in the store directory\n");
+    if (st.commit_journal_bytes) printf("commit journal ring: %s\n", format_size(st.commit_journal_bytes).c_str());
     return 0;
   };
 });
