@@ -110,8 +110,8 @@ void add_core_options(std::vector<OptionSpec>* v) {
                 "transactions wait while this many deferred bytes are not yet applied", "1M", ""});
   v->push_back({"hybridstore_commit_journal_size", T::kSize, "16M",
                 "ring file <store>/journal that makes each commit group durable with one write and "
-                "flush instead of a RocksDB WAL sync; a read-write mount makes a ring of another size "
-                "again at this one once it has replayed it; 0 = sync RocksDB per group (a journal left "
+                "flush instead of a RocksDB WAL sync; a read-write mount with this option set makes a ring "
+                "of another size again at this one once it has replayed it; 0 = sync RocksDB per group (a journal left "
                 "by an earlier mount is still replayed)",
                 "0", "1G"});
   v->push_back({"hybridstore_commit_checkpointer", T::kBool, "true",

@@ -367,8 +367,10 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
 }
 
 int MountedStore::resize_journal(std::string* error) {
+  // Only when asked: a tool mounting with the defaults must not undo the
+  // size the OSD's configuration gave the ring.
   const uint64_t want = cfg_->get_size("hybridstore_commit_journal_size");
-  if (!journal_ || want == 0) return 0;
+  if (!journal_ || want == 0 || cfg_->is_default("hybridstore_commit_journal_size")) return 0;
   const uint64_t have = journal_->size();
   const uint64_t made = kv_ ? kv_->fs().ring_bytes_for(want) : CommitJournal::ring_file_bytes(want);
   if (made == have) return 0;
@@ -1035,7 +1037,10 @@ void MountedStore::check_kvfs(FsckReport* report, bool deep) {
   // chunks against the tier's lend unit, the ring against the option.
   KvFsCheckOptions o;
   o.lend_unit = tiers_->space(Tier::kSsd).lend_unit();
-  o.journal_size = cfg_->get_size("hybridstore_commit_journal_size");
+  // Checked against the option only where a mount would have resized to it.
+  o.journal_size = cfg_->is_default("hybridstore_commit_journal_size")
+                       ? 0
+                       : cfg_->get_size("hybridstore_commit_journal_size");
   KvFsCheckReport k;
   if (int r = check_mounted_kvfs(&kv_->fs(), o, &k); r < 0 && k.problems.empty())
     k.error(fmt::format("the KV file system could not be checked: {}", strerror(-r)));

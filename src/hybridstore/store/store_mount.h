@@ -161,9 +161,10 @@ class MountedStore {
   // replays it into RocksDB; *next_seq gets the first journal number to use.
   int open_journal(uint64_t* next_seq, std::string* error);
   // A read-write mount, once the replay is durable in RocksDB: a ring whose
-  // size is not what hybridstore_commit_journal_size makes is made again at
-  // that size (docs/small-writes.md 9, "Ring size"), empty. Without the
-  // room on the device the old ring stays and the mount says so.
+  // size is not what hybridstore_commit_journal_size makes, when the option
+  // is set, is made again at that size (docs/small-writes.md 9, "As built
+  // (step 4)"), empty. Without the room on the device the old ring stays
+  // and the mount says so.
   int resize_journal(std::string* error);
   std::vector<CommitJournal::RingWrite>* ring_writes_ptr() {
     return super_.format_version >= kFormatSmallWriteJournal ? &ring_writes_ : nullptr;

@@ -441,6 +441,13 @@ TEST_F(DeferredTest, TheRingMadeAgainAtAnotherSizeAtMountKeepsWhatTheOldOneHeld)
     const ino_t made = inode();
     remount();
     EXPECT_EQ(inode(), made);
+    // Nor does a mount with the option at its default (a tool run without
+    // the OSD's configuration).
+    ASSERT_EQ(store_->umount(), 0);
+    store_ = std::make_unique<HybridStore>(path, base);
+    ASSERT_EQ(store_->mount(&err), 0) << err;
+    EXPECT_EQ(inode(), made);
+    EXPECT_EQ(stats().commit_journal_bytes, 1ull << 20);
     EXPECT_EQ(fsck_errors(true), 0);
     ASSERT_EQ(store_->umount(), 0);
     store_.reset();
