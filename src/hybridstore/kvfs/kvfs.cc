@@ -621,7 +621,9 @@ int KvFs::new_ring(uint64_t size, std::vector<KvFsExtent>* extents, std::string*
       return q;
     }
   }
-  if (int c = commit_through(ticket, why); c < 0) return c;
+  // Recorded, though maybe not durable: never the "no room, nothing
+  // changed" of a failed allocation, whatever the log's failure was.
+  if (int c = commit_through(ticket, why); c < 0) return c == -ENOSPC ? -EIO : c;
   *extents = std::move(ring);
   return 0;
 }

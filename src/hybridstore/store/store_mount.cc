@@ -260,6 +260,14 @@ PerTier<std::vector<Interval>> MountedStore::kvfs_chunks() const {
   return lent;
 }
 
+void MountedStore::set_kvfs_mount_headroom() {
+  // What the next mount writes before it has a lender again: RocksDB's new
+  // MANIFEST, OPTIONS and WAL, and the ring's records replayed into that
+  // WAL (at most the ring's size).
+  kvfs_mount_headroom_ = (journal_ ? journal_->size() : 0) + (4ull << 20);
+  kv_->fs().set_mount_headroom(kvfs_mount_headroom_);
+}
+
 void MountedStore::lend_to_kvfs() {
   TierSpace& space = tiers_->space(Tier::kSsd);
   const TierDescriptor& d = super_.tier[Tier::kSsd];
@@ -287,8 +295,7 @@ void MountedStore::lend_to_kvfs() {
   // What the next mount writes before it has a lender again: RocksDB's new
   // MANIFEST, OPTIONS and WAL, and the ring's records replayed into that
   // WAL (at most the ring's size).
-  kvfs_mount_headroom_ = (journal_ ? journal_->size() : 0) + (4ull << 20);
-  kv_->fs().set_mount_headroom(kvfs_mount_headroom_);
+  set_kvfs_mount_headroom();
   space.set_floor(sizing.reserve);
   kv_->set_lender(lender_.get());
   if (compactions_held_) {
@@ -369,8 +376,10 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
 int MountedStore::resize_journal(std::string* error) {
   // Only when asked: a tool mounting with the defaults must not undo the
   // size the OSD's configuration gave the ring.
-  const uint64_t want = cfg_->get_size("hybridstore_commit_journal_size");
+  uint64_t want = cfg_->get_size("hybridstore_commit_journal_size");
   if (!journal_ || want == 0 || cfg_->is_default("hybridstore_commit_journal_size")) return 0;
+  // The smallest ring a journal opens, in the kvfs as in a directory.
+  want = std::max<uint64_t>(want, CommitJournal::kMinRingBlocks * CommitJournal::kBlock);
   const uint64_t have = journal_->size();
   const uint64_t made = kv_ ? kv_->fs().ring_bytes_for(want) : CommitJournal::ring_file_bytes(want);
   if (made == have) return 0;
@@ -382,22 +391,32 @@ int MountedStore::resize_journal(std::string* error) {
   }
   journal_.reset();
   int code = 0;
+  CommitJournal::Wrap wrap;
+  if (auto hooks = storage_hooks())
+    wrap = [this, hooks](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
+  const std::string path = path_ + "/journal";
   if (kv_) {
     journal_ = kv_->resize_journal(want, super_.fsid, journal_discard_span_, error, &code);
   } else {
-    CommitJournal::Wrap wrap;
-    if (auto hooks = storage_hooks())
-      wrap = [this, hooks](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
-    journal_ = CommitJournal::remake(path_ + "/journal", want, super_.fsid, wrap, error);
-    code = journal_ ? 0 : -EIO;
+    journal_ = CommitJournal::remake(path, want, super_.fsid, wrap, error);
+    code = journal_ ? 0 : -ENOSPC;
   }
   if (!journal_ && code == -ENOSPC) {
-    // The old ring is as it was: the kvfs could not lend the new one.
+    // Nothing changed that matters: the kvfs could not lend the new ring
+    // and recorded nothing, or the directory's new file was not made (or
+    // was renamed over the old one, which is then as empty as the old one
+    // was; either opens).
     HS_WARN("store {}: the commit journal's ring stays at {} bytes; hybridstore_commit_journal_size asks for {}: "
             "{}",
             uuid_to_string(super_.fsid), have, made, *error);
     error->clear();
-    journal_ = kv_->open_journal(have, super_.fsid, journal_discard_span_, error);
+    std::error_code ec;
+    if (kv_) {
+      journal_ = kv_->open_journal(have, super_.fsid, journal_discard_span_, error);
+    } else {
+      std::filesystem::remove(path + ".tmp", ec);
+      journal_ = CommitJournal::open(path, have, super_.fsid, wrap, error);
+    }
   }
   if (!journal_) {
     *error = "making the commit journal's ring again at " + std::to_string(made) + " bytes: " + *error;
@@ -407,6 +426,8 @@ int MountedStore::resize_journal(std::string* error) {
   if (journal_->size() != have)
     HS_INFO("store {}: the commit journal's ring is now {} bytes (was {})", uuid_to_string(super_.fsid),
             journal_->size(), have);
+  // lend_to_kvfs kept the old ring's size free for the next mount's replay.
+  if (kv_) set_kvfs_mount_headroom();
   return 0;
 }
 

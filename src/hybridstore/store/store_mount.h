@@ -166,6 +166,7 @@ class MountedStore {
   // (step 4)"), empty. Without the room on the device the old ring stays
   // and the mount says so.
   int resize_journal(std::string* error);
+  void set_kvfs_mount_headroom();
   std::vector<CommitJournal::RingWrite>* ring_writes_ptr() {
     return super_.format_version >= kFormatSmallWriteJournal ? &ring_writes_ : nullptr;
   }
