@@ -386,6 +386,14 @@ uint64_t CommitJournal::reserve(uint64_t len, uint64_t last_seq) {
   return place(len, last_seq);
 }
 
+void CommitJournal::want_room() {
+  {
+    std::lock_guard<std::mutex> l(mutex_);
+    due_cv_.notify_one();
+  }
+  if (room_wanted_) room_wanted_();
+}
+
 bool CommitJournal::try_reserve(uint64_t len, uint64_t last_seq, uint64_t* pos) {
   std::lock_guard<std::mutex> l(mutex_);
   if (aborted_ || !fits(len)) return false;

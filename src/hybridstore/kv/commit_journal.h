@@ -191,6 +191,12 @@ class CommitJournal {
   // room: whoever holds the tail back may hurry (the deferred writer, whose
   // applied ring data moves the kApplied hold). Before the first reserve.
   void set_room_wanted(std::function<void()> f) { room_wanted_ = std::move(f); }
+  // What reserve() does before it waits for room, for a writer held back
+  // before it reaches reserve() (the onode checkpointer's throttle): the
+  // checkpointer's sync and the room-wanted callback (the deferred writer
+  // records how far ring data is applied, which nothing else makes it do
+  // while it has no data to apply).
+  void want_room();
   // The same without waiting: false when the ring has no room now.
   bool try_reserve(uint64_t len, uint64_t last_seq, uint64_t* pos);
   // Every transaction up to `seq` is now durable for `h`: the tail moves

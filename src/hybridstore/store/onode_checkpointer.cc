@@ -98,22 +98,24 @@ void OnodeCheckpointer::throttle() {
   // Whichever hold keeps the ring: a transaction admitted now must find
   // room for its record, or a put of a dirty object queued behind a full
   // ring could never commit while the ring waits for that object's
-  // checkpoint, which waits for the put (OnodeStore::put_dirty). Rounds
-  // are woken only when kClean is among the holds (else they free
-  // nothing); the deferred writer and RocksDB's sync free the rest.
-  auto over = [&] {
-    return journal_->needed() * 4 > journal_->size() * 3 || dirty_over();
-  };
-  auto round_helps = [&] { return journal_->keeps_oldest(CommitJournal::TailHold::kClean) || dirty_over(); };
+  // checkpoint, which waits for the put (OnodeStore::put_dirty). A writer
+  // held here never reaches CommitJournal::reserve, so it asks for room as
+  // reserve would: without that, a ring kept by the applied-data hold while
+  // no ring data was pending (transactions of attributes alone) waited for
+  // good (store_test's AttrSynthetic on `on`).
+  auto ring_over = [&] { return journal_->needed() * 4 > journal_->size() * 3; };
+  auto over = [&] { return ring_over() || dirty_over(); };
   if (!over()) return;
-  if (round_helps()) wake();
-  std::unique_lock<std::mutex> l(mutex_);
-  while (!stopping_ && committer_->error() == 0 && over()) {
+  for (;;) {
+    // Outside mutex_: the room-wanted callback wakes this checkpointer too.
+    if (ring_over())
+      journal_->want_room();
+    else
+      wake();
+    std::unique_lock<std::mutex> l(mutex_);
+    if (stopping_ || committer_->error() != 0 || !over()) return;
     done_cv_.wait_for(l, std::chrono::milliseconds(10));
-    if (over() && round_helps()) {
-      woken_ = true;
-      cv_.notify_one();
-    }
+    if (stopping_ || committer_->error() != 0 || !over()) return;
   }
 }
 
