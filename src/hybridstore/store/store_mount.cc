@@ -292,9 +292,6 @@ void MountedStore::lend_to_kvfs() {
       &space, TierLender::Counters{&perf_->set, perf_->kvfs_grows, perf_->kvfs_grow_bytes, perf_->kvfs_nospace});
   set_kvfs_gauges();
   kv_->fs().set_grow_step(sizing.grow_step);
-  // What the next mount writes before it has a lender again: RocksDB's new
-  // MANIFEST, OPTIONS and WAL, and the ring's records replayed into that
-  // WAL (at most the ring's size).
   set_kvfs_mount_headroom();
   space.set_floor(sizing.reserve);
   kv_->set_lender(lender_.get());
@@ -348,6 +345,12 @@ int MountedStore::read_superblock(std::string* error) {
   return 0;
 }
 
+CommitJournal::Wrap MountedStore::journal_wrap() const {
+  std::shared_ptr<StorageHooks> hooks = storage_hooks();
+  if (!hooks) return {};
+  return [this, hooks](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
+}
+
 int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
   const std::string path = path_ + "/journal";
   const uint64_t size = cfg_->get_size("hybridstore_commit_journal_size");
@@ -363,9 +366,7 @@ int MountedStore::open_journal(uint64_t* next_seq, std::string* error) {
   std::error_code ec;
   // Without the option a journal left by an earlier mount is still replayed.
   if (size == 0 && !fs::exists(path, ec)) return 0;
-  CommitJournal::Wrap wrap;
-  if (auto hooks = storage_hooks())
-    wrap = [this, hooks](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
+  const CommitJournal::Wrap wrap = journal_wrap();
   journal_ = CommitJournal::open(path, size > 0 ? size : (16ull << 20), super_.fsid, wrap, error);
   if (!journal_) return -EIO;
   int r = journal_->replay(db_.get(), next_seq, error, ring_read(), ring_writes_ptr(), onode_deltas_ptr());
@@ -391,9 +392,7 @@ int MountedStore::resize_journal(std::string* error) {
   }
   journal_.reset();
   int code = 0;
-  CommitJournal::Wrap wrap;
-  if (auto hooks = storage_hooks())
-    wrap = [this, hooks](std::unique_ptr<BlockDevice> d) { return hooks->wrap_journal(path_, *cfg_, std::move(d)); };
+  const CommitJournal::Wrap wrap = journal_wrap();
   const std::string path = path_ + "/journal";
   if (kv_) {
     journal_ = kv_->resize_journal(want, super_.fsid, journal_discard_span_, error, &code);

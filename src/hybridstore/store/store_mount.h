@@ -167,6 +167,8 @@ class MountedStore {
   // and the mount says so.
   int resize_journal(std::string* error);
   void set_kvfs_mount_headroom();
+  // The storage hooks' decorator for the directory's ring (none without hooks).
+  CommitJournal::Wrap journal_wrap() const;
   std::vector<CommitJournal::RingWrite>* ring_writes_ptr() {
     return super_.format_version >= kFormatSmallWriteJournal ? &ring_writes_ : nullptr;
   }
