@@ -14,6 +14,7 @@
 #include "hybridstore/kv/kv_committer.h"
 #include "hybridstore/store/collections.h"
 #include "hybridstore/store/onode_store.h"
+#include "hybridstore/store/store_perf.h"
 
 namespace hybridstore {
 
@@ -24,8 +25,9 @@ constexpr std::chrono::milliseconds kPoll{50};
 }  // namespace
 
 OnodeCheckpointer::OnodeCheckpointer(rocksdb::DB* db, OnodeStore* onodes, CollectionTable* colls,
-                                     KvCommitter* committer, CommitJournal* journal, const Options& opts)
-    : db_(db), onodes_(onodes), colls_(colls), committer_(committer), journal_(journal), opts_(opts) {}
+                                     KvCommitter* committer, CommitJournal* journal, const Options& opts,
+                                     StorePerf* perf)
+    : db_(db), onodes_(onodes), colls_(colls), committer_(committer), journal_(journal), opts_(opts), perf_(perf) {}
 
 OnodeCheckpointer::~OnodeCheckpointer() {
   {
@@ -128,6 +130,7 @@ int OnodeCheckpointer::checkpoint() {
   const uint64_t last = committer_->last_seq();
   const std::vector<ObjectKey> keys = onodes_->dirty_keys();
   if (keys.empty() && last == last_round_seq_) return 0;
+  const uint64_t started_ns = perf_now_ns();
   std::map<std::string, std::vector<ObjectKey>> by_coll;
   for (const auto& k : keys) by_coll[k.first].push_back(k);
   uint64_t written = 0, postponed = 0;
@@ -171,6 +174,12 @@ int OnodeCheckpointer::checkpoint() {
   }
   last_round_seq_ = last;
   last_clean_ = std::max(last_clean_, clean);
+  if (perf_) {
+    perf_->set.inc(perf_->small_write_ckpt_rounds);
+    perf_->set.inc(perf_->small_write_ckpt_onodes, written);
+    perf_->set.inc(perf_->small_write_ckpt_postponed, postponed);
+    perf_->set.tinc(perf_->small_write_ckpt_lat, perf_now_ns() - started_ns);
+  }
   std::lock_guard<std::mutex> l(mutex_);
   ++stats_.rounds;
   stats_.onodes += written;

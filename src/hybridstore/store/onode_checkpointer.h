@@ -33,6 +33,7 @@ class CollectionTable;
 class CommitJournal;
 class KvCommitter;
 class OnodeStore;
+struct StorePerf;
 
 class OnodeCheckpointer {
  public:
@@ -41,8 +42,9 @@ class OnodeCheckpointer {
     size_t dirty_max = 65536;                // hybridstore_small_write_dirty_max
     uint64_t dirty_bytes_max = 64ull << 20;  // hybridstore_small_write_dirty_bytes
   };
+  // `perf` (may be null) gets the rounds' counters (small_write_ckpt_*).
   OnodeCheckpointer(rocksdb::DB* db, OnodeStore* onodes, CollectionTable* colls, KvCommitter* committer,
-                    CommitJournal* journal, const Options& opts);
+                    CommitJournal* journal, const Options& opts, StorePerf* perf = nullptr);
   ~OnodeCheckpointer();
   OnodeCheckpointer(const OnodeCheckpointer&) = delete;
   OnodeCheckpointer& operator=(const OnodeCheckpointer&) = delete;
@@ -77,6 +79,7 @@ class OnodeCheckpointer {
   KvCommitter* committer_;
   CommitJournal* journal_;
   const Options opts_;
+  StorePerf* perf_;
 
   std::mutex round_mutex_;  // one round at a time
   uint64_t last_round_seq_ = 0;  // the committer's last number at the last round (round_mutex_)

@@ -545,7 +545,7 @@ void MountedStore::start_writers(uint64_t next_journal_seq) {
       o.dirty_max = static_cast<size_t>(cfg_->get_int("hybridstore_small_write_dirty_max"));
       o.dirty_bytes_max = cfg_->get_size("hybridstore_small_write_dirty_bytes");
       checkpointer_ = std::make_unique<OnodeCheckpointer>(db_.get(), onodes_.get(), colls_.get(), committer,
-                                                          journal, o);
+                                                          journal, o, perf_);
       OnodeCheckpointer* ckpt = checkpointer_.get();
       journal_->set_room_wanted([deferred, ckpt] {
         deferred->ring_room_wanted();

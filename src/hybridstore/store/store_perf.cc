@@ -45,6 +45,12 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   data_cache_bytes = g("data_cache_bytes", "object data held in the data cache");
   onode_hits = c("onode_hits", "onode lookups served by the cache");
   onode_misses = c("onode_misses", "onode lookups that went to RocksDB");
+  small_write_ckpt_rounds = c("small_write_ckpt_rounds",
+                              "checkpoint rounds that wrote dirty onodes to RocksDB (hybridstore_small_write_journal=on)");
+  small_write_ckpt_onodes = c("small_write_ckpt_onodes", "dirty onodes the checkpoint rounds wrote to RocksDB");
+  small_write_ckpt_postponed = c("small_write_ckpt_postponed",
+                                 "dirty onodes a round left for the next one (a put of theirs not yet committed)");
+  small_write_ckpt_lat = l("small_write_ckpt_lat", "one checkpoint round: its onode writes and its synced tail mark");
   kvfs_owned_bytes = g("kvfs_owned_bytes", "bytes of the fastest tier the KV file system under RocksDB owns");
   kvfs_used_bytes = g("kvfs_used_bytes", "of those, bytes its files, journal ring and log hold");
   kvfs_grows = c("kvfs_grows", "times the KV file system grew into the fastest tier");

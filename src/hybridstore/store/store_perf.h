@@ -59,6 +59,10 @@ struct StorePerf {
   int kvfs_owned_bytes, kvfs_used_bytes, kvfs_grows, kvfs_grow_bytes, kvfs_nospace;
   // Counted by the kvfs, added once a second.
   int kvfs_syncs, kvfs_log_flushes, kvfs_compactions, kvfs_returns, kvfs_return_bytes;
+  // The onode checkpointer's rounds (hybridstore_small_write_journal=on):
+  // rounds, dirty onodes written, onodes left for a later round, a round's
+  // time. Against txc, what a checkpoint costs per op (small-writes.md 12).
+  int small_write_ckpt_rounds, small_write_ckpt_onodes, small_write_ckpt_postponed, small_write_ckpt_lat;
   // Raw NAND under the embedded FTL.
   int ftl_merges, ftl_erases, ftl_pages_copied, ftl_host_pages_written;
 

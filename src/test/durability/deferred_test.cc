@@ -744,6 +744,48 @@ TEST_F(DeferredTest, InOnModeDirtyOnodeBytesStayWithinTheirBound) {
   ASSERT_EQ(store_->mount(&err), 0) << err;
 }
 
+// A checkpoint round is counted with the dirty onodes it wrote and its
+// time (small_write_ckpt_*): against txc, what checkpoints cost per op on
+// Ceph's fio rows (docs/small-writes.md 12, question 2).
+TEST_F(DeferredTest, InOnModeCheckpointRoundsAreCounted) {
+  ASSERT_EQ(store_->umount(), 0);
+  Config on = hybridstore::test::with_option(config(), "hybridstore_small_write_journal", "on");
+  on = hybridstore::test::with_option(on, "hybridstore_small_write_checkpoint_ms", "600000");
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store", on);
+  std::string err;
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+  auto get = [&](const char* name) {
+    const int id = store_->perf().find(name);
+    EXPECT_GE(id, 0) << name;
+    return store_->perf().get(id);
+  };
+  for (int i = 0; i < 3; ++i) {
+    Transaction t;
+    t.write(coll_, obj("c" + std::to_string(i)), 0, std::string(4096, 'c'));
+    ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+  }
+  ASSERT_EQ(StoreTestHooks::checkpoint_onodes(*store_), 0);
+  const uint64_t rounds = get("small_write_ckpt_rounds"), onodes = get("small_write_ckpt_onodes");
+  const uint64_t timed = get("small_write_ckpt_lat");
+  // Two of the three objects changed, one of them twice.
+  for (int i : {0, 1, 0}) {
+    Transaction t;
+    t.setattr(coll_, obj("c" + std::to_string(i)), "k", "v" + std::to_string(i));
+    ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+  }
+  ASSERT_GT(StoreTestHooks::dirty_onode_bytes(*store_), 0u);
+  EXPECT_EQ(get("small_write_ckpt_rounds"), rounds) << "a round the test did not ask for";
+  ASSERT_EQ(StoreTestHooks::checkpoint_onodes(*store_), 0);
+  EXPECT_EQ(get("small_write_ckpt_rounds"), rounds + 1);
+  EXPECT_EQ(get("small_write_ckpt_onodes"), onodes + 2);
+  EXPECT_EQ(get("small_write_ckpt_postponed"), 0u);
+  EXPECT_EQ(get("small_write_ckpt_lat"), timed + 1);
+  EXPECT_EQ(StoreTestHooks::dirty_onode_bytes(*store_), 0u);
+  ASSERT_EQ(store_->umount(), 0);
+  store_ = std::make_unique<HybridStore>(dir_->path() + "/store", config());
+  ASSERT_EQ(store_->mount(&err), 0) << err;
+}
+
 // An inline RocksDB sync frees the whole ring at once, onode deltas RocksDB
 // lacks included: `on` refuses to run with it.
 TEST_F(DeferredTest, OnModeWithInlineRingSyncsIsRefused) {
