@@ -102,8 +102,9 @@ class ExtentMap {
   void punch(uint64_t begin, uint64_t end, std::vector<PExtent>* released);
   // The extent starting at `logical`, to change its checksums in place (its
   // offsets and length must stay); null if none starts there. The pointer is
-  // good until the map is next copied, encoded or changed: its shard's cached
-  // encoding is dropped now, not when the caller writes through it.
+  // good until the map is next copied, encoded, measured or changed: its
+  // shard's cached encoding and heap size are dropped now, not when the
+  // caller writes through it.
   DataExtent* mutable_extent(uint64_t logical);
   // Removes the extent starting at `logical`; false if none does.
   bool erase(uint64_t logical);

@@ -313,7 +313,9 @@ TEST(OnodeDeltasBetween, ReplayedOnTheOnodeBeforeTheyGiveTheOnodeAfter) {
         EXPECT_EQ(d.version, after.version);
         EXPECT_EQ(d.incarnation, kIncarnation);
         // The untouched shard's blocks are never named.
-        if (d.kind == JournalDeltaKind::kOverwrite) EXPECT_LT(d.logical, ExtentMap::kShardSpan);
+        if (d.kind == JournalDeltaKind::kOverwrite) {
+          EXPECT_LT(d.logical, ExtentMap::kShardSpan);
+        }
       }
       Onode replayed = before;
       std::string why;

@@ -221,6 +221,45 @@ TEST(Onode, CopiesShareShardsUntilChanged) {
   EXPECT_THROW(b.extents.at(0), std::out_of_range);
 }
 
+// The heap a map reports is cached per shard; every kind of change, made
+// to a copy or to the map itself, shows in it, and a copy's change leaves
+// the original's. Checked against a map built afresh with the same
+// extents, less the checksum vectors' capacities (a copy's may be smaller).
+TEST(Onode, MemoryBytesFollowEveryChangeDespiteItsPerShardCache) {
+  auto csum_heap = [](const ExtentMap& m) {
+    size_t n = 0;
+    for (const auto& [off, e] : m.extents()) n += e.csums.capacity() * sizeof(uint32_t);
+    return n;
+  };
+  auto matches_fresh = [&](const ExtentMap& m) {
+    ExtentMap rebuilt;
+    for (const auto& [off, e] : m.extents()) rebuilt.insert(e);
+    return m.memory_bytes() - csum_heap(m) == rebuilt.memory_bytes() - csum_heap(rebuilt);
+  };
+  Onode a;
+  for (uint64_t off = 0; off < (4u << 20); off += 64 * 1024) a.extents.insert(extent(off, 8192, off));
+  const size_t a_bytes = a.extents.memory_bytes();
+  EXPECT_TRUE(matches_fresh(a.extents));
+  Onode b = a;
+  EXPECT_EQ(b.extents.memory_bytes(), a_bytes);
+  b.extents.insert(extent(16384, 4096 * 8, 1ull << 30));
+  EXPECT_GT(b.extents.memory_bytes(), a_bytes);
+  EXPECT_TRUE(matches_fresh(b.extents));
+  std::vector<PExtent> freed;
+  b.extents.punch(1 << 20, 2 << 20, &freed);
+  EXPECT_TRUE(matches_fresh(b.extents));
+  const size_t before_growth = b.extents.memory_bytes();
+  DataExtent* e = b.extents.mutable_extent(3 << 20);
+  ASSERT_NE(e, nullptr);
+  const size_t had = e->csums.capacity();
+  e->csums.reserve(had + 100);
+  const size_t grown = e->csums.capacity() - had;
+  EXPECT_EQ(b.extents.memory_bytes(), before_growth + grown * sizeof(uint32_t));
+  EXPECT_TRUE(b.extents.erase(0));
+  EXPECT_TRUE(matches_fresh(b.extents));
+  EXPECT_EQ(a.extents.memory_bytes(), a_bytes);
+}
+
 // One extent spanning many shards is found from any offset inside it.
 TEST(Onode, AnExtentSpanningShardsIsFoundAnywhereInIt) {
   ExtentMap m;
