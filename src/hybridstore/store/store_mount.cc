@@ -378,6 +378,14 @@ int MountedStore::resize_journal(std::string* error) {
   // Only when asked: a tool mounting with the defaults must not undo the
   // size the OSD's configuration gave the ring.
   uint64_t want = cfg_->get_size("hybridstore_commit_journal_size");
+  if (!kv_) {
+    // A ring file is renamed into place only when complete, so one still
+    // under its making name was cut off by a crash and holds nothing; left,
+    // it would hold its space until some later mount made the ring again.
+    std::error_code ec;
+    if (std::filesystem::remove(path_ + "/journal.tmp", ec))
+      HS_INFO("store {}: removed journal.tmp, a commit journal ring left half made", uuid_to_string(super_.fsid));
+  }
   if (!journal_ || want == 0 || cfg_->is_default("hybridstore_commit_journal_size")) return 0;
   // The smallest ring a journal opens, in the kvfs as in a directory.
   want = std::max<uint64_t>(want, CommitJournal::kMinRingBlocks * CommitJournal::kBlock);

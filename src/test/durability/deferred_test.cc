@@ -496,11 +496,18 @@ TEST_F(DeferredTest, TheRingMadeAgainAtAnotherSizeAtMountKeepsWhatTheOldOneHeld)
     ASSERT_EQ(store_->mount(&err), 0) << err;
     EXPECT_EQ(inode(), made);
     // Nor does a mount with the option at its default (a tool run without
-    // the OSD's configuration).
+    // the OSD's configuration); but it removes a ring left half made by a
+    // mount killed while making one, which a read-only mount leaves.
+    ASSERT_EQ(store_->umount(), 0);
+    { std::ofstream(path + "/journal.tmp") << "half made"; }
+    store_ = std::make_unique<HybridStore>(path, base);
+    ASSERT_EQ(store_->mount_read_only(&err), 0) << err;
+    EXPECT_TRUE(fs::exists(path + "/journal.tmp"));
     ASSERT_EQ(store_->umount(), 0);
     store_ = std::make_unique<HybridStore>(path, base);
     ASSERT_EQ(store_->mount(&err), 0) << err;
     EXPECT_EQ(inode(), made);
+    EXPECT_FALSE(fs::exists(path + "/journal.tmp"));
     EXPECT_EQ(stats().commit_journal_bytes, 1ull << 20);
     EXPECT_EQ(fsck_errors(true), 0);
     ASSERT_EQ(store_->umount(), 0);
