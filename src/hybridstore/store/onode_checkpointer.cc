@@ -22,6 +22,13 @@ namespace {
 // How often the thread looks at the ring and the dirty count between
 // rounds: cheap (two counters), and short beside a round's period.
 constexpr std::chrono::milliseconds kPoll{50};
+// Dirty onodes a round writes per hold of a collection's lock. A round
+// with hundreds of one collection's onodes held it for tens of ms, every
+// transaction on that collection waiting (docs/small-writes.md 13.16);
+// encoding this many takes about a millisecond. Each hold reads the
+// committed number afresh, so a chunk is checkpointed as a whole round's
+// collection was.
+constexpr size_t kOnodesPerHold = 32;
 }  // namespace
 
 OnodeCheckpointer::OnodeCheckpointer(rocksdb::DB* db, OnodeStore* onodes, CollectionTable* colls,
@@ -133,30 +140,34 @@ int OnodeCheckpointer::checkpoint() {
   const uint64_t started_ns = perf_now_ns();
   std::map<std::string, std::vector<ObjectKey>> by_coll;
   for (const auto& k : keys) by_coll[k.first].push_back(k);
-  uint64_t written = 0, postponed = 0;
+  uint64_t written = 0, postponed = 0, holds = 0;
   for (const auto& [name, ks] : by_coll) {
     auto st = colls_->state(CollectionId(name));
-    std::unique_lock<std::shared_mutex> lock(st->lock);
-    // Read before any object's committed change (OnodeStore::put_dirty).
-    const uint64_t committed = committer_->committed_seq();
-    rocksdb::WriteBatch b;
-    std::vector<std::pair<ObjectKey, OnodeStore::Checkpointed>> done;
-    for (const auto& k : ks) {
-      OnodeStore::Checkpointed c;
-      if (onodes_->put_dirty(&b, k, committed, &c))
-        done.emplace_back(k, std::move(c));
-      else
-        ++postponed;
-    }
-    if (done.empty()) continue;
-    // Not synced: the ring keeps the deltas until the sync below.
-    if (b.Count() > 0)
-      if (rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &b); !s.ok()) {
-        committer_->fail(-EIO, "writing dirty onodes to RocksDB failed: " + s.ToString());
-        return -EIO;
+    for (size_t from = 0; from < ks.size(); from += kOnodesPerHold) {
+      const size_t to = std::min(ks.size(), from + kOnodesPerHold);
+      std::unique_lock<std::shared_mutex> lock(st->lock);
+      ++holds;
+      // Read before any object's committed change (OnodeStore::put_dirty).
+      const uint64_t committed = committer_->committed_seq();
+      rocksdb::WriteBatch b;
+      std::vector<std::pair<ObjectKey, OnodeStore::Checkpointed>> done;
+      for (size_t i = from; i < to; ++i) {
+        OnodeStore::Checkpointed c;
+        if (onodes_->put_dirty(&b, ks[i], committed, &c))
+          done.emplace_back(ks[i], std::move(c));
+        else
+          ++postponed;
       }
-    for (const auto& [k, c] : done) onodes_->wrote(k, c);
-    written += done.size();
+      if (done.empty()) continue;
+      // Not synced: the ring keeps the deltas until the sync below.
+      if (b.Count() > 0)
+        if (rocksdb::Status s = db_->Write(rocksdb::WriteOptions(), &b); !s.ok()) {
+          committer_->fail(-EIO, "writing dirty onodes to RocksDB failed: " + s.ToString());
+          return -EIO;
+        }
+      for (const auto& [k, c] : done) onodes_->wrote(k, c);
+      written += done.size();
+    }
   }
   // The records the ring still needs for deltas start at the first dirty
   // object's first transaction.
@@ -178,12 +189,14 @@ int OnodeCheckpointer::checkpoint() {
     perf_->set.inc(perf_->small_write_ckpt_rounds);
     perf_->set.inc(perf_->small_write_ckpt_onodes, written);
     perf_->set.inc(perf_->small_write_ckpt_postponed, postponed);
+    perf_->set.inc(perf_->small_write_ckpt_holds, holds);
     perf_->set.tinc(perf_->small_write_ckpt_lat, perf_now_ns() - started_ns);
   }
   std::lock_guard<std::mutex> l(mutex_);
   ++stats_.rounds;
   stats_.onodes += written;
   stats_.postponed += postponed;
+  stats_.holds += holds;
   return 0;
 }
 

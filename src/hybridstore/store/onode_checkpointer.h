@@ -1,8 +1,8 @@
 // The checkpointer of docs/small-writes.md 6.1. A transaction whose change
 // to an object the commit journal's onode deltas carry leaves the object's
 // onode dirty: in the cache (pinned) and in the ring, not in RocksDB. The
-// checkpointer writes dirty onodes into RocksDB, under each collection's
-// lock, and then lets the ring's tail pass the records whose deltas RocksDB
+// checkpointer writes dirty onodes into RocksDB, under their collection's
+// lock taken for 32 of them at a time, and then lets the ring's tail pass the records whose deltas RocksDB
 // now holds (the kClean hold), with one synced RocksDB write per round.
 //
 // Its writes go to RocksDB directly, not through the committer: a round
@@ -65,6 +65,7 @@ class OnodeCheckpointer {
     uint64_t rounds = 0;
     uint64_t onodes = 0;     // dirty onodes written
     uint64_t postponed = 0;  // left for a later round (a put not committed)
+    uint64_t holds = 0;      // collection lock holds, 32 onodes at most each
   };
   Stats stats() const;
 

@@ -50,6 +50,8 @@ StorePerf::StorePerf(const Config& cfg, int tiers) {
   small_write_ckpt_onodes = c("small_write_ckpt_onodes", "dirty onodes the checkpoint rounds wrote to RocksDB");
   small_write_ckpt_postponed = c("small_write_ckpt_postponed",
                                  "dirty onodes a round left for the next one (a put of theirs not yet committed)");
+  small_write_ckpt_holds = c("small_write_ckpt_holds",
+                             "times the checkpoint rounds took a collection's lock (32 dirty onodes at most each)");
   small_write_ckpt_lat = l("small_write_ckpt_lat", "one checkpoint round: its onode writes and its synced tail mark");
   kvfs_owned_bytes = g("kvfs_owned_bytes", "bytes of the fastest tier the KV file system under RocksDB owns");
   kvfs_used_bytes = g("kvfs_used_bytes", "of those, bytes its files, journal ring and log hold");

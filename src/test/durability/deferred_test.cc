@@ -774,6 +774,7 @@ TEST_F(DeferredTest, InOnModeCheckpointRoundsAreCounted) {
   ASSERT_EQ(StoreTestHooks::checkpoint_onodes(*store_), 0);
   const uint64_t rounds = get("small_write_ckpt_rounds"), onodes = get("small_write_ckpt_onodes");
   const uint64_t timed = get("small_write_ckpt_lat");
+  const uint64_t holds = get("small_write_ckpt_holds");
   // Two of the three objects changed, one of them twice.
   for (int i : {0, 1, 0}) {
     Transaction t;
@@ -787,10 +788,34 @@ TEST_F(DeferredTest, InOnModeCheckpointRoundsAreCounted) {
   EXPECT_EQ(get("small_write_ckpt_onodes"), onodes + 2);
   EXPECT_EQ(get("small_write_ckpt_postponed"), 0u);
   EXPECT_EQ(get("small_write_ckpt_lat"), timed + 1);
+  EXPECT_EQ(get("small_write_ckpt_holds"), holds + 1) << "both objects in one collection";
+  EXPECT_EQ(StoreTestHooks::dirty_onode_bytes(*store_), 0u);
+  // Seventy of one collection's objects dirty: a round takes the
+  // collection's lock for 32 of them at a time, and writes them all.
+  for (int i = 0; i < 70; ++i) {
+    Transaction t;
+    t.write(coll_, obj("m" + std::to_string(i)), 0, std::string(4096, 'm'));
+    ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+  }
+  ASSERT_EQ(StoreTestHooks::checkpoint_onodes(*store_), 0);
+  const uint64_t onodes70 = get("small_write_ckpt_onodes"), holds70 = get("small_write_ckpt_holds");
+  for (int i = 0; i < 70; ++i) {
+    Transaction t;
+    t.setattr(coll_, obj("m" + std::to_string(i)), "k", "m" + std::to_string(i));
+    ASSERT_EQ(store_->apply_transaction(std::move(t)), 0);
+  }
+  ASSERT_EQ(StoreTestHooks::checkpoint_onodes(*store_), 0);
+  EXPECT_EQ(get("small_write_ckpt_onodes"), onodes70 + 70);
+  EXPECT_EQ(get("small_write_ckpt_holds"), holds70 + 3);
   EXPECT_EQ(StoreTestHooks::dirty_onode_bytes(*store_), 0u);
   ASSERT_EQ(store_->umount(), 0);
   store_ = std::make_unique<HybridStore>(dir_->path() + "/store", config());
   ASSERT_EQ(store_->mount(&err), 0) << err;
+  for (int i = 0; i < 70; ++i) {
+    std::string v;
+    ASSERT_EQ(store_->getattr(coll_, obj("m" + std::to_string(i)), "k", &v), 0) << i;
+    EXPECT_EQ(v, "m" + std::to_string(i));
+  }
 }
 
 // An inline RocksDB sync frees the whole ring at once, onode deltas RocksDB
