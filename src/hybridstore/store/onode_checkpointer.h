@@ -2,8 +2,9 @@
 // to an object the commit journal's onode deltas carry leaves the object's
 // onode dirty: in the cache (pinned) and in the ring, not in RocksDB. The
 // checkpointer writes dirty onodes into RocksDB, under their collection's
-// lock taken for 32 of them at a time, and then lets the ring's tail pass the records whose deltas RocksDB
-// now holds (the kClean hold), with one synced RocksDB write per round.
+// lock taken for 32 of them at a time, and then lets the ring's tail pass
+// the records whose deltas RocksDB now holds (the kClean hold), with one
+// synced RocksDB write per round.
 //
 // Its writes go to RocksDB directly, not through the committer: a round
 // must free ring space even when the committer waits for ring space. It

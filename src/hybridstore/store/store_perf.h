@@ -61,7 +61,8 @@ struct StorePerf {
   int kvfs_syncs, kvfs_log_flushes, kvfs_compactions, kvfs_returns, kvfs_return_bytes;
   // The onode checkpointer's rounds (hybridstore_small_write_journal=on):
   // rounds, dirty onodes written, onodes left for a later round, the
-  // collection lock holds they took, a round's time. Against txc, what a checkpoint costs per op (small-writes.md 12).
+  // collection lock holds they took, a round's time. Against txc, what a
+  // checkpoint costs per op (small-writes.md 12).
   int small_write_ckpt_rounds, small_write_ckpt_onodes, small_write_ckpt_postponed, small_write_ckpt_holds,
       small_write_ckpt_lat;
   // Raw NAND under the embedded FTL.
